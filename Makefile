@@ -1,0 +1,136 @@
+# llmgen - one C binary that runs Llama-family models on the CPU.
+#
+#   make demo    install what is missing, build, fetch the default model, generate text
+#   make test    install what is missing, build, run every test (unit, sanitizers, regression)
+#   make         build ./llmgen only
+#   make help    list every target
+#
+# Objects go to build/, models / venvs / peer builds to .cache/ (both ignored by git).
+
+CC      ?= cc
+PYTHON  ?= python3
+CACHE   := .cache
+BUILD   := build
+
+PKGS_CFLAGS := $(shell pkg-config --cflags libpcre2-8 libutf8proc jansson 2>/dev/null)
+CFLAGS  ?= -O2
+CFLAGS  += -std=c11 -g -Wall -Wextra -Werror -D_GNU_SOURCE -MMD -MP -pthread \
+           -Isrc -Ivendor-free-tokenizer $(PKGS_CFLAGS)
+LDLIBS  := -lpcre2-8 -lutf8proc -ljansson -lm -lpthread
+
+# One binary for any x86-64: ISA-specific kernels are compiled with their own
+# flags and chosen at run time by CPUID (src/kernels/dispatch.c); never -march=native.
+MACHINE := $(shell $(CC) -dumpmachine)
+ifneq (,$(findstring x86_64,$(MACHINE)))
+ISA_AVX2   := -mavx2 -mfma -mf16c
+ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
+endif
+
+LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard src/kernels/*.c) \
+           $(wildcard vendor-free-tokenizer/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
+
+# Sanitizer build of the library and unit tests (ASan + UBSan), in its own tree.
+SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
+SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
+
+.PHONY: all help deps demo test unit unit-san regress model fixtures refs bench clean distclean
+
+all: llmgen  ## build ./llmgen
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+llmgen: $(BUILD)/src/main.o $(LIB_OBJ)  ## the CLI binary
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
+$(BUILD)/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
+$(BUILD)/san/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
+$(BUILD)/san/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
+
+$(BUILD)/san/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
+
+$(BUILD)/unit_tests_san: $(SAN_UNIT_OBJ) $(SAN_LIB_OBJ)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ -lcriterion $(LDLIBS)
+
+# ---- set-up -------------------------------------------------------------------
+
+# Debian packages the build and the tests need; installed only when missing.
+DEB_PKGS := build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev \
+            libcriterion-dev python3 python3-venv unzip time groff-base
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+deps:  ## install missing Debian packages
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+DEFAULT_MODEL := $(CACHE)/models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+model: $(DEFAULT_MODEL)  ## fetch the default model (SmolLM2-135M-Instruct Q4_1) into .cache/
+$(DEFAULT_MODEL):
+	$(PYTHON) tests/gen/fetch_default_model.py $(CACHE)
+
+# Fixtures too large for git, rebuilt bit for bit (checked by sha256) with numpy/gguf/safetensors only.
+TOOLS_VENV := $(CACHE)/venv-tools
+$(TOOLS_VENV)/.ok: tests/gen/requirements-tools.txt
+	$(PYTHON) -m venv $(TOOLS_VENV)
+	$(TOOLS_VENV)/bin/pip install -q -r tests/gen/requirements-tools.txt
+	touch $@
+
+fixtures: $(TOOLS_VENV)/.ok $(DEFAULT_MODEL)  ## rebuild large test fixtures into .cache/fixtures
+	$(TOOLS_VENV)/bin/python tests/gen/build_fixtures.py $(CACHE)
+
+# References come from the real implementations (torch, transformers); never run by CI.
+REF_VENV := $(CACHE)/venv-ref
+$(REF_VENV)/.ok: tests/gen/requirements-ref.txt
+	$(PYTHON) -m venv $(REF_VENV)
+	$(REF_VENV)/bin/pip install -q -r tests/gen/requirements-ref.txt
+	touch $@
+
+refs: $(REF_VENV)/.ok fixtures  ## regenerate tests/refs/ with HF transformers (slow, needs ~6 GB)
+	$(REF_VENV)/bin/python tests/gen/make_refs.py $(CACHE)
+
+# ---- use and test -------------------------------------------------------------
+
+demo: deps  ## install, build, fetch the default model, generate a completion
+	$(MAKE) llmgen model
+	./llmgen -m $(DEFAULT_MODEL) -p "The three primary colors are" -n 48
+
+unit: $(BUILD)/unit_tests  ## Criterion unit tests
+	$(BUILD)/unit_tests
+
+unit-san: $(BUILD)/unit_tests_san  ## unit tests under ASan + UBSan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/unit_tests_san
+
+regress: llmgen model fixtures  ## run ./llmgen against the stored references
+	$(PYTHON) tests/cli/run_all.py
+
+test: deps  ## install, build, run every test
+	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san
+	$(MAKE) unit unit-san regress
+
+clean:  ## remove build output
+	rm -rf $(BUILD) llmgen
+
+distclean: clean  ## also remove .cache (models, venvs)
+	rm -rf $(CACHE)
+
+-include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BUILD)/src/main.d $(SAN_LIB_OBJ:.o=.d) $(SAN_UNIT_OBJ:.o=.d)

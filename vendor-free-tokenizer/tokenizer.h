@@ -1,0 +1,87 @@
+/* tokenizer.h - vendor-free tokenizer: byte-level BPE (GPT-2 / SmolLM2 / Llama 3 /
+ * Qwen2) and SentencePiece-style BPE (Llama 2 / Mistral), loaded from a Hugging
+ * Face tokenizer.json or from GGUF tokenizer metadata (handed in as plain arrays,
+ * so this library never includes anything from llmgen's src/).
+ *
+ * Contract: no global mutable state, no printing, no exit. Fallible calls take
+ * `char *err` (TOK_ERR_LEN bytes), return 0 / -1 and write one line naming the
+ * file or component and the problem. A tokenizer is immutable after load and can
+ * be shared between threads; a tok_stream is owned by one thread. */
+#ifndef VFT_TOKENIZER_H
+#define VFT_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TOK_ERR_LEN 512
+
+typedef struct tokenizer tokenizer;
+
+/* Plain description of a vocabulary as GGUF stores it (`tokenizer.ggml.*`).
+ * Strings are (ptr, len) pairs, not NUL-terminated; they only need to live
+ * during tok_load_spec (the tokenizer copies what it keeps). */
+typedef struct {
+    const char *ptr;
+    size_t len;
+} tok_str;
+
+typedef struct {
+    tok_str model;            /* "gpt2" (byte-level BPE) or "llama" (SentencePiece BPE) */
+    tok_str pre;              /* tokenizer.ggml.pre: "smollm", "llama-bpe", "qwen2", "default", ... (may be empty) */
+    size_t n_tokens;
+    const tok_str *tokens;    /* (n_tokens) */
+    const int32_t *token_types; /* (n_tokens) or NULL: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte */
+    const float *scores;      /* (n_tokens) or NULL (SentencePiece scores) */
+    size_t n_merges;
+    const tok_str *merges;    /* (n_merges) "a b", rank = index; may be 0 for llama */
+    int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when absent */
+    int add_bos, add_eos, add_space_prefix; /* -1 when absent (use the model's default) */
+    tok_str chat_template;    /* may be empty */
+} tok_spec;
+
+/* Load from tokenizer.json; `config_json` (tokenizer_config.json: bos/eos,
+ * add_bos_token, chat_template) may be NULL. */
+int tok_load_json(const char *tokenizer_json, const char *config_json, tokenizer **out, char *err);
+/* Load from a vocabulary description (GGUF metadata). `source` names the file in messages. */
+int tok_load_spec(const tok_spec *spec, const char *source, tokenizer **out, char *err);
+void tok_free(tokenizer *t);
+
+size_t tok_vocab_size(const tokenizer *t);
+int32_t tok_bos(const tokenizer *t);       /* -1 if none */
+int32_t tok_eos(const tokenizer *t);       /* -1 if none */
+int tok_adds_bos(const tokenizer *t);      /* 1 if encode(add_special=1) prepends BOS */
+
+/* Encode `len` bytes of UTF-8 text. add_special: add BOS/EOS as the reference
+ * does for this tokenizer. parse_special: match added/special tokens in the
+ * text (HF default); 0 treats them as plain text. *ids is malloc'd, caller frees.
+ * Invalid UTF-8 is an error (message gives the byte offset). */
+int tok_encode(const tokenizer *t, const char *text, size_t len, int add_special,
+               int parse_special, int32_t **ids, size_t *n_ids, char *err);
+
+/* Raw bytes of one token (after byte-level / byte-fallback / metaspace decoding of
+ * that token alone). Returns NULL for an id out of range. */
+const char *tok_piece(const tokenizer *t, int32_t id, size_t *len);
+
+/* Decode ids to text as the reference decoder does (skip_special_tokens = 0).
+ * *text is malloc'd and NUL-terminated; caller frees. */
+int tok_decode(const tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len, char *err);
+
+/* Streaming decoder: feed one id at a time, get the bytes that became complete
+ * UTF-8 (never a split character). tok_stream_flush returns what is left
+ * (invalid trailing bytes replaced as the reference does). */
+typedef struct tok_stream tok_stream;
+tok_stream *tok_stream_new(const tokenizer *t);
+/* Writes into *out (valid until the next call on this stream) and its length. */
+int tok_stream_put(tok_stream *s, int32_t id, const char **out, size_t *len, char *err);
+int tok_stream_flush(tok_stream *s, const char **out, size_t *len);
+void tok_stream_free(tok_stream *s);
+
+/* Chat templates. `name` NULL: recognise the tokenizer's own chat_template text
+ * (chatml, llama3, llama2, mistral); otherwise force that family. `system` may be
+ * NULL (the family's default applies, as the reference template does). The result
+ * equals transformers' apply_chat_template(add_generation_prompt=True) as text.
+ * *out is malloc'd, caller frees. */
+int tok_chat_render(const tokenizer *t, const char *name, const char *system,
+                    const char *user, char **out, char *err);
+
+#endif
