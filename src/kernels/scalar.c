@@ -1,0 +1,126 @@
+/* scalar.c - portable reference kernels: the fallback on any CPU and the oracle
+ * the ISA kernels are tested against. Plain loops, f32 accumulation in
+ * element order. */
+#include "kernels.h"
+
+#include "util.h"
+
+/* Dot product of one stored row with f32 activations, one per weight dtype. */
+typedef float (*row_dot_fn)(const uint8_t *w, const float *x, int cols);
+
+static float dot_f32_row(const uint8_t *w, const float *x, int cols) {
+    float s = 0.0f;
+    for (int c = 0; c < cols; c++) {
+        float v;
+        memcpy(&v, w + 4 * (size_t)c, 4);
+        s += v * x[c];
+    }
+    return s;
+}
+
+static float dot_f16_row(const uint8_t *w, const float *x, int cols) {
+    float s = 0.0f;
+    for (int c = 0; c < cols; c++) s += f16_to_f32(rd_u16(w + 2 * (size_t)c)) * x[c];
+    return s;
+}
+
+static float dot_bf16_row(const uint8_t *w, const float *x, int cols) {
+    float s = 0.0f;
+    for (int c = 0; c < cols; c++) s += bf16_to_f32(rd_u16(w + 2 * (size_t)c)) * x[c];
+    return s;
+}
+
+/* Quantized rows: blocks of 32. Within a block the integer-weighted sum is
+ * formed first and scaled once, as the SIMD kernels do. */
+static float dot_q8_0_row(const uint8_t *w, const float *x, int cols) {
+    float s = 0.0f;
+    for (int b = 0; b < cols / 32; b++, w += 34, x += 32) {
+        float d = f16_to_f32(rd_u16(w));
+        const int8_t *q = (const int8_t *)(w + 2);
+        float acc = 0.0f;
+        for (int j = 0; j < 32; j++) acc += (float)q[j] * x[j];
+        s += d * acc;
+    }
+    return s;
+}
+
+/* Q4_0 / Q4_1 nibble order: byte j holds element j (low) and j+16 (high). */
+static float dot_q4_0_row(const uint8_t *w, const float *x, int cols) {
+    float s = 0.0f;
+    for (int b = 0; b < cols / 32; b++, w += 18, x += 32) {
+        float d = f16_to_f32(rd_u16(w));
+        const uint8_t *qs = w + 2;
+        float acc = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            acc += (float)((qs[j] & 0x0f) - 8) * x[j];
+            acc += (float)((qs[j] >> 4) - 8) * x[j + 16];
+        }
+        s += d * acc;
+    }
+    return s;
+}
+
+static float dot_q4_1_row(const uint8_t *w, const float *x, int cols) {
+    float s = 0.0f;
+    for (int b = 0; b < cols / 32; b++, w += 20, x += 32) {
+        float d = f16_to_f32(rd_u16(w));
+        float m = f16_to_f32(rd_u16(w + 2));
+        const uint8_t *qs = w + 4;
+        float acc = 0.0f, xsum = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            acc += (float)(qs[j] & 0x0f) * x[j];
+            acc += (float)(qs[j] >> 4) * x[j + 16];
+            xsum += x[j] + x[j + 16];
+        }
+        s += d * acc + m * xsum;
+    }
+    return s;
+}
+
+static void matmul_rows(row_dot_fn dot, const void *w, size_t row_bytes, int cols, int r0, int r1,
+                        const float *x, int ldx, int nt, float *y, int ldy) {
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)r * row_bytes;
+        for (int t = 0; t < nt; t++) y[(size_t)t * ldy + r] = dot(row, x + (size_t)t * ldx, cols);
+    }
+}
+
+#define DEFINE_MATMUL(NAME, DOT)                                                               \
+    static void NAME(const void *w, size_t row_bytes, int cols, int r0, int r1, const float *x, \
+                     int ldx, int nt, float *y, int ldy) {                                       \
+        matmul_rows(DOT, w, row_bytes, cols, r0, r1, x, ldx, nt, y, ldy);                        \
+    }
+
+DEFINE_MATMUL(matmul_f32, dot_f32_row)
+DEFINE_MATMUL(matmul_f16, dot_f16_row)
+DEFINE_MATMUL(matmul_bf16, dot_bf16_row)
+DEFINE_MATMUL(matmul_q8_0, dot_q8_0_row)
+DEFINE_MATMUL(matmul_q4_0, dot_q4_0_row)
+DEFINE_MATMUL(matmul_q4_1, dot_q4_1_row)
+
+static float dot_scalar(const float *a, const float *b, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void axpy_scalar(float *y, float a, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static const kernels SCALAR = {
+    .name = "scalar",
+    .matmul =
+        {
+            [DT_F32] = matmul_f32,
+            [DT_F16] = matmul_f16,
+            [DT_BF16] = matmul_bf16,
+            [DT_Q8_0] = matmul_q8_0,
+            [DT_Q4_0] = matmul_q4_0,
+            [DT_Q4_1] = matmul_q4_1,
+        },
+    .dot = dot_scalar,
+    .axpy = axpy_scalar,
+};
+
+const kernels *kernels_scalar(void) { return &SCALAR; }
