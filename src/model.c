@@ -1,0 +1,436 @@
+/* model.c - from a file to a weight table: find each tensor by name, check its
+ * shape against the config, keep views into the mapping (no copies of
+ * matrices), copy the small norm vectors to f32, precompute RoPE frequencies
+ * and load the tokenizer. */
+#include "model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* ---- tensor access --------------------------------------------------------------- */
+
+void tensor_row_f32(const tensor *t, int64_t row, float *out) {
+    int64_t cols = t->shape[t->ndim - 1];
+    size_t rb = dtype_row_bytes(t->type, cols);
+    const uint8_t *p = (const uint8_t *)t->data + (size_t)row * rb;
+    switch (t->type) {
+    case DT_F32: memcpy(out, p, (size_t)cols * 4); break;
+    case DT_F16: for (int64_t i = 0; i < cols; i++) out[i] = f16_to_f32(rd_u16(p + 2 * i)); break;
+    case DT_BF16: for (int64_t i = 0; i < cols; i++) out[i] = bf16_to_f32(rd_u16(p + 2 * i)); break;
+    case DT_Q8_0:
+        for (int64_t b = 0; b < cols / 32; b++, p += 34) {
+            float d = f16_to_f32(rd_u16(p));
+            for (int j = 0; j < 32; j++) out[b * 32 + j] = d * (float)(int8_t)p[2 + j];
+        }
+        break;
+    case DT_Q4_0:
+        for (int64_t b = 0; b < cols / 32; b++, p += 18) {
+            float d = f16_to_f32(rd_u16(p));
+            for (int j = 0; j < 16; j++) {
+                out[b * 32 + j] = d * (float)((p[2 + j] & 0x0f) - 8);
+                out[b * 32 + j + 16] = d * (float)((p[2 + j] >> 4) - 8);
+            }
+        }
+        break;
+    case DT_Q4_1:
+        for (int64_t b = 0; b < cols / 32; b++, p += 20) {
+            float d = f16_to_f32(rd_u16(p)), m = f16_to_f32(rd_u16(p + 2));
+            for (int j = 0; j < 16; j++) {
+                out[b * 32 + j] = d * (float)(p[4 + j] & 0x0f) + m;
+                out[b * 32 + j + 16] = d * (float)(p[4 + j] >> 4) + m;
+            }
+        }
+        break;
+    default: memset(out, 0, (size_t)cols * sizeof(float)); break;
+    }
+}
+
+/* ---- finding tensors ------------------------------------------------------------- */
+
+typedef struct {
+    const model *m;
+    char *err;
+} loader;
+
+static const tensor *find_tensor(const model *m, const char *name) {
+    return m->gguf ? gguf_find_tensor(m->gguf, name) : st_find_tensor(m->st, name);
+}
+
+static int is_matmul_type(dtype t) {
+    return t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1;
+}
+
+/* A weight matrix (rows, cols) in a dtype the kernels take. */
+static int get_matrix(const model *m, const char *name, int64_t rows, int64_t cols,
+                      const tensor **out, char *err) {
+    const tensor *t = find_tensor(m, name);
+    if (!t) return errf(err, "%s: missing tensor %s", m->path, name);
+    if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
+        return errf(err, "%s: tensor %s has shape %s%lld%s%lld, expected (%lld, %lld) from the config",
+                    m->path, name, t->ndim == 2 ? "(" : "[ndim ", (long long)t->shape[0],
+                    t->ndim == 2 ? ", " : "] ", (long long)(t->ndim > 1 ? t->shape[1] : 0),
+                    (long long)rows, (long long)cols);
+    if (!is_matmul_type(t->type))
+        return errf(err, "%s: tensor %s has dtype %s; weights must be F32, F16, BF16, Q8_0, Q4_0 or Q4_1",
+                    m->path, name, dtype_name(t->type));
+    *out = t;
+    return 0;
+}
+
+/* A 1-D vector of n elements, copied to f32 (norm weights are tiny). */
+static int get_vector(const model *m, const char *name, int64_t n, float **out, char *err) {
+    const tensor *t = find_tensor(m, name);
+    if (!t) return errf(err, "%s: missing tensor %s", m->path, name);
+    if (t->ndim != 1 || t->shape[0] != n)
+        return errf(err, "%s: tensor %s should be a vector of %lld elements", m->path, name, (long long)n);
+    if (t->type != DT_F32 && t->type != DT_F16 && t->type != DT_BF16)
+        return errf(err, "%s: tensor %s has dtype %s; expected F32, F16 or BF16", m->path, name,
+                    dtype_name(t->type));
+    float *v = malloc((size_t)n * sizeof(float));
+    if (!v) return errf(err, "%s: out of memory", m->path);
+    tensor row = *t;
+    row.ndim = 2;
+    row.shape[0] = 1;
+    row.shape[1] = n;
+    tensor_row_f32(&row, 0, v);
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) {
+            free(v);
+            return errf(err, "%s: tensor %s holds a non-finite value at %lld", m->path, name, (long long)i);
+        }
+    *out = v;
+    return 0;
+}
+
+/* Tensor names: GGUF (llama.cpp) and Hugging Face conventions. */
+typedef struct {
+    const char *embd, *out_norm, *lm_head;
+    const char *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *gate, *up, *down; /* with %d */
+} name_scheme;
+
+static const name_scheme GGUF_NAMES = {
+    "token_embd.weight", "output_norm.weight", "output.weight",
+    "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight", "blk.%d.attn_k.weight",
+    "blk.%d.attn_v.weight", "blk.%d.attn_output.weight", "blk.%d.ffn_norm.weight",
+    "blk.%d.ffn_gate.weight", "blk.%d.ffn_up.weight", "blk.%d.ffn_down.weight",
+};
+
+static const name_scheme HF_NAMES = {
+    "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
+    "model.layers.%d.input_layernorm.weight", "model.layers.%d.self_attn.q_proj.weight",
+    "model.layers.%d.self_attn.k_proj.weight", "model.layers.%d.self_attn.v_proj.weight",
+    "model.layers.%d.self_attn.o_proj.weight", "model.layers.%d.post_attention_layernorm.weight",
+    "model.layers.%d.mlp.gate_proj.weight", "model.layers.%d.mlp.up_proj.weight",
+    "model.layers.%d.mlp.down_proj.weight",
+};
+
+static int load_layer(model *m, const name_scheme *ns, int l, char *err) {
+    const model_config *c = &m->cfg;
+    layer_weights *L = &m->layers[l];
+    int64_t q_rows = (int64_t)c->n_heads * c->head_dim, kv_rows = (int64_t)c->n_kv_heads * c->head_dim;
+    char name[128];
+#define NAME(fmt) (snprintf(name, sizeof name, fmt, l), name)
+    if (get_vector(m, NAME(ns->attn_norm), c->dim, &L->attn_norm, err)) return -1;
+    if (get_matrix(m, NAME(ns->wq), q_rows, c->dim, &L->wq, err)) return -1;
+    if (get_matrix(m, NAME(ns->wk), kv_rows, c->dim, &L->wk, err)) return -1;
+    if (get_matrix(m, NAME(ns->wv), kv_rows, c->dim, &L->wv, err)) return -1;
+    if (get_matrix(m, NAME(ns->wo), c->dim, q_rows, &L->wo, err)) return -1;
+    if (get_vector(m, NAME(ns->ffn_norm), c->dim, &L->ffn_norm, err)) return -1;
+    if (get_matrix(m, NAME(ns->gate), c->hidden_dim, c->dim, &L->w_gate, err)) return -1;
+    if (get_matrix(m, NAME(ns->up), c->hidden_dim, c->dim, &L->w_up, err)) return -1;
+    if (get_matrix(m, NAME(ns->down), c->dim, c->hidden_dim, &L->w_down, err)) return -1;
+#undef NAME
+    return 0;
+}
+
+static void note_type(model *m, dtype t) {
+    const char *n = dtype_name(t);
+    char *p = m->weight_types;
+    size_t len = strlen(p);
+    /* already listed? */
+    for (const char *s = p; (s = strstr(s, n)); s += strlen(n)) {
+        size_t k = strlen(n);
+        if ((s == p || s[-1] == '+') && (s[k] == '\0' || s[k] == '+')) return;
+    }
+    snprintf(p + len, sizeof m->weight_types - len, "%s%s", len ? "+" : "", n);
+}
+
+static int load_weights(model *m, char *err) {
+    const model_config *c = &m->cfg;
+    const name_scheme *ns = m->gguf ? &GGUF_NAMES : &HF_NAMES;
+    if (get_matrix(m, ns->embd, c->vocab_size, c->dim, &m->tok_embd, err)) return -1;
+    if (get_vector(m, ns->out_norm, c->dim, &m->out_norm, err)) return -1;
+    if (c->tied_embeddings) {
+        m->lm_head = m->tok_embd;
+    } else if (get_matrix(m, ns->lm_head, c->vocab_size, c->dim, &m->lm_head, err)) {
+        return -1;
+    }
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers) return errf(err, "%s: out of memory", m->path);
+    for (int l = 0; l < c->n_layers; l++)
+        if (load_layer(m, ns, l, err)) return -1;
+    note_type(m, m->tok_embd->type);
+    note_type(m, m->lm_head->type);
+    for (int l = 0; l < c->n_layers; l++) {
+        const layer_weights *L = &m->layers[l];
+        const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) note_type(m, ts[i]->type);
+    }
+    return 0;
+}
+
+/* ---- RoPE frequencies -------------------------------------------------------------- */
+
+/* inv_freq[i] = 1 / theta^(2i/d), in f32 as transformers computes it, then llama3
+ * scaling (transformers' _compute_llama3_parameters, also in f32). GGUF files may
+ * instead carry rope_freqs.weight: llama.cpp divides the frequency by it. */
+static int rope_frequencies(model *m, char *err) {
+    const model_config *c = &m->cfg;
+    int half = c->head_dim / 2;
+    float *f = malloc((size_t)half * sizeof(float));
+    if (!f) return errf(err, "%s: out of memory", m->path);
+    m->rope_inv_freq = f;
+    for (int i = 0; i < half; i++) {
+        float e = (float)(2 * i) / (float)c->head_dim;
+        f[i] = 1.0f / powf(c->rope_theta, e);
+    }
+    if (c->rope_scaling == ROPE_SCALING_LLAMA3) {
+        float old = (float)c->rope_orig_max_pos, factor = c->rope_factor;
+        float lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
+        float low_wl = old / lo, high_wl = old / hi;
+        for (int i = 0; i < half; i++) {
+            float wl = 2.0f * (float)M_PI / f[i];
+            float base = wl > low_wl ? f[i] / factor : f[i];
+            if (!(wl < high_wl) && !(wl > low_wl)) {
+                float s = (old / wl - lo) / (hi - lo);
+                base = (1.0f - s) * base / factor + s * base;
+            }
+            f[i] = base;
+        }
+    }
+    const tensor *rf = m->gguf ? gguf_find_tensor(m->gguf, "rope_freqs.weight") : NULL;
+    if (rf) {
+        if (rf->type != DT_F32 || tensor_numel(rf) != half)
+            return errf(err, "%s: rope_freqs.weight should be F32 with %d elements", m->path, half);
+        for (int i = 0; i < half; i++) {
+            float v;
+            memcpy(&v, (const uint8_t *)rf->data + 4 * i, 4);
+            if (!(v > 0.0f)) return errf(err, "%s: rope_freqs.weight[%d] is not positive", m->path, i);
+            f[i] /= v;
+        }
+    }
+    return 0;
+}
+
+/* ---- tokenizer --------------------------------------------------------------------- */
+
+static int gguf_str_array(const gguf_file *g, const char *key, tok_str **out, size_t *n) {
+    gguf_type et;
+    uint64_t len;
+    const void *data;
+    *out = NULL;
+    *n = 0;
+    if (gguf_get_arr(g, key, &et, &len, &data) || et != GGUF_STRING) return -1;
+    tok_str *a = malloc((size_t)(len ? len : 1) * sizeof *a);
+    if (!a) return -1;
+    for (uint64_t i = 0; i < len; i++) {
+        gguf_str s;
+        if (gguf_get_arr_str(g, key, i, &s)) {
+            free(a);
+            return -1;
+        }
+        a[i] = (tok_str){s.ptr, (size_t)s.len};
+    }
+    *out = a;
+    *n = (size_t)len;
+    return 0;
+}
+
+/* A numeric array of exactly n elements of type `want` (4 bytes each), copied aligned. */
+static void *gguf_num_array(const gguf_file *g, const char *key, gguf_type want, size_t n) {
+    gguf_type et;
+    uint64_t len;
+    const void *data;
+    if (gguf_get_arr(g, key, &et, &len, &data) || et != want || len != n) return NULL;
+    void *a = malloc(n * 4 + 4);
+    if (a) memcpy(a, data, n * 4);
+    return a;
+}
+
+static tok_str gguf_tok_str(const gguf_file *g, const char *key) {
+    gguf_str s;
+    if (gguf_get_str(g, key, &s)) return (tok_str){"", 0};
+    return (tok_str){s.ptr, (size_t)s.len};
+}
+
+static int32_t gguf_int_or(const gguf_file *g, const char *key, int32_t dflt) {
+    int64_t v;
+    return gguf_get_int(g, key, &v) ? dflt : (int32_t)v;
+}
+
+static int load_gguf_tokenizer(model *m, char *err) {
+    const gguf_file *g = m->gguf;
+    if (!gguf_has_key(g, "tokenizer.ggml.tokens")) return 0; /* ids-only model */
+    tok_spec sp = {0};
+    tok_str *tokens = NULL, *merges = NULL;
+    int32_t *types = NULL;
+    float *scores = NULL;
+    int rc = -1;
+    sp.model = gguf_tok_str(g, "tokenizer.ggml.model");
+    if (sp.model.len == 4 && !memcmp(sp.model.ptr, "none", 4)) return 0;
+    sp.pre = gguf_tok_str(g, "tokenizer.ggml.pre");
+    if (gguf_str_array(g, "tokenizer.ggml.tokens", &tokens, &sp.n_tokens)) {
+        errf(err, "%s: tokenizer.ggml.tokens is not a string array", m->path);
+        goto out;
+    }
+    sp.tokens = tokens;
+    if (gguf_has_key(g, "tokenizer.ggml.merges") &&
+        gguf_str_array(g, "tokenizer.ggml.merges", &merges, &sp.n_merges)) {
+        errf(err, "%s: tokenizer.ggml.merges is not a string array", m->path);
+        goto out;
+    }
+    sp.merges = merges;
+    if (gguf_has_key(g, "tokenizer.ggml.token_type") &&
+        !(types = gguf_num_array(g, "tokenizer.ggml.token_type", GGUF_INT32, sp.n_tokens))) {
+        errf(err, "%s: tokenizer.ggml.token_type should be %zu int32 values", m->path, sp.n_tokens);
+        goto out;
+    }
+    sp.token_types = types;
+    if (gguf_has_key(g, "tokenizer.ggml.scores") &&
+        !(scores = gguf_num_array(g, "tokenizer.ggml.scores", GGUF_FLOAT32, sp.n_tokens))) {
+        errf(err, "%s: tokenizer.ggml.scores should be %zu float32 values", m->path, sp.n_tokens);
+        goto out;
+    }
+    sp.scores = scores;
+    sp.bos_id = gguf_int_or(g, "tokenizer.ggml.bos_token_id", -1);
+    sp.eos_id = gguf_int_or(g, "tokenizer.ggml.eos_token_id", -1);
+    sp.unk_id = gguf_int_or(g, "tokenizer.ggml.unknown_token_id", -1);
+    sp.pad_id = gguf_int_or(g, "tokenizer.ggml.padding_token_id", -1);
+    sp.add_bos = gguf_int_or(g, "tokenizer.ggml.add_bos_token", -1);
+    sp.add_eos = gguf_int_or(g, "tokenizer.ggml.add_eos_token", -1);
+    sp.add_space_prefix = gguf_int_or(g, "tokenizer.ggml.add_space_prefix", -1);
+    sp.chat_template = gguf_tok_str(g, "tokenizer.chat_template");
+    rc = tok_load_spec(&sp, m->path, &m->tok, err);
+out:
+    free(tokens);
+    free(merges);
+    free(types);
+    free(scores);
+    return rc;
+}
+
+static int load_dir_tokenizer(model *m, const char *dir, char *err) {
+    char tj[4096], tc[4096];
+    snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
+    snprintf(tc, sizeof tc, "%s/tokenizer_config.json", dir);
+    if (access(tj, R_OK) != 0) return 0; /* ids-only model */
+    return tok_load_json(tj, access(tc, R_OK) == 0 ? tc : NULL, &m->tok, err);
+}
+
+/* ---- open -------------------------------------------------------------------------- */
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static int open_dir(model *m, const char *dir, const char *weights, char *err) {
+    char cfg[4096], w[4096];
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    if (access(cfg, R_OK) != 0) return errf(err, "%s: no readable config.json in this directory", dir);
+    if (config_from_json(cfg, &m->cfg, err)) return -1;
+    if (!weights) {
+        snprintf(w, sizeof w, "%s/model.safetensors.index.json", dir);
+        if (access(w, R_OK) != 0) snprintf(w, sizeof w, "%s/model.safetensors", dir);
+        if (access(w, R_OK) != 0)
+            return errf(err, "%s: no model.safetensors or model.safetensors.index.json", dir);
+        weights = w;
+    }
+    if (st_open(weights, &m->st, err)) return -1;
+    m->format = "safetensors";
+    if (config_validate(&m->cfg, cfg, err)) return -1;
+    return 0;
+}
+
+int model_open(const char *path, const model_options *opt, model **out, int *io_error, char *err) {
+    *out = NULL;
+    *io_error = 0;
+    if (access(path, R_OK) != 0) {
+        *io_error = 1;
+        return errf(err, "%s: %s", path, strerror(errno));
+    }
+    model *m = calloc(1, sizeof *m);
+    if (!m) return errf(err, "%s: out of memory", path);
+    m->path = strdup(path);
+    int rc = -1;
+    if (!m->path) {
+        errf(err, "%s: out of memory", path);
+        goto fail;
+    }
+    if (is_dir(path)) {
+        if (open_dir(m, path, NULL, err)) goto fail;
+        if (!opt->no_tokenizer && load_dir_tokenizer(m, path, err)) goto fail;
+    } else if (has_suffix(path, ".safetensors") || has_suffix(path, ".json")) {
+        char *dir = strdup(path), *slash;
+        if (!dir) goto fail;
+        slash = strrchr(dir, '/');
+        if (slash) *slash = '\0'; else strcpy(dir, ".");
+        rc = open_dir(m, dir, path, err);
+        if (!rc && !opt->no_tokenizer) rc = load_dir_tokenizer(m, dir, err);
+        free(dir);
+        if (rc) goto fail;
+    } else {
+        if (gguf_open(path, &m->gguf, err)) goto fail;
+        m->format = "gguf";
+        if (config_from_gguf(m->gguf, &m->cfg, err)) goto fail;
+        if (config_validate(&m->cfg, path, err)) goto fail;
+        if (!opt->no_tokenizer && load_gguf_tokenizer(m, err)) goto fail;
+    }
+    if (load_weights(m, err)) goto fail;
+    if (rope_frequencies(m, err)) goto fail;
+    m->kern = kernels_select(opt->kernels);
+    if (!m->kern) {
+        errf(err, "--kernels %s: not available on this CPU or in this build", opt->kernels);
+        goto fail;
+    }
+    m->pool = pool_new(opt->n_threads);
+    if (!m->pool) {
+        errf(err, "cannot start %d threads", opt->n_threads);
+        goto fail;
+    }
+    *out = m;
+    return 0;
+fail:
+    model_free(m);
+    return -1;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    if (m->pool) pool_free(m->pool);
+    if (m->layers) {
+        for (int l = 0; l < m->cfg.n_layers; l++) {
+            free(m->layers[l].attn_norm);
+            free(m->layers[l].ffn_norm);
+        }
+        free(m->layers);
+    }
+    free(m->out_norm);
+    free(m->rope_inv_freq);
+    if (m->tok) tok_free(m->tok);
+    if (m->gguf) gguf_close(m->gguf);
+    if (m->st) st_close(m->st);
+    free(m->path);
+    free(m);
+}

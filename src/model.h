@@ -1,0 +1,60 @@
+/* model.h - a loaded Llama-family model: config, weight views into the file
+ * mapping, the tokenizer (if the file has one), kernels and threads.
+ * Read-only after model_open: one model serves many sessions. */
+#ifndef LLMGEN_MODEL_H
+#define LLMGEN_MODEL_H
+
+#include "config.h"
+#include "gguf.h"
+#include "kernels/kernels.h"
+#include "safetensors.h"
+#include "tensor.h"
+#include "threads.h"
+#include "tokenizer.h"
+
+typedef struct {
+    float *attn_norm;   /* (dim) f32 copy of the RMSNorm weight */
+    const tensor *wq;   /* (n_heads * head_dim, dim) */
+    const tensor *wk;   /* (n_kv_heads * head_dim, dim) */
+    const tensor *wv;   /* (n_kv_heads * head_dim, dim) */
+    const tensor *wo;   /* (dim, n_heads * head_dim) */
+    float *ffn_norm;    /* (dim) f32 */
+    const tensor *w_gate; /* (hidden_dim, dim) */
+    const tensor *w_up;   /* (hidden_dim, dim) */
+    const tensor *w_down; /* (dim, hidden_dim) */
+} layer_weights;
+
+typedef struct model {
+    char *path;              /* what the user gave: a .gguf file or a model directory */
+    model_config cfg;
+    gguf_file *gguf;         /* exactly one of gguf / st owns the weight mapping */
+    st_file *st;
+    const tensor *tok_embd;  /* (vocab, dim) any supported dtype; rows dequantized on lookup */
+    layer_weights *layers;   /* (n_layers) */
+    float *out_norm;         /* (dim) f32 */
+    const tensor *lm_head;   /* (vocab, dim); == tok_embd when embeddings are tied */
+    float *rope_inv_freq;    /* (head_dim / 2) rotary frequencies, llama3 scaling applied */
+    tokenizer *tok;          /* NULL when the file carries no tokenizer */
+    const kernels *kern;
+    thread_pool *pool;
+    const char *format;      /* "gguf" or "safetensors" */
+    char weight_types[64];   /* e.g. "Q4_1+Q8_0+F32": distinct dtypes of the weights */
+} model;
+
+typedef struct {
+    int n_threads;           /* >= 1 */
+    const char *kernels;     /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
+    int no_tokenizer;        /* 1: do not load the tokenizer */
+} model_options;
+
+/* Open `path` (a .gguf file, a directory with config.json and safetensors, or a
+ * .safetensors file with config.json beside it). On failure returns -1 with a
+ * message; *io_error tells whether it was an I/O problem (missing / unreadable)
+ * rather than bad content. */
+int model_open(const char *path, const model_options *opt, model **out, int *io_error, char *err);
+void model_free(model *m);
+
+/* Dequantize row `row` of a 2-D tensor into out (cols floats). */
+void tensor_row_f32(const tensor *t, int64_t row, float *out);
+
+#endif

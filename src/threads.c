@@ -1,0 +1,128 @@
+/* threads.c - persistent worker pool. Workers spin briefly on a generation
+ * counter (a forward pass issues hundreds of short jobs per token, and a
+ * futex wake costs microseconds), then sleep on a condition variable. */
+#include "threads.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#define SPIN_ITERS 20000
+
+struct thread_pool {
+    int n;                      /* threads including the caller */
+    pthread_t *tids;            /* (n - 1) workers */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_uint generation;     /* bumped once per pool_run */
+    atomic_int pending;         /* workers still running the current job */
+    atomic_int stop;
+    pool_fn fn;
+    void *ctx;
+    struct worker_arg {
+        struct thread_pool *pool;
+        int ith;
+    } *args;
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static void *worker_main(void *arg) {
+    struct worker_arg *wa = arg;
+    thread_pool *p = wa->pool;
+    unsigned seen = 0;
+    for (;;) {
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
+               !atomic_load(&p->stop)) {
+            if (++spins < SPIN_ITERS) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->cv, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) return NULL;
+        seen = g;
+        p->fn(p->ctx, wa->ith, p->n);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+    }
+}
+
+thread_pool *pool_new(int n_threads) {
+    if (n_threads < 1) n_threads = 1;
+    thread_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n = n_threads;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->stop, 0);
+    p->tids = calloc((size_t)n_threads, sizeof *p->tids);
+    p->args = calloc((size_t)n_threads, sizeof *p->args);
+    if (!p->tids || !p->args) {
+        pool_free(p);
+        return NULL;
+    }
+    for (int i = 1; i < n_threads; i++) {
+        p->args[i] = (struct worker_arg){p, i};
+        if (pthread_create(&p->tids[i - 1], NULL, worker_main, &p->args[i]) != 0) {
+            p->n = i; /* only i - 1 workers exist */
+            pool_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+void pool_free(thread_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n && p->tids; i++) pthread_join(p->tids[i - 1], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->tids);
+    free(p->args);
+    free(p);
+}
+
+int pool_size(const thread_pool *p) { return p->n; }
+
+void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
+    if (p->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    atomic_store(&p->pending, p->n - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    fn(ctx, 0, p->n);
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
+}
+
+void pool_split(int n, int align, int ith, int nth, int *begin, int *end) {
+    if (align < 1) align = 1;
+    int units = (n + align - 1) / align;
+    int per = units / nth, extra = units % nth;
+    int u0 = ith * per + (ith < extra ? ith : extra);
+    int u1 = u0 + per + (ith < extra ? 1 : 0);
+    *begin = u0 * align < n ? u0 * align : n;
+    *end = u1 * align < n ? u1 * align : n;
+}
