@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ops.h"
 #include "util.h"
 
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
@@ -89,34 +90,6 @@ static void matmul(const model *m, const tensor *w, const float *x, int ldx, int
     pool_run(m->pool, matmul_task, &j);
 }
 
-/* ---- elementwise stages ----------------------------------------------------------- */
-
-/* out = x / sqrt(mean(x^2) + eps) * w, as transformers' LlamaRMSNorm in f32. */
-static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    float ss = 0.0f;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
-    float r = 1.0f / sqrtf(ss / (float)n + eps);
-    for (int i = 0; i < n; i++) out[i] = w[i] * (x[i] * r);
-}
-
-/* Rotate one head in place. HF layout pairs (i, i + d/2); GGUF's permuted rows
- * pair (2i, 2i + 1). q.k is the same either way because Q and K rows share the permutation. */
-static void rope_head(float *v, int hd, const float *inv_freq, int pos, int interleaved) {
-    int half = hd / 2;
-    for (int i = 0; i < half; i++) {
-        float a = (float)pos * inv_freq[i];
-        float c = cosf(a), s = sinf(a);
-        int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
-        float x0 = v[i0], x1 = v[i1];
-        v[i0] = x0 * c - x1 * s;
-        v[i1] = x1 * c + x0 * s;
-    }
-}
-
-static void swiglu(float *gate, const float *up, int n) {
-    for (int i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
-}
-
 /* ---- attention ------------------------------------------------------------------- */
 
 typedef struct {
@@ -141,22 +114,8 @@ static void attention_task(void *ctx, int ith, int nth) {
     pool_split(total, 1, ith, nth, &b, &e);
     for (int task = b; task < e; task++) {
         int t = task / c->n_heads, h = task % c->n_heads, kvh = h / group;
-        int len = j->pos + t + 1;
-        const float *q = j->s->q + (size_t)t * qd + (size_t)h * hd;
-        float mx = -INFINITY;
-        for (int p = 0; p < len; p++) {
-            sc[p] = k->dot(q, kc + (size_t)p * kvd + (size_t)kvh * hd, hd) * scale;
-            if (sc[p] > mx) mx = sc[p];
-        }
-        float sum = 0.0f;
-        for (int p = 0; p < len; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += sc[p];
-        }
-        float inv = 1.0f / sum;
-        float *out = j->s->att_out + (size_t)t * qd + (size_t)h * hd;
-        memset(out, 0, (size_t)hd * sizeof(float));
-        for (int p = 0; p < len; p++) k->axpy(out, sc[p] * inv, vc + (size_t)p * kvd + (size_t)kvh * hd, hd);
+        ops_attend(k, j->s->att_out + (size_t)t * qd + (size_t)h * hd, j->s->q + (size_t)t * qd + (size_t)h * hd,
+                   kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, j->pos + t + 1, hd, (size_t)kvd, scale, sc);
     }
 }
 
@@ -175,15 +134,15 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         float *vc = s->v_cache + ((size_t)l * s->ctx + pos) * kvd;
 
         for (int t = 0; t < n; t++)
-            rmsnorm(s->xb + (size_t)t * dim, s->x + (size_t)t * dim, L->attn_norm, dim, c->rms_eps);
+            ops_rmsnorm(s->xb + (size_t)t * dim, s->x + (size_t)t * dim, L->attn_norm, dim, c->rms_eps);
         matmul(m, L->wq, s->xb, dim, n, s->q, qd);
         matmul(m, L->wk, s->xb, dim, n, kc, kvd); /* keys and values go straight to the cache */
         matmul(m, L->wv, s->xb, dim, n, vc, kvd);
         for (int t = 0; t < n; t++) {
             for (int h = 0; h < c->n_heads; h++)
-                rope_head(s->q + (size_t)t * qd + (size_t)h * hd, hd, m->rope_inv_freq, pos + t, c->rope_interleaved);
+                ops_rope(s->q + (size_t)t * qd + (size_t)h * hd, hd, m->rope_inv_freq, pos + t, c->rope_interleaved);
             for (int h = 0; h < c->n_kv_heads; h++)
-                rope_head(kc + (size_t)t * kvd + (size_t)h * hd, hd, m->rope_inv_freq, pos + t, c->rope_interleaved);
+                ops_rope(kc + (size_t)t * kvd + (size_t)h * hd, hd, m->rope_inv_freq, pos + t, c->rope_interleaved);
         }
         attn_job aj = {m, s, l, n, pos};
         pool_run(m->pool, attention_task, &aj);
@@ -191,16 +150,16 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         for (size_t i = 0; i < (size_t)n * dim; i++) s->x[i] += s->xb[i];
 
         for (int t = 0; t < n; t++)
-            rmsnorm(s->xb + (size_t)t * dim, s->x + (size_t)t * dim, L->ffn_norm, dim, c->rms_eps);
+            ops_rmsnorm(s->xb + (size_t)t * dim, s->x + (size_t)t * dim, L->ffn_norm, dim, c->rms_eps);
         matmul(m, L->w_gate, s->xb, dim, n, s->hb, hid);
         matmul(m, L->w_up, s->xb, dim, n, s->hb2, hid);
-        swiglu(s->hb, s->hb2, n * hid);
+        ops_swiglu(s->hb, s->hb2, n * hid);
         matmul(m, L->w_down, s->hb, hid, n, s->xb, dim);
         for (size_t i = 0; i < (size_t)n * dim; i++) s->x[i] += s->xb[i];
     }
 
     /* only the last token's logits are needed: prefill and decode both sample from it */
     float *last = s->x + (size_t)(n - 1) * dim;
-    rmsnorm(s->xb, last, m->out_norm, dim, c->rms_eps);
+    ops_rmsnorm(s->xb, last, m->out_norm, dim, c->rms_eps);
     matmul(m, m->lm_head, s->xb, dim, 1, s->logits, c->vocab_size);
 }
