@@ -1,0 +1,260 @@
+/* avx2.c - AVX2 + FMA + F16C kernels with f32 activations.
+ *
+ * Compiled with its own ISA flags (see the Makefile) and entered only after
+ * dispatch.c has checked the CPU and the OS (YMM state).
+ *
+ * Numerics (the contract in kernels.h): every y element has ONE accumulator
+ * vector of 8 lanes, fed in column order and reduced by the same horizontal
+ * sum at the end. Tiling over rows and tokens only decides how many of these
+ * independent accumulators are live at once, so a y element is bit-identical
+ * whatever the row range, the number of tokens nt or the tile it fell in.
+ * Quantized blocks follow scalar.c: the integer-weighted sum of a block is
+ * formed first (per lane), then scaled by d once. */
+#include "kernels.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include "util.h"
+
+const kernels *kernels_avx2_table(void);
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* Largest tile: 4 rows x 2 tokens = 8 ymm accumulators; the other 8 of the 16
+ * registers hold a decoded block (4), its scale and the activations. Decode
+ * (nt = 1) walks 4 rows at once: 4 independent FMA chains, 4 weight streams,
+ * each activation vector loaded once for the 4 rows. */
+#define TILE_R 4
+#define TILE_T 2
+
+/* ---- weights to f32 -------------------------------------------------------- */
+
+AI __m256 dense8(dtype dt, const uint8_t *p) {
+    if (dt == DT_F32) return _mm256_loadu_ps((const float *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (dt == DT_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+static inline float f16_at(const uint8_t *p) {
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(rd_u16(p))));
+}
+
+AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
+
+AI __m256 i32_to_ps(__m256i v) { return _mm256_cvtepi32_ps(v); }
+
+/* The 32 integer weights of one block as f32, q[k] holding elements 8k..8k+7. */
+AI void block32(dtype dt, const uint8_t *blk, __m256 q[4]) {
+    if (dt == DT_Q8_0) {
+        UNROLL for (int k = 0; k < 4; k++) {
+            __m128i b = _mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * k));
+            q[k] = i32_to_ps(_mm256_cvtepi8_epi32(b));
+        }
+        return;
+    }
+    /* Byte j holds element j (low nibble) and j + 16 (high nibble). */
+    const uint8_t *qs = blk + (dt == DT_Q4_0 ? 2 : 4);
+    const __m256i low4 = _mm256_set1_epi32(0x0f), eight = _mm256_set1_epi32(8);
+    UNROLL for (int k = 0; k < 2; k++) {
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * k)));
+        __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_srli_epi32(v, 4);
+        if (dt == DT_Q4_0) {
+            lo = _mm256_sub_epi32(lo, eight);
+            hi = _mm256_sub_epi32(hi, eight);
+        }
+        q[k] = i32_to_ps(lo);
+        q[k + 2] = i32_to_ps(hi);
+    }
+}
+
+/* Fixed-order horizontal sum: the same for every tile shape. */
+AI float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* ---- tiles: R rows x T tokens, R and T compile-time constants after inlining ---- */
+
+AI void store_tile(__m256 acc[TILE_R][TILE_T], float *y, int ldy, int R, int T) {
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = hsum8(acc[r][t]);
+}
+
+AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
+                   float *y, int ldy, int R, int T) {
+    const size_t esz = dt == DT_F32 ? 4 : 2;
+    __m256 acc[TILE_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 8 <= cols; c += 8) {
+        __m256 xv[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(x + (size_t)t * ldx + c);
+        UNROLL for (int r = 0; r < R; r++) {
+            __m256 wv = dense8(dt, w + r * rb + c * esz);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    if (c < cols) { /* the tail, zero-padded: zero lanes add +0, same order as a full vector */
+        int n = cols - c;
+        __m256 xv[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) {
+            float xb[8] = {0};
+            memcpy(xb, x + (size_t)t * ldx + c, (size_t)n * sizeof(float));
+            xv[t] = _mm256_loadu_ps(xb);
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            uint8_t wb[32] = {0};
+            memcpy(wb, w + r * rb + c * esz, (size_t)n * esz);
+            __m256 wv = dense8(dt, wb);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    store_tile(acc, y, ldy, R, T);
+}
+
+/* Per block and lane: s = sum_k q[k]*x[k] (k = 0..3 in order), then acc += d*s;
+ * Q4_1 also adds m * ((x0 + x1) + (x2 + x3)), the lane's share of m * sum(x). */
+AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
+                   float *y, int ldy, int R, int T) {
+    const int bb = block_bytes(dt);
+    __m256 acc[TILE_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < cols / 32; b++) {
+        const float *xb = x + 32 * (size_t)b;
+        __m256 xs[TILE_T];
+        if (dt == DT_Q4_1)
+            UNROLL for (int t = 0; t < T; t++) {
+                const float *xt = xb + (size_t)t * ldx;
+                xs[t] = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xt), _mm256_loadu_ps(xt + 8)),
+                                      _mm256_add_ps(_mm256_loadu_ps(xt + 16), _mm256_loadu_ps(xt + 24)));
+            }
+        UNROLL for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * rb + (size_t)b * bb;
+            __m256 q[4];
+            block32(dt, blk, q);
+            __m256 d = _mm256_set1_ps(f16_at(blk));
+            UNROLL for (int t = 0; t < T; t++) {
+                const float *xt = xb + (size_t)t * ldx;
+                __m256 s = _mm256_mul_ps(q[0], _mm256_loadu_ps(xt));
+                s = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(xt + 8), s);
+                s = _mm256_fmadd_ps(q[2], _mm256_loadu_ps(xt + 16), s);
+                s = _mm256_fmadd_ps(q[3], _mm256_loadu_ps(xt + 24), s);
+                acc[r][t] = _mm256_fmadd_ps(d, s, acc[r][t]);
+                if (dt == DT_Q4_1) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(blk + 2)), xs[t], acc[r][t]);
+            }
+        }
+    }
+    store_tile(acc, y, ldy, R, T);
+}
+
+/* ---- instantiation and the row / token walk -------------------------------- */
+
+typedef void (*tile_fn)(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y,
+                        int ldy);
+
+/* Tiles used: R x T (prefill), R x 1 (decode, leftover tokens), 1 x T and
+ * 1 x 1 (leftover rows). */
+typedef struct {
+    tile_fn rt, r1, ot, o1;
+} tile_set;
+
+#define TILE(KIND, DT, FN, R, T)                                                              \
+    static void FN(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y, \
+                   int ldy) {                                                                 \
+        KIND##_tile(DT, w, rb, cols, x, ldx, y, ldy, R, T);                                   \
+    }
+#define TILES(KIND, DT, NAME)                \
+    TILE(KIND, DT, NAME##_rt, TILE_R, TILE_T) \
+    TILE(KIND, DT, NAME##_r1, TILE_R, 1)      \
+    TILE(KIND, DT, NAME##_ot, 1, TILE_T)      \
+    TILE(KIND, DT, NAME##_o1, 1, 1)           \
+    static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
+
+TILES(dense, DT_F32, f32)
+TILES(dense, DT_F16, f16)
+TILES(dense, DT_BF16, bf16)
+TILES(quant, DT_Q8_0, q8_0)
+TILES(quant, DT_Q4_0, q4_0)
+TILES(quant, DT_Q4_1, q4_1)
+
+static void run_rows(const tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols,
+                     const float *x, int ldx, int nt, float *y, int ldy) {
+    int t = 0;
+    if (nt > 1)
+        for (; t + TILE_T <= nt; t += TILE_T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+    for (; t < nt; t++) t1(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+}
+
+/* Row tiles outside, token tiles inside: the weights of a row tile stay in L1/L2
+ * while every token tile passes over them. */
+static void run_tiles(const tile_set *s, const void *w, size_t rb, int cols, int r0, int r1,
+                      const float *x, int ldx, int nt, float *y, int ldy) {
+    const uint8_t *wb = w;
+    int r = r0;
+    for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+    for (; r < r1; r++) run_rows(s->ot, s->o1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+}
+
+#define MATMUL(NAME)                                                                              \
+    static void matmul_##NAME(const void *w, size_t rb, int cols, int r0, int r1, const float *x, \
+                              int ldx, int nt, float *y, int ldy) {                               \
+        run_tiles(&NAME##_tiles, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                        \
+    }
+
+MATMUL(f32)
+MATMUL(f16)
+MATMUL(bf16)
+MATMUL(q8_0)
+MATMUL(q4_0)
+MATMUL(q4_1)
+
+/* ---- vector helpers ---------------------------------------------------------- */
+
+static float dot_avx2(const float *a, const float *b, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    float s = hsum8(_mm256_add_ps(s0, s1));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
+static void axpy_avx2(float *y, float a, const float *x, int n) {
+    __m256 va = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, _mm256_loadu_ps(x + i))));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static const kernels AVX2 = {
+    .name = "avx2",
+    .matmul =
+        {
+            [DT_F32] = matmul_f32,
+            [DT_F16] = matmul_f16,
+            [DT_BF16] = matmul_bf16,
+            [DT_Q8_0] = matmul_q8_0,
+            [DT_Q4_0] = matmul_q4_0,
+            [DT_Q4_1] = matmul_q4_1,
+        },
+    .dot = dot_avx2,
+    .axpy = axpy_avx2,
+};
+
+/* The table, without any CPU check: dispatch.c calls this only after checking. */
+const kernels *kernels_avx2_table(void) { return &AVX2; }
+
+#else
+typedef int avx2_not_built; /* keeps the translation unit non-empty */
+#endif

@@ -1,0 +1,249 @@
+/* avx512.c - AVX-512 (F, BW, VL, DQ) kernels with f32 activations.
+ *
+ * Compiled with its own ISA flags (see the Makefile) and entered only after
+ * dispatch.c has checked the CPU and the OS (ZMM state). The file must not use
+ * VNNI or AVX512-BF16 instructions: dispatch.c does not require them.
+ *
+ * Numerics (the contract in kernels.h): every y element has ONE accumulator
+ * vector of 16 lanes, fed in column order and reduced by the same horizontal
+ * sum at the end. Tiling over rows and tokens only decides how many of these
+ * independent accumulators are live at once, so a y element is bit-identical
+ * whatever the row range, the number of tokens nt or the tile it fell in.
+ * Quantized blocks follow scalar.c: the integer-weighted sum of a block is
+ * formed first (per lane), then scaled by d once. */
+#include "kernels.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include "util.h"
+
+const kernels *kernels_avx512_table(void);
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* Largest tile: 4 rows x 4 tokens = 16 zmm accumulators, leaving room for the
+ * decoded weights, activations and scales in the 32 registers. Decode (nt = 1)
+ * walks 4 rows at once: 4 independent FMA chains and 4 weight streams, each
+ * activation vector loaded once for the 4 rows. */
+#define TILE_R 4
+#define TILE_T 4
+
+/* ---- weights to f32 -------------------------------------------------------- */
+
+/* 16 consecutive dense weights at p as f32; `m` masks a tail (zeroes the rest,
+ * and masked-off lanes are never read, so a row may end at a page boundary). */
+AI __m512 dense16(dtype dt, const uint8_t *p) {
+    if (dt == DT_F32) return _mm512_loadu_ps(p);
+    __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    if (dt == DT_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+AI __m512 dense16_tail(dtype dt, const uint8_t *p, __mmask16 m) {
+    if (dt == DT_F32) return _mm512_maskz_loadu_ps(m, p);
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (dt == DT_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline float f16_at(const uint8_t *p) {
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(rd_u16(p))));
+}
+
+AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
+
+/* The 32 integer weights of one block as f32: elements 0..15 in *lo, 16..31 in *hi.
+ * 4-bit values go through a 16-entry table with vpermps, which reads only the
+ * low 4 bits of each index: one instruction replaces mask + convert (+ subtract). */
+AI void block32(dtype dt, const uint8_t *blk, __m512 *lo, __m512 *hi) {
+    if (dt == DT_Q8_0) {
+        const uint8_t *q = blk + 2;
+        *lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
+        *hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 16))));
+        return;
+    }
+    const __m512 table = dt == DT_Q4_0
+        ? _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7)
+        : _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const uint8_t *qs = blk + (dt == DT_Q4_0 ? 2 : 4);
+    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)qs));
+    *lo = _mm512_permutexvar_ps(v, table);                        /* byte j low nibble: element j */
+    *hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);  /* high nibble: element j + 16 */
+}
+
+/* ---- tiles: R rows x T tokens, R and T compile-time constants after inlining ---- */
+
+AI void store_tile(__m512 acc[TILE_R][TILE_T], float *y, int ldy, int R, int T) {
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
+                   float *y, int ldy, int R, int T) {
+    const size_t esz = dt == DT_F32 ? 4 : 2;
+    __m512 acc[TILE_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    int c = 0;
+    for (; c + 16 <= cols; c += 16) {
+        __m512 xv[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) xv[t] = _mm512_loadu_ps(x + (size_t)t * ldx + c);
+        UNROLL for (int r = 0; r < R; r++) {
+            __m512 wv = dense16(dt, w + r * rb + c * esz);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    if (c < cols) { /* zero lanes add +0 to the sum: same order as a full vector */
+        __mmask16 m = (__mmask16)((1u << (cols - c)) - 1);
+        __m512 xv[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) xv[t] = _mm512_maskz_loadu_ps(m, x + (size_t)t * ldx + c);
+        UNROLL for (int r = 0; r < R; r++) {
+            __m512 wv = dense16_tail(dt, w + r * rb + c * esz, m);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    store_tile(acc, y, ldy, R, T);
+}
+
+/* Per block and lane: s = q_lo*x_lo + q_hi*x_hi, then acc += d*s; Q4_1 also
+ * adds m * (x_lo + x_hi), the lane's share of m * sum(x), like scalar.c. */
+AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
+                   float *y, int ldy, int R, int T) {
+    const int bb = block_bytes(dt);
+    __m512 acc[TILE_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    for (int b = 0; b < cols / 32; b++) {
+        __m512 xl[TILE_T], xh[TILE_T], xs[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) {
+            xl[t] = _mm512_loadu_ps(x + (size_t)t * ldx + 32 * b);
+            xh[t] = _mm512_loadu_ps(x + (size_t)t * ldx + 32 * b + 16);
+            if (dt == DT_Q4_1) xs[t] = _mm512_add_ps(xl[t], xh[t]);
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * rb + (size_t)b * bb;
+            __m512 lo, hi;
+            block32(dt, blk, &lo, &hi);
+            __m512 d = _mm512_set1_ps(f16_at(blk));
+            __m512 m = _mm512_set1_ps(dt == DT_Q4_1 ? f16_at(blk + 2) : 0.0f);
+            UNROLL for (int t = 0; t < T; t++) {
+                __m512 s = _mm512_fmadd_ps(hi, xh[t], _mm512_mul_ps(lo, xl[t]));
+                acc[r][t] = _mm512_fmadd_ps(d, s, acc[r][t]);
+                if (dt == DT_Q4_1) acc[r][t] = _mm512_fmadd_ps(m, xs[t], acc[r][t]);
+            }
+        }
+    }
+    store_tile(acc, y, ldy, R, T);
+}
+
+/* ---- instantiation and the row / token walk -------------------------------- */
+
+typedef void (*tile_fn)(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y,
+                        int ldy);
+
+/* Tiles used: R x T (prefill), R x 1 (decode, leftover tokens), 1 x T and
+ * 1 x 1 (leftover rows). */
+typedef struct {
+    tile_fn rt, r1, ot, o1;
+} tile_set;
+
+#define TILE(KIND, DT, FN, R, T)                                                                 \
+    static void FN(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y,    \
+                   int ldy) {                                                                    \
+        KIND##_tile(DT, w, rb, cols, x, ldx, y, ldy, R, T);                                      \
+    }
+#define TILES(KIND, DT, NAME, T)                                                          \
+    TILE(KIND, DT, NAME##_rt, TILE_R, T)                                                  \
+    TILE(KIND, DT, NAME##_r1, TILE_R, 1)                                                  \
+    TILE(KIND, DT, NAME##_ot, 1, T)                                                       \
+    TILE(KIND, DT, NAME##_o1, 1, 1)                                                       \
+    static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
+
+/* Prefill token tiles: 4 for dense and Q8_0/Q4_0 (16 accumulators); 3 for
+ * Q4_1, which also keeps one x-sum per token live. */
+TILES(dense, DT_F32, f32, 4)
+TILES(dense, DT_F16, f16, 4)
+TILES(dense, DT_BF16, bf16, 4)
+TILES(quant, DT_Q8_0, q8_0, 4)
+TILES(quant, DT_Q4_0, q4_0, 4)
+TILES(quant, DT_Q4_1, q4_1, 3)
+
+static void run_rows(tile_fn tt, tile_fn t1, int T, const uint8_t *w, size_t rb, int cols,
+                     const float *x, int ldx, int nt, float *y, int ldy) {
+    int t = 0;
+    if (nt > 1)
+        for (; t + T <= nt; t += T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+    for (; t < nt; t++) t1(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+}
+
+/* Row tiles outside, token tiles inside: the weights of a row tile stay in L1/L2
+ * while every token tile passes over them. */
+static void run_tiles(const tile_set *s, int T, const void *w, size_t rb, int cols, int r0, int r1,
+                      const float *x, int ldx, int nt, float *y, int ldy) {
+    const uint8_t *wb = w;
+    int r = r0;
+    for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+    for (; r < r1; r++) run_rows(s->ot, s->o1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+}
+
+#define MATMUL(NAME, T)                                                                           \
+    static void matmul_##NAME(const void *w, size_t rb, int cols, int r0, int r1, const float *x, \
+                              int ldx, int nt, float *y, int ldy) {                               \
+        run_tiles(&NAME##_tiles, T, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                     \
+    }
+
+MATMUL(f32, 4)
+MATMUL(f16, 4)
+MATMUL(bf16, 4)
+MATMUL(q8_0, 4)
+MATMUL(q4_0, 4)
+MATMUL(q4_1, 3)
+
+/* ---- vector helpers ---------------------------------------------------------- */
+
+static float dot_avx512(const float *a, const float *b, int n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+/* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
+static void axpy_avx512(float *y, float a, const float *x, int n) {
+    __m512 va = _mm512_set1_ps(a);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, x + i)));
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+}
+
+static const kernels AVX512 = {
+    .name = "avx512",
+    .matmul =
+        {
+            [DT_F32] = matmul_f32,
+            [DT_F16] = matmul_f16,
+            [DT_BF16] = matmul_bf16,
+            [DT_Q8_0] = matmul_q8_0,
+            [DT_Q4_0] = matmul_q4_0,
+            [DT_Q4_1] = matmul_q4_1,
+        },
+    .dot = dot_avx512,
+    .axpy = axpy_avx512,
+};
+
+/* The table, without any CPU check: dispatch.c calls this only after checking. */
+const kernels *kernels_avx512_table(void) { return &AVX512; }
+
+#else
+typedef int avx512_not_built; /* keeps the translation unit non-empty */
+#endif

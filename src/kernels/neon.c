@@ -1,0 +1,255 @@
+/* neon.c - AArch64 Advanced SIMD kernels with f32 activations.
+ *
+ * NEON and the f16 <-> f32 conversions are part of the AArch64 baseline, so
+ * this file needs no extra flags and dispatch.c needs no run-time check.
+ *
+ * Numerics (the contract in kernels.h): every y element has ONE accumulator
+ * vector of 4 lanes, fed in column order and reduced by the same pairwise sum
+ * at the end. Tiling over rows and tokens only decides how many of these
+ * independent accumulators are live at once, so a y element is bit-identical
+ * whatever the row range, the number of tokens nt or the tile it fell in.
+ * Quantized blocks follow scalar.c: the integer-weighted sum of a block is
+ * formed first (per lane), then scaled by d once. */
+#include "kernels.h"
+
+#if defined(__aarch64__)
+
+#include <arm_neon.h>
+
+#include "util.h"
+
+const kernels *kernels_neon_table(void);
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* Row tile of 4 for every kernel: decode (nt = 1) keeps 4 FMA chains and 4
+ * weight streams going. Token tiles (prefill) are chosen per kind so that the
+ * accumulators and a decoded block fit in the 32 vector registers. */
+#define TILE_R 4
+#define TILE_T 4
+
+/* ---- weights to f32 -------------------------------------------------------- */
+
+AI float32x4_t dense4(dtype dt, const uint8_t *p) {
+    if (dt == DT_F32) return vld1q_f32((const float *)p);
+    uint16x4_t h = vld1_u16((const uint16_t *)p);
+    if (dt == DT_F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); /* bf16 */
+}
+
+static inline float f16_at(const uint8_t *p) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(rd_u16(p)))), 0);
+}
+
+AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
+
+/* 16 signed bytes to 4 vectors of f32 (elements in order). */
+AI void s8x16_to_f32(int8x16_t v, float32x4_t *q) {
+    int16x8_t a = vmovl_s8(vget_low_s8(v)), b = vmovl_high_s8(v);
+    q[0] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(a)));
+    q[1] = vcvtq_f32_s32(vmovl_high_s16(a));
+    q[2] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(b)));
+    q[3] = vcvtq_f32_s32(vmovl_high_s16(b));
+}
+
+/* The 32 integer weights of one block as f32, q[k] holding elements 4k..4k+3. */
+AI void block32(dtype dt, const uint8_t *blk, float32x4_t q[8]) {
+    if (dt == DT_Q8_0) {
+        s8x16_to_f32(vld1q_s8((const int8_t *)(blk + 2)), q);
+        s8x16_to_f32(vld1q_s8((const int8_t *)(blk + 18)), q + 4);
+        return;
+    }
+    /* Byte j holds element j (low nibble) and j + 16 (high nibble); 4-bit values
+     * (minus 8 for Q4_0) fit in a signed byte. */
+    uint8x16_t v = vld1q_u8(blk + (dt == DT_Q4_0 ? 2 : 4));
+    int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0f)));
+    int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    if (dt == DT_Q4_0) {
+        lo = vsubq_s8(lo, vdupq_n_s8(8));
+        hi = vsubq_s8(hi, vdupq_n_s8(8));
+    }
+    s8x16_to_f32(lo, q);
+    s8x16_to_f32(hi, q + 4);
+}
+
+/* ---- tiles: R rows x T tokens, R and T compile-time constants after inlining ---- */
+
+AI void store_tile(float32x4_t acc[TILE_R][TILE_T], float *y, int ldy, int R, int T) {
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = vaddvq_f32(acc[r][t]);
+}
+
+AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
+                   float *y, int ldy, int R, int T) {
+    const size_t esz = dt == DT_F32 ? 4 : 2;
+    float32x4_t acc[TILE_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = vdupq_n_f32(0.0f);
+    int c = 0;
+    for (; c + 4 <= cols; c += 4) {
+        float32x4_t xv[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) xv[t] = vld1q_f32(x + (size_t)t * ldx + c);
+        UNROLL for (int r = 0; r < R; r++) {
+            float32x4_t wv = dense4(dt, w + r * rb + c * esz);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = vfmaq_f32(acc[r][t], wv, xv[t]);
+        }
+    }
+    if (c < cols) { /* the tail, zero-padded: zero lanes add +0, same order as a full vector */
+        int n = cols - c;
+        float32x4_t xv[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) {
+            float xb[4] = {0};
+            memcpy(xb, x + (size_t)t * ldx + c, (size_t)n * sizeof(float));
+            xv[t] = vld1q_f32(xb);
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            uint8_t wb[16] = {0};
+            memcpy(wb, w + r * rb + c * esz, (size_t)n * esz);
+            float32x4_t wv = dense4(dt, wb);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = vfmaq_f32(acc[r][t], wv, xv[t]);
+        }
+    }
+    store_tile(acc, y, ldy, R, T);
+}
+
+/* Per block and lane: s = sum_k q[k]*x[k] (k = 0..7 in order), then acc += d*s;
+ * Q4_1 also adds m * (pairwise sum of the 8 x vectors), like scalar.c's m*sum(x). */
+AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
+                   float *y, int ldy, int R, int T) {
+    const int bb = block_bytes(dt);
+    float32x4_t acc[TILE_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = vdupq_n_f32(0.0f);
+    for (int b = 0; b < cols / 32; b++) {
+        const float *xb = x + 32 * (size_t)b;
+        float32x4_t xs[TILE_T];
+        if (dt == DT_Q4_1)
+            UNROLL for (int t = 0; t < T; t++) {
+                const float *xt = xb + (size_t)t * ldx;
+                float32x4_t a = vaddq_f32(vld1q_f32(xt), vld1q_f32(xt + 4));
+                float32x4_t b2 = vaddq_f32(vld1q_f32(xt + 8), vld1q_f32(xt + 12));
+                float32x4_t c2 = vaddq_f32(vld1q_f32(xt + 16), vld1q_f32(xt + 20));
+                float32x4_t d2 = vaddq_f32(vld1q_f32(xt + 24), vld1q_f32(xt + 28));
+                xs[t] = vaddq_f32(vaddq_f32(a, b2), vaddq_f32(c2, d2));
+            }
+        UNROLL for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * rb + (size_t)b * bb;
+            float32x4_t q[8];
+            block32(dt, blk, q);
+            float32x4_t d = vdupq_n_f32(f16_at(blk));
+            UNROLL for (int t = 0; t < T; t++) {
+                const float *xt = xb + (size_t)t * ldx;
+                float32x4_t s = vmulq_f32(q[0], vld1q_f32(xt));
+                UNROLL for (int k = 1; k < 8; k++) s = vfmaq_f32(s, q[k], vld1q_f32(xt + 4 * k));
+                acc[r][t] = vfmaq_f32(acc[r][t], d, s);
+                if (dt == DT_Q4_1) acc[r][t] = vfmaq_f32(acc[r][t], vdupq_n_f32(f16_at(blk + 2)), xs[t]);
+            }
+        }
+    }
+    store_tile(acc, y, ldy, R, T);
+}
+
+/* ---- instantiation and the row / token walk -------------------------------- */
+
+typedef void (*tile_fn)(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y,
+                        int ldy);
+
+/* Tiles used: R x T (prefill), R x 1 (decode, leftover tokens), 1 x T and
+ * 1 x 1 (leftover rows). */
+typedef struct {
+    tile_fn rt, r1, ot, o1;
+} tile_set;
+
+#define TILE(KIND, DT, FN, R, T)                                                              \
+    static void FN(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y, \
+                   int ldy) {                                                                 \
+        KIND##_tile(DT, w, rb, cols, x, ldx, y, ldy, R, T);                                   \
+    }
+#define TILES(KIND, DT, NAME, T)             \
+    TILE(KIND, DT, NAME##_rt, TILE_R, T)      \
+    TILE(KIND, DT, NAME##_r1, TILE_R, 1)      \
+    TILE(KIND, DT, NAME##_ot, 1, T)           \
+    TILE(KIND, DT, NAME##_o1, 1, 1)           \
+    static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
+
+/* Dense: 16 accumulators + 4 activations; quantized: 8 accumulators + 8 decoded vectors. */
+TILES(dense, DT_F32, f32, 4)
+TILES(dense, DT_F16, f16, 4)
+TILES(dense, DT_BF16, bf16, 4)
+TILES(quant, DT_Q8_0, q8_0, 2)
+TILES(quant, DT_Q4_0, q4_0, 2)
+TILES(quant, DT_Q4_1, q4_1, 2)
+
+static void run_rows(tile_fn tt, tile_fn t1, int T, const uint8_t *w, size_t rb, int cols,
+                     const float *x, int ldx, int nt, float *y, int ldy) {
+    int t = 0;
+    if (nt > 1)
+        for (; t + T <= nt; t += T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+    for (; t < nt; t++) t1(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+}
+
+/* Row tiles outside, token tiles inside: the weights of a row tile stay in L1/L2
+ * while every token tile passes over them. */
+static void run_tiles(const tile_set *s, int T, const void *w, size_t rb, int cols, int r0, int r1,
+                      const float *x, int ldx, int nt, float *y, int ldy) {
+    const uint8_t *wb = w;
+    int r = r0;
+    for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+    for (; r < r1; r++) run_rows(s->ot, s->o1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+}
+
+#define MATMUL(NAME, T)                                                                           \
+    static void matmul_##NAME(const void *w, size_t rb, int cols, int r0, int r1, const float *x, \
+                              int ldx, int nt, float *y, int ldy) {                               \
+        run_tiles(&NAME##_tiles, T, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                     \
+    }
+
+MATMUL(f32, 4)
+MATMUL(f16, 4)
+MATMUL(bf16, 4)
+MATMUL(q8_0, 2)
+MATMUL(q4_0, 2)
+MATMUL(q4_1, 2)
+
+/* ---- vector helpers ---------------------------------------------------------- */
+
+static float dot_neon(const float *a, const float *b, int n) {
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    }
+    float s = vaddvq_f32(vaddq_f32(s0, s1));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
+static void axpy_neon(float *y, float a, const float *x, int n) {
+    float32x4_t va = vdupq_n_f32(a);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_f32(va, vld1q_f32(x + i))));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static const kernels NEON = {
+    .name = "neon",
+    .matmul =
+        {
+            [DT_F32] = matmul_f32,
+            [DT_F16] = matmul_f16,
+            [DT_BF16] = matmul_bf16,
+            [DT_Q8_0] = matmul_q8_0,
+            [DT_Q4_0] = matmul_q4_0,
+            [DT_Q4_1] = matmul_q4_1,
+        },
+    .dot = dot_neon,
+    .axpy = axpy_neon,
+};
+
+/* The table; dispatch.c hands it out on every AArch64 CPU. */
+const kernels *kernels_neon_table(void) { return &NEON; }
+
+#else
+typedef int neon_not_built; /* keeps the translation unit non-empty */
+#endif

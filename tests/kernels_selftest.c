@@ -1,0 +1,296 @@
+/* kernels_selftest.c - every ISA kernel table against the scalar one, as a plain
+ * C program (no Criterion) so it also runs cross-compiled under qemu-aarch64
+ * (`make neon-test`). Exit status 0 only if every check passed.
+ *
+ * The checking functions are also the body of tests/unit/test_kernels.c, which
+ * includes this file with KERNELS_SELFTEST_NO_MAIN defined: one definition of
+ * what "a kernel agrees with the reference" means. Everything here is static.
+ *
+ * What is checked, per table, dtype and size (random data, fixed seeds):
+ *  - y against the scalar reference within the tolerance of check_close();
+ *  - the determinism contract of kernels.h, bit for bit: rows [0,k) + [k,rows)
+ *    in two calls equal one call over [0,rows), and every token of a prefill
+ *    call (nt > 1) equals a decode call (nt = 1) on that token alone;
+ *  - y outside [r0, r1) and beyond nt is never written; strides ldx, ldy and
+ *    row_bytes larger than the data are honoured; nothing is aligned. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "util.h"
+
+/* splitmix64: platform-independent, so every machine tests the same data. */
+static uint64_t st_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1). */
+static float st_unit(uint64_t *s) { return (float)((double)(st_next(s) >> 40) / (double)(1ull << 23) - 1.0); }
+
+static int st_block_elems(dtype dt) { return dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1 ? 32 : 1; }
+
+/* One random row of `cols` weights in dtype dt's stored layout. Scales are
+ * realistic fp16 values (about 1e-3 to 3e-2, as in trained checkpoints); the
+ * integer parts cover their whole range. */
+static void st_fill_row(dtype dt, uint8_t *row, int cols, uint64_t *s) {
+    if (dt == DT_F32 || dt == DT_F16 || dt == DT_BF16) {
+        for (int c = 0; c < cols; c++) {
+            float v = st_unit(s);
+            if (dt == DT_F32) memcpy(row + 4 * (size_t)c, &v, 4);
+            uint16_t h = dt == DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            if (dt != DT_F32) memcpy(row + 2 * (size_t)c, &h, 2);
+        }
+        return;
+    }
+    int bb = dtype_block_bytes(dt);
+    for (int b = 0; b < cols / 32; b++) {
+        uint8_t *blk = row + (size_t)b * bb;
+        for (int j = 0; j < bb; j++) blk[j] = (uint8_t)st_next(s);
+        uint16_t d = f32_to_f16(0.001f + 0.03f * fabsf(st_unit(s)));
+        memcpy(blk, &d, 2);
+        if (dt == DT_Q4_1) {
+            uint16_t m = f32_to_f16(0.1f * st_unit(s));
+            memcpy(blk + 2, &m, 2);
+        }
+    }
+}
+
+/* sum of |term| over the terms the reference adds: |w x| for dense rows,
+ * |d q x| (+ |m x| for Q4_1, whose scalar form is d*sum(q x) + m*sum(x)). */
+static double st_magnitude(dtype dt, const uint8_t *row, const float *x, int cols) {
+    double m = 0.0;
+    for (int c = 0; c < cols; c++) {
+        double ax = fabs((double)x[c]);
+        if (dt == DT_F32) {
+            float v;
+            memcpy(&v, row + 4 * (size_t)c, 4);
+            m += fabs((double)v) * ax;
+        } else if (dt == DT_F16) {
+            m += fabs((double)f16_to_f32(rd_u16(row + 2 * (size_t)c))) * ax;
+        } else if (dt == DT_BF16) {
+            m += fabs((double)bf16_to_f32(rd_u16(row + 2 * (size_t)c))) * ax;
+        } else {
+            int bb = dtype_block_bytes(dt), j = c % 32;
+            const uint8_t *blk = row + (size_t)(c / 32) * bb;
+            double d = f16_to_f32(rd_u16(blk)), q;
+            if (dt == DT_Q8_0) {
+                q = (int8_t)blk[2 + j];
+            } else {
+                const uint8_t *qs = blk + (dt == DT_Q4_0 ? 2 : 4);
+                q = j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4);
+                if (dt == DT_Q4_0) q -= 8;
+            }
+            m += fabs(d * q) * ax;
+            if (dt == DT_Q4_1) m += fabs((double)f16_to_f32(rd_u16(blk + 2))) * ax;
+        }
+    }
+    return m;
+}
+
+/* Tolerance. Any order of adding n rounded f32 products differs from the exact
+ * sum by at most gamma(n + k) * sum|term| with gamma(m) = m*u/(1 - m*u), u = 2^-24
+ * (Higham, Accuracy and Stability, 3.1); k <= 8 covers the product, block-scale,
+ * horizontal-sum and x-sum roundings. The ISA kernel and the reference may err in
+ * opposite directions, hence 2 * (n + 8) * u * sum|term|, plus a tiny absolute
+ * term for underflow. The bound is rigorous (no flaky failure on other data) yet
+ * far below what a real bug leaves: dropping one term of a 1000-long row is an
+ * error of ~1e-3 * sum|term|, the tolerance there is ~1.2e-4 * sum|term|. */
+static int check_close(float got, float ref, double mag, int n) {
+    double tol = 2.0 * (n + 8) * ldexp(1.0, -24) * mag + 1e-30;
+    return fabs((double)got - (double)ref) <= tol;
+}
+
+static int st_fail(char *msg, size_t len, const kernels *k, dtype dt, int rows, int cols, int nt,
+                   const char *what) {
+    snprintf(msg, len, "%s %s rows=%d cols=%d nt=%d: %s", k->name, dtype_name(dt), rows, cols, nt, what);
+    return -1;
+}
+
+/* Sentinel for y cells no kernel call may write. */
+#define ST_UNTOUCHED (-12345.5f)
+
+/* One random case: table k vs the scalar table for weight dtype dt.
+ * Returns 0, or -1 with a one-line explanation in msg. */
+static int st_check_matmul(const kernels *k, dtype dt, int rows, int cols, int nt, uint64_t seed,
+                           char *msg, size_t len) {
+    const kernels *ref = kernels_scalar();
+    matmul_fn f = k->matmul[dt], fr = ref->matmul[dt];
+    if (!f) return st_fail(msg, len, k, dt, rows, cols, nt, "no kernel");
+    /* Odd strides and a 1-byte offset: nothing is aligned, padding is skipped. */
+    size_t rb = dtype_row_bytes(dt, cols) + (size_t)(seed % 3);
+    int ldx = cols + 3, ldy = rows + 2, ny = nt + 1;
+    uint8_t *wbuf = malloc(rb * (size_t)rows + 1);
+    float *x = malloc(sizeof(float) * ((size_t)(nt - 1) * ldx + cols));
+    float *y_ref = malloc(sizeof(float) * (size_t)ny * ldy), *y_one = malloc(sizeof(float) * (size_t)ny * ldy);
+    float *y_split = malloc(sizeof(float) * (size_t)ny * ldy), *y_tok = malloc(sizeof(float) * (size_t)ldy);
+    int rc = 0;
+    if (!wbuf || !x || !y_ref || !y_one || !y_split || !y_tok) {
+        rc = st_fail(msg, len, k, dt, rows, cols, nt, "out of memory");
+        goto done;
+    }
+    uint8_t *w = wbuf + 1;
+    uint64_t s = seed;
+    memset(wbuf, 0xa5, rb * (size_t)rows + 1);
+    for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, cols, &s);
+    for (size_t i = 0; i < (size_t)(nt - 1) * ldx + cols; i++) x[i] = st_unit(&s);
+    for (int i = 0; i < ny * ldy; i++) y_ref[i] = y_one[i] = y_split[i] = ST_UNTOUCHED;
+
+    /* Rows [1, rows) when possible, so that row 0 stays untouched too. */
+    int r0 = rows > 2 ? 1 : 0, mid = r0 + (rows - r0) / 2 + 1;
+    if (mid > rows) mid = rows;
+    fr(w, rb, cols, r0, rows, x, ldx, nt, y_ref, ldy);
+    f(w, rb, cols, r0, rows, x, ldx, nt, y_one, ldy);
+    f(w, rb, cols, r0, mid, x, ldx, nt, y_split, ldy);
+    f(w, rb, cols, mid, rows, x, ldx, nt, y_split, ldy);
+
+    for (int t = 0; t < ny && !rc; t++) {
+        for (int r = 0; r < ldy && !rc; r++) {
+            size_t i = (size_t)t * ldy + r;
+            int inside = t < nt && r >= r0 && r < rows;
+            if (!inside) {
+                if (y_one[i] != ST_UNTOUCHED || y_split[i] != ST_UNTOUCHED)
+                    rc = st_fail(msg, len, k, dt, rows, cols, nt, "wrote outside [r0, r1) x [0, nt)");
+                continue;
+            }
+            if (memcmp(&y_one[i], &y_split[i], sizeof(float))) {
+                char what[128];
+                snprintf(what, sizeof what, "row split at %d changes y[t=%d][r=%d]: %.9g vs %.9g", mid, t,
+                         r, y_one[i], y_split[i]);
+                rc = st_fail(msg, len, k, dt, rows, cols, nt, what);
+                break;
+            }
+            double mag = st_magnitude(dt, w + r * rb, x + (size_t)t * ldx, cols);
+            if (!check_close(y_one[i], y_ref[i], mag, cols)) {
+                char what[160];
+                snprintf(what, sizeof what, "y[t=%d][r=%d] = %.9g, scalar %.9g (sum|term| %.3g)", t, r,
+                         y_one[i], y_ref[i], mag);
+                rc = st_fail(msg, len, k, dt, rows, cols, nt, what);
+            }
+        }
+    }
+    /* Each token alone (decode) must give the prefill value bit for bit. */
+    for (int t = 0; t < nt && !rc && nt > 1; t++) {
+        f(w, rb, cols, r0, rows, x + (size_t)t * ldx, ldx, 1, y_tok, ldy);
+        for (int r = r0; r < rows; r++) {
+            if (memcmp(&y_tok[r], &y_one[(size_t)t * ldy + r], sizeof(float))) {
+                char what[128];
+                snprintf(what, sizeof what, "token %d alone gives %.9g, in the batch %.9g (row %d)", t,
+                         y_tok[r], y_one[(size_t)t * ldy + r], r);
+                rc = st_fail(msg, len, k, dt, rows, cols, nt, what);
+                break;
+            }
+        }
+    }
+done:
+    free(wbuf);
+    free(x);
+    free(y_ref);
+    free(y_one);
+    free(y_split);
+    free(y_tok);
+    return rc;
+}
+
+/* dot within the tolerance above; axpy bit for bit (every implementation
+ * multiplies, then adds, in one rounding each, like scalar.c). */
+static int st_check_vec(const kernels *k, int n, uint64_t seed, char *msg, size_t len) {
+    const kernels *ref = kernels_scalar();
+    float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+    float *y1 = malloc(sizeof(float) * (size_t)n), *y2 = malloc(sizeof(float) * (size_t)n);
+    int rc = 0;
+    if (!a || !b || !y1 || !y2) {
+        snprintf(msg, len, "%s: out of memory", k->name);
+        rc = -1;
+        goto done;
+    }
+    uint64_t s = seed;
+    double mag = 0.0;
+    for (int i = 0; i < n; i++) {
+        a[i] = st_unit(&s);
+        b[i] = st_unit(&s);
+        y1[i] = y2[i] = st_unit(&s);
+        mag += fabs((double)a[i] * b[i]);
+    }
+    float d = k->dot(a, b, n), dr = ref->dot(a, b, n);
+    if (!check_close(d, dr, mag, n)) {
+        snprintf(msg, len, "%s dot n=%d: %.9g, scalar %.9g", k->name, n, d, dr);
+        rc = -1;
+        goto done;
+    }
+    k->axpy(y1, 0.37f, a, n);
+    ref->axpy(y2, 0.37f, a, n);
+    if (memcmp(y1, y2, sizeof(float) * (size_t)n)) {
+        snprintf(msg, len, "%s axpy n=%d differs from scalar", k->name, n);
+        rc = -1;
+    }
+done:
+    free(a);
+    free(b);
+    free(y1);
+    free(y2);
+    return rc;
+}
+
+/* The sizes every table is tested on: not multiples of the vector widths (8,
+ * 16, 4) nor of the row / token tiles. */
+static const int ST_DENSE_COLS[] = {1, 7, 33, 96, 576, 1000};
+static const int ST_BLOCK_COLS[] = {32, 64, 96, 576};
+static const int ST_ROWS[] = {1, 2, 5, 13};
+static const int ST_NT[] = {1, 2, 3, 5, 17};
+static const dtype ST_DTYPES[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1};
+#define ST_COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+/* Every size for one table and dtype; stops at the first failure. */
+static int st_check_dtype(const kernels *k, dtype dt, char *msg, size_t len) {
+    int blk = st_block_elems(dt) > 1;
+    const int *cols = blk ? ST_BLOCK_COLS : ST_DENSE_COLS;
+    int ncols = blk ? ST_COUNT(ST_BLOCK_COLS) : ST_COUNT(ST_DENSE_COLS);
+    uint64_t seed = 1000 * (uint64_t)dt;
+    for (int c = 0; c < ncols; c++)
+        for (int r = 0; r < ST_COUNT(ST_ROWS); r++)
+            for (int t = 0; t < ST_COUNT(ST_NT); t++)
+                if (st_check_matmul(k, dt, ST_ROWS[r], cols[c], ST_NT[t], ++seed, msg, len)) return -1;
+    return 0;
+}
+
+static int st_check_vectors(const kernels *k, char *msg, size_t len) {
+    static const int ns[] = {1, 3, 8, 15, 16, 17, 31, 64, 100, 1000};
+    for (int i = 0; i < ST_COUNT(ns); i++)
+        if (st_check_vec(k, ns[i], 77 + (uint64_t)i, msg, len)) return -1;
+    return 0;
+}
+
+#ifndef KERNELS_SELFTEST_NO_MAIN
+int main(void) {
+    const kernels *tables[] = {kernels_avx2(), kernels_avx512(), kernels_neon()};
+    const kernels *best = kernels_select(NULL);
+    int failed = 0, tested = 0;
+    char msg[512];
+    printf("kernels_select(NULL): %s\n", best ? best->name : "(none)");
+    for (int i = 0; i < ST_COUNT(tables); i++) {
+        const kernels *k = tables[i];
+        if (!k) continue;
+        tested++;
+        for (int d = 0; d < ST_COUNT(ST_DTYPES); d++) {
+            int rc = st_check_dtype(k, ST_DTYPES[d], msg, sizeof msg);
+            printf("%-7s %-5s %s\n", k->name, dtype_name(ST_DTYPES[d]), rc ? msg : "ok");
+            failed += rc != 0;
+        }
+        int rc = st_check_vectors(k, msg, sizeof msg);
+        printf("%-7s dot/axpy %s\n", k->name, rc ? msg : "ok");
+        failed += rc != 0;
+    }
+    if (!tested) {
+        printf("no ISA kernel table on this machine: nothing compared\n");
+        return 1;
+    }
+    printf("%s\n", failed ? "FAILED" : "all ok");
+    return failed ? 1 : 0;
+}
+#endif
