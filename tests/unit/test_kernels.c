@@ -1,0 +1,79 @@
+/* test_kernels.c - every kernel of every ISA table available here against the
+ * scalar reference (src/kernels/scalar.c), plus the dispatch rules.
+ *
+ * The checks themselves (random data with fixed seeds, sizes that are not
+ * multiples of the vector widths or tiles, nt in {1, 2, 3, 5, 17}, the
+ * bit-for-bit row-split and decode-vs-prefill rules, the tolerance and its
+ * justification) live in tests/kernels_selftest.c, which also runs stand-alone
+ * under qemu for NEON; this file includes it so both use the same definitions. */
+#include <criterion/criterion.h>
+
+#define KERNELS_SELFTEST_NO_MAIN
+#include "../kernels_selftest.c"
+
+static const kernels *table_named(const char *isa) {
+    if (!strcmp(isa, "avx2")) return kernels_avx2();
+    if (!strcmp(isa, "avx512")) return kernels_avx512();
+    return kernels_neon();
+}
+
+static void check_table_dtype(const char *isa, dtype dt) {
+    const kernels *k = table_named(isa);
+    if (!k) cr_skip_test("%s kernels not available on this CPU / build", isa);
+    char msg[512] = "";
+    cr_assert_eq(st_check_dtype(k, dt, msg, sizeof msg), 0, "%s", msg);
+}
+
+static void check_table_vectors(const char *isa) {
+    const kernels *k = table_named(isa);
+    if (!k) cr_skip_test("%s kernels not available on this CPU / build", isa);
+    char msg[512] = "";
+    cr_assert_eq(st_check_vectors(k, msg, sizeof msg), 0, "%s", msg);
+}
+
+#define ISA_TESTS(ISA)                                                          \
+    Test(kernels_##ISA, f32) { check_table_dtype(#ISA, DT_F32); }               \
+    Test(kernels_##ISA, f16) { check_table_dtype(#ISA, DT_F16); }               \
+    Test(kernels_##ISA, bf16) { check_table_dtype(#ISA, DT_BF16); }             \
+    Test(kernels_##ISA, q8_0) { check_table_dtype(#ISA, DT_Q8_0); }             \
+    Test(kernels_##ISA, q4_0) { check_table_dtype(#ISA, DT_Q4_0); }             \
+    Test(kernels_##ISA, q4_1) { check_table_dtype(#ISA, DT_Q4_1); }             \
+    Test(kernels_##ISA, dot_axpy) { check_table_vectors(#ISA); }
+
+ISA_TESTS(avx2)
+ISA_TESTS(avx512)
+ISA_TESTS(neon)
+
+/* The scalar table checked against itself still exercises the harness
+ * (strides, untouched cells, row splits) on every machine. */
+Test(kernels_scalar, harness_on_reference) {
+    char msg[512] = "";
+    for (int d = 0; d < ST_COUNT(ST_DTYPES); d++)
+        cr_assert_eq(st_check_dtype(kernels_scalar(), ST_DTYPES[d], msg, sizeof msg), 0, "%s", msg);
+}
+
+Test(kernels_dispatch, select_rules) {
+    cr_assert_eq(kernels_select("scalar"), kernels_scalar());
+    cr_assert_null(kernels_select("no-such-isa"));
+    cr_assert_eq(kernels_select("avx2"), kernels_avx2());
+    cr_assert_eq(kernels_select("avx512"), kernels_avx512());
+    cr_assert_eq(kernels_select("neon"), kernels_neon());
+    /* Auto picks the widest available table, scalar only when there is none. */
+    const kernels *best = kernels_avx512() ? kernels_avx512()
+                        : kernels_avx2()   ? kernels_avx2()
+                        : kernels_neon()   ? kernels_neon()
+                                           : kernels_scalar();
+    cr_assert_eq(kernels_select(NULL), best);
+}
+
+Test(kernels_dispatch, every_table_is_complete) {
+    const kernels *tables[] = {kernels_scalar(), kernels_avx2(), kernels_avx512(), kernels_neon()};
+    for (int i = 0; i < ST_COUNT(tables); i++) {
+        if (!tables[i]) continue;
+        for (int d = 0; d < ST_COUNT(ST_DTYPES); d++)
+            cr_assert_not_null(tables[i]->matmul[ST_DTYPES[d]], "%s has no %s matmul", tables[i]->name,
+                               dtype_name(ST_DTYPES[d]));
+        cr_assert_not_null(tables[i]->dot);
+        cr_assert_not_null(tables[i]->axpy);
+    }
+}
