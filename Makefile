@@ -37,7 +37,7 @@ SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanit
 SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
-.PHONY: all help deps demo test unit unit-san regress model fixtures refs bench clean distclean
+.PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean
 
 all: llmgen  ## build ./llmgen
 
@@ -119,6 +119,18 @@ unit: $(BUILD)/unit_tests  ## Criterion unit tests
 
 unit-san: $(BUILD)/unit_tests_san  ## unit tests under ASan + UBSan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/unit_tests_san
+
+# Kernel microbenchmark (GB/s per dtype and ISA, one thread); not run by `make test`.
+KERNEL_OBJ := $(filter $(BUILD)/src/kernels/%,$(LIB_OBJ)) $(BUILD)/src/util.o $(BUILD)/src/tensor.o
+$(BUILD)/bench_kernels: $(BUILD)/tests/bench_kernels.o $(KERNEL_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ -lm
+
+# NEON kernels vs scalar under qemu (needs gcc-aarch64-linux-gnu qemu-user; not part of `make test`).
+neon-test:  ## cross-build the kernel self-test for aarch64 and run it under qemu-aarch64
+	@mkdir -p $(BUILD)/aarch64
+	aarch64-linux-gnu-gcc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
+	  -o $(BUILD)/aarch64/kernels_selftest tests/kernels_selftest.c $(wildcard src/kernels/*.c) src/util.c src/tensor.c -lm
+	qemu-aarch64 -L /usr/aarch64-linux-gnu $(BUILD)/aarch64/kernels_selftest
 
 regress: llmgen model fixtures  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py

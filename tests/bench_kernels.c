@@ -1,0 +1,152 @@
+/* bench_kernels.c - single-thread speed of every matmul kernel table here.
+ *
+ *   make build/bench_kernels && build/bench_kernels
+ *
+ * For each weight dtype and ISA table: GEMV (nt = 1, decode) in GB/s of weight
+ * bytes, on a 2048 x 8192 matrix (a Llama-3.2-1B MLP projection) and a
+ * 576 x 1536 one (SmolLM2-135M), both as they sit in cache after the first call
+ * ("warm"), and for the large shape also streamed from DRAM ("cold": the call
+ * rotates over copies that together exceed the last-level cache). Prefill
+ * (nt = 16) is reported in GFLOP/s. The read bandwidth of a plain streaming
+ * sum over 512 MiB is printed first: the floor a decode step cannot beat.
+ * Not part of `make test`; numbers are for comparison within one run. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "util.h"
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float rng_unit(uint64_t *s) { return (float)((double)(rng_next(s) >> 40) / (double)(1ull << 23) - 1.0); }
+
+/* Random weights in dtype dt's layout, with sane fp16 scales in quantized blocks. */
+static void fill(dtype dt, uint8_t *w, size_t nbytes, int cols, uint64_t *s) {
+    for (size_t i = 0; i < nbytes; i++) w[i] = (uint8_t)rng_next(s);
+    if (dt == DT_F32) {
+        for (size_t i = 0; i + 4 <= nbytes; i += 4) {
+            float v = rng_unit(s);
+            memcpy(w + i, &v, 4);
+        }
+    } else if (dt == DT_F16 || dt == DT_BF16) {
+        for (size_t i = 0; i + 2 <= nbytes; i += 2) {
+            uint16_t h = dt == DT_F16 ? f32_to_f16(rng_unit(s)) : f32_to_bf16(rng_unit(s));
+            memcpy(w + i, &h, 2);
+        }
+    } else {
+        size_t bb = (size_t)dtype_block_bytes(dt);
+        for (size_t i = 0; i + bb <= nbytes; i += bb) {
+            uint16_t d = f32_to_f16(0.01f), m = f32_to_f16(-0.05f);
+            memcpy(w + i, &d, 2);
+            if (dt == DT_Q4_1) memcpy(w + i + 2, &m, 2);
+        }
+    }
+    (void)cols;
+}
+
+/* Best-of-5 read bandwidth of a streaming sum (GB/s). */
+static double stream_bandwidth(void) {
+    size_t n = ((size_t)512 << 20) / sizeof(uint64_t);
+    uint64_t *a = malloc(n * sizeof(uint64_t));
+    if (!a) return 0.0;
+    for (size_t i = 0; i < n; i++) a[i] = i;
+    double best = 0.0;
+    volatile uint64_t sink = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_seconds();
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (size_t i = 0; i < n; i += 4) {
+            s0 += a[i];
+            s1 += a[i + 1];
+            s2 += a[i + 2];
+            s3 += a[i + 3];
+        }
+        double dt = now_seconds() - t0;
+        sink += s0 + s1 + s2 + s3;
+        double gbs = (double)(n * sizeof(uint64_t)) / dt / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    (void)sink;
+    free(a);
+    return best;
+}
+
+typedef struct {
+    int rows, cols;
+} shape;
+
+/* Seconds per call: run for about `budget` seconds over `ncopies` weight copies. */
+static double time_calls(matmul_fn f, uint8_t **w, int ncopies, size_t rb, shape sh, const float *x,
+                         int nt, float *y, double budget) {
+    f(w[0], rb, sh.cols, 0, sh.rows, x, sh.cols, nt, y, sh.rows); /* warm-up, page faults */
+    int calls = 0;
+    double t0 = now_seconds(), t;
+    do {
+        for (int i = 0; i < ncopies; i++, calls++) f(w[i], rb, sh.cols, 0, sh.rows, x, sh.cols, nt, y, sh.rows);
+        t = now_seconds() - t0;
+    } while (t < budget);
+    return t / calls;
+}
+
+int main(void) {
+    const kernels *tables[] = {kernels_scalar(), kernels_avx2(), kernels_avx512(), kernels_neon()};
+    const dtype dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1};
+    const shape big = {2048, 8192}, small = {576, 1536};
+    const int nt_prefill = 16;
+    const size_t cold_total = (size_t)512 << 20; /* well above any L3 seen here (32 to 260 MiB) */
+
+    printf("streaming-sum read bandwidth, 512 MiB, 1 thread: %.1f GB/s\n", stream_bandwidth());
+    printf("auto-selected table: %s\n\n", kernels_select(NULL)->name);
+    printf("%-5s %-7s %12s %12s %12s %14s %14s\n", "dtype", "isa", "2048x8192", "2048x8192", "576x1536",
+           "prefill nt=16", "prefill nt=16");
+    printf("%-5s %-7s %12s %12s %12s %14s %14s\n", "", "", "cold GB/s", "warm GB/s", "warm GB/s",
+           "2048x8192", "576x1536");
+
+    uint64_t seed = 42;
+    float *x = malloc(sizeof(float) * (size_t)big.cols * nt_prefill);
+    float *y = malloc(sizeof(float) * (size_t)big.rows * nt_prefill);
+    if (!x || !y) return 1;
+    for (int i = 0; i < big.cols * nt_prefill; i++) x[i] = rng_unit(&seed);
+
+    for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
+        dtype dt = dts[d];
+        size_t rb_big = dtype_row_bytes(dt, big.cols), rb_small = dtype_row_bytes(dt, small.cols);
+        size_t bytes_big = rb_big * big.rows, bytes_small = rb_small * small.rows;
+        int ncold = (int)(cold_total / bytes_big) + 1;
+        uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = malloc(bytes_small);
+        if (!wb || !ws) return 1;
+        for (int i = 0; i < ncold; i++) {
+            if (!(wb[i] = malloc(bytes_big))) return 1;
+            fill(dt, wb[i], bytes_big, big.cols, &seed);
+        }
+        fill(dt, ws, bytes_small, small.cols, &seed);
+        for (int k = 0; k < (int)(sizeof tables / sizeof tables[0]); k++) {
+            if (!tables[k]) continue;
+            matmul_fn f = tables[k]->matmul[dt];
+            double cold = time_calls(f, wb, ncold, rb_big, big, x, 1, y, 0.3);
+            double warm = time_calls(f, wb, 1, rb_big, big, x, 1, y, 0.2);
+            double warm_s = time_calls(f, &ws, 1, rb_small, small, x, 1, y, 0.2);
+            double pf = time_calls(f, wb, 1, rb_big, big, x, nt_prefill, y, 0.3);
+            double pf_s = time_calls(f, &ws, 1, rb_small, small, x, nt_prefill, y, 0.2);
+            double flop_big = 2.0 * big.rows * big.cols * nt_prefill, flop_small = 2.0 * small.rows * small.cols * nt_prefill;
+            printf("%-5s %-7s %12.1f %12.1f %12.1f %14.1f %14.1f\n", dtype_name(dt), tables[k]->name,
+                   bytes_big / cold / 1e9, bytes_big / warm / 1e9, bytes_small / warm_s / 1e9,
+                   flop_big / pf / 1e9, flop_small / pf_s / 1e9);
+            fflush(stdout);
+        }
+        for (int i = 0; i < ncold; i++) free(wb[i]);
+        free(wb);
+        free(ws);
+    }
+    printf("\nGB/s = weight bytes / seconds per call (single thread); prefill in GFLOP/s (2*rows*cols*nt).\n");
+    free(x);
+    free(y);
+    return 0;
+}
