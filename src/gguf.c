@@ -264,6 +264,8 @@ static int read_tensor_info(cursor *c, tensor *t, uint64_t *offset) {
         return errf(c->err, "%s: tensor '%s' (%s) row length %llu is not a multiple of the block size %llu",
                     c->path, name, dtype_name(t->type), (unsigned long long)ne[0],
                     (unsigned long long)be);
+    if (ne[0] / be > SIZE_MAX / bb)
+        return errf(c->err, "%s: tensor '%s' is too large (byte size overflows)", c->path, name);
     uint64_t numel = ne[0], bytes = ne[0] / be * bb;
     for (uint32_t i = 1; i < nd; i++) {
         if (numel > (uint64_t)INT64_MAX / ne[i] || bytes > SIZE_MAX / ne[i])
