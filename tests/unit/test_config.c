@@ -1,0 +1,289 @@
+/* test_config.c - config_from_json and config_validate (src/config.c).
+ *
+ * The two JSON shapes are the ones transformers really writes: 5.x (5.23)
+ * writes "rope_parameters": {"rope_theta", "rope_type", ...} and no top-level
+ * rope_theta; 4.x wrote top-level "rope_theta" and "rope_scaling". Defaults are
+ * LlamaConfig's. (config_from_gguf is tested in test_gguf.c, next to the GGUF
+ * writer.) */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "util.h"
+
+typedef struct {
+    char dir[64];
+    char path[128];
+} cfgfile_t;
+
+static const char *write_cfg(cfgfile_t *t, const char *json) {
+    snprintf(t->dir, sizeof t->dir, "/tmp/llmgen-cfg-XXXXXX");
+    cr_assert(mkdtemp(t->dir));
+    snprintf(t->path, sizeof t->path, "%s/config.json", t->dir);
+    FILE *f = fopen(t->path, "w");
+    cr_assert(f);
+    fputs(json, f);
+    fclose(f);
+    return t->path;
+}
+
+static void drop(cfgfile_t *t) {
+    unlink(t->path);
+    rmdir(t->dir);
+}
+
+/* Parse + validate; returns the result, message in err. */
+static int parse(const char *json, model_config *c, char *err, cfgfile_t *t) {
+    const char *p = write_cfg(t, json);
+    err[0] = '\0';
+    int rc = config_from_json(p, c, err);
+    if (!rc) rc = config_validate(c, p, err);
+    return rc;
+}
+
+static void expect_bad(const char *json, const char *want) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    int rc = parse(json, &c, err, &t);
+    cr_expect_eq(rc, -1, "expected an error containing '%s' for %s", want, json);
+    cr_expect(strstr(err, t.path) != NULL, "message does not name the file: %s", err);
+    cr_expect(strstr(err, want) != NULL, "message lacks '%s': %s", want, err);
+    cr_expect(strchr(err, '\n') == NULL, "message is not one line: %s", err);
+    drop(&t);
+}
+
+/* The keys every test config shares; tests append to it. */
+#define BASE                                                                             \
+    "\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "        \
+    "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100"
+
+/* What transformers 5.23 writes for LlamaConfig(hidden_size=64, intermediate_size=128,
+ * num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=100,
+ * rope_parameters={llama3...}, tie_word_embeddings=True, eos_token_id=[1,2,3]). */
+static const char *HF5_LLAMA3 =
+    "{\"attention_bias\": false, \"attention_dropout\": 0.0, \"bos_token_id\": 1,\n"
+    " \"eos_token_id\": [1, 2, 3], \"head_dim\": 16, \"hidden_act\": \"silu\",\n"
+    " \"hidden_size\": 64, \"initializer_range\": 0.02, \"intermediate_size\": 128,\n"
+    " \"max_position_embeddings\": 2048, \"mlp_bias\": false, \"model_type\": \"llama\",\n"
+    " \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"num_key_value_heads\": 2,\n"
+    " \"pad_token_id\": null, \"pretraining_tp\": 1, \"rms_norm_eps\": 1e-06,\n"
+    " \"rope_parameters\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0,\n"
+    "   \"original_max_position_embeddings\": 8192, \"rope_theta\": 500000.0, \"rope_type\": \"llama3\"},\n"
+    " \"tie_word_embeddings\": true, \"transformers_version\": \"5.23.0\", \"use_cache\": true,\n"
+    " \"vocab_size\": 100}\n";
+
+static void expect_llama3(const model_config *c, float theta, float factor, int orig) {
+    cr_expect_eq(c->rope_scaling, ROPE_SCALING_LLAMA3);
+    cr_expect_eq(c->rope_theta, theta);
+    cr_expect_eq(c->rope_factor, factor);
+    cr_expect_eq(c->rope_low_freq_factor, 1.0f);
+    cr_expect_eq(c->rope_high_freq_factor, 4.0f);
+    cr_expect_eq(c->rope_orig_max_pos, orig);
+}
+
+Test(config_json, transformers5_llama3) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    cr_assert_eq(parse(HF5_LLAMA3, &c, err, &t), 0, "%s", err);
+    cr_expect_str_eq(c.arch, "llama");
+    cr_expect_eq(c.dim, 64);
+    cr_expect_eq(c.n_layers, 2);
+    cr_expect_eq(c.n_heads, 4);
+    cr_expect_eq(c.n_kv_heads, 2);
+    cr_expect_eq(c.head_dim, 16);
+    cr_expect_eq(c.hidden_dim, 128);
+    cr_expect_eq(c.vocab_size, 100);
+    cr_expect_eq(c.max_pos, 2048);
+    cr_expect_float_eq(c.rms_eps, 1e-6f, 1e-13);
+    expect_llama3(&c, 500000.0f, 32.0f, 8192);
+    cr_expect_eq(c.tied_embeddings, 1);
+    cr_expect_eq(c.rope_interleaved, 0);
+    cr_expect_eq(c.bos_id, 1);
+    cr_expect_eq(c.n_eos, 3);
+    cr_expect_eq(c.eos_ids[0], 1);
+    cr_expect_eq(c.eos_ids[2], 3);
+    drop(&t);
+}
+
+Test(config_json, transformers4_llama3) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    /* Llama-3.2-1B's config.json as transformers 4.45 wrote it (sizes shrunk). */
+    cr_assert_eq(parse("{" BASE ", \"num_key_value_heads\": 2, \"rope_theta\": 500000.0,"
+                       " \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0,"
+                       " \"low_freq_factor\": 1.0, \"original_max_position_embeddings\": 8192,"
+                       " \"rope_type\": \"llama3\"}, \"max_position_embeddings\": 131072,"
+                       " \"tie_word_embeddings\": true, \"bos_token_id\": 0,"
+                       " \"eos_token_id\": [1, 2, 3], \"rms_norm_eps\": 1e-05}",
+                       &c, err, &t), 0, "%s", err);
+    expect_llama3(&c, 500000.0f, 32.0f, 8192);
+    cr_expect_eq(c.max_pos, 131072);
+    cr_expect_eq(c.bos_id, 0);
+    cr_expect_eq(c.n_eos, 3);
+    cr_expect_float_eq(c.rms_eps, 1e-5f, 1e-12);
+    drop(&t);
+    /* the older "type" spelling, and rope_scaling winning over rope_parameters */
+    cr_assert_eq(parse("{" BASE ", \"rope_theta\": 1000.0, \"rope_parameters\": {\"rope_type\":"
+                       " \"default\", \"rope_theta\": 7.0}, \"rope_scaling\": {\"type\": \"llama3\","
+                       " \"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4}}",
+                       &c, err, &t), 0, "%s", err);
+    expect_llama3(&c, 1000.0f, 8.0f, 2048); /* original: max_position_embeddings */
+    drop(&t);
+    /* a top-level original_max_position_embeddings wins over the dict's */
+    cr_assert_eq(parse("{" BASE ", \"original_max_position_embeddings\": 64, \"rope_scaling\":"
+                       " {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1,"
+                       " \"high_freq_factor\": 4, \"original_max_position_embeddings\": 128}}",
+                       &c, err, &t), 0, "%s", err);
+    expect_llama3(&c, 10000.0f, 8.0f, 64);
+    drop(&t);
+}
+
+Test(config_json, defaults_are_llamaconfigs) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    cr_assert_eq(parse("{" BASE "}", &c, err, &t), 0, "%s", err);
+    cr_expect_eq(c.n_kv_heads, 4);   /* = num_attention_heads */
+    cr_expect_eq(c.head_dim, 16);    /* = hidden / heads */
+    cr_expect_eq(c.max_pos, 2048);
+    cr_expect_float_eq(c.rms_eps, 1e-6f, 1e-13);
+    cr_expect_eq(c.rope_theta, 10000.0f);
+    cr_expect_eq(c.rope_scaling, ROPE_SCALING_NONE);
+    cr_expect_eq(c.tied_embeddings, 0);
+    cr_expect_eq(c.bos_id, 1);
+    cr_expect_eq(c.n_eos, 1);
+    cr_expect_eq(c.eos_ids[0], 2);
+    drop(&t);
+    /* explicit nulls: no bos, no eos; null head_dim / kv heads take the defaults */
+    cr_assert_eq(parse("{" BASE ", \"bos_token_id\": null, \"eos_token_id\": null,"
+                       " \"head_dim\": null, \"num_key_value_heads\": null,"
+                       " \"rope_scaling\": null, \"rope_parameters\": {\"rope_type\": \"default\","
+                       " \"rope_theta\": 100000.0}}", &c, err, &t), 0, "%s", err);
+    cr_expect_eq(c.bos_id, -1);
+    cr_expect_eq(c.n_eos, 0);
+    cr_expect_eq(c.head_dim, 16);
+    cr_expect_eq(c.n_kv_heads, 4);
+    cr_expect_eq(c.rope_theta, 100000.0f);
+    drop(&t);
+    /* eos as a single integer; architectures instead of model_type; head_dim != hidden/heads */
+    cr_assert_eq(parse("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 96,"
+                       " \"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"head_dim\": 32,"
+                       " \"intermediate_size\": 10, \"vocab_size\": 50, \"eos_token_id\": 49}",
+                       &c, err, &t), 0, "%s", err);
+    cr_expect_eq(c.head_dim, 32);
+    cr_expect_eq(c.n_eos, 1);
+    cr_expect_eq(c.eos_ids[0], 49);
+    drop(&t);
+}
+
+Test(config_json, the_stored_fixtures_parse) {
+    /* every fixture directory's config.json (written by transformers) is accepted */
+    const char *dirs[] = {"tiny-gqa-llama3-bf16", "tiny-gqa-llama3-tied-f32", "tiny-legacy-keys-f32",
+                          "tiny-mha-f32", "tiny-mqa-odd-tied-f32"};
+    int seen = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "tests/fixtures/%s/config.json", dirs[i]);
+        if (access(p, R_OK)) continue;
+        seen++;
+        model_config c;
+        char err[ERR_LEN];
+        cr_expect_eq(config_from_json(p, &c, err), 0, "%s", err);
+        cr_expect_eq(config_validate(&c, p, err), 0, "%s", err);
+    }
+    if (!seen) cr_skip_test("no tests/fixtures/*/config.json (run from the repository root)");
+}
+
+Test(config_json, missing_required_keys) {
+    const char *keys[] = {"hidden_size", "num_hidden_layers", "num_attention_heads",
+                          "intermediate_size", "vocab_size"};
+    for (int i = 0; i < 5; i++) {
+        /* BASE with key i renamed */
+        char json[512] = "{" BASE "}";
+        char *at = strstr(json, keys[i]);
+        cr_assert(at);
+        at[0] = 'X';
+        char want[64];
+        snprintf(want, sizeof want, "missing required key '%s'", keys[i]);
+        expect_bad(json, want);
+    }
+}
+
+Test(config_json, unsupported_architectures_and_features) {
+    expect_bad("{\"model_type\": \"mistral\", \"hidden_size\": 64}", "unsupported architecture 'mistral'");
+    expect_bad("{\"architectures\": [\"Qwen2ForCausalLM\"]}", "unsupported architecture 'Qwen2ForCausalLM'");
+    expect_bad("{\"hidden_size\": 64}", "missing required key 'model_type'");
+    expect_bad("{" BASE ", \"hidden_act\": \"gelu\"}", "unsupported hidden_act 'gelu'");
+    expect_bad("{" BASE ", \"attention_bias\": true}", "attention_bias");
+    expect_bad("{" BASE ", \"mlp_bias\": true}", "mlp_bias");
+    expect_bad("{" BASE ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
+               "unsupported rope_scaling.rope_type 'yarn'");
+    expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4}}",
+               "unsupported rope_parameters.rope_type 'linear'");
+    expect_bad("{" BASE ", \"partial_rotary_factor\": 0.5}", "partial_rotary_factor");
+    expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8,"
+               " \"low_freq_factor\": 1}}", "missing required key 'rope_parameters.high_freq_factor'");
+}
+
+Test(config_json, bad_values) {
+    expect_bad("{" BASE ", \"num_key_value_heads\": 3}", "not a multiple of 3 kv heads");
+    expect_bad("{" BASE ", \"head_dim\": 15}", "head_dim 15 must be even");
+    expect_bad("{" BASE ", \"rms_norm_eps\": 0}", "rms_norm_eps");
+    expect_bad("{" BASE ", \"rope_theta\": -1}", "rope_theta");
+    expect_bad("{" BASE ", \"rope_theta\": \"big\"}", "key 'rope_theta' must be a number");
+    expect_bad("{" BASE ", \"eos_token_id\": [1, \"x\"]}", "eos_token_id");
+    expect_bad("{" BASE ", \"eos_token_id\": [1,2,3,4,5,6,7,8,9]}", "at most 8");
+    expect_bad("{" BASE ", \"eos_token_id\": 100}", "eos token id 100 outside the vocabulary");
+    expect_bad("{" BASE ", \"bos_token_id\": -1}", "bos_token_id");
+    expect_bad("{" BASE ", \"tie_word_embeddings\": 1}", "tie_word_embeddings");
+    expect_bad("{\"model_type\": \"llama\", \"hidden_size\": 64.5}", "hidden_size");
+    expect_bad("{\"model_type\": \"llama\", \"hidden_size\": 0}", "hidden_size");
+    expect_bad("{\"model_type\": \"llama\", \"hidden_size\": 99999999999}", "hidden_size");
+    expect_bad("{\"model_type\": \"llama\", \"hidden_size\": 1048576, \"num_hidden_layers\": 2,"
+               " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100}",
+               "hidden size 1048576 out of range");
+    expect_bad("{" BASE ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8,"
+               " \"low_freq_factor\": 4, \"high_freq_factor\": 4}}", "llama3 rope scaling");
+}
+
+Test(config_json, bad_json) {
+    expect_bad("{\"model_type\": \"llama\",\n  \"hidden_size\": 64,,}", "line 2, column");
+    expect_bad("[1, 2]", "expected a JSON object");
+    expect_bad("", "not valid JSON");
+    expect_bad("{\"model_type\": \"llama\", \"model_type\": \"llama\"}", "duplicate");
+    model_config c;
+    char err[ERR_LEN];
+    cr_expect_eq(config_from_json("/nonexistent/config.json", &c, err), -1);
+    cr_expect(strstr(err, "/nonexistent/config.json"), "%s", err);
+}
+
+Test(config_validate, bounds) {
+    cfgfile_t t;
+    model_config c, good;
+    char err[ERR_LEN];
+    cr_assert_eq(parse("{" BASE "}", &good, err, &t), 0, "%s", err);
+    drop(&t);
+    c = good, c.n_layers = 0;
+    cr_expect_eq(config_validate(&c, "SRC", err), -1);
+    cr_expect(strstr(err, "SRC: layer count 0"), "%s", err);
+    c = good, c.vocab_size = -5;
+    cr_expect_eq(config_validate(&c, "SRC", err), -1);
+    c = good, c.n_kv_heads = 8; /* more kv heads than heads */
+    cr_expect_eq(config_validate(&c, "SRC", err), -1);
+    c = good, c.rms_eps = 0.0f / 0.0f; /* NaN */
+    cr_expect_eq(config_validate(&c, "SRC", err), -1);
+    c = good, c.rope_theta = 1.0f / 0.0f;
+    cr_expect_eq(config_validate(&c, "SRC", err), -1);
+    c = good, c.bos_id = 100;
+    cr_expect_eq(config_validate(&c, "SRC", err), -1);
+    c = good, c.n_eos = CONFIG_MAX_EOS + 1;
+    cr_expect_eq(config_validate(&c, "SRC", err), -1);
+    c = good;
+    cr_expect_eq(config_validate(&c, "SRC", err), 0, "%s", err);
+}
