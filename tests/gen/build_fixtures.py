@@ -26,7 +26,7 @@ import fixturelib as F  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKSUMS = os.path.join(REPO, "tests", "refs", "fixtures.json")
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOL_SMALL = ["tokenizer.json", "tokenizer_config.json", "generation_config.json"]
+SMOL_SMALL = ["tokenizer.json", "tokenizer_config.json", "generation_config.json", "chat_template.jinja"]
 
 
 def small_files(name):
