@@ -66,6 +66,11 @@ $(BUILD)/unit_tests: $(UNIT_OBJ) $(LIB_OBJ)
 $(BUILD)/unit_tests_san: $(SAN_UNIT_OBJ) $(SAN_LIB_OBJ)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
+# Tokenizer alone (no weights): used by tests/cli/check_tokenizer.py and bench.
+TOK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard vendor-free-tokenizer/*.c))
+$(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o $(BUILD)/src/util.o $(BUILD)/src/tensor.o
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # ---- set-up -------------------------------------------------------------------
 
 # Debian packages the build and the tests need; installed only when missing.

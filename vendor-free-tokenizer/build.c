@@ -1,0 +1,239 @@
+/* build.c - tables every loader ends with: each token's decoded piece, the
+ * map BPE looks words up in, the byte tokens, the merge table. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+const char *tok_text(const tokenizer *t, int32_t id, size_t *len)
+{
+    *len = (size_t)(t->text_off[id + 1] - t->text_off[id]);
+    return t->text_pool + t->text_off[id];
+}
+
+/* "<0xNN>" -> NN, else -1. */
+static int byte_token(const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>')
+        return -1;
+    const char *h = strchr(hex, s[3]), *l = strchr(hex, s[4]);
+    if (!h || !l || !s[3] || !s[4])
+        return -1;
+    return (int)((h - hex) * 16 + (l - hex));
+}
+
+/* One token decoded alone, as the reference decoder chain treats it. */
+static size_t piece_of(const tokenizer *t, int32_t id, char *out)
+{
+    size_t n;
+    const char *s = tok_text(t, id, &n);
+    if (t->kind == TOK_BYTELEVEL) {
+        long m = tok_bytelevel_decode(s, n, out);
+        if (m >= 0)
+            return (size_t)m;
+        memcpy(out, s, n); /* not all byte-level chars: the reference keeps the text */
+        return n;
+    }
+    int b = t->dec_byte_fallback ? byte_token(s, n) : -1;
+    if (b >= 0) {
+        out[0] = (char)b;
+        return 1;
+    }
+    size_t o = 0; /* Metaspace / Replace decoders: U+2581 -> ' ' */
+    for (size_t i = 0; i < n; i++) {
+        if (i + 3 <= n && !memcmp(s + i, "\xE2\x96\x81", 3)) {
+            out[o++] = ' ';
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+static int build_pieces(tokenizer *t)
+{
+    size_t total = t->text_off[t->n_vocab];
+    t->piece_pool = malloc(total + 1);
+    t->piece_off = malloc((t->n_vocab + 1) * sizeof *t->piece_off);
+    if (!t->piece_pool || !t->piece_off)
+        return -1;
+    uint64_t o = 0;
+    for (size_t i = 0; i < t->n_vocab; i++) {
+        t->piece_off[i] = o;
+        o += piece_of(t, (int32_t)i, t->piece_pool + o); /* a piece is never longer than its text */
+    }
+    t->piece_off[t->n_vocab] = o;
+    return 0;
+}
+
+/* The key BPE uses for a token: raw bytes (byte-level) or the text itself. */
+static const char *bpe_key(const tokenizer *t, int32_t id, size_t *len)
+{
+    if (t->kind == TOK_BYTELEVEL) {
+        *len = (size_t)(t->piece_off[id + 1] - t->piece_off[id]);
+        return t->piece_pool + t->piece_off[id];
+    }
+    return tok_text(t, id, len);
+}
+
+int tok_build_tables(tokenizer *t, const char *source, char *err)
+{
+    if (build_pieces(t) || strmap_init(&t->bpe_vocab, t->n_vocab)) {
+        tok_errf(err, "%s: out of memory building the vocabulary tables", source);
+        return -1;
+    }
+    for (int i = 0; i < 256; i++)
+        t->byte_id[i] = -1;
+    char *scratch = malloc(t->text_off[t->n_vocab] + 1);
+    if (!scratch) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    for (size_t i = 0; i < t->n_vocab; i++) {
+        if (!(t->flags[i] & TOKF_MODEL))
+            continue;
+        size_t n;
+        const char *k = bpe_key(t, (int32_t)i, &n);
+        if (t->kind == TOK_BYTELEVEL) {
+            size_t tn;
+            const char *s = tok_text(t, (int32_t)i, &tn);
+            if (tok_bytelevel_decode(s, tn, scratch) < 0)
+                continue; /* not a byte-level token: BPE can never produce it */
+            if (n == 1 && t->byte_id[(unsigned char)k[0]] < 0)
+                t->byte_id[(unsigned char)k[0]] = (int32_t)i;
+        } else {
+            int b = byte_token(k, n);
+            if (b >= 0) {
+                t->flags[i] |= TOKF_BYTE;
+                if (t->byte_id[b] < 0)
+                    t->byte_id[b] = (int32_t)i;
+            }
+        }
+        if (strmap_put(&t->bpe_vocab, k, n, (int32_t)i)) {
+            free(scratch);
+            tok_errf(err, "%s: out of memory building the vocabulary map", source);
+            return -1;
+        }
+    }
+    free(scratch);
+    if (!t->merges.slots && pairmap_init(&t->merges, 1024)) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    return 0;
+}
+
+/* Text of a merge half in BPE-key form (raw bytes for byte-level). */
+static int merge_key(const tokenizer *t, const char *s, size_t n, char *out, size_t *on)
+{
+    if (t->kind == TOK_BYTELEVEL) {
+        long m = tok_bytelevel_decode(s, n, out);
+        if (m < 0)
+            return -1;
+        *on = (size_t)m;
+    } else {
+        memcpy(out, s, n);
+        *on = n;
+    }
+    return 0;
+}
+
+int tok_add_merge(tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                  int32_t rank, const char *source, char *err)
+{
+    char stack[512], *buf = alen + blen <= sizeof stack ? stack : malloc(alen + blen);
+    size_t na, nb;
+    int32_t ia = -1, ib = -1, io = -1;
+    if (!buf) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    if (!merge_key(t, a, alen, buf, &na) && !merge_key(t, b, blen, buf + na, &nb)) {
+        ia = strmap_get(&t->bpe_vocab, buf, na);
+        ib = strmap_get(&t->bpe_vocab, buf + na, nb);
+        io = strmap_get(&t->bpe_vocab, buf, na + nb);
+    }
+    if (buf != stack)
+        free(buf);
+    if (ia < 0 || ib < 0 || io < 0) {
+        tok_errf(err, "%s: merge %d \"%.*s %.*s\": %s not in the vocabulary", source, (int)rank,
+                 (int)alen, a, (int)blen, b, ia < 0 || ib < 0 ? "a half is" : "the merged token is");
+        return -1;
+    }
+    if (pairmap_put(&t->merges, ia, ib, rank, io)) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    return 0;
+}
+
+static int added_cmp(const void *x, const void *y)
+{
+    const tok_added *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len > b->len ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+void tok_sort_added(tokenizer *t)
+{
+    if (t->n_added)
+        qsort(t->added, t->n_added, sizeof *t->added, added_cmp);
+}
+
+int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *source, char *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += texts[i].len;
+    t->n_vocab = n;
+    t->text_pool = malloc(total + 1);
+    t->text_off = malloc((n + 1) * sizeof *t->text_off);
+    t->flags = calloc(n ? n : 1, 1);
+    if (!t->text_pool || !t->text_off || !t->flags) {
+        tok_errf(err, "%s: out of memory for %zu tokens", source, n);
+        return -1;
+    }
+    uint64_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        t->text_off[i] = o;
+        if (texts[i].len)
+            memcpy(t->text_pool + o, texts[i].ptr, texts[i].len);
+        o += texts[i].len;
+    }
+    t->text_off[n] = o;
+    return 0;
+}
+
+int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special,
+                  int lstrip, int rstrip, int single_word, const char *source, char *err)
+{
+    tok_added *a = realloc(t->added, (t->n_added + 1) * sizeof *a);
+    if (!a) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    t->added = a;
+    a = &t->added[t->n_added];
+    a->text = malloc(len + 1);
+    if (!a->text) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    memcpy(a->text, text, len);
+    a->text[len] = 0;
+    a->len = len;
+    a->id = id;
+    a->special = (unsigned char)special;
+    a->lstrip = (unsigned char)lstrip;
+    a->rstrip = (unsigned char)rstrip;
+    a->single_word = (unsigned char)single_word;
+    t->n_added++;
+    if (len == 0) {
+        tok_errf(err, "%s: added token %d has empty content", source, (int)id);
+        return -1;
+    }
+    return 0;
+}

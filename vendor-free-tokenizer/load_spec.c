@@ -1,0 +1,216 @@
+/* load_spec.c - a tokenizer from GGUF-style metadata (tokenizer.ggml.*).
+ *
+ * "gpt2" vocabularies are byte-level BPE: the pre-tokenizer comes from
+ * tokenizer.ggml.pre (the regexes llama.cpp and HF use for that family).
+ * "llama" vocabularies are SentencePiece BPE: ' ' -> U+2581, an optional
+ * U+2581 prefix, byte fallback, and merges ranked by score when the file has
+ * none (the highest-scoring mergeable pair first, as SentencePiece does).
+ * Control (3) and user-defined (4) tokens become added tokens. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+static int str_is(tok_str s, const char *lit)
+{
+    return s.len == strlen(lit) && !memcmp(s.ptr, lit, s.len);
+}
+
+static int add_pre(tokenizer *t, int kind, const char *re, char *err)
+{
+    tok_pre *p = realloc(t->pres, (t->n_pres + 1) * sizeof *p);
+    if (!p) {
+        tok_errf(err, "out of memory");
+        return -1;
+    }
+    t->pres = p;
+    p = &t->pres[t->n_pres++];
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    p->behavior = SPLIT_ISOLATED;
+    return re ? tok_pre_compile(p, re, strlen(re), err) : 0;
+}
+
+/* Pre-tokenizer of a byte-level vocabulary, by tokenizer.ggml.pre. */
+static int setup_bytelevel_pre(tokenizer *t, tok_str pre, const char *source, char *err)
+{
+    const char *split = NULL;
+    if (!pre.len || str_is(pre, "default") || str_is(pre, "gpt2") || str_is(pre, "smollm"))
+        split = NULL; /* ByteLevel's own GPT-2 regex */
+    else if (str_is(pre, "llama-bpe") || str_is(pre, "llama3") || str_is(pre, "llama-v3"))
+        split = TOK_RE_LLAMA3;
+    else if (str_is(pre, "qwen2"))
+        split = TOK_RE_QWEN2;
+    else {
+        tok_errf(err, "%s: tokenizer.ggml.pre \"%.*s\" is not a supported pre-tokenizer "
+                 "(supported: default, gpt2, smollm, llama-bpe, qwen2)", source, (int)pre.len, pre.ptr);
+        return -1;
+    }
+    if (split) {
+        if (add_pre(t, PRE_SPLIT, split, err) || add_pre(t, PRE_BYTELEVEL, NULL, err))
+            return -1;
+    } else if (add_pre(t, PRE_BYTELEVEL, TOK_RE_GPT2, err))
+        return -1;
+    return 0;
+}
+
+static int add_norm(tokenizer *t, int kind, const char *a, const char *b, char *err)
+{
+    tok_norm *n = realloc(t->norms, (t->n_norms + 1) * sizeof *n);
+    if (!n) {
+        tok_errf(err, "out of memory");
+        return -1;
+    }
+    t->norms = n;
+    n = &t->norms[t->n_norms++];
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->a = strdup(a);
+    n->alen = strlen(a);
+    n->b = b ? strdup(b) : NULL;
+    n->blen = b ? strlen(b) : 0;
+    return n->a && (!b || n->b) ? 0 : -1;
+}
+
+typedef struct {
+    float score;
+    int32_t id;
+} scored;
+
+static int scored_cmp(const void *x, const void *y)
+{
+    const scored *a = x, *b = y;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* SentencePiece has no merge list: every split of a token into two vocabulary
+ * tokens is a merge, ranked by the merged token's score (higher first). */
+static int merges_from_scores(tokenizer *t, const float *scores, const char *source, char *err)
+{
+    scored *order = malloc(t->n_vocab * sizeof *order);
+    if (!order) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_vocab; i++)
+        if (t->flags[i] & TOKF_MODEL)
+            order[n++] = (scored){scores[i], (int32_t)i};
+    qsort(order, n, sizeof *order, scored_cmp);
+    for (size_t r = 0; r < n; r++) {
+        size_t len;
+        const char *s = tok_text(t, order[r].id, &len);
+        for (size_t k = 1; k < len; k++) {
+            if ((s[k] & 0xC0) == 0x80)
+                continue; /* split only between characters */
+            int32_t a = strmap_get(&t->bpe_vocab, s, k), b = strmap_get(&t->bpe_vocab, s + k, len - k);
+            if (a >= 0 && b >= 0 && pairmap_put(&t->merges, a, b, (int32_t)r, order[r].id)) {
+                free(order);
+                tok_errf(err, "%s: out of memory", source);
+                return -1;
+            }
+        }
+    }
+    free(order);
+    return 0;
+}
+
+static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source, char *err)
+{
+    int spm;
+    if (str_is(spec->model, "gpt2"))
+        spm = 0;
+    else if (str_is(spec->model, "llama"))
+        spm = 1;
+    else {
+        tok_errf(err, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2 or llama)",
+                 source, (int)spec->model.len, spec->model.ptr);
+        return -1;
+    }
+    if (!spec->n_tokens || !spec->tokens) {
+        tok_errf(err, "%s: tokenizer.ggml.tokens is missing or empty", source);
+        return -1;
+    }
+    t->kind = spm ? TOK_SPM : TOK_BYTELEVEL;
+    if (tok_set_vocab(t, spec->n_tokens, spec->tokens, source, err))
+        return -1;
+    for (size_t i = 0; i < spec->n_tokens; i++) {
+        int type = spec->token_types ? spec->token_types[i] : 1;
+        t->flags[i] = TOKF_MODEL;
+        if ((type == 3 || type == 4) && spec->tokens[i].len) {
+            t->flags[i] |= TOKF_ADDED;
+            if (tok_add_added(t, spec->tokens[i].ptr, spec->tokens[i].len, (int32_t)i, type == 3, 0, 0, 0,
+                              source, err))
+                return -1;
+        }
+    }
+    tok_sort_added(t);
+    if (spm) {
+        t->byte_fallback = 1;
+        t->dec_byte_fallback = 1;
+        t->dec_strip_lead_space = spec->add_space_prefix != 0;
+        if ((spec->add_space_prefix != 0 && add_norm(t, NORM_PREPEND, "\xE2\x96\x81", NULL, err)) ||
+            add_norm(t, NORM_REPLACE, " ", "\xE2\x96\x81", err))
+            return -1;
+    } else if (setup_bytelevel_pre(t, spec->pre, source, err))
+        return -1;
+    if (tok_build_tables(t, source, err))
+        return -1;
+    for (size_t r = 0; r < spec->n_merges; r++) {
+        const char *m = spec->merges[r].ptr, *sp = memchr(m, ' ', spec->merges[r].len);
+        if (!sp || sp == m) {
+            tok_errf(err, "%s: tokenizer.ggml.merges[%zu] is not \"left right\"", source, r);
+            return -1;
+        }
+        if (tok_add_merge(t, m, (size_t)(sp - m), sp + 1, spec->merges[r].len - (size_t)(sp - m) - 1,
+                          (int32_t)r, source, err))
+            return -1;
+    }
+    if (spm && !spec->n_merges) {
+        if (!spec->scores) {
+            tok_errf(err, "%s: SentencePiece vocabulary has neither merges nor tokenizer.ggml.scores", source);
+            return -1;
+        }
+        if (merges_from_scores(t, spec->scores, source, err))
+            return -1;
+    }
+    t->unk_id = spm ? spec->unk_id : -1;
+    t->bos_id = spec->bos_id;
+    t->eos_id = spec->eos_id;
+    t->add_bos = spec->add_bos >= 0 ? spec->add_bos : spm;
+    t->add_eos = spec->add_eos > 0;
+    if (spec->chat_template.len) {
+        t->chat_template = strndup(spec->chat_template.ptr, spec->chat_template.len);
+        if (!t->chat_template) {
+            tok_errf(err, "%s: out of memory", source);
+            return -1;
+        }
+    }
+    int32_t ids[2] = {t->bos_id, t->eos_id};
+    for (int i = 0; i < 2; i++)
+        if (ids[i] >= (int32_t)t->n_vocab) {
+            tok_errf(err, "%s: %s token id %d is outside the vocabulary (%zu tokens)", source,
+                     i ? "eos" : "bos", (int)ids[i], t->n_vocab);
+            return -1;
+        }
+    return 0;
+}
+
+int tok_load_spec(const tok_spec *spec, const char *source, tokenizer **out, char *err)
+{
+    tokenizer *t = calloc(1, sizeof *t);
+    *out = NULL;
+    if (!t) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    t->bos_id = t->eos_id = t->unk_id = -1;
+    if (load_spec_body(t, spec, source, err)) {
+        tok_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}

@@ -1,0 +1,251 @@
+/* pretok.c - pre-tokenizers: Split (PCRE2 regex), ByteLevel, Digits, Metaspace.
+ *
+ * Regexes run with PCRE2_UTF | PCRE2_UCP (\p{L}, \p{N}, Unicode \s) and JIT.
+ * One dialect difference with the reference's Oniguruma is patched when the
+ * pattern is compiled: Oniguruma's Unicode \s also matches U+0085 (NEL),
+ * PCRE2's does not, so \s becomes [\s\x{85}] (and \S its complement). */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+const char TOK_RE_GPT2[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+const char TOK_RE_LLAMA3[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char TOK_RE_QWEN2[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/* Rewrite \s and \S so that they include U+0085 as Oniguruma's do. */
+static char *patch_space_classes(const char *re, size_t n)
+{
+    char *out = malloc(n * 12 + 1), *o = out;
+    int in_class = 0;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char c = re[i];
+        if (c == '\\' && i + 1 < n) {
+            char d = re[i + 1];
+            i++;
+            if (d == 's') {
+                const char *r = in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
+                o += strlen(strcpy(o, r));
+            } else if (d == 'S' && !in_class) {
+                o += strlen(strcpy(o, "[^\\s\\x{85}]"));
+            } else {
+                *o++ = c;
+                *o++ = d;
+            }
+            continue;
+        }
+        if (c == '[' && !in_class) {
+            in_class = 1;
+            *o++ = c;
+            if (i + 1 < n && re[i + 1] == '^')
+                *o++ = re[++i];
+            if (i + 1 < n && re[i + 1] == ']') /* a leading ']' is literal */
+                *o++ = re[++i];
+            continue;
+        }
+        if (c == ']' && in_class)
+            in_class = 0;
+        *o++ = c;
+    }
+    *o = 0;
+    return out;
+}
+
+int tok_pre_compile(tok_pre *p, const char *pattern, size_t len, char *err)
+{
+    char *re = patch_space_classes(pattern, len);
+    if (!re) {
+        tok_errf(err, "out of memory compiling a pre-tokenizer regex");
+        return -1;
+    }
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
+    free(re);
+    if (!code) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        tok_errf(err, "pre-tokenizer regex \"%.*s\": PCRE2 error at offset %zu: %s", (int)len, pattern,
+                 (size_t)eo, (const char *)msg);
+        return -1;
+    }
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* falls back to the interpreter if JIT is unavailable */
+    p->re = code;
+    return 0;
+}
+
+void tok_pre_free(tok_pre *p)
+{
+    pcre2_code_free((pcre2_code *)p->re);
+    p->re = NULL;
+}
+
+void *tok_match_data_new(void)
+{
+    return pcre2_match_data_create(1, NULL);
+}
+
+void tok_match_data_free(void *md)
+{
+    pcre2_match_data_free((pcre2_match_data *)md);
+}
+
+static int push_span(tok_ids *v, size_t off, size_t len)
+{
+    if (!len)
+        return 0;
+    return tok_ids_push(v, (int32_t)off) || tok_ids_push(v, (int32_t)len);
+}
+
+/* Split s[off, off+len) of the arena by regex: matches and the gaps between them
+ * become pieces (Isolated), or only the gaps (Removed). */
+static int split_regex(const tok_pre *p, const char *base, size_t off, size_t len, tok_ids *out,
+                       pcre2_match_data *md)
+{
+    pcre2_code *re = p->re;
+    PCRE2_SPTR subj = (PCRE2_SPTR)(base + off);
+    size_t pos = 0, last = 0;
+    while (pos <= len) {
+        int rc = pcre2_match(re, subj, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
+        if (rc < 0)
+            break;
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        size_t ms = ov[0], me = ov[1];
+        if (me == ms) { /* empty match: step one character */
+            if (ms >= len)
+                break;
+            pos = ms + 1;
+            while (pos < len && ((unsigned char)subj[pos] & 0xC0) == 0x80)
+                pos++;
+            continue;
+        }
+        if (push_span(out, off + last, ms - last))
+            return -1;
+        if (p->behavior == SPLIT_ISOLATED && push_span(out, off + ms, me - ms))
+            return -1;
+        last = pos = me;
+    }
+    return push_span(out, off + last, len - last);
+}
+
+/* Digits: runs of \p{N} (or single digits) isolated. */
+static int split_digits(const tok_pre *p, const char *base, size_t off, size_t len, tok_ids *out)
+{
+    const unsigned char *s = (const unsigned char *)base + off;
+    size_t i = 0, start = 0;
+    int prev_digit = -1;
+    while (i < len) {
+        size_t L = tok_utf8_len(s + i, len - i);
+        uint32_t cp = s[i];
+        if (L == 2)
+            cp = ((uint32_t)(s[i] & 0x1F) << 6) | (s[i + 1] & 0x3F);
+        else if (L == 3)
+            cp = ((uint32_t)(s[i] & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+        else if (L == 4)
+            cp = ((uint32_t)(s[i] & 0x07) << 18) | ((uint32_t)(s[i + 1] & 0x3F) << 12) |
+                 ((uint32_t)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+        int digit = tok_is_numeric(cp);
+        if (i > start && (digit != prev_digit || (digit && p->individual))) {
+            if (push_span(out, off + start, i - start))
+                return -1;
+            start = i;
+        }
+        prev_digit = digit;
+        i += L ? L : 1;
+    }
+    return push_span(out, off + start, len - start);
+}
+
+/* Metaspace: ' ' -> U+2581, optional U+2581 prefix; split before each U+2581. */
+static int metaspace(const tok_pre *p, tok_buf *arena, size_t off, size_t len, int first, tok_ids *out)
+{
+    static const char MS[] = "\xE2\x96\x81";
+    size_t start = arena->len;
+    int prepend = p->prepend == 2 || (p->prepend == 1 && first);
+    if (prepend && !(len >= 3 && !memcmp(arena->p + off, MS, 3)) && !(len && arena->p[off] == ' '))
+        if (tok_buf_put(arena, MS, 3))
+            return -1;
+    for (size_t i = 0; i < len; i++) {
+        char c = arena->p[off + i];
+        if (c == ' ' ? tok_buf_put(arena, MS, 3) : tok_buf_put(arena, &c, 1))
+            return -1;
+    }
+    size_t end = arena->len, piece = start;
+    if (p->split)
+        for (size_t i = start + 1; i + 3 <= end; i++)
+            if (!memcmp(arena->p + i, MS, 3)) {
+                if (push_span(out, piece, i - piece))
+                    return -1;
+                piece = i;
+            }
+    return push_span(out, piece, end - piece);
+}
+
+/* ByteLevel: optional ' ' prefix, then (use_regex) the GPT-2 split. */
+static int bytelevel(const tok_pre *p, tok_buf *arena, size_t off, size_t len, tok_ids *out,
+                     pcre2_match_data *md)
+{
+    if (p->add_prefix_space && !(len && arena->p[off] == ' ')) {
+        size_t start = arena->len;
+        if (tok_buf_put(arena, " ", 1) || tok_buf_reserve(arena, len))
+            return -1;
+        memcpy(arena->p + arena->len, arena->p + off, len); /* reserve kept the source valid */
+        arena->len += len;
+        off = start;
+        len += 1;
+    }
+    if (p->re)
+        return split_regex(p, arena->p, off, len, out, md);
+    return push_span(out, off, len);
+}
+
+int tok_pretokenize(const tokenizer *t, const char *s, size_t n, int first, tok_buf *arena,
+                    tok_ids *spans, tok_ids *tmp, void *md, char *err)
+{
+    arena->len = 0;
+    spans->len = 0;
+    if (tok_buf_put(arena, s, n) || push_span(spans, 0, n))
+        goto oom;
+    for (size_t k = 0; k < t->n_pres; k++) {
+        const tok_pre *p = &t->pres[k];
+        if (p->kind == PRE_BYTELEVEL && !p->re && !p->add_prefix_space)
+            continue; /* the byte map itself is applied by BPE */
+        tmp->len = 0;
+        for (size_t i = 0; i < spans->len; i += 2) {
+            size_t off = (size_t)spans->p[i], len = (size_t)spans->p[i + 1];
+            int rc = 0;
+            switch (p->kind) {
+            case PRE_SPLIT:
+                rc = split_regex(p, arena->p, off, len, tmp, md);
+                break;
+            case PRE_BYTELEVEL:
+                rc = bytelevel(p, arena, off, len, tmp, md);
+                break;
+            case PRE_DIGITS:
+                rc = split_digits(p, arena->p, off, len, tmp);
+                break;
+            case PRE_METASPACE:
+                rc = metaspace(p, arena, off, len, first && i == 0, tmp);
+                break;
+            }
+            if (rc)
+                goto oom;
+        }
+        tok_ids sw = *spans;
+        *spans = *tmp;
+        *tmp = sw;
+    }
+    return 0;
+oom:
+    tok_errf(err, "encode: out of memory in the pre-tokenizer");
+    return -1;
+}

@@ -1,0 +1,159 @@
+/* strmap.c - open-addressing hash maps: token text -> id and merge pair ->
+ * (rank, merged id). Linear probing, load factor at most 1/2, FNV-1a. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+}
+
+static size_t cap_for(size_t expected)
+{
+    size_t cap = 16;
+    while (cap < expected * 2 + 2)
+        cap *= 2;
+    return cap;
+}
+
+int strmap_init(strmap *m, size_t expected)
+{
+    m->cap = cap_for(expected);
+    m->n = 0;
+    m->slots = calloc(m->cap, sizeof *m->slots);
+    return m->slots ? 0 : -1;
+}
+
+static int strmap_grow(strmap *m)
+{
+    strmap big;
+    if (strmap_init(&big, m->cap))
+        return -1;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key)
+            strmap_put(&big, m->slots[i].key, m->slots[i].len, m->slots[i].id);
+    free(m->slots);
+    *m = big;
+    return 0;
+}
+
+int strmap_put(strmap *m, const char *key, size_t len, int32_t id)
+{
+    if ((m->n + 1) * 2 > m->cap && strmap_grow(m))
+        return -1;
+    size_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
+    while (m->slots[i].key) {
+        if (m->slots[i].len == len && !memcmp(m->slots[i].key, key, len))
+            return 0;
+        i = (i + 1) & mask;
+    }
+    m->slots[i].key = key;
+    m->slots[i].len = (uint32_t)len;
+    m->slots[i].id = id;
+    m->n++;
+    return 0;
+}
+
+int32_t strmap_get(const strmap *m, const char *key, size_t len)
+{
+    if (!m->slots)
+        return -1;
+    size_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
+    while (m->slots[i].key) {
+        if (m->slots[i].len == len && !memcmp(m->slots[i].key, key, len))
+            return m->slots[i].id;
+        i = (i + 1) & mask;
+    }
+    return -1;
+}
+
+void strmap_free(strmap *m)
+{
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->n = 0;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+int pairmap_init(pairmap *m, size_t expected)
+{
+    m->cap = cap_for(expected);
+    m->n = 0;
+    m->slots = calloc(m->cap, sizeof *m->slots);
+    return m->slots ? 0 : -1;
+}
+
+static int pairmap_grow(pairmap *m)
+{
+    pairmap big;
+    if (pairmap_init(&big, m->cap))
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        pairmap_slot *s = &m->slots[i];
+        if (s->key)
+            pairmap_put(&big, (int32_t)((s->key - 1) >> 32), (int32_t)((s->key - 1) & 0xffffffffu),
+                        s->rank, s->out);
+    }
+    free(m->slots);
+    *m = big;
+    return 0;
+}
+
+int pairmap_put(pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t out)
+{
+    if ((m->n + 1) * 2 > m->cap && pairmap_grow(m))
+        return -1;
+    uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    size_t mask = m->cap - 1, i = mix64(key) & mask;
+    while (m->slots[i].key) {
+        if (m->slots[i].key == key) {
+            if (rank < m->slots[i].rank) {
+                m->slots[i].rank = rank;
+                m->slots[i].out = out;
+            }
+            return 0;
+        }
+        i = (i + 1) & mask;
+    }
+    m->slots[i].key = key;
+    m->slots[i].rank = rank;
+    m->slots[i].out = out;
+    m->n++;
+    return 0;
+}
+
+const pairmap_slot *pairmap_get(const pairmap *m, int32_t a, int32_t b)
+{
+    if (!m->slots)
+        return NULL;
+    uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    size_t mask = m->cap - 1, i = mix64(key) & mask;
+    while (m->slots[i].key) {
+        if (m->slots[i].key == key)
+            return &m->slots[i];
+        i = (i + 1) & mask;
+    }
+    return NULL;
+}
+
+void pairmap_free(pairmap *m)
+{
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->n = 0;
+}
