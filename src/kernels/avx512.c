@@ -27,7 +27,9 @@ const kernels *kernels_avx512_table(void);
 /* Largest tile: 4 rows x 4 tokens = 16 zmm accumulators, leaving room for the
  * decoded weights, activations and scales in the 32 registers. Decode (nt = 1)
  * walks 4 rows at once: 4 independent FMA chains and 4 weight streams, each
- * activation vector loaded once for the 4 rows. */
+ * activation vector loaded once for the 4 rows. Measured on Zen 4: 8 rows or
+ * 2 rows per decode tile, and software prefetch 256 B to 2 KB ahead, were no
+ * faster (dense GEMV already runs at the streaming-read rate). */
 #define TILE_R 4
 #define TILE_T 4
 
@@ -49,9 +51,8 @@ AI __m512 dense16_tail(dtype dt, const uint8_t *p, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-static inline float f16_at(const uint8_t *p) {
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(rd_u16(p))));
-}
+/* The fp16 scale at p broadcast to 16 lanes (word broadcast, then one conversion). */
+AI __m512 f16_bcast(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_set1_epi16((short)rd_u16(p))); }
 
 AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
 
@@ -121,12 +122,12 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
             xh[t] = _mm512_loadu_ps(x + (size_t)t * ldx + 32 * b + 16);
             if (dt == DT_Q4_1) xs[t] = _mm512_add_ps(xl[t], xh[t]);
         }
+        const uint8_t *blk0 = w + (size_t)b * bb;
         UNROLL for (int r = 0; r < R; r++) {
-            const uint8_t *blk = w + r * rb + (size_t)b * bb;
+            const uint8_t *blk = blk0 + r * rb;
             __m512 lo, hi;
             block32(dt, blk, &lo, &hi);
-            __m512 d = _mm512_set1_ps(f16_at(blk));
-            __m512 m = _mm512_set1_ps(dt == DT_Q4_1 ? f16_at(blk + 2) : 0.0f);
+            __m512 d = f16_bcast(blk), m = dt == DT_Q4_1 ? f16_bcast(blk + 2) : d;
             UNROLL for (int t = 0; t < T; t++) {
                 __m512 s = _mm512_fmadd_ps(hi, xh[t], _mm512_mul_ps(lo, xl[t]));
                 acc[r][t] = _mm512_fmadd_ps(d, s, acc[r][t]);

@@ -32,8 +32,9 @@ const kernels *kernels_neon_table(void);
 /* ---- weights to f32 -------------------------------------------------------- */
 
 AI float32x4_t dense4(dtype dt, const uint8_t *p) {
-    if (dt == DT_F32) return vld1q_f32((const float *)p);
-    uint16x4_t h = vld1_u16((const uint16_t *)p);
+    /* Byte loads, reinterpreted: rows need not be aligned to their element size. */
+    if (dt == DT_F32) return vreinterpretq_f32_u8(vld1q_u8(p));
+    uint16x4_t h = vreinterpret_u16_u8(vld1_u8(p));
     if (dt == DT_F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
     return vreinterpretq_f32_u32(vshll_n_u16(h, 16)); /* bf16 */
 }
