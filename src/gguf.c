@@ -355,10 +355,10 @@ static int read_header(cursor *c, gguf_file *f, uint64_t *n_tensors, uint64_t *n
      * every tensor info at least 25: counts beyond that cannot fit in the file. */
     size_t left = c->size - c->pos;
     if (*n_kv > left / 13 || *n_kv > INT32_MAX)
-        return errf(c->err, "%s: metadata count %llu is impossible for a %zu-byte file", c->path,
+        return errf(c->err, "%s: metadata count %llu cannot fit in a %zu-byte file (truncated or corrupt)", c->path,
                     (unsigned long long)*n_kv, c->size);
     if (*n_tensors > left / 25 || *n_tensors > INT32_MAX)
-        return errf(c->err, "%s: tensor count %llu is impossible for a %zu-byte file", c->path,
+        return errf(c->err, "%s: tensor count %llu cannot fit in a %zu-byte file (truncated or corrupt)", c->path,
                     (unsigned long long)*n_tensors, c->size);
     return 0;
 }

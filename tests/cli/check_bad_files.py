@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Bad model files give one clear line on stderr and a non-zero exit, never output or a crash.
+
+Builds each damaged model in a temporary directory (a tiny GGUF written here, and copies of the
+tests/fixtures/tiny-mha-f32 safetensors model with one thing broken), runs
+    ./llmgen -m PATH --prompt-ids 1,2 -n 1 --ids
+and asserts: exit code 2 ("bad model file"), nothing on stdout, and exactly one line on stderr
+that names the damaged file. Standard library only; needs ./llmgen built.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURE = os.path.join("tests", "fixtures", "tiny-mha-f32")
+DEFAULT_MODEL = os.path.join(".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+EXIT_MODEL = 2
+
+# ---- a tiny GGUF writer ------------------------------------------------------------------------
+
+
+def gguf_str(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_kv_u32(k, v):
+    return gguf_str(k) + struct.pack("<II", 4, v)
+
+
+def gguf_kv_f32(k, v):
+    return gguf_str(k) + struct.pack("<If", 6, v)
+
+
+def gguf_kv_str(k, v):
+    return gguf_str(k) + struct.pack("<I", 8) + gguf_str(v)
+
+
+def tiny_gguf(arch="llama", types=(0, 0), magic=b"GGUF", version=3):
+    """A 1-layer llama GGUF with two F32 tensors (ggml types overridable)."""
+    kvs = [gguf_kv_str("general.architecture", arch), gguf_kv_u32("llama.embedding_length", 32),
+           gguf_kv_u32("llama.block_count", 1), gguf_kv_u32("llama.attention.head_count", 2),
+           gguf_kv_u32("llama.attention.head_count_kv", 2), gguf_kv_u32("llama.feed_forward_length", 64),
+           gguf_kv_u32("llama.context_length", 128), gguf_kv_u32("llama.vocab_size", 16),
+           gguf_kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5)]
+    tensors = [("token_embd.weight", [32, 16]), ("output_norm.weight", [32])]
+    out = magic + struct.pack("<IQQ", version, len(tensors), len(kvs)) + b"".join(kvs)
+    offset = 0
+    sizes = []
+    for (name, ne), t in zip(tensors, types):
+        out += gguf_str(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", t, offset)
+        n = 4
+        for d in ne:
+            n *= d
+        sizes.append(n)
+        offset += (n + 31) // 32 * 32
+    out += b"\0" * (-len(out) % 32)
+    for n in sizes:
+        out += b"\0" * n + b"\0" * (-n % 32)
+    return out
+
+
+# ---- safetensors helpers -----------------------------------------------------------------------
+
+
+def read_st(path):
+    data = open(path, "rb").read()
+    n = struct.unpack_from("<Q", data, 0)[0]
+    return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def write_st(path, header, blob, hlen=None):
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h) if hlen is None else hlen) + h + blob)
+
+
+def model_dir(tmp, name, edit_header=None, edit_config=None, hlen=None, drop=None):
+    """Copy the tiny fixture into tmp/name, then break one thing. Returns the directory."""
+    d = os.path.join(tmp, name)
+    shutil.copytree(FIXTURE, d)
+    if edit_header or hlen is not None:
+        header, blob = read_st(os.path.join(d, "model.safetensors"))
+        if edit_header:
+            edit_header(header)
+        write_st(os.path.join(d, "model.safetensors"), header, blob, hlen)
+    if edit_config:
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        text = edit_config(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write(text if isinstance(text, str) else json.dumps(cfg))
+    if drop:
+        os.remove(os.path.join(d, drop))
+    return d
+
+
+def first_two(header):
+    names = sorted(k for k in header if k != "__metadata__")
+    return header[names[0]], header[names[1]]
+
+
+def out_of_range(h):
+    a, _ = first_two(h)
+    a["data_offsets"] = [a["data_offsets"][0] + 10**9, a["data_offsets"][1] + 10**9]
+
+
+def overlapping(h):
+    a, b = first_two(h)
+    size = b["data_offsets"][1] - b["data_offsets"][0]
+    b["data_offsets"] = [a["data_offsets"][0], a["data_offsets"][0] + size]
+
+
+def unknown_dtype(h):
+    first_two(h)[0]["dtype"] = "F8_E4M3"
+
+
+def wrong_size(h):
+    a, _ = first_two(h)
+    a["shape"] = [a["shape"][0] + 1] + a["shape"][1:]
+
+
+def drop_key(key):
+    def edit(cfg):
+        del cfg[key]
+    return edit
+
+
+def set_arch(cfg):
+    cfg["model_type"] = "mistral"
+    cfg["architectures"] = ["MistralForCausalLM"]
+
+
+# ---- the checks --------------------------------------------------------------------------------
+
+
+def run_case(name, model, names_file, failures):
+    cmd = ["./llmgen", "-m", model, "--prompt-ids", "1,2", "-n", "1", "--ids"]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    except subprocess.TimeoutExpired:
+        failures.append("%s: timed out" % name)
+        print("FAIL  %-34s timed out" % name)
+        return
+    err = p.stderr.decode("utf-8", "replace")
+    lines = err.split("\n")
+    problems = []
+    if p.returncode == 0:
+        problems.append("exit code 0")
+    elif p.returncode != EXIT_MODEL:
+        problems.append("exit code %d, expected %d (bad model file)" % (p.returncode, EXIT_MODEL))
+    if p.returncode < 0:
+        problems.append("killed by signal %d" % -p.returncode)
+    if p.stdout:
+        problems.append("stdout not empty: %r" % p.stdout[:200])
+    if not (len(lines) == 2 and lines[1] == "" and lines[0]):
+        problems.append("stderr is not exactly one line: %r" % err[:400])
+    if names_file not in err:
+        problems.append("stderr does not name %s" % names_file)
+    if problems:
+        failures.append("%s: %s" % (name, "; ".join(problems)))
+        print("FAIL  %-34s %s" % (name, "; ".join(problems)))
+    else:
+        print("ok    %-34s %s" % (name, lines[0]))
+
+
+def main():
+    os.chdir(REPO)
+    if not os.access("./llmgen", os.X_OK):
+        print("./llmgen is not built: run `make llmgen` first")
+        return 1
+    if not os.path.isdir(FIXTURE):
+        print("%s is missing" % FIXTURE)
+        return 1
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = []
+
+        def gguf_case(name, data):
+            path = os.path.join(tmp, name + ".gguf")
+            with open(path, "wb") as f:
+                f.write(data)
+            cases.append((name, path, path))
+
+        good = tiny_gguf()
+        gguf_case("gguf-truncated-metadata", good[:100])
+        gguf_case("gguf-truncated-data", good[:-40])
+        gguf_case("gguf-empty", b"")
+        gguf_case("gguf-bad-magic", tiny_gguf(magic=b"GGUG"))
+        gguf_case("gguf-version-1", tiny_gguf(version=1))
+        gguf_case("gguf-unknown-type-q4k", tiny_gguf(types=(12, 0)))
+        gguf_case("gguf-unknown-type-99", tiny_gguf(types=(0, 99)))
+        gguf_case("gguf-unsupported-arch", tiny_gguf(arch="gpt2"))
+        gguf_case("gguf-absurd-count", good[:8] + struct.pack("<Q", 1 << 60) + good[16:])
+        if os.path.exists(DEFAULT_MODEL):
+            with open(DEFAULT_MODEL, "rb") as f:
+                gguf_case("default-model-truncated", f.read(1 << 20))
+
+        def dir_case(name, names, **kw):
+            d = model_dir(tmp, name, **kw)
+            cases.append((name, d, os.path.join(d, names) if names else d))
+
+        dir_case("st-header-length-past-end", "model.safetensors", hlen=1 << 40)
+        dir_case("st-offsets-out-of-range", "model.safetensors", edit_header=out_of_range)
+        dir_case("st-overlapping-offsets", "model.safetensors", edit_header=overlapping)
+        dir_case("st-unknown-dtype", "model.safetensors", edit_header=unknown_dtype)
+        dir_case("st-wrong-byte-size", "model.safetensors", edit_header=wrong_size)
+        dir_case("dir-without-config", None, drop="config.json")
+        dir_case("config-missing-hidden-size", "config.json", edit_config=drop_key("hidden_size"))
+        dir_case("config-missing-vocab-size", "config.json", edit_config=drop_key("vocab_size"))
+        dir_case("config-unsupported-arch", "config.json", edit_config=set_arch)
+        dir_case("config-bad-json", "config.json", edit_config=lambda c: json.dumps(c)[:-2])
+        d = model_dir(tmp, "st-truncated")
+        st = os.path.join(d, "model.safetensors")
+        size = os.path.getsize(st)
+        with open(st, "r+b") as f:
+            f.truncate(size - 1)
+        cases.append(("st-truncated", d, st))
+
+        for name, model, names_file in cases:
+            run_case(name, model, names_file, failures)
+    if failures:
+        print("%d of %d bad-file cases failed" % (len(failures), len(cases)))
+        return 1
+    print("all %d bad-file cases refused cleanly" % len(cases))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
