@@ -12,7 +12,11 @@
  *    in two calls equal one call over [0,rows), and every token of a prefill
  *    call (nt > 1) equals a decode call (nt = 1) on that token alone;
  *  - y outside [r0, r1) and beyond nt is never written; strides ldx, ldy and
- *    row_bytes larger than the data are honoured; nothing is aligned. */
+ *    row_bytes larger than the data are honoured; nothing is aligned;
+ *  - for the ISA tables (not scalar.c, which scales block sums), a quantized
+ *    matmul equals bit for bit the same table's F32 matmul on the weights
+ *    dequantized the way gguf-py does it: the native path then reproduces the
+ *    f32 path (which is what HF transformers runs on a GGUF) up to nothing. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,6 +95,24 @@ static double st_magnitude(dtype dt, const uint8_t *row, const float *x, int col
         }
     }
     return m;
+}
+
+/* One row dequantized as gguf-py does: d*q, d*(q-8), d*q + m in f32 (d*q is
+ * exact in f32, so each value is rounded at most once, with or without FMA). */
+static void st_dequant_row(dtype dt, const uint8_t *row, int cols, float *out) {
+    int bb = dtype_block_bytes(dt);
+    for (int c = 0; c < cols; c++) {
+        const uint8_t *blk = row + (size_t)(c / 32) * bb;
+        int j = c % 32;
+        float d = f16_to_f32(rd_u16(blk));
+        if (dt == DT_Q8_0) {
+            out[c] = d * (float)(int8_t)blk[2 + j];
+            continue;
+        }
+        const uint8_t *qs = blk + (dt == DT_Q4_0 ? 2 : 4);
+        int q = j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4);
+        out[c] = dt == DT_Q4_0 ? d * (float)(q - 8) : d * (float)q + f16_to_f32(rd_u16(blk + 2));
+    }
 }
 
 /* Tolerance. Any order of adding n rounded f32 products differs from the exact
@@ -186,6 +208,26 @@ static int st_check_matmul(const kernels *k, dtype dt, int rows, int cols, int n
                 break;
             }
         }
+    }
+    /* A quantized ISA kernel = the same table's F32 kernel on dequantized weights. */
+    if (!rc && st_block_elems(dt) > 1 && k != ref) {
+        float *wf = malloc(sizeof(float) * (size_t)rows * cols);
+        if (!wf) {
+            rc = st_fail(msg, len, k, dt, rows, cols, nt, "out of memory");
+            goto done;
+        }
+        for (int r = 0; r < rows; r++) st_dequant_row(dt, w + r * rb, cols, wf + (size_t)r * cols);
+        k->matmul[DT_F32](wf, sizeof(float) * (size_t)cols, cols, r0, rows, x, ldx, nt, y_split, ldy);
+        for (int t = 0; t < nt && !rc; t++)
+            for (int r = r0; r < rows; r++)
+                if (memcmp(&y_split[(size_t)t * ldy + r], &y_one[(size_t)t * ldy + r], sizeof(float))) {
+                    char what[160];
+                    snprintf(what, sizeof what, "y[t=%d][r=%d] = %.9g, F32 kernel on dequantized weights %.9g",
+                             t, r, y_one[(size_t)t * ldy + r], y_split[(size_t)t * ldy + r]);
+                    rc = st_fail(msg, len, k, dt, rows, cols, nt, what);
+                    break;
+                }
+        free(wf);
     }
 done:
     free(wbuf);

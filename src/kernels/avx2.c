@@ -8,8 +8,8 @@
  * sum at the end. Tiling over rows and tokens only decides how many of these
  * independent accumulators are live at once, so a y element is bit-identical
  * whatever the row range, the number of tokens nt or the tile it fell in.
- * Quantized blocks follow scalar.c: the integer-weighted sum of a block is
- * formed first (per lane), then scaled by d once. */
+ * Quantized blocks are dequantized in registers to exactly the f32 values
+ * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
 #if defined(__x86_64__)
@@ -39,35 +39,40 @@ AI __m256 dense8(dtype dt, const uint8_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
 }
 
-static inline float f16_at(const uint8_t *p) {
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(rd_u16(p))));
-}
-
 AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
 
 AI __m256 i32_to_ps(__m256i v) { return _mm256_cvtepi32_ps(v); }
 
-/* The 32 integer weights of one block as f32, q[k] holding elements 8k..8k+7. */
+/* The fp16 scale at p broadcast to 8 lanes. */
+AI __m256 f16_bcast(const uint8_t *p) { return _mm256_cvtph_ps(_mm_set1_epi16((short)rd_u16(p))); }
+
+/* The 32 weights of one block dequantized to f32, q[k] holding elements
+ * 8k..8k+7. The values are bit-identical to what gguf-py (and so HF
+ * transformers) dequantizes: d*q and d*(q-8) are exact in f32, and d*q + m is
+ * rounded once, by the FMA. */
 AI void block32(dtype dt, const uint8_t *blk, __m256 q[4]) {
+    __m256 d = f16_bcast(blk);
     if (dt == DT_Q8_0) {
         UNROLL for (int k = 0; k < 4; k++) {
             __m128i b = _mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * k));
-            q[k] = i32_to_ps(_mm256_cvtepi8_epi32(b));
+            q[k] = _mm256_mul_ps(d, i32_to_ps(_mm256_cvtepi8_epi32(b)));
         }
         return;
     }
     /* Byte j holds element j (low nibble) and j + 16 (high nibble). */
     const uint8_t *qs = blk + (dt == DT_Q4_0 ? 2 : 4);
     const __m256i low4 = _mm256_set1_epi32(0x0f), eight = _mm256_set1_epi32(8);
+    __m256 m = dt == DT_Q4_1 ? f16_bcast(blk + 2) : d;
     UNROLL for (int k = 0; k < 2; k++) {
         __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * k)));
         __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_srli_epi32(v, 4);
         if (dt == DT_Q4_0) {
-            lo = _mm256_sub_epi32(lo, eight);
-            hi = _mm256_sub_epi32(hi, eight);
+            q[k] = _mm256_mul_ps(d, i32_to_ps(_mm256_sub_epi32(lo, eight)));
+            q[k + 2] = _mm256_mul_ps(d, i32_to_ps(_mm256_sub_epi32(hi, eight)));
+        } else {
+            q[k] = _mm256_fmadd_ps(d, i32_to_ps(lo), m);
+            q[k + 2] = _mm256_fmadd_ps(d, i32_to_ps(hi), m);
         }
-        q[k] = i32_to_ps(lo);
-        q[k + 2] = i32_to_ps(hi);
     }
 }
 
@@ -118,8 +123,10 @@ AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
     store_tile(acc, y, ldy, R, T);
 }
 
-/* Per block and lane: s = sum_k q[k]*x[k] (k = 0..3 in order), then acc += d*s;
- * Q4_1 also adds m * ((x0 + x1) + (x2 + x3)), the lane's share of m * sum(x). */
+/* A block is dequantized once per row tile and used by every token of the
+ * tile; the accumulation is then the dense one (8 columns per step, in order),
+ * so a quantized row gives bit for bit what the F32 kernel gives on its
+ * dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const int bb = block_bytes(dt);
@@ -127,26 +134,13 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < cols / 32; b++) {
         const float *xb = x + 32 * (size_t)b;
-        __m256 xs[TILE_T];
-        if (dt == DT_Q4_1)
-            UNROLL for (int t = 0; t < T; t++) {
-                const float *xt = xb + (size_t)t * ldx;
-                xs[t] = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xt), _mm256_loadu_ps(xt + 8)),
-                                      _mm256_add_ps(_mm256_loadu_ps(xt + 16), _mm256_loadu_ps(xt + 24)));
-            }
+        const uint8_t *blk0 = w + (size_t)b * bb;
         UNROLL for (int r = 0; r < R; r++) {
-            const uint8_t *blk = w + r * rb + (size_t)b * bb;
             __m256 q[4];
-            block32(dt, blk, q);
-            __m256 d = _mm256_set1_ps(f16_at(blk));
+            block32(dt, blk0 + r * rb, q);
             UNROLL for (int t = 0; t < T; t++) {
                 const float *xt = xb + (size_t)t * ldx;
-                __m256 s = _mm256_mul_ps(q[0], _mm256_loadu_ps(xt));
-                s = _mm256_fmadd_ps(q[1], _mm256_loadu_ps(xt + 8), s);
-                s = _mm256_fmadd_ps(q[2], _mm256_loadu_ps(xt + 16), s);
-                s = _mm256_fmadd_ps(q[3], _mm256_loadu_ps(xt + 24), s);
-                acc[r][t] = _mm256_fmadd_ps(d, s, acc[r][t]);
-                if (dt == DT_Q4_1) acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(blk + 2)), xs[t], acc[r][t]);
+                UNROLL for (int k = 0; k < 4; k++) acc[r][t] = _mm256_fmadd_ps(q[k], _mm256_loadu_ps(xt + 8 * k), acc[r][t]);
             }
         }
     }

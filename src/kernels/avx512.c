@@ -9,8 +9,8 @@
  * sum at the end. Tiling over rows and tokens only decides how many of these
  * independent accumulators are live at once, so a y element is bit-identical
  * whatever the row range, the number of tokens nt or the tile it fell in.
- * Quantized blocks follow scalar.c: the integer-weighted sum of a block is
- * formed first (per lane), then scaled by d once. */
+ * Quantized blocks are dequantized in registers to exactly the f32 values
+ * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
 #if defined(__x86_64__)
@@ -56,19 +56,29 @@ AI __m512 f16_bcast(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_set1_epi16
 
 AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
 
-/* The 32 integer weights of one block as f32: elements 0..15 in *lo, 16..31 in *hi.
- * 4-bit values go through a 16-entry table with vpermps, which reads only the
- * low 4 bits of each index: one instruction replaces mask + convert (+ subtract). */
+/* The 32 weights of one block dequantized to f32: elements 0..15 in *lo,
+ * 16..31 in *hi. The values are bit-identical to what gguf-py (and so HF
+ * transformers) dequantizes: d*q and d*(q-8) are exact in f32, and d*q + m is
+ * rounded once, here by the FMA that builds the table. 4-bit values go through
+ * a 16-entry table of dequantized values with vpermps, which reads only the low
+ * 4 bits of each index: the scale is applied once per 16 entries, not per weight. */
 AI void block32(dtype dt, const uint8_t *blk, __m512 *lo, __m512 *hi) {
     if (dt == DT_Q8_0) {
         const uint8_t *q = blk + 2;
-        *lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
-        *hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 16))));
+        __m512 d = f16_bcast(blk);
+        *lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q))));
+        *hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(q + 16)))));
         return;
     }
-    const __m512 table = dt == DT_Q4_0
-        ? _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7)
-        : _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512 table;
+    if (dt == DT_Q4_0) {
+        table = _mm512_mul_ps(f16_bcast(blk), _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7));
+    } else { /* d and m converted together: [d, m, d, m, ...] */
+        __m512 dm = _mm512_cvtph_ps(_mm256_set1_epi32((int)rd_u32(blk)));
+        table = _mm512_fmadd_ps(_mm512_moveldup_ps(dm),
+                                _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                _mm512_movehdup_ps(dm));
+    }
     const uint8_t *qs = blk + (dt == DT_Q4_0 ? 2 : 4);
     __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)qs));
     *lo = _mm512_permutexvar_ps(v, table);                        /* byte j low nibble: element j */
@@ -108,30 +118,28 @@ AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
     store_tile(acc, y, ldy, R, T);
 }
 
-/* Per block and lane: s = q_lo*x_lo + q_hi*x_hi, then acc += d*s; Q4_1 also
- * adds m * (x_lo + x_hi), the lane's share of m * sum(x), like scalar.c. */
+/* A block is dequantized once per row tile and used by every token of the
+ * tile; the accumulation is then the dense one (16 columns per step, in
+ * order), so a quantized row gives bit for bit what the F32 kernel gives on
+ * its dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const int bb = block_bytes(dt);
     __m512 acc[TILE_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < cols / 32; b++) {
-        __m512 xl[TILE_T], xh[TILE_T], xs[TILE_T];
+        __m512 xl[TILE_T], xh[TILE_T];
         UNROLL for (int t = 0; t < T; t++) {
             xl[t] = _mm512_loadu_ps(x + (size_t)t * ldx + 32 * b);
             xh[t] = _mm512_loadu_ps(x + (size_t)t * ldx + 32 * b + 16);
-            if (dt == DT_Q4_1) xs[t] = _mm512_add_ps(xl[t], xh[t]);
         }
         const uint8_t *blk0 = w + (size_t)b * bb;
         UNROLL for (int r = 0; r < R; r++) {
-            const uint8_t *blk = blk0 + r * rb;
             __m512 lo, hi;
-            block32(dt, blk, &lo, &hi);
-            __m512 d = f16_bcast(blk), m = dt == DT_Q4_1 ? f16_bcast(blk + 2) : d;
+            block32(dt, blk0 + r * rb, &lo, &hi);
             UNROLL for (int t = 0; t < T; t++) {
-                __m512 s = _mm512_fmadd_ps(hi, xh[t], _mm512_mul_ps(lo, xl[t]));
-                acc[r][t] = _mm512_fmadd_ps(d, s, acc[r][t]);
-                if (dt == DT_Q4_1) acc[r][t] = _mm512_fmadd_ps(m, xs[t], acc[r][t]);
+                acc[r][t] = _mm512_fmadd_ps(lo, xl[t], acc[r][t]);
+                acc[r][t] = _mm512_fmadd_ps(hi, xh[t], acc[r][t]);
             }
         }
     }
@@ -161,14 +169,13 @@ typedef struct {
     TILE(KIND, DT, NAME##_o1, 1, 1)                                                       \
     static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
 
-/* Prefill token tiles: 4 for dense and Q8_0/Q4_0 (16 accumulators); 3 for
- * Q4_1, which also keeps one x-sum per token live. */
+/* Prefill token tiles of 4: 16 accumulators. */
 TILES(dense, DT_F32, f32, 4)
 TILES(dense, DT_F16, f16, 4)
 TILES(dense, DT_BF16, bf16, 4)
 TILES(quant, DT_Q8_0, q8_0, 4)
 TILES(quant, DT_Q4_0, q4_0, 4)
-TILES(quant, DT_Q4_1, q4_1, 3)
+TILES(quant, DT_Q4_1, q4_1, 4)
 
 static void run_rows(tile_fn tt, tile_fn t1, int T, const uint8_t *w, size_t rb, int cols,
                      const float *x, int ldx, int nt, float *y, int ldy) {
@@ -199,7 +206,7 @@ MATMUL(f16, 4)
 MATMUL(bf16, 4)
 MATMUL(q8_0, 4)
 MATMUL(q4_0, 4)
-MATMUL(q4_1, 3)
+MATMUL(q4_1, 4)
 
 /* ---- vector helpers ---------------------------------------------------------- */
 

@@ -8,8 +8,8 @@
  * at the end. Tiling over rows and tokens only decides how many of these
  * independent accumulators are live at once, so a y element is bit-identical
  * whatever the row range, the number of tokens nt or the tile it fell in.
- * Quantized blocks follow scalar.c: the integer-weighted sum of a block is
- * formed first (per lane), then scaled by d once. */
+ * Quantized blocks are dequantized in registers to exactly the f32 values
+ * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
 #if defined(__aarch64__)
@@ -45,20 +45,24 @@ static inline float f16_at(const uint8_t *p) {
 
 AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
 
-/* 16 signed bytes to 4 vectors of f32 (elements in order). */
-AI void s8x16_to_f32(int8x16_t v, float32x4_t *q) {
+/* 16 signed bytes to 4 vectors of f32 (elements in order), dequantized:
+ * d*q, or d*q + m rounded once (fused) when `affine`. */
+AI void s8x16_dequant(int8x16_t v, float32x4_t d, float32x4_t m, int affine, float32x4_t *q) {
     int16x8_t a = vmovl_s8(vget_low_s8(v)), b = vmovl_high_s8(v);
-    q[0] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(a)));
-    q[1] = vcvtq_f32_s32(vmovl_high_s16(a));
-    q[2] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(b)));
-    q[3] = vcvtq_f32_s32(vmovl_high_s16(b));
+    float32x4_t f[4] = {vcvtq_f32_s32(vmovl_s16(vget_low_s16(a))), vcvtq_f32_s32(vmovl_high_s16(a)),
+                        vcvtq_f32_s32(vmovl_s16(vget_low_s16(b))), vcvtq_f32_s32(vmovl_high_s16(b))};
+    UNROLL for (int k = 0; k < 4; k++) q[k] = affine ? vfmaq_f32(m, d, f[k]) : vmulq_f32(d, f[k]);
 }
 
-/* The 32 integer weights of one block as f32, q[k] holding elements 4k..4k+3. */
+/* The 32 weights of one block dequantized to f32, q[k] holding elements
+ * 4k..4k+3. The values are bit-identical to what gguf-py (and so HF
+ * transformers) dequantizes: d*q and d*(q-8) are exact in f32, and d*q + m is
+ * rounded once, by the FMA. */
 AI void block32(dtype dt, const uint8_t *blk, float32x4_t q[8]) {
+    float32x4_t d = vdupq_n_f32(f16_at(blk));
     if (dt == DT_Q8_0) {
-        s8x16_to_f32(vld1q_s8((const int8_t *)(blk + 2)), q);
-        s8x16_to_f32(vld1q_s8((const int8_t *)(blk + 18)), q + 4);
+        s8x16_dequant(vld1q_s8((const int8_t *)(blk + 2)), d, d, 0, q);
+        s8x16_dequant(vld1q_s8((const int8_t *)(blk + 18)), d, d, 0, q + 4);
         return;
     }
     /* Byte j holds element j (low nibble) and j + 16 (high nibble); 4-bit values
@@ -70,8 +74,9 @@ AI void block32(dtype dt, const uint8_t *blk, float32x4_t q[8]) {
         lo = vsubq_s8(lo, vdupq_n_s8(8));
         hi = vsubq_s8(hi, vdupq_n_s8(8));
     }
-    s8x16_to_f32(lo, q);
-    s8x16_to_f32(hi, q + 4);
+    float32x4_t m = dt == DT_Q4_1 ? vdupq_n_f32(f16_at(blk + 2)) : d;
+    s8x16_dequant(lo, d, m, dt == DT_Q4_1, q);
+    s8x16_dequant(hi, d, m, dt == DT_Q4_1, q + 4);
 }
 
 /* ---- tiles: R rows x T tokens, R and T compile-time constants after inlining ---- */
@@ -113,8 +118,10 @@ AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
     store_tile(acc, y, ldy, R, T);
 }
 
-/* Per block and lane: s = sum_k q[k]*x[k] (k = 0..7 in order), then acc += d*s;
- * Q4_1 also adds m * (pairwise sum of the 8 x vectors), like scalar.c's m*sum(x). */
+/* A block is dequantized once per row tile and used by every token of the
+ * tile; the accumulation is then the dense one (4 columns per step, in order),
+ * so a quantized row gives bit for bit what the F32 kernel gives on its
+ * dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const int bb = block_bytes(dt);
@@ -122,27 +129,13 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = vdupq_n_f32(0.0f);
     for (int b = 0; b < cols / 32; b++) {
         const float *xb = x + 32 * (size_t)b;
-        float32x4_t xs[TILE_T];
-        if (dt == DT_Q4_1)
-            UNROLL for (int t = 0; t < T; t++) {
-                const float *xt = xb + (size_t)t * ldx;
-                float32x4_t a = vaddq_f32(vld1q_f32(xt), vld1q_f32(xt + 4));
-                float32x4_t b2 = vaddq_f32(vld1q_f32(xt + 8), vld1q_f32(xt + 12));
-                float32x4_t c2 = vaddq_f32(vld1q_f32(xt + 16), vld1q_f32(xt + 20));
-                float32x4_t d2 = vaddq_f32(vld1q_f32(xt + 24), vld1q_f32(xt + 28));
-                xs[t] = vaddq_f32(vaddq_f32(a, b2), vaddq_f32(c2, d2));
-            }
+        const uint8_t *blk0 = w + (size_t)b * bb;
         UNROLL for (int r = 0; r < R; r++) {
-            const uint8_t *blk = w + r * rb + (size_t)b * bb;
             float32x4_t q[8];
-            block32(dt, blk, q);
-            float32x4_t d = vdupq_n_f32(f16_at(blk));
+            block32(dt, blk0 + r * rb, q);
             UNROLL for (int t = 0; t < T; t++) {
                 const float *xt = xb + (size_t)t * ldx;
-                float32x4_t s = vmulq_f32(q[0], vld1q_f32(xt));
-                UNROLL for (int k = 1; k < 8; k++) s = vfmaq_f32(s, q[k], vld1q_f32(xt + 4 * k));
-                acc[r][t] = vfmaq_f32(acc[r][t], d, s);
-                if (dt == DT_Q4_1) acc[r][t] = vfmaq_f32(acc[r][t], vdupq_n_f32(f16_at(blk + 2)), xs[t]);
+                UNROLL for (int k = 0; k < 8; k++) acc[r][t] = vfmaq_f32(acc[r][t], q[k], vld1q_f32(xt + 4 * k));
             }
         }
     }
@@ -172,7 +165,7 @@ typedef struct {
     TILE(KIND, DT, NAME##_o1, 1, 1)           \
     static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
 
-/* Dense: 16 accumulators + 4 activations; quantized: 8 accumulators + 8 decoded vectors. */
+/* Dense: 16 accumulators + 4 activations; quantized: 8 accumulators + 8 dequantized vectors. */
 TILES(dense, DT_F32, f32, 4)
 TILES(dense, DT_F16, f16, 4)
 TILES(dense, DT_BF16, bf16, 4)
