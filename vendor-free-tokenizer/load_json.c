@@ -416,7 +416,7 @@ static int32_t find_token(const tokenizer *t, json_t *v)
 static int apply_config(ctx *c, const char *path)
 {
     json_error_t je;
-    json_t *cfg = json_load_file(path, 0, &je);
+    json_t *cfg = json_load_file(path, JSON_DECODE_INT_AS_REAL, &je); /* model_max_length can exceed int64 */
     if (!cfg) {
         tok_errf(c->err, "%s:%d: %s", path, je.line, je.text);
         return -1;

@@ -2,14 +2,22 @@
  *
  * Regexes run with PCRE2_UTF | PCRE2_UCP (\p{L}, \p{N}, Unicode \s) and JIT.
  * One dialect difference with the reference's Oniguruma is patched when the
- * pattern is compiled: Oniguruma's Unicode \s also matches U+0085 (NEL),
- * PCRE2's does not, so \s becomes [\s\x{85}] (and \S its complement). */
+ * pattern is compiled: PCRE2's Unicode \s also matches U+180E (MONGOLIAN VOWEL
+ * SEPARATOR, a space before Unicode 6.3), Oniguruma's matches exactly the
+ * White_Space property. So \s becomes that explicit set, \S its complement.
+ * And PCRE2's Unicode tables are older than the reference's: \p{L} and \p{N}
+ * get the missing ranges from unicode_delta.h (generated, see there). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tok_internal.h"
+#include "unicode_delta.h"
+
+/* Unicode White_Space, as a character-class body. */
+#define WS_SET "\\t-\\r\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
 
 const char TOK_RE_GPT2[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -20,10 +28,12 @@ const char TOK_RE_QWEN2[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-/* Rewrite \s and \S so that they include U+0085 as Oniguruma's do. */
+/* Rewrite \s and \S as the explicit White_Space set, and add to \p{L} / \p{N}
+ * the code points the reference's newer Unicode tables have (unicode_delta.h). */
 static char *patch_space_classes(const char *re, size_t n)
 {
-    char *out = malloc(n * 12 + 1), *o = out;
+    size_t grow = sizeof WS_SET + sizeof TOK_DELTA_L + sizeof TOK_DELTA_N + 8;
+    char *out = malloc(n * grow + 1), *o = out;
     int in_class = 0;
     if (!out)
         return NULL;
@@ -33,10 +43,15 @@ static char *patch_space_classes(const char *re, size_t n)
             char d = re[i + 1];
             i++;
             if (d == 's') {
-                const char *r = in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
+                const char *r = in_class ? WS_SET : "[" WS_SET "]";
                 o += strlen(strcpy(o, r));
+            } else if (d == 'p' && i + 3 < n && (re[i + 2] == 'L' || re[i + 2] == 'N') && re[i + 1] == '{' &&
+                       re[i + 3] == '}') {
+                const char *delta = re[i + 2] == 'L' ? TOK_DELTA_L : TOK_DELTA_N;
+                o += sprintf(o, "%s\\p{%c}%s%s", in_class ? "" : "[", re[i + 2], delta, in_class ? "" : "]");
+                i += 3;
             } else if (d == 'S' && !in_class) {
-                o += strlen(strcpy(o, "[^\\s\\x{85}]"));
+                o += strlen(strcpy(o, "[^" WS_SET "]"));
             } else {
                 *o++ = c;
                 *o++ = d;

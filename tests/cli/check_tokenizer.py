@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Differential check of vendor-free-tokenizer against stored HF `tokenizers` output.
+
+For every tokenizer in tests/refs/tokenizer/manifest.json (and SmolLM2's GGUF
+metadata when the default model is in .cache/models), runs build/tok_driver on
+the stored corpus and requires 100% identical ids, decode text equal to the
+reference decode, and the streaming decoder's output equal to it too. Then
+renders the stored chat-template cases. If the `tokenizers` package is
+importable, also compares a fresh random corpus live.
+
+Standard library only (the live part is optional). Exits 1 on any mismatch.
+Usage: check_tokenizer.py [-v]
+"""
+import gzip
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REFS = os.path.join(REPO, "tests", "refs", "tokenizer")
+DRIVER = os.path.join(REPO, "build", "tok_driver")
+GGUF = os.path.join(REPO, ".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+MAX_SHOWN = 5
+
+
+def read_strings(data):
+    out, o = [], 0
+    while o < len(data):
+        n = struct.unpack_from("<I", data, o)[0]
+        out.append(data[o + 4:o + 4 + n])
+        o += 4 + n
+    return out
+
+
+def read_ids(data):
+    out, o = [], 0
+    while o < len(data):
+        n = struct.unpack_from("<I", data, o)[0]
+        out.append(list(struct.unpack_from("<%di" % n, data, o + 4)))
+        o += 4 + 4 * n
+    return out
+
+
+def read_decodes(data, strings):
+    out, o = [], 0
+    for s in strings:
+        if data[o] == 0:
+            out.append(s)
+            o += 1
+        else:
+            n = struct.unpack_from("<I", data, o + 1)[0]
+            out.append(data[o + 5:o + 5 + n])
+            o += 5 + n
+    return out
+
+
+def run_driver(args, cases_path):
+    p = subprocess.run([DRIVER] + args + ["cases", cases_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise RuntimeError("tok_driver %s failed: %s" % (" ".join(args), p.stderr.decode(errors="replace")))
+    d, o, res = p.stdout, 0, []
+
+    def blob():
+        nonlocal o
+        n = struct.unpack_from("<I", d, o)[0]
+        b = d[o + 4:o + 4 + n]
+        o += 4 + n
+        return b
+
+    while o < len(d):
+        n = struct.unpack_from("<I", d, o)[0]
+        o += 4
+        if n == 0xFFFFFFFF:
+            res.append(("error", blob().decode(errors="replace")))
+            continue
+        ids = list(struct.unpack_from("<%di" % n, d, o))
+        o += 4 * n
+        res.append((ids, blob(), blob()))
+    return res
+
+
+def compare(label, strings, ref_ids, ref_dec, got, verbose):
+    bad = 0
+    if len(got) != len(strings):
+        print("FAIL %s: driver returned %d results for %d strings" % (label, len(got), len(strings)))
+        return 1
+    for i, (s, ids, dec, g) in enumerate(zip(strings, ref_ids, ref_dec, got)):
+        why = None
+        if g[0] == "error":
+            why = "error: %s" % g[1]
+        elif g[0] != ids:
+            why = "ids differ: got %s want %s" % (g[0][:40], ids[:40])
+        elif g[1] != dec:
+            why = "decode differs: got %r want %r" % (g[1][:80], dec[:80])
+        elif g[2] != dec:
+            why = "streaming decode differs: got %r want %r" % (g[2][:80], dec[:80])
+        if why:
+            bad += 1
+            if bad <= MAX_SHOWN:
+                print("  %s #%d %r: %s" % (label, i, s[:80], why))
+    total = len(strings)
+    print("%s %s: %d/%d strings identical (ids, decode, streaming)" % ("ok  " if not bad else "FAIL", label,
+                                                                      total - bad, total))
+    return 1 if bad else 0
+
+
+def gunzip_to(src, dst):
+    with gzip.open(src, "rb") as f, open(dst, "wb") as g:
+        g.write(f.read())
+
+
+def check_chat(tmp, man, verbose):
+    path = os.path.join(REFS, "chat.json")
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        chat = json.load(f)
+    fails = 0
+    for name, cases in chat.items():
+        args = tokenizer_args(tmp, name, man["tokenizers"][name])
+        bad = 0
+        for c in cases:
+            sysarg = "-" if c["system"] is None else c["system"]
+            p = subprocess.run([DRIVER] + args + ["chat", sysarg, c["user"]], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+            got = p.stdout.decode("utf-8", "replace")
+            if p.returncode != 0 or got != c["text"]:
+                bad += 1
+                print("  chat %s %r: got %r (%s) want %r" % (name, c["user"], got, p.stderr.decode().strip(),
+                                                            c["text"]))
+        print("%s chat %s: %d/%d renders identical" % ("ok  " if not bad else "FAIL", name, len(cases) - bad,
+                                                      len(cases)))
+        fails += bool(bad)
+    return fails
+
+
+def tokenizer_args(tmp, name, info):
+    d = os.path.join(tmp, name)
+    if not os.path.isdir(d):
+        os.makedirs(d)
+        gunzip_to(os.path.join(REPO, info["tokenizer_json_gz"]), os.path.join(d, "tokenizer.json"))
+    return ["--json", os.path.join(d, "tokenizer.json"), "--config", os.path.join(REPO, info["config"])]
+
+
+def check_live(tmp, man, verbose):
+    try:
+        sys.path.insert(0, os.path.join(REPO, "tests", "gen"))
+        import gen_tokenizer_refs as gen
+        import tokenizers  # noqa: F401
+    except ImportError:
+        print("skip live comparison: the tokenizers package is not installed")
+        return 0
+    fails = 0
+    for name, info in man["tokenizers"].items():
+        tok = gen.load_tokenizer(name)
+        corpus, sp = gen.make_corpus(gen.special_texts(tok), seed=gen.SEED + 1)
+        corpus = corpus[::10] + sp[::10]
+        ids, dec = gen.encode_all(tok, corpus)
+        path = os.path.join(tmp, "live.bin")
+        with open(path, "wb") as f:
+            for s in corpus:
+                b = s.encode()
+                f.write(struct.pack("<I", len(b)) + b)
+        strings = [s.encode() for s in corpus]
+        got = run_driver(tokenizer_args(tmp, name, info), path)
+        fails += compare("live %s (tokenizers %s)" % (name, tokenizers_version()), strings, ids,
+                         [d.encode() for d in dec], got, verbose)
+    return fails
+
+
+def tokenizers_version():
+    import tokenizers
+    return tokenizers.__version__
+
+
+def main():
+    verbose = "-v" in sys.argv
+    r = subprocess.run(["make", "-s", "build/tok_driver"], cwd=REPO)
+    if r.returncode != 0:
+        print("FAIL: could not build build/tok_driver")
+        return 1
+    with open(os.path.join(REFS, "manifest.json")) as f:
+        man = json.load(f)
+    fails = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        sets = {}
+        for kind in ("corpus", "corpus-special"):
+            raw = gzip.open(os.path.join(REFS, kind + ".bin.gz")).read()
+            path = os.path.join(tmp, kind + ".bin")
+            with open(path, "wb") as f:
+                f.write(raw)
+            sets[kind] = (path, read_strings(raw))
+        runs = []
+        for name, info in man["tokenizers"].items():
+            args = tokenizer_args(tmp, name, info)
+            runs.append((name, name, args))
+            if name == "smollm2" and os.path.exists(GGUF):
+                runs.append(("smollm2-gguf", name, ["--gguf", GGUF]))
+        if not os.path.exists(GGUF):
+            print("skip smollm2-gguf: %s not present (make model)" % os.path.relpath(GGUF, REPO))
+        for label, ref, args in runs:
+            for suffix, kind, extra in (("", "corpus", []), (".special", "corpus-special", []),
+                                        (".nospecial", "corpus-special", ["--no-special"])):
+                path, strings = sets[kind]
+                ids = read_ids(gzip.open(os.path.join(REFS, ref + suffix + ".ids.bin.gz")).read())
+                dec = read_decodes(gzip.open(os.path.join(REFS, ref + suffix + ".decode.bin.gz")).read(), strings)
+                try:
+                    got = run_driver(args + extra, path)
+                except RuntimeError as e:
+                    print("FAIL %s%s: %s" % (label, suffix, e))
+                    fails += 1
+                    continue
+                fails += compare(label + suffix, strings, ids, dec, got, verbose)
+        fails += check_chat(tmp, man, verbose)
+        fails += check_live(tmp, man, verbose)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
