@@ -37,7 +37,8 @@ SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanit
 SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
-.PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean
+.PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
+        lib install fuzz fuzz-replay
 
 all: llmgen  ## build ./llmgen
 
@@ -142,12 +143,82 @@ regress: llmgen model fixtures  ## run ./llmgen against the stored references
 
 test: deps  ## install, build, run every test
 	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san
-	$(MAKE) unit unit-san regress
+	$(MAKE) unit unit-san fuzz-replay regress
+
+# ---- library, install, fuzzing --------------------------------------------------
+
+# The C API (src/llmgen.h) as a static and a shared library; -fPIC objects in their own tree.
+PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -fvisibility=default -c -o $@ $<
+$(BUILD)/pic/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
+$(BUILD)/pic/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
+libllmgen.a: $(PIC_OBJ)
+	rm -f $@ && ar rcs $@ $^
+libllmgen.so: $(PIC_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libllmgen.so.0 -o $@ $^ $(LDLIBS)
+lib: libllmgen.a libllmgen.so  ## build libllmgen.a and libllmgen.so
+
+# A separate C program that links the library and drives prefill / decode / sample by hand.
+$(BUILD)/lib_client: tests/lib_client.c libllmgen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< libllmgen.a $(LDLIBS)
+
+PREFIX ?= /usr/local
+install: llmgen lib  ## install binary, library, header and man page under $(DESTDIR)$(PREFIX)
+	install -D -m 755 llmgen $(DESTDIR)$(PREFIX)/bin/llmgen
+	install -D -m 644 libllmgen.a $(DESTDIR)$(PREFIX)/lib/libllmgen.a
+	install -D -m 755 libllmgen.so $(DESTDIR)$(PREFIX)/lib/libllmgen.so.0
+	ln -sf libllmgen.so.0 $(DESTDIR)$(PREFIX)/lib/libllmgen.so
+	install -D -m 644 src/llmgen.h $(DESTDIR)$(PREFIX)/include/llmgen.h
+	install -D -m 644 man/llmgen.1 $(DESTDIR)$(PREFIX)/share/man/man1/llmgen.1
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan + UBSan. Each runs
+# FUZZ_SECONDS on its seed corpus plus a working corpus in build/fuzz/corpus; crashes
+# land in build/fuzz/ (copy them to tests/fuzz/regressions/<target>/ once fixed).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_TARGETS := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/%.o)
+$(BUILD)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(BUILD)/fuzz/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
+$(BUILD)/fuzz/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
+.PRECIOUS: $(BUILD)/fuzz/tests/fuzz/%.o $(BUILD)/san/tests/fuzz/%.o
+$(BUILD)/fuzz/libllmgen.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(BUILD)/fuzz/libllmgen.a
+	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)  ## run each libFuzzer target for FUZZ_SECONDS (needs clang)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
+# The same targets built with gcc + ASan + UBSan and a plain main(): replay the seed
+# corpus and every kept crashing input (tests/fuzz/regressions/) on each `make test`.
+SAN_ARCHIVE := $(BUILD)/san/libllmgen.a
+$(SAN_ARCHIVE): $(SAN_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/replay/fuzz_%: $(BUILD)/san/tests/fuzz/fuzz_%.o $(BUILD)/san/tests/fuzz/replay_main.o $(SAN_ARCHIVE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/replay/%)  ## replay fuzz seeds and kept crashes under ASan + UBSan
+	@for t in $(FUZZ_TARGETS); do \
+	  $(BUILD)/replay/$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; \
+	done
 
 clean:  ## remove build output
-	rm -rf $(BUILD) llmgen
+	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so
 
 distclean: clean  ## also remove .cache (models, venvs)
 	rm -rf $(CACHE)
 
 -include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BUILD)/src/main.d $(SAN_LIB_OBJ:.o=.d) $(SAN_UNIT_OBJ:.o=.d)
+-include $(PIC_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)

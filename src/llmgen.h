@@ -1,88 +1,198 @@
-/* llmgen.h - the public C API: an inference-session contract.
+/* llmgen.h - the public C API of llmgen: an inference-session contract.
  *
- *   llmgen_model_open    load a model once (mmap), shared read-only by sessions
- *   llmgen_session_new   a KV cache and a position, used by one thread at a time
- *   llmgen_prefill       run prompt ids, get the logits of the last position
- *   llmgen_decode_step   run one id, get its logits
- *   llmgen_sampler_*     pick the next id from logits (greedy or seeded sampling)
+ * The only header a program embedding llmgen includes (it needs nothing but
+ * <stddef.h> and <stdint.h>); link with libllmgen.a or libllmgen.so plus
+ * -lpcre2-8 -lutf8proc -ljansson -lm -lpthread.
  *
- * Every fallible call returns an llmgen_status and writes a one-line message
- * into the caller's buffer (err, errlen). Nothing here prints or exits.
+ *   llmgen_model_open        load a model once (mmap, read-only), shared by its sessions
+ *   llmgen_model_capabilities  architecture, formats, context length, threads
+ *   llmgen_tokenize / llmgen_detokenize / llmgen_detok_*  / llmgen_chat_render
+ *                            text <-> ids with the model's own tokenizer
+ *   llmgen_session_new       a KV cache and a position (one sequence)
+ *   llmgen_prefill           run prompt ids, get the logits of the last position
+ *   llmgen_decode_step       run one id, get its logits
+ *   llmgen_sampler_* / llmgen_sample  pick the next id (greedy or seeded sampling)
+ *   llmgen_session_reset / _free, llmgen_model_free
+ *
+ * A minimal loop (error handling elided):
+ *
+ *   llmgen_model *m;    llmgen_model_open("model.gguf", NULL, &m, err, sizeof err);
+ *   llmgen_session *s;  llmgen_session_new(m, 0, &s, err, sizeof err);
+ *   const float *lg;    llmgen_prefill(s, ids, n, &lg, err, sizeof err);
+ *   for (;;) { int32_t id = llmgen_sample(smp, lg, NULL, 0);
+ *              if (llmgen_is_eos(m, id)) break;
+ *              llmgen_decode_step(s, id, &lg, err, sizeof err); }
+ *
+ * Errors: every fallible call returns an llmgen_status and, unless err is NULL
+ * or errlen is 0, writes one line (no newline, truncated to errlen) naming the
+ * file / tensor / argument and what was expected. The caller owns the buffer.
+ * The library never prints, never exits and keeps no global mutable state.
+ *
  * Ownership: objects returned through out-parameters belong to the caller and
- * are released with the matching _free; logits pointers belong to the session
- * and stay valid until its next prefill / decode step / free. */
+ * are released with the matching _free; heap buffers (ids, text) with
+ * llmgen_free. Logits pointers belong to the session and stay valid until its
+ * next prefill / decode step / reset / free.
+ *
+ * Threads: a model is read-only after open and may be shared by any number of
+ * sessions, but it owns ONE worker pool that prefill and decode step use. So
+ * sessions of the same model must take turns: at most one prefill or decode
+ * step per model at a time (a concurrent call fails with LLMGEN_E_BUSY rather
+ * than corrupting anything). Each session, sampler and detokenizer is used
+ * from one thread at a time. Tokenizer calls are safe from any thread. */
 #ifndef LLMGEN_H
 #define LLMGEN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define LLMGEN_VERSION "0.1.0"
 
 typedef enum {
     LLMGEN_OK = 0,
-    LLMGEN_E_USAGE = 1,       /* bad argument */
-    LLMGEN_E_FORMAT = 2,      /* bad or unsupported model file */
-    LLMGEN_E_IO = 3,          /* missing or unreadable file */
-    LLMGEN_E_CONTEXT = 4,     /* out of context */
-    LLMGEN_E_NOMEM = 5,
+    LLMGEN_E_USAGE = 1,   /* bad argument (option value, id out of vocabulary, empty input) */
+    LLMGEN_E_FORMAT = 2,  /* bad or unsupported model file */
+    LLMGEN_E_IO = 3,      /* missing or unreadable file */
+    LLMGEN_E_CONTEXT = 4, /* the tokens do not fit the session's context */
+    LLMGEN_E_NOMEM = 5,   /* out of memory */
+    LLMGEN_E_BUSY = 6,    /* another session of the same model is running prefill / decode */
+    LLMGEN_E_TOKENIZER = 7, /* no tokenizer, or text it rejects (invalid UTF-8, bad template) */
 } llmgen_status;
 
-typedef struct model llmgen_model;
+/* A short lower-case name of a status ("ok", "usage", "format", ...); never NULL. */
+const char *llmgen_status_name(llmgen_status st);
+
+/* Release a buffer returned by llmgen_tokenize, llmgen_detokenize or
+ * llmgen_chat_render. NULL is fine. */
+void llmgen_free(void *p);
+
+/* ---- model -------------------------------------------------------------------- */
+
+typedef struct llmgen_model llmgen_model;
 typedef struct llmgen_session llmgen_session;
 
 typedef struct {
-    int n_threads;            /* 0 = 2 */
-    const char *kernels;      /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
-    int no_tokenizer;         /* 1: skip loading the tokenizer */
+    int n_threads;        /* worker threads for prefill / decode, 1..256; 0 = 2 */
+    const char *kernels;  /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
+    int no_tokenizer;     /* 1: skip loading the tokenizer (ids only; faster open) */
 } llmgen_model_options;
 
 typedef struct {
     const char *architecture; /* "llama" */
     const char *format;       /* "gguf" or "safetensors" */
-    const char *weight_types; /* e.g. "Q4_1+Q8_0" */
+    const char *weight_types; /* distinct weight dtypes, e.g. "Q4_1+Q8_0+F32" */
     const char *kernels;      /* kernel table in use: "avx512", "avx2", "neon", "scalar" */
     int context_length;       /* the model's maximum positions */
-    int vocab_size;
-    int n_threads;
-    int max_sequences;        /* 1: a session is one sequence */
-    int has_tokenizer;
+    int vocab_size;           /* logits per position */
+    int n_threads;            /* size of the model's worker pool */
+    int max_sequences;        /* 1: a session is one sequence (no batching of sequences) */
+    int has_tokenizer;        /* 1 if the llmgen_tokenize family works */
 } llmgen_capabilities;
 
+/* Open `path`: a .gguf file, a Hugging Face model directory (config.json,
+ * *.safetensors, tokenizer.json), or a .safetensors file with config.json beside
+ * it. opt may be NULL (defaults). Status: LLMGEN_E_IO (missing / unreadable),
+ * LLMGEN_E_FORMAT (bad or unsupported content), LLMGEN_E_USAGE (bad options),
+ * LLMGEN_E_NOMEM. On success *out is owned by the caller: llmgen_model_free. */
 llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *opt,
                                 llmgen_model **out, char *err, size_t errlen);
+/* Free the model. Every session of it must have been freed first. NULL is fine. */
 void llmgen_model_free(llmgen_model *m);
+/* Fill *out; its strings belong to the model and live as long as it. */
 void llmgen_model_capabilities(const llmgen_model *m, llmgen_capabilities *out);
 
-/* ctx_len 0 = min(model context, 4096). */
+/* 1 if `id` ends generation for this model (config eos ids, or the tokenizer's eos). */
+int llmgen_is_eos(const llmgen_model *m, int32_t id);
+
+/* ---- tokenizer (needs capabilities.has_tokenizer; else LLMGEN_E_TOKENIZER) ------- */
+
+/* Encode len bytes of UTF-8 text. add_special: add BOS/EOS as the model's
+ * reference tokenizer does; parse_special: recognise special tokens written in
+ * the text (the Hugging Face default). *ids (*n_ids entries) is the caller's:
+ * llmgen_free. Invalid UTF-8 is LLMGEN_E_TOKENIZER with the byte offset. */
+llmgen_status llmgen_tokenize(const llmgen_model *m, const char *text, size_t len, int add_special,
+                              int parse_special, int32_t **ids, size_t *n_ids, char *err, size_t errlen);
+
+/* Decode ids to text as the reference decoder does (special tokens kept).
+ * *text is NUL-terminated, *len bytes without the NUL; the caller's: llmgen_free. */
+llmgen_status llmgen_detokenize(const llmgen_model *m, const int32_t *ids, size_t n, char **text,
+                                size_t *len, char *err, size_t errlen);
+
+/* Wrap one user message (and an optional system message, NULL = the template's
+ * default) in the model's chat template, ready for generation, as transformers'
+ * apply_chat_template(add_generation_prompt=True) renders it. *out is
+ * NUL-terminated and the caller's: llmgen_free. */
+llmgen_status llmgen_chat_render(const llmgen_model *m, const char *system, const char *user, char **out,
+                                 char *err, size_t errlen);
+
+/* Streaming detokenizer: feed generated ids one at a time, get back only bytes
+ * that form complete UTF-8 (a character split across tokens waits for its end).
+ * One per sequence; used from one thread at a time. */
+typedef struct llmgen_detok llmgen_detok;
+llmgen_status llmgen_detok_new(const llmgen_model *m, llmgen_detok **out, char *err, size_t errlen);
+/* *piece (*len bytes, not NUL-terminated) belongs to the detokenizer and stays
+ * valid until its next call. */
+llmgen_status llmgen_detok_put(llmgen_detok *d, int32_t id, const char **piece, size_t *len, char *err,
+                               size_t errlen);
+/* The bytes still held back (an incomplete character, replaced as the reference does). */
+void llmgen_detok_flush(llmgen_detok *d, const char **piece, size_t *len);
+void llmgen_detok_free(llmgen_detok *d);
+
+/* ---- sessions ------------------------------------------------------------------- */
+
+/* A session of `m` with room for ctx_len tokens (0 = min(model context, 4096);
+ * more than the model's context is LLMGEN_E_USAGE). The KV cache is allocated
+ * here (LLMGEN_E_NOMEM if it does not fit). The model must outlive the session. */
 llmgen_status llmgen_session_new(llmgen_model *m, int ctx_len, llmgen_session **out,
                                  char *err, size_t errlen);
-void llmgen_session_free(llmgen_session *s);
-void llmgen_session_reset(llmgen_session *s);
-int llmgen_session_pos(const llmgen_session *s);     /* tokens in the cache */
-int llmgen_session_ctx(const llmgen_session *s);     /* capacity */
+void llmgen_session_free(llmgen_session *s);      /* NULL is fine */
+void llmgen_session_reset(llmgen_session *s);     /* forget every token: position 0 */
+int llmgen_session_pos(const llmgen_session *s);  /* tokens in the cache */
+int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
 
-/* *logits: vocab_size floats, owned by the session. */
+/* Append n >= 1 ids at the current position and compute the logits of the last
+ * one. *logits: vocab_size floats, owned by the session. Status: LLMGEN_E_CONTEXT
+ * if pos + n exceeds the context (nothing is run), LLMGEN_E_USAGE for an id
+ * outside the vocabulary or n < 1, LLMGEN_E_BUSY (see Threads above). Prompts
+ * longer than the session's chunk run as several chunks; the result is the same. */
 llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const float **logits,
                              char *err, size_t errlen);
+/* Append one id (usually the one just sampled) and compute its logits. Same
+ * statuses as llmgen_prefill. */
 llmgen_status llmgen_decode_step(llmgen_session *s, int32_t id, const float **logits,
                                  char *err, size_t errlen);
 
-/* ---- sampling ---- */
+/* ---- sampling ------------------------------------------------------------------- */
+
+/* Filters run in transformers' order: repetition penalty, temperature, top-k,
+ * top-p, min-p, then one seeded draw. Same seed and params: same ids on any
+ * machine and thread count. */
 typedef struct {
-    float temperature;        /* 0 = greedy */
-    int top_k;                /* 0 = off */
-    float top_p;              /* 1 = off */
-    float min_p;              /* 0 = off */
-    float repeat_penalty;     /* 1 = off */
-    uint64_t seed;
+    float temperature;    /* 0 = greedy (argmax, first on ties); > 0 divides the logits */
+    int top_k;            /* keep the k largest logits (and ties with the k-th); 0 = off */
+    float top_p;          /* keep the most likely ids until their mass reaches top_p; 1 = off */
+    float min_p;          /* drop ids below min_p * the largest probability; 0 = off */
+    float repeat_penalty; /* ids in the history: logit / r if > 0, * r if < 0; 1 = off */
+    uint64_t seed;        /* PRNG seed */
 } llmgen_sampler_params;
 
 typedef struct llmgen_sampler llmgen_sampler;
+/* The "off" values above: greedy, seed 0. */
 void llmgen_sampler_defaults(llmgen_sampler_params *p);
+/* LLMGEN_E_USAGE with a message naming the field if a value is out of range. */
+llmgen_status llmgen_sampler_check(const llmgen_sampler_params *p, char *err, size_t errlen);
+/* NULL if vocab_size <= 0, params fail llmgen_sampler_check, or out of memory. */
 llmgen_sampler *llmgen_sampler_new(const llmgen_sampler_params *p, int vocab_size);
-void llmgen_sampler_free(llmgen_sampler *s);
-/* history (n_history ids) feeds the repetition penalty; may be NULL. */
+void llmgen_sampler_free(llmgen_sampler *s);  /* NULL is fine */
+/* Pick the next id from vocab_size logits. history (n_history ids, usually the
+ * prompt and what was generated so far) feeds the repetition penalty; may be NULL. */
 int32_t llmgen_sample(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

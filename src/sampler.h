@@ -1,9 +1,17 @@
-/* sampler.h - internal view of the sampler (the API is in llmgen.h). */
+/* sampler.h - internal view of the sampler (the public API is in llmgen.h). */
 #ifndef LLMGEN_SAMPLER_H
 #define LLMGEN_SAMPLER_H
 #include "llmgen.h"
 
 /* Index of the largest logit; the first one on ties (as torch.argmax). */
 int32_t argmax_f32(const float *x, int n);
+
+/* The distribution llmgen_sample draws from, exposed for the reference test:
+ * probs (vocab doubles) gets the probability of every id after repetition
+ * penalty, temperature, top-k, top-p and min-p (0 for ids filtered out); with
+ * temperature 0 it is one-hot at the greedy choice. Returns how many ids keep a
+ * non-zero probability. Does not advance the PRNG. */
+int sampler_probs(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history,
+                  double *probs);
 
 #endif

@@ -1,16 +1,32 @@
-/* session.c - the public API: model open / capabilities, sessions that own a KV
- * cache and a position, prefill and decode step. */
+/* session.c - the public API (llmgen.h) over the internal modules: model open /
+ * capabilities, tokenizer calls, sessions that own a KV cache and a position,
+ * prefill and decode step.
+ *
+ * llmgen_model wraps the internal model with the one piece of mutable state the
+ * API needs: a busy flag, because the model's worker pool serves one forward
+ * pass at a time and sessions of the same model share it. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "forward.h"
 #include "llmgen.h"
+#include "tokenizer.h"
 #include "util.h"
 
+struct llmgen_model {
+    model *m;
+    atomic_int busy; /* 1 while a prefill / decode step of any session runs on m->pool */
+};
+
 struct llmgen_session {
-    const model *m;
+    llmgen_model *owner;
     fwd_state st;
     int pos; /* tokens in the KV cache */
+};
+
+struct llmgen_detok {
+    tok_stream *ts;
 };
 
 static llmgen_status fail(llmgen_status st, char *err, size_t errlen, const char *msg) {
@@ -18,12 +34,31 @@ static llmgen_status fail(llmgen_status st, char *err, size_t errlen, const char
     return st;
 }
 
+const char *llmgen_status_name(llmgen_status st) {
+    switch (st) {
+    case LLMGEN_OK: return "ok";
+    case LLMGEN_E_USAGE: return "usage";
+    case LLMGEN_E_FORMAT: return "format";
+    case LLMGEN_E_IO: return "io";
+    case LLMGEN_E_CONTEXT: return "context";
+    case LLMGEN_E_NOMEM: return "nomem";
+    case LLMGEN_E_BUSY: return "busy";
+    case LLMGEN_E_TOKENIZER: return "tokenizer";
+    }
+    return "unknown";
+}
+
+void llmgen_free(void *p) { free(p); }
+
+/* ---- model ---------------------------------------------------------------------- */
+
 llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *opt, llmgen_model **out,
                                 char *err, size_t errlen) {
     char e[ERR_LEN] = "";
     model_options mo = {.n_threads = 2};
+    if (!out) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_model_open: out is NULL");
     *out = NULL;
-    if (!path) return fail(LLMGEN_E_USAGE, err, errlen, "no model path given");
+    if (!path || !*path) return fail(LLMGEN_E_USAGE, err, errlen, "no model path given");
     if (opt) {
         if (opt->n_threads < 0 || opt->n_threads > 256)
             return fail(LLMGEN_E_USAGE, err, errlen, "thread count must be between 1 and 256");
@@ -31,14 +66,26 @@ llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *op
         mo.kernels = opt->kernels;
         mo.no_tokenizer = opt->no_tokenizer;
     }
+    llmgen_model *lm = calloc(1, sizeof *lm);
+    if (!lm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
     int io = 0;
-    if (model_open(path, &mo, out, &io, e)) return fail(io ? LLMGEN_E_IO : LLMGEN_E_FORMAT, err, errlen, e);
+    if (model_open(path, &mo, &lm->m, &io, e)) {
+        free(lm);
+        return fail(io ? LLMGEN_E_IO : LLMGEN_E_FORMAT, err, errlen, e);
+    }
+    atomic_init(&lm->busy, 0);
+    *out = lm;
     return LLMGEN_OK;
 }
 
-void llmgen_model_free(llmgen_model *m) { model_free(m); }
+void llmgen_model_free(llmgen_model *lm) {
+    if (!lm) return;
+    model_free(lm->m);
+    free(lm);
+}
 
-void llmgen_model_capabilities(const llmgen_model *m, llmgen_capabilities *c) {
+void llmgen_model_capabilities(const llmgen_model *lm, llmgen_capabilities *c) {
+    const model *m = lm->m;
     *c = (llmgen_capabilities){
         .architecture = m->cfg.arch,
         .format = m->format,
@@ -52,9 +99,99 @@ void llmgen_model_capabilities(const llmgen_model *m, llmgen_capabilities *c) {
     };
 }
 
-llmgen_status llmgen_session_new(llmgen_model *m, int ctx, llmgen_session **out, char *err, size_t errlen) {
+int llmgen_is_eos(const llmgen_model *lm, int32_t id) {
+    const model *m = lm->m;
+    for (int i = 0; i < m->cfg.n_eos; i++)
+        if (m->cfg.eos_ids[i] == id) return 1;
+    return m->tok && tok_eos(m->tok) >= 0 && tok_eos(m->tok) == id;
+}
+
+/* ---- tokenizer -------------------------------------------------------------------- */
+
+static llmgen_status need_tokenizer(const llmgen_model *lm, char *err, size_t errlen) {
+    if (lm->m->tok) return LLMGEN_OK;
+    if (err && errlen) snprintf(err, errlen, "%s: this model has no tokenizer (use token ids)", lm->m->path);
+    return LLMGEN_E_TOKENIZER;
+}
+
+llmgen_status llmgen_tokenize(const llmgen_model *lm, const char *text, size_t len, int add_special,
+                              int parse_special, int32_t **ids, size_t *n_ids, char *err, size_t errlen) {
+    char e[TOK_ERR_LEN];
+    *ids = NULL;
+    *n_ids = 0;
+    llmgen_status st = need_tokenizer(lm, err, errlen);
+    if (st) return st;
+    if (!text && len) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_tokenize: text is NULL");
+    if (tok_encode(lm->m->tok, text ? text : "", len, add_special, parse_special, ids, n_ids, e))
+        return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    return LLMGEN_OK;
+}
+
+llmgen_status llmgen_detokenize(const llmgen_model *lm, const int32_t *ids, size_t n, char **text, size_t *len,
+                                char *err, size_t errlen) {
+    char e[TOK_ERR_LEN];
+    *text = NULL;
+    *len = 0;
+    llmgen_status st = need_tokenizer(lm, err, errlen);
+    if (st) return st;
+    if (tok_decode(lm->m->tok, ids, n, text, len, e)) return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    return LLMGEN_OK;
+}
+
+llmgen_status llmgen_chat_render(const llmgen_model *lm, const char *system, const char *user, char **out,
+                                 char *err, size_t errlen) {
+    char e[TOK_ERR_LEN];
+    *out = NULL;
+    llmgen_status st = need_tokenizer(lm, err, errlen);
+    if (st) return st;
+    if (!user) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render: user message is NULL");
+    if (tok_chat_render(lm->m->tok, NULL, system, user, out, e)) return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    return LLMGEN_OK;
+}
+
+llmgen_status llmgen_detok_new(const llmgen_model *lm, llmgen_detok **out, char *err, size_t errlen) {
+    *out = NULL;
+    llmgen_status st = need_tokenizer(lm, err, errlen);
+    if (st) return st;
+    llmgen_detok *d = calloc(1, sizeof *d);
+    if (!d || !(d->ts = tok_stream_new(lm->m->tok))) {
+        free(d);
+        return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    }
+    *out = d;
+    return LLMGEN_OK;
+}
+
+llmgen_status llmgen_detok_put(llmgen_detok *d, int32_t id, const char **piece, size_t *len, char *err,
+                               size_t errlen) {
+    char e[TOK_ERR_LEN];
+    if (tok_stream_put(d->ts, id, piece, len, e)) {
+        *piece = "";
+        *len = 0;
+        return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    }
+    return LLMGEN_OK;
+}
+
+void llmgen_detok_flush(llmgen_detok *d, const char **piece, size_t *len) {
+    if (tok_stream_flush(d->ts, piece, len)) {
+        *piece = "";
+        *len = 0;
+    }
+}
+
+void llmgen_detok_free(llmgen_detok *d) {
+    if (!d) return;
+    tok_stream_free(d->ts);
+    free(d);
+}
+
+/* ---- sessions --------------------------------------------------------------------- */
+
+llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out, char *err, size_t errlen) {
     char e[ERR_LEN];
     *out = NULL;
+    const model *m = lm->m;
     if (ctx < 0) return fail(LLMGEN_E_USAGE, err, errlen, "context size must be positive");
     if (ctx == 0) ctx = m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
     if (ctx > m->cfg.max_pos) {
@@ -63,7 +200,7 @@ llmgen_status llmgen_session_new(llmgen_model *m, int ctx, llmgen_session **out,
     }
     llmgen_session *s = calloc(1, sizeof *s);
     if (!s) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
-    s->m = m;
+    s->owner = lm;
     if (fwd_state_init(&s->st, m, ctx, e)) {
         free(s);
         return fail(LLMGEN_E_NOMEM, err, errlen, e);
@@ -89,34 +226,50 @@ static llmgen_status check_ids(const llmgen_session *s, const int32_t *ids, int 
                  s->st.ctx);
         return fail(LLMGEN_E_CONTEXT, err, errlen, e);
     }
+    int V = s->owner->m->cfg.vocab_size;
     for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= s->m->cfg.vocab_size) {
-            snprintf(e, sizeof e, "token id %d is outside the vocabulary [0, %d)", ids[i], s->m->cfg.vocab_size);
+        if (ids[i] < 0 || ids[i] >= V) {
+            snprintf(e, sizeof e, "token id %d is outside the vocabulary [0, %d)", ids[i], V);
             return fail(LLMGEN_E_USAGE, err, errlen, e);
         }
     return LLMGEN_OK;
 }
 
-llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const float **logits, char *err,
-                             size_t errlen) {
-    if (n <= 0) return fail(LLMGEN_E_USAGE, err, errlen, "empty prompt: prefill needs at least one token");
-    llmgen_status st = check_ids(s, ids, n, err, errlen);
-    if (st) return st;
+/* Take the model's worker pool for one call, or report who holds it. */
+static llmgen_status acquire(llmgen_session *s, char *err, size_t errlen) {
+    if (atomic_exchange(&s->owner->busy, 1) == 0) return LLMGEN_OK;
+    return fail(LLMGEN_E_BUSY, err, errlen,
+                "another session of this model is running prefill or decode: sessions of one model take turns");
+}
+
+static void release(llmgen_session *s) { atomic_store(&s->owner->busy, 0); }
+
+/* Run ids through the model in chunks; callers have checked them. */
+static void run_chunks(llmgen_session *s, const int32_t *ids, int n) {
     for (int done = 0; done < n;) {
         int k = n - done < s->st.chunk ? n - done : s->st.chunk;
-        forward(s->m, &s->st, ids + done, k, s->pos);
+        forward(s->owner->m, &s->st, ids + done, k, s->pos);
         s->pos += k;
         done += k;
     }
+}
+
+llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const float **logits, char *err,
+                             size_t errlen) {
+    if (n <= 0 || !ids) return fail(LLMGEN_E_USAGE, err, errlen, "empty prompt: prefill needs at least one token");
+    llmgen_status st = check_ids(s, ids, n, err, errlen);
+    if (st || (st = acquire(s, err, errlen))) return st;
+    run_chunks(s, ids, n);
+    release(s);
     *logits = s->st.logits;
     return LLMGEN_OK;
 }
 
 llmgen_status llmgen_decode_step(llmgen_session *s, int32_t id, const float **logits, char *err, size_t errlen) {
     llmgen_status st = check_ids(s, &id, 1, err, errlen);
-    if (st) return st;
-    forward(s->m, &s->st, &id, 1, s->pos);
-    s->pos += 1;
+    if (st || (st = acquire(s, err, errlen))) return st;
+    run_chunks(s, &id, 1);
+    release(s);
     *logits = s->st.logits;
     return LLMGEN_OK;
 }

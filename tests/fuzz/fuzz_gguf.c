@@ -1,0 +1,36 @@
+/* fuzz_gguf.c - libFuzzer target: GGUF reader (header, metadata, tensor infos,
+ * data offsets) and the GGUF config parser. Every accepted tensor view is read
+ * end to end, so a view past the mapping is an ASan report. */
+#include "fuzz_util.h"
+
+#include "config.h"
+#include "gguf.h"
+#include "util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    fuzz_file f;
+    char err[ERR_LEN];
+    if (fuzz_file_open(&f, data, size)) return 0;
+    gguf_file *g;
+    if (gguf_open(f.path, &g, err) == 0) {
+        for (int i = 0; i < gguf_n_tensors(g); i++) {
+            const tensor *t = gguf_tensor(g, i);
+            fuzz_touch(t->data, t->nbytes);
+            if (gguf_find_tensor(g, t->name) == NULL) abort(); /* every listed name must be found */
+        }
+        gguf_str s;
+        uint64_t n;
+        gguf_type et;
+        const void *arr;
+        if (gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n, &arr) == 0)
+            for (uint64_t i = 0; i < n && i < 64; i++)
+                if (gguf_get_arr_str(g, "tokenizer.ggml.tokens", i, &s) == 0) fuzz_touch(s.ptr, s.len);
+        model_config c;
+        if (config_from_gguf(g, &c, err) == 0) config_validate(&c, f.path, err);
+        gguf_close(g);
+    } else if (memchr(err, '\0', sizeof err) == NULL) {
+        abort(); /* the message must be a terminated line */
+    }
+    fuzz_file_close(&f);
+    return 0;
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Write the fuzz seed corpus (tests/fuzz/corpus/<target>/) deterministically.
+
+Standard library only. Seeds are small valid inputs (plus a few near-misses) so
+the fuzzer starts deep inside each parser instead of at its magic number.
+Usage: python3 tests/fuzz/make_seeds.py   (from the repository root)
+"""
+import json
+import os
+import shutil
+import struct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+# ---- GGUF -------------------------------------------------------------------------
+U32, I32, F32, BOOL, STR, ARR = 4, 5, 6, 7, 8, 9
+
+
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gkv(key, typ, val):
+    out = gstr(key) + struct.pack("<I", typ)
+    if typ == U32:
+        out += struct.pack("<I", val)
+    elif typ == I32:
+        out += struct.pack("<i", val)
+    elif typ == F32:
+        out += struct.pack("<f", val)
+    elif typ == BOOL:
+        out += struct.pack("<B", val)
+    elif typ == STR:
+        out += gstr(val)
+    elif typ == ARR:
+        et, items = val
+        out += struct.pack("<IQ", et, len(items))
+        for it in items:
+            out += gstr(it) if et == STR else struct.pack("<i" if et == I32 else "<f", it)
+    return out
+
+
+# ggml type ids and (block elems, block bytes)
+GGML = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q4_1": (3, 32, 20), "Q8_0": (8, 32, 34),
+        "BF16": (30, 1, 2)}
+
+
+def gguf(version=3, kvs=None, tensors=(), align=32):
+    kvs = kvs or []
+    infos, blobs, off = b"", b"", 0
+    for name, typ, ne in tensors:
+        tid, be, bb = GGML[typ]
+        n = 1
+        for x in ne:
+            n *= x
+        size = n // be * bb
+        infos += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", x) for x in ne)
+        infos += struct.pack("<IQ", tid, off)
+        blob = bytes((i * 37 + 11) & 0x3F for i in range(size))  # small finite values
+        pad = (-size) % align
+        blobs += blob + b"\0" * pad
+        off += size + pad
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs)) + b"".join(kvs) + infos
+    head += b"\0" * ((-len(head)) % align)
+    return head + blobs
+
+
+def llama_kvs(vocab):
+    return [
+        gkv("general.architecture", STR, "llama"),
+        gkv("llama.context_length", U32, 64),
+        gkv("llama.embedding_length", U32, 32),
+        gkv("llama.block_count", U32, 1),
+        gkv("llama.feed_forward_length", U32, 64),
+        gkv("llama.attention.head_count", U32, 4),
+        gkv("llama.attention.head_count_kv", U32, 2),
+        gkv("llama.rope.freq_base", F32, 10000.0),
+        gkv("llama.attention.layer_norm_rms_epsilon", F32, 1e-5),
+        gkv("tokenizer.ggml.model", STR, "gpt2"),
+        gkv("tokenizer.ggml.tokens", ARR, (STR, vocab)),
+        gkv("tokenizer.ggml.token_type", ARR, (I32, [1] * len(vocab))),
+        gkv("tokenizer.ggml.merges", ARR, (STR, ["a b", "ab c"])),
+        gkv("tokenizer.ggml.eos_token_id", U32, 0),
+        gkv("tokenizer.ggml.add_bos_token", BOOL, 0),
+    ]
+
+
+def gguf_seeds():
+    vocab = ["<eos>", "a", "b", "c", "ab", "abc", "\u0120", "d"]
+    ts = [("token_embd.weight", "Q8_0", (32, 8)), ("blk.0.attn_norm.weight", "F32", (32,)),
+          ("blk.0.attn_q.weight", "Q4_0", (32, 32)), ("blk.0.attn_k.weight", "Q4_1", (32, 16)),
+          ("blk.0.attn_v.weight", "F16", (32, 16)), ("blk.0.attn_output.weight", "BF16", (32, 32)),
+          ("output_norm.weight", "F32", (32,))]
+    put("fuzz_gguf", "llama_v3", gguf(3, llama_kvs(vocab), ts))
+    put("fuzz_gguf", "llama_v2", gguf(2, llama_kvs(vocab), ts[:3]))
+    put("fuzz_gguf", "align64", gguf(3, [gkv("general.alignment", U32, 64)], ts[:2], align=64))
+    put("fuzz_gguf", "empty", gguf(3))
+    put("fuzz_gguf", "kv_only", gguf(3, [gkv("a", STR, "b"), gkv("n", ARR, (F32, [1.0, 2.0]))]))
+
+
+# ---- safetensors ------------------------------------------------------------------
+def safetensors(entries, meta=None):
+    header, data = {}, b""
+    for name, dt, shape, size in entries:
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + size]}
+        data += bytes((i * 7) & 0x3F for i in range(size))
+    if meta is not None:
+        header["__metadata__"] = meta
+    h = json.dumps(header).encode()
+    h += b" " * ((-len(h)) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def st_seeds():
+    put("fuzz_safetensors", "three", safetensors(
+        [("a.weight", "F32", [2, 3], 24), ("b", "BF16", [4], 8), ("c", "F16", [1, 1, 2], 4)], {"format": "pt"}))
+    put("fuzz_safetensors", "ints", safetensors(
+        [("i8", "I8", [3], 3), ("u8", "U8", [2, 2], 4), ("i64", "I64", [1], 8), ("b", "BOOL", [2], 2),
+         ("f64", "F64", [1], 8), ("i32", "I32", [0], 0)]))
+    put("fuzz_safetensors", "empty", safetensors([]))
+    put("fuzz_safetensors", "scalar", safetensors([("s", "F32", [], 4)]))
+
+
+# ---- config.json ------------------------------------------------------------------
+def config_seeds():
+    fx = os.path.join(ROOT, "tests", "fixtures")
+    for d in sorted(os.listdir(fx)):
+        p = os.path.join(fx, d, "config.json")
+        if os.path.exists(p):
+            shutil.copyfile(p, os.path.join(OUT, "fuzz_config", d + ".json"))
+
+
+# ---- tokenizer.json ---------------------------------------------------------------
+def tokenizer_json(pre, decoder, model_extra=None, normalizer=None, added=()):
+    vocab = {"<|endoftext|>": 0, "a": 1, "b": 2, "c": 3, "ab": 4, "abc": 5, "\u0120": 6, "\u0120a": 7, "d": 8}
+    model = {"type": "BPE", "vocab": vocab, "merges": ["a b", "ab c", "\u0120 a"], "dropout": None,
+             "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
+             "fuse_unk": False, "byte_fallback": False}
+    model.update(model_extra or {})
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": 0, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}] + list(added),
+        "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": None, "decoder": decoder,
+        "model": model}, ensure_ascii=False)
+
+
+def tok_seeds():
+    bl = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    put("fuzz_tokenizer", "bytelevel.json", tokenizer_json(bl, bl))
+    split = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}"},
+         "behavior": "Isolated", "invert": False}, dict(bl, use_regex=False)]}
+    put("fuzz_tokenizer", "llama3_split.json", tokenizer_json(split, bl))
+    sp_dec = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
+        {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    norm = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                                {"type": "Replace", "pattern": {"String": " "},
+                                                 "content": "\u2581"}]}
+    put("fuzz_tokenizer", "sentencepiece.json",
+        tokenizer_json(None, sp_dec, {"byte_fallback": True, "fuse_unk": True, "unk_token": "<|endoftext|>"},
+                       norm))
+    put("fuzz_tokenizer", "nfc_digits.json", tokenizer_json(
+        {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True}, bl]}, bl, None,
+        {"type": "NFC"}, [{"id": 8, "content": "d", "single_word": False, "lstrip": True, "rstrip": False,
+                           "normalized": True, "special": False}]))
+
+
+# ---- chat templates ---------------------------------------------------------------
+CHATML = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+          "{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+          "<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+          "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+          "{% endif %}")
+LLAMA3 = ("{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + "
+          "'<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' }}{%- endfor %}"
+          "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}")
+LLAMA2 = ("{% if messages[0]['role'] == 'system' %}{% set system_message = '<<SYS>>\\n' + messages[0]['content'] "
+          "+ '\\n<</SYS>>\\n\\n' %}{% endif %}{% for message in messages %}{% if message['role'] == 'user' %}"
+          "{{ bos_token + '[INST] ' + message['content'] + ' [/INST]' }}{% endif %}{% endfor %}")
+MISTRAL = ("{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + "
+           "message['content'] + ' [/INST]' }}{% endif %}{% endfor %}")
+
+
+def chat_seeds():
+    # first line of each seed: the system message (empty = none), then a NUL, then the template
+    for name, t in [("chatml", CHATML), ("llama3", LLAMA3), ("llama2", LLAMA2), ("mistral", MISTRAL),
+                    ("garbage", "{% for %}{{")]:
+        put("fuzz_chat", name, b"Be brief.\n" + b"\0" + t.encode())
+        put("fuzz_chat", name + "_nosys", b"\0" + t.encode())
+
+
+# ---- batch JSONL ------------------------------------------------------------------
+def batch_seeds():
+    put("fuzz_batch", "two_lines", '{"id": "a", "prompt": "Hello"}\n{"prompt_ids": [1, 2, 3], "max_tokens": 4}\n')
+    put("fuzz_batch", "sampling", json.dumps({"prompt": "x", "temp": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
+                                              "repeat_penalty": 1.1, "seed": 7, "chat": True, "system": "s",
+                                              "stop": ["\n", "."], "ignore_eos": False}) + "\n")
+    put("fuzz_batch", "bad", '{"prompt": 3}\n[1,2]\n{"max_tokens": -1, "prompt": ""}\n\n{')
+
+
+def main():
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch"]:
+        os.makedirs(os.path.join(OUT, t), exist_ok=True)
+    gguf_seeds()
+    st_seeds()
+    config_seeds()
+    tok_seeds()
+    chat_seeds()
+    batch_seeds()
+
+
+if __name__ == "__main__":
+    main()
