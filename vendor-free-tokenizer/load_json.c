@@ -9,6 +9,7 @@
  *   decoder        ByteLevel, Metaspace, Sequence of Replace(U+2581 -> ' ') ByteFallback Fuse Strip
  *   post_processor TemplateProcessing (special tokens around $A), ByteLevel, Sequence */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -445,6 +446,35 @@ static int apply_config(ctx *c, const char *path)
     return rc;
 }
 
+/* transformers 5 writes the template to chat_template.jinja beside the JSON files. */
+static int load_jinja_template(ctx *c, const char *beside)
+{
+    const char *slash = strrchr(beside, '/');
+    size_t dir = slash ? (size_t)(slash - beside) + 1 : 0;
+    char *path = malloc(dir + sizeof "chat_template.jinja");
+    if (!path)
+        return -1;
+    memcpy(path, beside, dir);
+    strcpy(path + dir, "chat_template.jinja");
+    FILE *f = fopen(path, "rb");
+    free(path);
+    if (!f)
+        return 0; /* no template: only tok_chat_render with a name works */
+    tok_buf b = {0};
+    char chunk[4096];
+    size_t n;
+    int rc = 0;
+    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        rc = tok_buf_put(&b, chunk, n);
+    fclose(f);
+    if (rc || !b.p) {
+        tok_buf_free(&b);
+        return rc;
+    }
+    c->t->chat_template = b.p;
+    return 0;
+}
+
 static int load_body(ctx *c, json_t *root, const char *config_json)
 {
     tokenizer *t = c->t;
@@ -477,7 +507,7 @@ static int load_body(ctx *c, json_t *root, const char *config_json)
     json_array_foreach(merges, r, m) if (parse_merge(c, m, r)) return -1;
     if (config_json && apply_config(c, config_json))
         return -1;
-    return 0;
+    return t->chat_template ? 0 : load_jinja_template(c, config_json ? config_json : c->src);
 }
 
 int tok_load_json(const char *tokenizer_json, const char *config_json, tokenizer **out, char *err)

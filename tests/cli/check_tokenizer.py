@@ -119,8 +119,10 @@ def check_chat(tmp, man, verbose):
     with open(path, encoding="utf-8") as f:
         chat = json.load(f)
     fails = 0
-    for name, cases in chat.items():
-        args = tokenizer_args(tmp, name, man["tokenizers"][name])
+    runs = [(name, tokenizer_args(tmp, name, man["tokenizers"][name]), cases) for name, cases in chat.items()]
+    if "smollm2" in chat and os.path.exists(GGUF):
+        runs.append(("smollm2-gguf", ["--gguf", GGUF], chat["smollm2"]))
+    for name, args, cases in runs:
         bad = 0
         for c in cases:
             sysarg = "-" if c["system"] is None else c["system"]

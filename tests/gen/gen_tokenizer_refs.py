@@ -214,6 +214,12 @@ def chat_refs():
                 g.write(f.read())
             with open(os.path.join(FIX, cfg), "rb") as f, open(os.path.join(d, "tokenizer_config.json"), "wb") as g:
                 g.write(f.read())
+            jinja = os.path.join(os.path.dirname(os.path.join(FIX, cfg)), "chat_template.jinja")
+            if os.path.exists(os.path.join(d, "chat_template.jinja")):
+                os.remove(os.path.join(d, "chat_template.jinja"))
+            if os.path.exists(jinja):
+                with open(jinja, "rb") as f, open(os.path.join(d, "chat_template.jinja"), "wb") as g:
+                    g.write(f.read())
             tok = AutoTokenizer.from_pretrained(d)
             if not tok.chat_template:
                 continue
