@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""make bench: llmgen against llama.cpp on the same files, same machine, same run.
+
+Usage: python3 tests/bench/bench.py          (run by `make bench` from the repository root; stdlib only)
+
+Environment:
+  BENCH_QUICK=1        3 rounds, models llama1b-q4_0 and smollm2 only (for quick iterations)
+  BENCH_MODELS=a,b     models to run (keys below; default: all whose files exist)
+  BENCH_REPS=N         measured rounds per model and thread count (default 5; at least 5 for the record)
+  BENCH_THREADS=1,2    thread counts (default 1,2)
+  BENCH_NO_DROP=1      do not drop the page cache before the time-to-first-token runs
+
+What one run does, per model and thread count:
+  - a warm-up round (short prompt, few steps, both engines; results discarded);
+  - N rounds, each running the engines one after the other (A B A B ...):
+      llmgen:    build/bench/llmgen_bench (its C API): load, prefill 128 and 512, decode 128
+      llama.cpp: llama-bench -p 16,128,512 -n 128 -r 1 --no-warmup -o json (pp16 is its warm-up,
+                 the same role as llmgen_bench's 16-token warm-up prefill; discarded)
+      load time: llama.cpp's through build/bench/peer_run (model load + context, like llmgen_bench)
+      time to first token: the wall time of a cold process, `./llmgen -m F --prompt-ids <16 ids> -n 1
+                 --ids` and `peer_run` with the same ids, the page cache dropped before each when
+                 this user may (root), so mmap and page-in from disk are included;
+      peak RSS:  ru_maxrss of the benchmark processes (wait4), same work in both engines;
+  - medians over the N rounds, and the ratio llmgen / llama.cpp of every median.
+Bounds, measured in the same run by build/bench/membw and build/bench/int8peak (at the start and at
+the end; the best pass counts):
+  decode floor   = read bandwidth / weight bytes streamed per token (every 2-D weight once, the
+                   lm_head included; the embedding lookup reads one row and is not counted)
+  prefill ceiling = int8 dot peak / ops per prompt token (2 per weight of every linear layer, the
+                   attention score and value products for a causal 512-token prompt, the lm_head
+                   once per prompt)
+and llmgen's share of each. One table goes to stdout, everything (samples included) to
+.cache/bench/results.json. Exit status 1 when an llmgen run failed.
+"""
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+CACHE = ".cache"
+OUT_DIR = os.path.join(CACHE, "bench")
+BENCH_BIN = os.path.join("build", "bench")
+PEER_BIN = os.path.join(CACHE, "peer", "build", "bin")
+PEER_INFO = os.path.join(CACHE, "peer", "BUILD-INFO")
+PP_SIZES = (128, 512)
+TG = 128
+TTFT_PROMPT = 16
+TIMEOUT = 3600  # seconds for one benchmark process; a hung engine must not hang `make bench`
+
+# key: (path, engines, description). Engines: llama.cpp runs only what it can read.
+MODELS = [
+    ("smollm2-q4_1", os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"), True,
+     "SmolLM2-135M-Instruct Q4_1 (default model)"),
+    ("llama1b-q4_0", os.path.join(OUT_DIR, "llama-1b-random.Q4_0.gguf"), True, "Llama-3.2-1B config Q4_0"),
+    ("llama1b-q4_1", os.path.join(OUT_DIR, "llama-1b-random.Q4_1.gguf"), True, "Llama-3.2-1B config Q4_1"),
+    ("llama1b-q8_0", os.path.join(OUT_DIR, "llama-1b-random.Q8_0.gguf"), True, "Llama-3.2-1B config Q8_0"),
+    ("llama1b-f16", os.path.join(OUT_DIR, "llama-1b-random.F16.gguf"), True, "Llama-3.2-1B config F16"),
+    ("llama1b-bf16-st", os.path.join(CACHE, "fixtures", "llama-1b-random"), False,
+     "Llama-3.2-1B config bf16 safetensors"),
+    # MLX affine 4-bit, group 64: written by `llmgen quantize` (see mlx4_hook below) once it exists.
+    ("llama1b-mlx4-g64", os.path.join(OUT_DIR, "llama-1b-random-mlx4-g64"), False,
+     "Llama-3.2-1B config MLX 4-bit g64"),
+]
+QUICK_MODELS = ("llama1b-q4_0", "smollm2-q4_1")
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+# ---- running processes --------------------------------------------------------------------------
+
+def run(cmd, timeout=TIMEOUT):
+    """Run cmd to completion; return (exit status, stdout, last stderr lines, wall seconds, peak RSS KiB).
+
+    The child is reaped with a blocking wait4, so the peak RSS is its own (ru_maxrss) and the wall
+    time ends when it exits; a timer kills it after `timeout` seconds."""
+    out_path, err_path = os.path.join(OUT_DIR, ".stdout"), os.path.join(OUT_DIR, ".stderr")
+    with open(out_path, "w+b") as out, open(err_path, "w+b") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        timer.cancel()
+        p.returncode = rc = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode(errors="replace")
+        tail = " | ".join(err.read().decode(errors="replace").strip().splitlines()[-3:])
+    if rc == -9 and wall >= timeout:
+        tail = "timed out after %d s" % timeout
+    return rc, text, tail, wall, ru.ru_maxrss
+
+
+def drop_caches_allowed():
+    if os.environ.get("BENCH_NO_DROP"):
+        return False
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1")
+        return True
+    except OSError:
+        return False
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("1")
+
+
+# ---- model files: bytes per token and ops per token ----------------------------------------------
+
+# ggml type id -> (block size, bytes per block)
+GGML_TYPES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 34), 8: (32, 36),
+              10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 30: (1, 2)}
+GGUF_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def gguf_read(path):
+    """(metadata {key: value for scalars and strings}, [(name, shape in HF order, bytes)])."""
+    with open(path, "rb") as f:
+        def rd(fmt):
+            return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))
+
+        def rd_str():
+            (n,) = rd("Q")
+            return f.read(n).decode(errors="replace")
+
+        def rd_val(t):
+            if t == 8:
+                return rd_str()
+            if t == 9:
+                et, n = rd("IQ")
+                if et in GGUF_SCALAR:
+                    f.seek(GGUF_SCALAR[et] * n, 1)
+                else:
+                    for _ in range(n):
+                        rd_val(et)
+                return None
+            fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}[t]
+            return rd(fmt)[0]
+
+        magic, _version, n_t, n_kv = rd("IIQQ")
+        if magic != 0x46554747:
+            raise ValueError("%s: not a GGUF file" % path)
+        meta = {}
+        for _ in range(n_kv):
+            k = rd_str()
+            (t,) = rd("I")
+            meta[k] = rd_val(t)
+        tensors = []
+        for _ in range(n_t):
+            name = rd_str()
+            (nd,) = rd("I")
+            ne = rd("%dQ" % nd)
+            t, _off = rd("IQ")
+            bs, ts = GGML_TYPES.get(t, (1, 0))
+            count = math.prod(ne)
+            tensors.append((name, tuple(reversed(ne)), count // bs * ts))
+    return meta, tensors
+
+
+def st_tensors(path):
+    """[(name, shape, bytes)] of a safetensors file or directory (sharded or not)."""
+    files = [path]
+    if os.path.isdir(path):
+        idx = os.path.join(path, "model.safetensors.index.json")
+        if os.path.exists(idx):
+            with open(idx) as f:
+                files = sorted({os.path.join(path, v) for v in json.load(f)["weight_map"].values()})
+        else:
+            files = [os.path.join(path, "model.safetensors")]
+    out = []
+    for fp in files:
+        with open(fp, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+        for name, info in header.items():
+            if name != "__metadata__":
+                b, e = info["data_offsets"]
+                out.append((name, tuple(info["shape"]), e - b))
+    return out
+
+
+def model_costs(path):
+    """Weight bytes streamed per decoded token, ops per prompt token (512-token prefill), file bytes.
+
+    Bytes come from the file's tensors: everything except the embedding table when the model has its
+    own lm_head (a lookup reads one row), the embedding once as the lm_head when tied. Quantized
+    matrices count with their scales (MLX: weight + scales + biases). Ops come from the shapes."""
+    if os.path.isdir(path) or path.endswith(".safetensors"):
+        tensors = st_tensors(path)
+        cfg_path = os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "config.json")
+        with open(cfg_path) as f:
+            cfg = json.load(f)
+        hidden, layers, heads = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+        kv, inter, vocab = cfg.get("num_key_value_heads", heads), cfg["intermediate_size"], cfg["vocab_size"]
+        head_dim = cfg.get("head_dim") or hidden // heads
+        emb, head = "model.embed_tokens.", "lm_head."
+    else:
+        meta, tensors = gguf_read(path)
+        hidden, layers = meta["llama.embedding_length"], meta["llama.block_count"]
+        heads = meta["llama.attention.head_count"]
+        kv = meta.get("llama.attention.head_count_kv", heads)
+        inter = meta["llama.feed_forward_length"]
+        head_dim = meta.get("llama.attention.key_length") or hidden // heads
+        vocab = meta.get("llama.vocab_size") or next(s[0] for n, s, _ in tensors if n == "token_embd.weight")
+        emb, head = "token_embd.", "output."
+    tied = not any(n.startswith(head) for n, _, _ in tensors)
+    emb_bytes = sum(nb for n, _, nb in tensors if n.startswith(emb))
+    total = sum(nb for _, _, nb in tensors)
+    per_token = total if tied else total - emb_bytes
+    lin = layers * (hidden * heads * head_dim + 2 * hidden * kv * head_dim + heads * head_dim * hidden
+                    + 3 * hidden * inter)
+    n = 512
+    attn_ops = 2 * 2 * layers * heads * head_dim * (n + 1) / 2  # QK^T and PV, causal mean per token
+    ops = 2 * lin + attn_ops + 2 * vocab * hidden / n          # lm_head for the last position only
+    return {"file_bytes": total, "bytes_per_token": per_token, "linear_params": lin,
+            "lm_head_params": vocab * hidden, "tied": tied, "ops_per_token_pp512": ops}
+
+
+# ---- machine probes ------------------------------------------------------------------------------
+
+def probe(name):
+    rc, out, err, _, _ = run([os.path.join(BENCH_BIN, name)])
+    if rc:
+        raise SystemExit("bench: %s failed: %s" % (name, err))
+    return json.loads(out)
+
+
+def machine_info():
+    info = {"machine": platform.machine(), "kernel": platform.release()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            txt = f.read()
+        for line in txt.splitlines():
+            if line.startswith("model name") and "cpu" not in info:
+                info["cpu"] = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and "flags" not in info:
+                flags = line.split(":", 1)[1].split()
+                info["flags"] = [x for x in flags if x.startswith(("avx", "amx", "fma", "f16c", "gfni"))]
+        info["cpus"] = os.cpu_count()
+    except OSError:
+        pass
+    return info
+
+
+# ---- the engines ---------------------------------------------------------------------------------
+
+def ids_csv(n, vocab, seed):
+    r = random.Random(seed)
+    return ",".join(str(r.randrange(vocab)) for _ in range(n))
+
+
+def llmgen_sample(path, t, pp=PP_SIZES, tg=TG, warm=16):
+    cmd = [os.path.join(BENCH_BIN, "llmgen_bench"), path, "-t", str(t), "-p", ",".join(map(str, pp)),
+           "-n", str(tg), "-w", str(warm)]
+    rc, out, err, wall, rss = run(cmd)
+    if rc:
+        return {"error": "llmgen_bench exit %d: %s" % (rc, err)}
+    d = json.loads(out)
+    res = {"load_s": d["load_s"], "maxrss_mb": rss / 1024.0, "kernels": d["kernels"],
+           "weight_types": d["weight_types"]}
+    for k, v in d["pp"].items():
+        res["pp%s" % k] = v
+    for k, v in d["tg"].items():
+        res["tg%s" % k] = v
+    return res
+
+
+def llama_sample(path, t, pp=PP_SIZES, tg=TG):
+    cmd = [os.path.join(PEER_BIN, "llama-bench"), "-m", path, "-t", str(t), "-p",
+           ",".join(map(str, (16,) + tuple(pp))), "-n", str(tg), "-r", "1", "--no-warmup", "-o", "json"]
+    rc, out, err, wall, rss = run(cmd)
+    if rc:
+        return {"error": "llama-bench exit %d: %s" % (rc, err)}
+    res = {"maxrss_mb": rss / 1024.0}
+    for rec in json.loads(out):
+        if rec["n_prompt"] and rec["n_prompt"] in pp and not rec["n_gen"]:
+            res["pp%d" % rec["n_prompt"]] = rec["avg_ts"]
+        elif rec["n_gen"] and not rec["n_prompt"]:
+            res["tg%d" % rec["n_gen"]] = rec["avg_ts"]
+        res.setdefault("params", {k: rec.get(k) for k in ("n_batch", "n_ubatch", "type_k", "type_v",
+                                                          "flash_attn", "use_mmap", "cpu_info",
+                                                          "build_commit", "build_number", "backends")})
+    return res
+
+
+def llmgen_ttft(path, t, ids, drop):
+    if drop:
+        drop_caches()
+    rc, out, err, wall, rss = run(["./llmgen", "-m", path, "--prompt-ids", ids, "-n", "1", "--ids",
+                                       "--ignore-eos", "-t", str(t)])
+    if rc:
+        return {"error": "llmgen exit %d: %s" % (rc, err)}
+    return {"ttft_s": wall, "ttft_maxrss_mb": rss / 1024.0, "first_id": out.strip()}
+
+
+def peer_ttft(path, t, ids, drop):
+    if drop:
+        drop_caches()
+    rc, out, err, wall, rss = run([os.path.join(BENCH_BIN, "peer_run"), "-m", path, "--prompt-ids", ids,
+                                       "-n", "1", "-t", str(t)])
+    if rc:
+        return {"error": "peer_run exit %d: %s" % (rc, err)}
+    d = json.loads(out)
+    return {"ttft_s": wall, "ttft_maxrss_mb": rss / 1024.0, "first_id": ",".join(map(str, d["ids"]))}
+
+
+def peer_load(path, t, ids):
+    rc, out, err, wall, rss = run([os.path.join(BENCH_BIN, "peer_run"), "-m", path, "--prompt-ids", ids,
+                                       "-n", "1", "-t", str(t)])
+    if rc:
+        return {"error": "peer_run exit %d: %s" % (rc, err)}
+    return {"load_s": json.loads(out)["load_s"]}
+
+
+# ---- hooks for files other people's tools write --------------------------------------------------
+
+def mlx4_hook(key_path):
+    """MLX affine 4-bit g64 from the bf16 fixture, once `llmgen quantize` exists (issue: 4-bit kernels).
+    Returns a note when it cannot be made; the model is then skipped."""
+    if os.path.exists(os.path.join(key_path, "config.json")):
+        return None
+    src = os.path.join(CACHE, "fixtures", "llama-1b-random")
+    if not os.path.isdir(src):
+        return "bf16 fixture missing"
+    rc, out, err, _, _ = run(["./llmgen", "quantize", src, key_path, "--bits", "4", "--group-size", "64"])
+    if rc:
+        return "`llmgen quantize` not available yet (%s)" % err[:120]
+    return None
+
+
+def tokenizer_hook(results):
+    """---- TOKENIZER BENCHMARK HOOK ----
+    When tests/bench/bench_tokenizer.py exists (the tokenizer's own benchmark: encode MB/s against HF
+    tokenizers, load time of the largest vocabulary), run it here with
+        PY tests/bench/bench_tokenizer.py --json-out .cache/bench/results-tokenizer.json
+    where PY is $BENCH_TOKENIZER_PYTHON, else .cache/venv-bench/bin/python, else this interpreter.
+    Its stdout is passed through (its own table); the JSON it writes, if any, is merged into
+    results.json under "tokenizer"."""
+    script = os.path.join("tests", "bench", "bench_tokenizer.py")
+    if not os.path.exists(script):
+        results["tokenizer"] = {"skipped": "tests/bench/bench_tokenizer.py not present"}
+        return
+    py = os.environ.get("BENCH_TOKENIZER_PYTHON")
+    if not py:
+        venv = os.path.join(CACHE, "venv-bench", "bin", "python")
+        py = venv if os.path.exists(venv) else sys.executable
+    out_json = os.path.join(OUT_DIR, "results-tokenizer.json")
+    if os.path.exists(out_json):
+        os.unlink(out_json)
+    log("tokenizer benchmark: %s %s" % (py, script))
+    rc = subprocess.call([py, script, "--json-out", out_json])
+    entry = {"exit_status": rc}
+    if os.path.exists(out_json):
+        with open(out_json) as f:
+            entry["results"] = json.load(f)
+    results["tokenizer"] = entry
+
+
+# ---- statistics and the table --------------------------------------------------------------------
+
+METRICS = [  # key, label, unit, higher is better
+    ("pp128", "prefill 128", "t/s", True),
+    ("pp512", "prefill 512", "t/s", True),
+    ("tg128", "decode 128", "t/s", True),
+    ("ttft_s", "TTFT 16 (cold)", "s", False),
+    ("load_s", "load", "s", False),
+    ("maxrss_mb", "peak RSS", "MB", False),
+]
+
+
+def medians(samples):
+    """{metric: {"median": m, "samples": [...]}} over rounds (errors skipped)."""
+    out = {}
+    keys = {k for s in samples for k, v in s.items() if isinstance(v, (int, float))}
+    for k in sorted(keys):
+        vals = [s[k] for s in samples if isinstance(s.get(k), (int, float))]
+        out[k] = {"median": statistics.median(vals), "samples": vals}
+    return out
+
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "s":
+        return "%.3f" % v
+    if unit == "MB":
+        return "%.0f" % v
+    return "%.1f" % v if v < 1000 else "%.0f" % v
+
+
+def print_table(results):
+    rows = []
+    hdr = ("model", "thr", "metric", "llmgen", "llama.cpp", "ratio")
+    for m in results["models"]:
+        for t, r in sorted(m["threads"].items(), key=lambda kv: int(kv[0])):
+            for key, label, unit, _ in METRICS:
+                a = r["llmgen"].get(key, {}).get("median")
+                b = r["llama.cpp"].get(key, {}).get("median")
+                ratio = a / b if a and b else None
+                rows.append((m["key"], t, "%s (%s)" % (label, unit), fmt(a, unit), fmt(b, unit),
+                             "%.2f" % ratio if ratio else "-"))
+            f, c = r["bounds"], r["bounds"]
+            rows.append((m["key"], t, "decode floor (t/s)", "%.1f" % f["decode_floor_tps"],
+                         "%.0f%% of floor" % (100 * f["llmgen_decode_share"]) if f.get("llmgen_decode_share") else "-",
+                         ("%.0f%% llama" % (100 * f["llama_decode_share"])) if f.get("llama_decode_share") else "-"))
+            rows.append((m["key"], t, "prefill ceiling (t/s)", "%.1f" % c["prefill_ceiling_tps"],
+                         "%.0f%% of peak" % (100 * c["llmgen_prefill_share"]) if c.get("llmgen_prefill_share") else "-",
+                         ("%.0f%% llama" % (100 * c["llama_prefill_share"])) if c.get("llama_prefill_share") else "-"))
+    widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
+    line = "  ".join("%-*s" % (widths[i], hdr[i]) for i in range(len(hdr)))
+    print(line)
+    print("-" * len(line))
+    prev = None
+    for r in rows:
+        if prev and (r[0], r[1]) != prev:
+            print()
+        prev = (r[0], r[1])
+        print("  ".join(("%-*s" if i < 3 else "%*s") % (widths[i], r[i]) for i in range(len(hdr))))
+    print()
+    p = results["probes"]
+    print("read bandwidth (%s, 1 GiB, best pass): %s GB/s (1 thread), %s GB/s (2 threads)"
+          % (p["membw"]["isa"], p["bandwidth_gbs"]["1"], p["bandwidth_gbs"]["2"]))
+    print("int8 dot peak (%s, registers only, 2 ops per byte pair): %s GOPS (1 thread), %s GOPS (2 threads)"
+          % (p["int8peak"]["isa"], p["int8_gops"]["1"], p["int8_gops"]["2"]))
+    for m in results["models"]:
+        c = m["costs"]
+        print("%-18s %8.1f MB streamed per decoded token, %.2f G ops per prompt token (512-token prefill), "
+              "file %.1f MB" % (m["key"], c["bytes_per_token"] / 1e6, c["ops_per_token_pp512"] / 1e9,
+                                c["file_bytes"] / 1e6))
+    print("ratios are llmgen / llama.cpp (> 1 is better for t/s, < 1 is better for s and MB); "
+          "TTFT page cache dropped: %s" % ("yes" if results["settings"]["ttft_page_cache_dropped"] else "no"))
+
+
+# ---- main ----------------------------------------------------------------------------------------
+
+def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
+    costs = model_costs(path)
+    log("%s: %s (%.1f MB per token)" % (key, path, costs["bytes_per_token"] / 1e6))
+    entry = {"key": key, "description": desc, "path": path, "costs": costs, "threads": {}}
+    peer = peer_ok and os.path.exists(os.path.join(PEER_BIN, "llama-bench")) and \
+        os.path.exists(os.path.join(BENCH_BIN, "peer_run"))
+    ttft_ids = ids_csv(TTFT_PROMPT, 32000, 16)
+    for t in threads:
+        log("%s, %d thread(s): warm-up" % (key, t))
+        llmgen_sample(path, t, pp=(16,), tg=4, warm=0)
+        if peer:
+            llama_sample(path, t, pp=(16,), tg=4)
+        a_rounds, b_rounds = [], []
+        for r in range(reps):
+            a = llmgen_sample(path, t)
+            b = llama_sample(path, t) if peer else {}
+            if peer:
+                b.update(peer_load(path, t, ttft_ids))
+            a.update(llmgen_ttft(path, t, ttft_ids, drop))
+            if peer:
+                b.update(peer_ttft(path, t, ttft_ids, drop))
+            a_rounds.append(a)
+            b_rounds.append(b)
+            errs = [x["error"] for x in (a, b) if "error" in x]
+            log("%s t=%d round %d/%d: llmgen pp512 %s tg %s | llama.cpp pp512 %s tg %s%s"
+                % (key, t, r + 1, reps, fmt(a.get("pp512"), ""), fmt(a.get("tg128"), ""),
+                   fmt(b.get("pp512"), ""), fmt(b.get("tg128"), ""), ("  ERRORS: " + "; ".join(errs)) if errs else ""))
+        A, B = medians(a_rounds), medians(b_rounds)
+        bw = results["probes"]["bandwidth_gbs"][str(t)] * 1e9
+        peak = results["probes"]["int8_gops"][str(t)] * 1e9
+        floor = bw / costs["bytes_per_token"]
+        ceiling = peak / costs["ops_per_token_pp512"]
+        med = lambda d, k: d.get(k, {}).get("median")  # noqa: E731
+        bounds = {"bandwidth_gbs": bw / 1e9, "decode_floor_tps": floor, "int8_gops": peak / 1e9,
+                  "prefill_ceiling_tps": ceiling}
+        if med(A, "tg128"):
+            bounds["llmgen_decode_share"] = med(A, "tg128") / floor
+        if med(B, "tg128"):
+            bounds["llama_decode_share"] = med(B, "tg128") / floor
+        if med(A, "pp512"):
+            bounds["llmgen_prefill_share"] = med(A, "pp512") / ceiling
+        if med(B, "pp512"):
+            bounds["llama_prefill_share"] = med(B, "pp512") / ceiling
+        ratios = {k: med(A, k) / med(B, k) for k in A if med(B, k)}
+        entry["threads"][str(t)] = {
+            "llmgen": A, "llama.cpp": B, "ratio": ratios, "bounds": bounds,
+            "errors": [x["error"] for x in a_rounds + b_rounds if "error" in x],
+            "first_ids": {"llmgen": sorted({x.get("first_id") for x in a_rounds if x.get("first_id")}),
+                          "llama.cpp": sorted({x.get("first_id") for x in b_rounds if x.get("first_id")})},
+            "llmgen_info": {k: a_rounds[0].get(k) for k in ("kernels", "weight_types")},
+            "llama_params": next((x["params"] for x in b_rounds if "params" in x), None),
+        }
+    results["models"].append(entry)
+
+
+def main():
+    t_start = time.time()
+    quick = os.environ.get("BENCH_QUICK") == "1"
+    reps = int(os.environ.get("BENCH_REPS", "3" if quick else "5"))
+    threads = [int(x) for x in os.environ.get("BENCH_THREADS", "1,2").split(",")]
+    wanted = os.environ.get("BENCH_MODELS")
+    wanted = wanted.split(",") if wanted else (list(QUICK_MODELS) if quick else None)
+    os.makedirs(OUT_DIR, exist_ok=True)
+    known = {k for k, _, _, _ in MODELS}
+    for w in wanted or []:
+        if w not in known:
+            raise SystemExit("bench: unknown model %s (known: %s)" % (w, ", ".join(sorted(known))))
+
+    drop = drop_caches_allowed()
+    results = {"settings": {"reps": reps, "threads": threads, "quick": quick, "pp": PP_SIZES, "tg": TG,
+                            "ttft_prompt": TTFT_PROMPT, "ttft_page_cache_dropped": drop},
+               "machine": machine_info(), "models": [], "skipped": {}, "probes": {}}
+    results["versions"] = {"llmgen_commit": subprocess.run(["git", "describe", "--always", "--dirty"],
+                                                           capture_output=True, text=True).stdout.strip()}
+    if os.path.exists(PEER_INFO):
+        with open(PEER_INFO) as f:
+            results["versions"]["peer_build_info"] = f.read()
+    else:
+        log("no llama.cpp peer (%s missing): llmgen only. `make peer` builds it." % PEER_INFO)
+
+    log("probes: read bandwidth and int8 peak")
+    bw0, pk0 = probe("membw"), probe("int8peak")
+
+    todo = []
+    for key, path, peer_ok, desc in MODELS:
+        if wanted is not None and key not in wanted:
+            continue
+        if key == "llama1b-mlx4-g64":
+            note = mlx4_hook(path)
+            if note:
+                results["skipped"][key] = note
+                log("%s skipped: %s" % (key, note))
+                continue
+        if not os.path.exists(path):
+            results["skipped"][key] = "%s missing (make model / make bench-models)" % path
+            log("%s skipped: %s missing" % (key, path))
+            continue
+        todo.append((key, path, peer_ok, desc))
+
+    # Bounds use the best pass of the start probe; the end probe is added after the runs.
+    results["probes"] = {"membw": bw0, "int8peak": pk0,
+                         "bandwidth_gbs": dict(bw0["gbs"]), "int8_gops": dict(pk0["gops"])}
+    for key, path, peer_ok, desc in todo:
+        bench_model(key, path, peer_ok, desc, threads, reps, drop, results)
+
+    bw1, pk1 = probe("membw"), probe("int8peak")
+    results["probes"]["membw_end"], results["probes"]["int8peak_end"] = bw1, pk1
+    # Report the bounds with the best of both probes: recompute shares if the end probe was higher.
+    for t in ("1", "2"):
+        results["probes"]["bandwidth_gbs"][t] = max(bw0["gbs"][t], bw1["gbs"][t])
+        results["probes"]["int8_gops"][t] = max(pk0["gops"][t], pk1["gops"][t])
+    for m in results["models"]:
+        for t, r in m["threads"].items():
+            b = r["bounds"]
+            bw = results["probes"]["bandwidth_gbs"][t] * 1e9
+            peak = results["probes"]["int8_gops"][t] * 1e9
+            scale_f = (bw / m["costs"]["bytes_per_token"]) / b["decode_floor_tps"]
+            scale_c = (peak / m["costs"]["ops_per_token_pp512"]) / b["prefill_ceiling_tps"]
+            b["bandwidth_gbs"], b["int8_gops"] = bw / 1e9, peak / 1e9
+            b["decode_floor_tps"] *= scale_f
+            b["prefill_ceiling_tps"] *= scale_c
+            for k in ("llmgen_decode_share", "llama_decode_share"):
+                if k in b:
+                    b[k] /= scale_f
+            for k in ("llmgen_prefill_share", "llama_prefill_share"):
+                if k in b:
+                    b[k] /= scale_c
+
+    tokenizer_hook(results)
+    results["wall_seconds"] = time.time() - t_start
+    with open(os.path.join(OUT_DIR, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print()
+    print_table(results)
+    if results["skipped"]:
+        print("skipped: " + "; ".join("%s (%s)" % kv for kv in results["skipped"].items()))
+    print("results: %s (%.0f s)" % (os.path.join(OUT_DIR, "results.json"), results["wall_seconds"]))
+    failed = [e for m in results["models"] for r in m["threads"].values() for e in r["errors"]
+              if e.startswith(("llmgen", "./llmgen"))]
+    if failed:
+        log("llmgen failed %d time(s); first: %s" % (len(failed), failed[0]))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
