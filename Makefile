@@ -38,7 +38,7 @@ SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
-        lib install fuzz fuzz-replay
+        lib install fuzz fuzz-replay bench-models peer
 
 all: llmgen  ## build ./llmgen
 
@@ -131,12 +131,20 @@ KERNEL_OBJ := $(filter $(BUILD)/src/kernels/%,$(LIB_OBJ)) $(BUILD)/src/util.o $(
 $(BUILD)/bench_kernels: $(BUILD)/tests/bench_kernels.o $(KERNEL_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
-# NEON kernels vs scalar under qemu (needs gcc-aarch64-linux-gnu qemu-user; not part of `make test`).
-neon-test:  ## cross-build the kernel self-test for aarch64 and run it under qemu-aarch64
+# NEON kernels vs scalar under qemu, and their result hash vs this machine's kernels (bit-identical
+# by design). Needs gcc-aarch64-linux-gnu qemu-user; not part of `make test`.
+$(BUILD)/kernels_selftest: $(BUILD)/tests/kernels_selftest.o $(KERNEL_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ -lm
+
+QEMU_A64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
+neon-test: $(BUILD)/kernels_selftest  ## cross-build the kernel self-test for aarch64, run it under qemu
 	@mkdir -p $(BUILD)/aarch64
 	aarch64-linux-gnu-gcc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
 	  -o $(BUILD)/aarch64/kernels_selftest tests/kernels_selftest.c $(wildcard src/kernels/*.c) src/util.c src/tensor.c -lm
-	qemu-aarch64 -L /usr/aarch64-linux-gnu $(BUILD)/aarch64/kernels_selftest
+	$(QEMU_A64) $(BUILD)/aarch64/kernels_selftest
+	@a=$$($(QEMU_A64) $(BUILD)/aarch64/kernels_selftest --hash); b=$$($(BUILD)/kernels_selftest --hash); \
+	  if [ "$$a" = "$$b" ]; then echo "neon results = native results ($$a)"; \
+	  else echo "neon result hash $$a differs from native $$b"; exit 1; fi
 
 regress: llmgen model fixtures  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
@@ -213,6 +221,46 @@ fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/replay/%)  ## replay fuzz seeds and kept 
 	@for t in $(FUZZ_TARGETS); do \
 	  $(BUILD)/replay/$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; \
 	done
+
+# ---- benchmark against llama.cpp (not part of `make test`) ------------------------
+
+# The peer: llama.cpp vendored by the pinned llama-cpp-python sdist, built in .cache/peer with its
+# default CPU options. A benchmark peer only: never linked into llmgen, never committed.
+PEER_DIR := $(CACHE)/peer
+PEER_LIBS := $(PEER_DIR)/build/src/libllama.a $(PEER_DIR)/build/ggml/src/libggml.a \
+             $(PEER_DIR)/build/ggml/src/libggml-cpu.a $(PEER_DIR)/build/ggml/src/libggml-base.a
+BENCH_VENV := $(CACHE)/venv-bench
+BENCH_BIN := $(BUILD)/bench
+
+peer:  ## build the llama.cpp benchmark peer (llama-cpp-python sdist, pinned) into .cache/peer
+	sh tests/bench/build_peer.sh $(CACHE)
+
+$(BENCH_VENV)/.ok: tests/gen/requirements-bench.txt tests/gen/requirements-tools.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -r tests/gen/requirements-bench.txt
+	touch $@
+
+bench-models: fixtures $(BENCH_VENV)/.ok llmgen  ## write the 1B-config GGUFs (F16 Q8_0 Q4_0 Q4_1) to .cache/bench, check them
+	$(BENCH_VENV)/bin/python tests/bench/make_bench_models.py $(CACHE)
+	@if [ -f $(PEER_DIR)/BUILD-INFO ]; then $(MAKE) --no-print-directory $(BENCH_BIN)/peer_run; fi
+	$(PYTHON) tests/bench/check_bench_models.py $(CACHE)
+
+$(BENCH_BIN)/llmgen_bench: $(BUILD)/tests/bench/llmgen_bench.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BENCH_BIN)/membw $(BENCH_BIN)/int8peak: $(BENCH_BIN)/%: tests/bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
+# llama.cpp's side of the id-in / id-out runs (time to first token, load time, greedy ids).
+$(BENCH_BIN)/peer_run: tests/bench/peer_run.c $(PEER_DIR)/BUILD-INFO
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -isystem $(PEER_DIR)/src/include \
+	  -isystem $(PEER_DIR)/src/ggml/include -c -o $@.o $<
+	$(CXX) -o $@ $@.o $(PEER_LIBS) -fopenmp -lpthread -lm
+
+bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak  ## llmgen vs llama.cpp: one table + .cache/bench/results.json (BENCH_QUICK=1, BENCH_MODELS=a,b)
+	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
+	$(PYTHON) tests/bench/bench.py
 
 clean:  ## remove build output
 	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so

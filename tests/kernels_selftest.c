@@ -16,7 +16,10 @@
  *  - for the ISA tables (not scalar.c, which scales block sums), a quantized
  *    matmul equals bit for bit the same table's F32 matmul on the weights
  *    dequantized the way gguf-py does it: the native path then reproduces the
- *    f32 path (which is what HF transformers runs on a GGUF) up to nothing. */
+ *    f32 path (which is what HF transformers runs on a GGUF) up to nothing;
+ *  - every ISA table gives the same bits as every other (avx2 = avx512 here;
+ *    `make neon-test` compares the NEON run's hash with the native one), so
+ *    llmgen's output does not depend on which ISA the machine has. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -308,10 +311,122 @@ static int st_check_vectors(const kernels *k, char *msg, size_t len) {
     return 0;
 }
 
+/* Runs every matmul / dot case of the standard sizes through table k and hands
+ * each result to `sink` (called with the y values of a case, or a dot value). */
+typedef void (*st_sink)(void *ctx, const float *v, size_t n, const char *what);
+
+static int st_run_all(const kernels *k, st_sink sink, void *ctx) {
+    static const int nts[] = {1, 3};
+    for (int d = 0; d < ST_COUNT(ST_DTYPES); d++) {
+        dtype dt = ST_DTYPES[d];
+        int blk = st_block_elems(dt) > 1;
+        const int *cols = blk ? ST_BLOCK_COLS : ST_DENSE_COLS;
+        int ncols = blk ? ST_COUNT(ST_BLOCK_COLS) : ST_COUNT(ST_DENSE_COLS);
+        for (int c = 0; c < ncols; c++)
+            for (int t = 0; t < ST_COUNT(nts); t++) {
+                int rows = 5, nt = nts[t], n = cols[c];
+                size_t rb = dtype_row_bytes(dt, n);
+                uint8_t *w = malloc(rb * rows);
+                float *x = malloc(sizeof(float) * (size_t)n * nt), *y = malloc(sizeof(float) * (size_t)rows * nt);
+                if (!w || !x || !y) {
+                    free(w), free(x), free(y);
+                    return -1;
+                }
+                uint64_t seed = 5000 + (uint64_t)(100 * d + 10 * c + t);
+                for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, n, &seed);
+                for (int i = 0; i < n * nt; i++) x[i] = st_unit(&seed);
+                k->matmul[dt](w, rb, n, 0, rows, x, n, nt, y, rows);
+                char what[64];
+                snprintf(what, sizeof what, "%s cols=%d nt=%d", dtype_name(dt), n, nt);
+                sink(ctx, y, (size_t)rows * nt, what);
+                free(w), free(x), free(y);
+            }
+    }
+    static const int ns[] = {1, 7, 16, 33, 100, 1000};
+    for (int i = 0; i < ST_COUNT(ns); i++) {
+        float a[1000], b[1000];
+        uint64_t seed = 9000 + (uint64_t)i;
+        for (int j = 0; j < ns[i]; j++) a[j] = st_unit(&seed), b[j] = st_unit(&seed);
+        float v = k->dot(a, b, ns[i]);
+        char what[64];
+        snprintf(what, sizeof what, "dot n=%d", ns[i]);
+        sink(ctx, &v, 1, what);
+    }
+    return 0;
+}
+
+/* FNV-1a over the bits of every result, to compare runs across processes (qemu). */
+static void st_hash_sink(void *ctx, const float *v, size_t n, const char *what) {
+    uint64_t *h = ctx;
+    (void)what;
+    const uint8_t *p = (const uint8_t *)v;
+    for (size_t i = 0; i < n * sizeof(float); i++) *h = (*h ^ p[i]) * 0x100000001b3ull;
+}
+
+static uint64_t st_table_hash(const kernels *k) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    if (st_run_all(k, st_hash_sink, &h)) return 0;
+    return h;
+}
+
+/* Every result of table a recorded, then compared bit for bit with table b's. */
+typedef struct {
+    float *v;
+    size_t n, cap, pos;
+    int mismatch;
+    char where[64];
+} st_record;
+
+static void st_record_sink(void *ctx, const float *v, size_t n, const char *what) {
+    st_record *r = ctx;
+    (void)what;
+    if (r->v && r->n + n > r->cap) {
+        size_t cap = 2 * (r->n + n);
+        float *nv = realloc(r->v, sizeof(float) * cap);
+        if (!nv) {
+            free(r->v);
+            r->v = NULL;
+            return;
+        }
+        r->v = nv, r->cap = cap;
+    }
+    if (r->v) memcpy(r->v + r->n, v, sizeof(float) * n), r->n += n;
+}
+
+static void st_compare_sink(void *ctx, const float *v, size_t n, const char *what) {
+    st_record *r = ctx;
+    if (!r->mismatch && (r->pos + n > r->n || memcmp(r->v + r->pos, v, sizeof(float) * n))) {
+        r->mismatch = 1;
+        snprintf(r->where, sizeof r->where, "%s", what);
+    }
+    r->pos += n;
+}
+
+static int st_check_same_bits(const kernels *a, const kernels *b, char *msg, size_t len) {
+    st_record r = {malloc(sizeof(float) * 4096), 0, 4096, 0, 0, ""};
+    int rc = 0;
+    if (!r.v || st_run_all(a, st_record_sink, &r) || !r.v || st_run_all(b, st_compare_sink, &r)) {
+        snprintf(msg, len, "%s vs %s: out of memory", a->name, b->name);
+        rc = -1;
+    } else if (r.mismatch) {
+        snprintf(msg, len, "%s and %s give different bits for %s", a->name, b->name, r.where);
+        rc = -1;
+    }
+    free(r.v);
+    return rc;
+}
+
 #ifndef KERNELS_SELFTEST_NO_MAIN
-int main(void) {
+/* `kernels_selftest --hash` prints only the result hash of the auto-selected
+ * table (for comparing a qemu run with a native one); without arguments it
+ * runs every check and prints one line per table and dtype. */
+int main(int argc, char **argv) {
     const kernels *tables[] = {kernels_avx2(), kernels_avx512(), kernels_neon()};
     const kernels *best = kernels_select(NULL);
+    if (argc > 1 && !strcmp(argv[1], "--hash")) {
+        printf("%016llx\n", (unsigned long long)st_table_hash(best));
+        return 0;
+    }
     int failed = 0, tested = 0;
     char msg[512];
     printf("kernels_select(NULL): %s\n", best ? best->name : "(none)");
@@ -328,6 +443,14 @@ int main(void) {
         printf("%-7s dot/axpy %s\n", k->name, rc ? msg : "ok");
         failed += rc != 0;
     }
+    for (int i = 0; i < ST_COUNT(tables); i++)
+        for (int j = i + 1; j < ST_COUNT(tables); j++) {
+            if (!tables[i] || !tables[j]) continue;
+            int rc = st_check_same_bits(tables[i], tables[j], msg, sizeof msg);
+            printf("%s = %s bit for bit: %s\n", tables[i]->name, tables[j]->name, rc ? msg : "ok");
+            failed += rc != 0;
+        }
+    if (best) printf("result hash (%s): %016llx\n", best->name, (unsigned long long)st_table_hash(best));
     if (!tested) {
         printf("no ISA kernel table on this machine: nothing compared\n");
         return 1;

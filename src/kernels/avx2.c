@@ -3,11 +3,11 @@
  * Compiled with its own ISA flags (see the Makefile) and entered only after
  * dispatch.c has checked the CPU and the OS (YMM state).
  *
- * Numerics (the contract in kernels.h): every y element has ONE accumulator
- * vector of 8 lanes, fed in column order and reduced by the same horizontal
- * sum at the end. Tiling over rows and tokens only decides how many of these
- * independent accumulators are live at once, so a y element is bit-identical
- * whatever the row range, the number of tokens nt or the tile it fell in.
+ * Numerics: the same bits as avx512.c. Every y element has one accumulator of
+ * 16 f32 lanes, held here as two ymm (lanes 0..7, 8..15); lane i receives
+ * columns i, i+16, i+32, ... in order, by FMA, and reduce16() sums the lanes by
+ * the tree avx512.c uses. Tiles only decide how many accumulators are live, so
+ * a y element does not depend on the row range, nt or its tile (kernels.h).
  * Quantized blocks are dequantized in registers to exactly the f32 values
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
@@ -23,12 +23,18 @@ const kernels *kernels_avx2_table(void);
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* Largest tile: 4 rows x 2 tokens = 8 ymm accumulators; the other 8 of the 16
- * registers hold a decoded block (4), its scale and the activations. Decode
- * (nt = 1) walks 4 rows at once: 4 independent FMA chains, 4 weight streams,
- * each activation vector loaded once for the 4 rows. */
-#define TILE_R 4
+/* One 16-lane accumulator: the register pair mirrors one zmm of avx512.c. */
+typedef struct {
+    __m256 lo, hi; /* lanes 0..7 and 8..15 */
+} v16;
+
+/* Decode (nt = 1): 4 rows at once, 8 ymm accumulators (4 independent FMA
+ * chains per half). Prefill: 2 rows x 2 tokens, also 8 accumulators, leaving
+ * 8 of the 16 registers for a dequantized block and the activations. */
+#define GEMV_R 4
+#define TILE_R 2
 #define TILE_T 2
+#define MAX_R 4
 
 /* ---- weights to f32 -------------------------------------------------------- */
 
@@ -39,12 +45,12 @@ AI __m256 dense8(dtype dt, const uint8_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
 }
 
+/* The fp16 scale at p broadcast to 8 lanes. */
+AI __m256 f16_bcast(const uint8_t *p) { return _mm256_cvtph_ps(_mm_set1_epi16((short)rd_u16(p))); }
+
 AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
 
 AI __m256 i32_to_ps(__m256i v) { return _mm256_cvtepi32_ps(v); }
-
-/* The fp16 scale at p broadcast to 8 lanes. */
-AI __m256 f16_bcast(const uint8_t *p) { return _mm256_cvtph_ps(_mm_set1_epi16((short)rd_u16(p))); }
 
 /* The 32 weights of one block dequantized to f32, q[k] holding elements
  * 8k..8k+7. The values are bit-identical to what gguf-py (and so HF
@@ -76,62 +82,75 @@ AI void block32(dtype dt, const uint8_t *blk, __m256 q[4]) {
     }
 }
 
-/* Fixed-order horizontal sum: the same for every tile shape. */
-AI float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+/* avx512.c's lane-summing tree: 16 -> 8 (lane i: v[i+8] + v[i]) -> 4 -> 2 -> 1. */
+AI float reduce16(v16 a) {
+    __m256 s8 = _mm256_add_ps(a.hi, a.lo);
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(s8, 1), _mm256_castps256_ps128(s8));
+    s = _mm_add_ps(_mm_movehl_ps(s, s), s);
+    s = _mm_add_ss(_mm_movehdup_ps(s), s);
     return _mm_cvtss_f32(s);
+}
+
+AI v16 v16_zero(void) { return (v16){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+
+/* acc += w * x for 16 columns (two halves). */
+AI v16 v16_fma(__m256 wlo, __m256 whi, __m256 xlo, __m256 xhi, v16 acc) {
+    return (v16){_mm256_fmadd_ps(wlo, xlo, acc.lo), _mm256_fmadd_ps(whi, xhi, acc.hi)};
 }
 
 /* ---- tiles: R rows x T tokens, R and T compile-time constants after inlining ---- */
 
-AI void store_tile(__m256 acc[TILE_R][TILE_T], float *y, int ldy, int R, int T) {
+AI void store_tile(v16 acc[MAX_R][TILE_T], float *y, int ldy, int R, int T) {
     UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = hsum8(acc[r][t]);
+        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = reduce16(acc[r][t]);
 }
 
 AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const size_t esz = dt == DT_F32 ? 4 : 2;
-    __m256 acc[TILE_R][TILE_T];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    v16 acc[MAX_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_zero();
     int c = 0;
-    for (; c + 8 <= cols; c += 8) {
-        __m256 xv[TILE_T];
-        UNROLL for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(x + (size_t)t * ldx + c);
+    for (; c + 16 <= cols; c += 16) {
+        __m256 xl[TILE_T], xh[TILE_T];
+        UNROLL for (int t = 0; t < T; t++) {
+            xl[t] = _mm256_loadu_ps(x + (size_t)t * ldx + c);
+            xh[t] = _mm256_loadu_ps(x + (size_t)t * ldx + c + 8);
+        }
         UNROLL for (int r = 0; r < R; r++) {
-            __m256 wv = dense8(dt, w + r * rb + c * esz);
-            UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+            const uint8_t *p = w + r * rb + c * esz;
+            __m256 wl = dense8(dt, p), wh = dense8(dt, p + 8 * esz);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_fma(wl, wh, xl[t], xh[t], acc[r][t]);
         }
     }
-    if (c < cols) { /* the tail, zero-padded: zero lanes add +0, same order as a full vector */
+    if (c < cols) { /* the tail, zero-padded to 16: as avx512.c's masked loads */
         int n = cols - c;
-        __m256 xv[TILE_T];
+        __m256 xl[TILE_T], xh[TILE_T];
         UNROLL for (int t = 0; t < T; t++) {
-            float xb[8] = {0};
+            float xb[16] = {0};
             memcpy(xb, x + (size_t)t * ldx + c, (size_t)n * sizeof(float));
-            xv[t] = _mm256_loadu_ps(xb);
+            xl[t] = _mm256_loadu_ps(xb);
+            xh[t] = _mm256_loadu_ps(xb + 8);
         }
         UNROLL for (int r = 0; r < R; r++) {
-            uint8_t wb[32] = {0};
+            uint8_t wb[64] = {0};
             memcpy(wb, w + r * rb + c * esz, (size_t)n * esz);
-            __m256 wv = dense8(dt, wb);
-            UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+            __m256 wl = dense8(dt, wb), wh = dense8(dt, wb + 8 * esz);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_fma(wl, wh, xl[t], xh[t], acc[r][t]);
         }
     }
     store_tile(acc, y, ldy, R, T);
 }
 
 /* A block is dequantized once per row tile and used by every token of the
- * tile; the accumulation is then the dense one (8 columns per step, in order),
+ * tile; columns 0..15 then 16..31 go into the accumulator as in dense_tile,
  * so a quantized row gives bit for bit what the F32 kernel gives on its
  * dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const int bb = block_bytes(dt);
-    __m256 acc[TILE_R][TILE_T];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    v16 acc[MAX_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_zero();
     for (int b = 0; b < cols / 32; b++) {
         const float *xb = x + 32 * (size_t)b;
         const uint8_t *blk0 = w + (size_t)b * bb;
@@ -140,7 +159,8 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
             block32(dt, blk0 + r * rb, q);
             UNROLL for (int t = 0; t < T; t++) {
                 const float *xt = xb + (size_t)t * ldx;
-                UNROLL for (int k = 0; k < 4; k++) acc[r][t] = _mm256_fmadd_ps(q[k], _mm256_loadu_ps(xt + 8 * k), acc[r][t]);
+                acc[r][t] = v16_fma(q[0], q[1], _mm256_loadu_ps(xt), _mm256_loadu_ps(xt + 8), acc[r][t]);
+                acc[r][t] = v16_fma(q[2], q[3], _mm256_loadu_ps(xt + 16), _mm256_loadu_ps(xt + 24), acc[r][t]);
             }
         }
     }
@@ -152,10 +172,10 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 typedef void (*tile_fn)(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y,
                         int ldy);
 
-/* Tiles used: R x T (prefill), R x 1 (decode, leftover tokens), 1 x T and
- * 1 x 1 (leftover rows). */
+/* Tiles used: GEMV_R x 1 (decode), TILE_R x TILE_T (prefill), TILE_R x 1
+ * (leftover tokens), 1 x TILE_T and 1 x 1 (leftover rows). */
 typedef struct {
-    tile_fn rt, r1, ot, o1;
+    tile_fn gemv, rt, r1, ot, o1;
 } tile_set;
 
 #define TILE(KIND, DT, FN, R, T)                                                              \
@@ -163,12 +183,13 @@ typedef struct {
                    int ldy) {                                                                 \
         KIND##_tile(DT, w, rb, cols, x, ldx, y, ldy, R, T);                                   \
     }
-#define TILES(KIND, DT, NAME)                \
-    TILE(KIND, DT, NAME##_rt, TILE_R, TILE_T) \
-    TILE(KIND, DT, NAME##_r1, TILE_R, 1)      \
-    TILE(KIND, DT, NAME##_ot, 1, TILE_T)      \
-    TILE(KIND, DT, NAME##_o1, 1, 1)           \
-    static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
+#define TILES(KIND, DT, NAME)                                                                 \
+    TILE(KIND, DT, NAME##_gemv, GEMV_R, 1)                                                    \
+    TILE(KIND, DT, NAME##_rt, TILE_R, TILE_T)                                                 \
+    TILE(KIND, DT, NAME##_r1, TILE_R, 1)                                                      \
+    TILE(KIND, DT, NAME##_ot, 1, TILE_T)                                                      \
+    TILE(KIND, DT, NAME##_o1, 1, 1)                                                           \
+    static const tile_set NAME##_tiles = {NAME##_gemv, NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
 
 TILES(dense, DT_F32, f32)
 TILES(dense, DT_F16, f16)
@@ -177,11 +198,10 @@ TILES(quant, DT_Q8_0, q8_0)
 TILES(quant, DT_Q4_0, q4_0)
 TILES(quant, DT_Q4_1, q4_1)
 
-static void run_rows(const tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols,
-                     const float *x, int ldx, int nt, float *y, int ldy) {
+static void run_rows(tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols, const float *x,
+                     int ldx, int nt, float *y, int ldy) {
     int t = 0;
-    if (nt > 1)
-        for (; t + TILE_T <= nt; t += TILE_T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+    for (; t + TILE_T <= nt; t += TILE_T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
     for (; t < nt; t++) t1(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
 }
 
@@ -191,6 +211,11 @@ static void run_tiles(const tile_set *s, const void *w, size_t rb, int cols, int
                       const float *x, int ldx, int nt, float *y, int ldy) {
     const uint8_t *wb = w;
     int r = r0;
+    if (nt == 1) {
+        for (; r + GEMV_R <= r1; r += GEMV_R) s->gemv(wb + r * rb, rb, cols, x, ldx, y + r, ldy);
+        for (; r < r1; r++) s->o1(wb + r * rb, rb, cols, x, ldx, y + r, ldy);
+        return;
+    }
     for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
     for (; r < r1; r++) run_rows(s->ot, s->o1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
 }
@@ -210,16 +235,26 @@ MATMUL(q4_1)
 
 /* ---- vector helpers ---------------------------------------------------------- */
 
+/* avx512.c's order: accumulators for columns 32k..32k+15 and 32k+16..32k+31,
+ * the remainder in 16-column steps into the first, zero-padded; then
+ * reduce16(s0 + s1). */
 static float dot_avx2(const float *a, const float *b, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    v16 s0 = v16_zero(), s1 = v16_zero();
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    for (; i + 32 <= n; i += 32) {
+        s0 = v16_fma(_mm256_loadu_ps(a + i), _mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i),
+                     _mm256_loadu_ps(b + i + 8), s0);
+        s1 = v16_fma(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 16),
+                     _mm256_loadu_ps(b + i + 24), s1);
     }
-    float s = hsum8(_mm256_add_ps(s0, s1));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
+    for (; i < n; i += 16) {
+        float ab[16] = {0}, bb[16] = {0};
+        int m = n - i < 16 ? n - i : 16;
+        memcpy(ab, a + i, sizeof(float) * (size_t)m);
+        memcpy(bb, b + i, sizeof(float) * (size_t)m);
+        s0 = v16_fma(_mm256_loadu_ps(ab), _mm256_loadu_ps(ab + 8), _mm256_loadu_ps(bb), _mm256_loadu_ps(bb + 8), s0);
+    }
+    return reduce16((v16){_mm256_add_ps(s0.lo, s1.lo), _mm256_add_ps(s0.hi, s1.hi)});
 }
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */

@@ -5,10 +5,13 @@
  * VNNI or AVX512-BF16 instructions: dispatch.c does not require them.
  *
  * Numerics (the contract in kernels.h): every y element has ONE accumulator
- * vector of 16 lanes, fed in column order and reduced by the same horizontal
- * sum at the end. Tiling over rows and tokens only decides how many of these
- * independent accumulators are live at once, so a y element is bit-identical
- * whatever the row range, the number of tokens nt or the tile it fell in.
+ * of 16 f32 lanes; lane i receives columns i, i+16, i+32, ... in order, by FMA,
+ * and the lanes are summed by the fixed tree of reduce16(). Tiling over rows
+ * and tokens only decides how many of these independent accumulators are live
+ * at once, so a y element is bit-identical whatever the row range, the number
+ * of tokens nt or the tile it fell in. avx2.c and neon.c emulate exactly this
+ * 16-lane order with 2 x 8 and 4 x 4 lanes, so all three ISA tables give the
+ * same bits (tested): llmgen's output does not depend on the machine's ISA.
  * Quantized blocks are dequantized in registers to exactly the f32 values
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
@@ -24,14 +27,16 @@ const kernels *kernels_avx512_table(void);
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* Largest tile: 4 rows x 4 tokens = 16 zmm accumulators, leaving room for the
- * decoded weights, activations and scales in the 32 registers. Decode (nt = 1)
- * walks 4 rows at once: 4 independent FMA chains and 4 weight streams, each
- * activation vector loaded once for the 4 rows. Measured on Zen 4: 8 rows or
- * 2 rows per decode tile, and software prefetch 256 B to 2 KB ahead, were no
- * faster (dense GEMV already runs at the streaming-read rate). */
+/* Decode (nt = 1) walks GEMV_R rows at once: 4 independent FMA chains and 4
+ * weight streams, each activation vector loaded once for the 4 rows. Measured
+ * on Zen 4: 8 or 2 rows, and software prefetch 256 B to 2 KB ahead, were no
+ * faster (dense GEMV already runs at the streaming-read rate). Prefill tiles
+ * are TILE_R rows x TILE_T tokens = 16 zmm accumulators, leaving room for the
+ * decoded weights and the activations in the 32 registers. */
+#define GEMV_R 4
 #define TILE_R 4
 #define TILE_T 4
+#define MAX_R 4
 
 /* ---- weights to f32 -------------------------------------------------------- */
 
@@ -87,15 +92,25 @@ AI void block32(dtype dt, const uint8_t *blk, __m512 *lo, __m512 *hi) {
 
 /* ---- tiles: R rows x T tokens, R and T compile-time constants after inlining ---- */
 
-AI void store_tile(__m512 acc[TILE_R][TILE_T], float *y, int ldy, int R, int T) {
+/* The fixed lane-summing tree shared with avx2.c and neon.c: 16 -> 8 (lane i:
+ * v[i+8] + v[i]) -> 4 (v[i+4] + v[i]) -> 2 (v[i+2] + v[i]) -> 1 (v[1] + v[0]). */
+AI float reduce16(__m512 v) {
+    __m256 s8 = _mm256_add_ps(_mm512_extractf32x8_ps(v, 1), _mm512_castps512_ps256(v));
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(s8, 1), _mm256_castps256_ps128(s8));
+    s = _mm_add_ps(_mm_movehl_ps(s, s), s);
+    s = _mm_add_ss(_mm_movehdup_ps(s), s);
+    return _mm_cvtss_f32(s);
+}
+
+AI void store_tile(__m512 acc[MAX_R][TILE_T], float *y, int ldy, int R, int T) {
     UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = reduce16(acc[r][t]);
 }
 
 AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const size_t esz = dt == DT_F32 ? 4 : 2;
-    __m512 acc[TILE_R][TILE_T];
+    __m512 acc[MAX_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     int c = 0;
     for (; c + 16 <= cols; c += 16) {
@@ -125,7 +140,7 @@ AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const int bb = block_bytes(dt);
-    __m512 acc[TILE_R][TILE_T];
+    __m512 acc[MAX_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < cols / 32; b++) {
         __m512 xl[TILE_T], xh[TILE_T];
@@ -151,10 +166,10 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 typedef void (*tile_fn)(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y,
                         int ldy);
 
-/* Tiles used: R x T (prefill), R x 1 (decode, leftover tokens), 1 x T and
- * 1 x 1 (leftover rows). */
+/* Tiles used: GEMV_R x 1 (decode), TILE_R x TILE_T (prefill), TILE_R x 1
+ * (leftover tokens), 1 x TILE_T and 1 x 1 (leftover rows). */
 typedef struct {
-    tile_fn rt, r1, ot, o1;
+    tile_fn gemv, rt, r1, ot, o1;
 } tile_set;
 
 #define TILE(KIND, DT, FN, R, T)                                                                 \
@@ -162,54 +177,60 @@ typedef struct {
                    int ldy) {                                                                    \
         KIND##_tile(DT, w, rb, cols, x, ldx, y, ldy, R, T);                                      \
     }
-#define TILES(KIND, DT, NAME, T)                                                          \
-    TILE(KIND, DT, NAME##_rt, TILE_R, T)                                                  \
-    TILE(KIND, DT, NAME##_r1, TILE_R, 1)                                                  \
-    TILE(KIND, DT, NAME##_ot, 1, T)                                                       \
-    TILE(KIND, DT, NAME##_o1, 1, 1)                                                       \
-    static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
+#define TILES(KIND, DT, NAME)                                                                    \
+    TILE(KIND, DT, NAME##_gemv, GEMV_R, 1)                                                       \
+    TILE(KIND, DT, NAME##_rt, TILE_R, TILE_T)                                                    \
+    TILE(KIND, DT, NAME##_r1, TILE_R, 1)                                                         \
+    TILE(KIND, DT, NAME##_ot, 1, TILE_T)                                                         \
+    TILE(KIND, DT, NAME##_o1, 1, 1)                                                              \
+    static const tile_set NAME##_tiles = {NAME##_gemv, NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
 
-/* Prefill token tiles of 4: 16 accumulators. */
-TILES(dense, DT_F32, f32, 4)
-TILES(dense, DT_F16, f16, 4)
-TILES(dense, DT_BF16, bf16, 4)
-TILES(quant, DT_Q8_0, q8_0, 4)
-TILES(quant, DT_Q4_0, q4_0, 4)
-TILES(quant, DT_Q4_1, q4_1, 4)
+TILES(dense, DT_F32, f32)
+TILES(dense, DT_F16, f16)
+TILES(dense, DT_BF16, bf16)
+TILES(quant, DT_Q8_0, q8_0)
+TILES(quant, DT_Q4_0, q4_0)
+TILES(quant, DT_Q4_1, q4_1)
 
-static void run_rows(tile_fn tt, tile_fn t1, int T, const uint8_t *w, size_t rb, int cols,
-                     const float *x, int ldx, int nt, float *y, int ldy) {
+static void run_rows(tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols, const float *x,
+                     int ldx, int nt, float *y, int ldy) {
     int t = 0;
-    if (nt > 1)
-        for (; t + T <= nt; t += T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+    for (; t + TILE_T <= nt; t += TILE_T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
     for (; t < nt; t++) t1(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
 }
 
 /* Row tiles outside, token tiles inside: the weights of a row tile stay in L1/L2
  * while every token tile passes over them. */
-static void run_tiles(const tile_set *s, int T, const void *w, size_t rb, int cols, int r0, int r1,
+static void run_tiles(const tile_set *s, const void *w, size_t rb, int cols, int r0, int r1,
                       const float *x, int ldx, int nt, float *y, int ldy) {
     const uint8_t *wb = w;
     int r = r0;
-    for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
-    for (; r < r1; r++) run_rows(s->ot, s->o1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+    if (nt == 1) {
+        for (; r + GEMV_R <= r1; r += GEMV_R) s->gemv(wb + r * rb, rb, cols, x, ldx, y + r, ldy);
+        for (; r < r1; r++) s->o1(wb + r * rb, rb, cols, x, ldx, y + r, ldy);
+        return;
+    }
+    for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+    for (; r < r1; r++) run_rows(s->ot, s->o1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
 }
 
-#define MATMUL(NAME, T)                                                                           \
+#define MATMUL(NAME)                                                                              \
     static void matmul_##NAME(const void *w, size_t rb, int cols, int r0, int r1, const float *x, \
                               int ldx, int nt, float *y, int ldy) {                               \
-        run_tiles(&NAME##_tiles, T, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                     \
+        run_tiles(&NAME##_tiles, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                        \
     }
 
-MATMUL(f32, 4)
-MATMUL(f16, 4)
-MATMUL(bf16, 4)
-MATMUL(q8_0, 4)
-MATMUL(q4_0, 4)
-MATMUL(q4_1, 4)
+MATMUL(f32)
+MATMUL(f16)
+MATMUL(bf16)
+MATMUL(q8_0)
+MATMUL(q4_0)
+MATMUL(q4_1)
 
 /* ---- vector helpers ---------------------------------------------------------- */
 
+/* Two accumulators (columns 32k..32k+15 and 32k+16..32k+31), the remainder in
+ * 16-column steps into the first, zero-padded; then reduce16(s0 + s1). */
 static float dot_avx512(const float *a, const float *b, int n) {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     int i = 0;
@@ -221,7 +242,7 @@ static float dot_avx512(const float *a, const float *b, int n) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    return reduce16(_mm512_add_ps(s0, s1));
 }
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */

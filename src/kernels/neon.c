@@ -3,11 +3,11 @@
  * NEON and the f16 <-> f32 conversions are part of the AArch64 baseline, so
  * this file needs no extra flags and dispatch.c needs no run-time check.
  *
- * Numerics (the contract in kernels.h): every y element has ONE accumulator
- * vector of 4 lanes, fed in column order and reduced by the same pairwise sum
- * at the end. Tiling over rows and tokens only decides how many of these
- * independent accumulators are live at once, so a y element is bit-identical
- * whatever the row range, the number of tokens nt or the tile it fell in.
+ * Numerics: the same bits as avx512.c and avx2.c. Every y element has one
+ * accumulator of 16 f32 lanes, held here as four q registers (lanes 4j..4j+3);
+ * lane i receives columns i, i+16, i+32, ... in order, by FMA, and reduce16()
+ * sums the lanes by avx512.c's tree. Tiles only decide how many accumulators
+ * are live, so a y element does not depend on the row range, nt or its tile.
  * Quantized blocks are dequantized in registers to exactly the f32 values
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
@@ -23,11 +23,18 @@ const kernels *kernels_neon_table(void);
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* Row tile of 4 for every kernel: decode (nt = 1) keeps 4 FMA chains and 4
- * weight streams going. Token tiles (prefill) are chosen per kind so that the
- * accumulators and a decoded block fit in the 32 vector registers. */
-#define TILE_R 4
-#define TILE_T 4
+/* One 16-lane accumulator: four q registers mirror one zmm of avx512.c. */
+typedef struct {
+    float32x4_t q[4]; /* lanes 0..3, 4..7, 8..11, 12..15 */
+} v16;
+
+/* Decode (nt = 1): 4 rows at once (16 accumulator registers, 4 weight
+ * streams). Prefill: 2 rows x 2 tokens, also 16, leaving 16 of the 32
+ * registers for a dequantized block and the activations. */
+#define GEMV_R 4
+#define TILE_R 2
+#define TILE_T 2
+#define MAX_R 4
 
 /* ---- weights to f32 -------------------------------------------------------- */
 
@@ -79,54 +86,77 @@ AI void block32(dtype dt, const uint8_t *blk, float32x4_t q[8]) {
     s8x16_dequant(hi, d, m, dt == DT_Q4_1, q + 4);
 }
 
+/* avx512.c's lane-summing tree: 16 -> 8 (lane i: v[i+8] + v[i]) -> 4 -> 2 -> 1. */
+AI float reduce16(v16 a) {
+    float32x4_t e0 = vaddq_f32(a.q[2], a.q[0]), e1 = vaddq_f32(a.q[3], a.q[1]); /* 8 lanes */
+    float32x4_t f = vaddq_f32(e1, e0);                                          /* 4 lanes */
+    float32x2_t g = vadd_f32(vget_high_f32(f), vget_low_f32(f));                /* 2 lanes */
+    return vget_lane_f32(g, 1) + vget_lane_f32(g, 0);
+}
+
+AI v16 v16_zero(void) {
+    v16 z;
+    UNROLL for (int j = 0; j < 4; j++) z.q[j] = vdupq_n_f32(0.0f);
+    return z;
+}
+
+/* acc += w * x for 16 columns, w and x as 4 vectors each. */
+AI v16 v16_fma(const float32x4_t *w, const float32x4_t *x, v16 acc) {
+    UNROLL for (int j = 0; j < 4; j++) acc.q[j] = vfmaq_f32(acc.q[j], w[j], x[j]);
+    return acc;
+}
+
 /* ---- tiles: R rows x T tokens, R and T compile-time constants after inlining ---- */
 
-AI void store_tile(float32x4_t acc[TILE_R][TILE_T], float *y, int ldy, int R, int T) {
+AI void store_tile(v16 acc[MAX_R][TILE_T], float *y, int ldy, int R, int T) {
     UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = vaddvq_f32(acc[r][t]);
+        UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = reduce16(acc[r][t]);
 }
 
 AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const size_t esz = dt == DT_F32 ? 4 : 2;
-    float32x4_t acc[TILE_R][TILE_T];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = vdupq_n_f32(0.0f);
+    v16 acc[MAX_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_zero();
     int c = 0;
-    for (; c + 4 <= cols; c += 4) {
-        float32x4_t xv[TILE_T];
-        UNROLL for (int t = 0; t < T; t++) xv[t] = vld1q_f32(x + (size_t)t * ldx + c);
+    for (; c + 16 <= cols; c += 16) {
+        float32x4_t xv[TILE_T][4];
+        UNROLL for (int t = 0; t < T; t++)
+            UNROLL for (int j = 0; j < 4; j++) xv[t][j] = vld1q_f32(x + (size_t)t * ldx + c + 4 * j);
         UNROLL for (int r = 0; r < R; r++) {
-            float32x4_t wv = dense4(dt, w + r * rb + c * esz);
-            UNROLL for (int t = 0; t < T; t++) acc[r][t] = vfmaq_f32(acc[r][t], wv, xv[t]);
+            float32x4_t wv[4];
+            UNROLL for (int j = 0; j < 4; j++) wv[j] = dense4(dt, w + r * rb + (c + 4 * j) * esz);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_fma(wv, xv[t], acc[r][t]);
         }
     }
-    if (c < cols) { /* the tail, zero-padded: zero lanes add +0, same order as a full vector */
+    if (c < cols) { /* the tail, zero-padded to 16: as avx512.c's masked loads */
         int n = cols - c;
-        float32x4_t xv[TILE_T];
+        float32x4_t xv[TILE_T][4];
         UNROLL for (int t = 0; t < T; t++) {
-            float xb[4] = {0};
+            float xb[16] = {0};
             memcpy(xb, x + (size_t)t * ldx + c, (size_t)n * sizeof(float));
-            xv[t] = vld1q_f32(xb);
+            UNROLL for (int j = 0; j < 4; j++) xv[t][j] = vld1q_f32(xb + 4 * j);
         }
         UNROLL for (int r = 0; r < R; r++) {
-            uint8_t wb[16] = {0};
+            uint8_t wb[64] = {0};
             memcpy(wb, w + r * rb + c * esz, (size_t)n * esz);
-            float32x4_t wv = dense4(dt, wb);
-            UNROLL for (int t = 0; t < T; t++) acc[r][t] = vfmaq_f32(acc[r][t], wv, xv[t]);
+            float32x4_t wv[4];
+            UNROLL for (int j = 0; j < 4; j++) wv[j] = dense4(dt, wb + 4 * j * esz);
+            UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_fma(wv, xv[t], acc[r][t]);
         }
     }
     store_tile(acc, y, ldy, R, T);
 }
 
 /* A block is dequantized once per row tile and used by every token of the
- * tile; the accumulation is then the dense one (4 columns per step, in order),
+ * tile; columns 0..15 then 16..31 go into the accumulator as in dense_tile,
  * so a quantized row gives bit for bit what the F32 kernel gives on its
  * dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
     const int bb = block_bytes(dt);
-    float32x4_t acc[TILE_R][TILE_T];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = vdupq_n_f32(0.0f);
+    v16 acc[MAX_R][TILE_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_zero();
     for (int b = 0; b < cols / 32; b++) {
         const float *xb = x + 32 * (size_t)b;
         const uint8_t *blk0 = w + (size_t)b * bb;
@@ -135,7 +165,11 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
             block32(dt, blk0 + r * rb, q);
             UNROLL for (int t = 0; t < T; t++) {
                 const float *xt = xb + (size_t)t * ldx;
-                UNROLL for (int k = 0; k < 8; k++) acc[r][t] = vfmaq_f32(acc[r][t], q[k], vld1q_f32(xt + 4 * k));
+                UNROLL for (int h = 0; h < 2; h++) {
+                    float32x4_t xv[4];
+                    UNROLL for (int j = 0; j < 4; j++) xv[j] = vld1q_f32(xt + 16 * h + 4 * j);
+                    acc[r][t] = v16_fma(q + 4 * h, xv, acc[r][t]);
+                }
             }
         }
     }
@@ -147,10 +181,10 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 typedef void (*tile_fn)(const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y,
                         int ldy);
 
-/* Tiles used: R x T (prefill), R x 1 (decode, leftover tokens), 1 x T and
- * 1 x 1 (leftover rows). */
+/* Tiles used: GEMV_R x 1 (decode), TILE_R x TILE_T (prefill), TILE_R x 1
+ * (leftover tokens), 1 x TILE_T and 1 x 1 (leftover rows). */
 typedef struct {
-    tile_fn rt, r1, ot, o1;
+    tile_fn gemv, rt, r1, ot, o1;
 } tile_set;
 
 #define TILE(KIND, DT, FN, R, T)                                                              \
@@ -158,64 +192,86 @@ typedef struct {
                    int ldy) {                                                                 \
         KIND##_tile(DT, w, rb, cols, x, ldx, y, ldy, R, T);                                   \
     }
-#define TILES(KIND, DT, NAME, T)             \
-    TILE(KIND, DT, NAME##_rt, TILE_R, T)      \
-    TILE(KIND, DT, NAME##_r1, TILE_R, 1)      \
-    TILE(KIND, DT, NAME##_ot, 1, T)           \
-    TILE(KIND, DT, NAME##_o1, 1, 1)           \
-    static const tile_set NAME##_tiles = {NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
+#define TILES(KIND, DT, NAME)                                                                 \
+    TILE(KIND, DT, NAME##_gemv, GEMV_R, 1)                                                    \
+    TILE(KIND, DT, NAME##_rt, TILE_R, TILE_T)                                                 \
+    TILE(KIND, DT, NAME##_r1, TILE_R, 1)                                                      \
+    TILE(KIND, DT, NAME##_ot, 1, TILE_T)                                                      \
+    TILE(KIND, DT, NAME##_o1, 1, 1)                                                           \
+    static const tile_set NAME##_tiles = {NAME##_gemv, NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
 
-/* Dense: 16 accumulators + 4 activations; quantized: 8 accumulators + 8 dequantized vectors. */
-TILES(dense, DT_F32, f32, 4)
-TILES(dense, DT_F16, f16, 4)
-TILES(dense, DT_BF16, bf16, 4)
-TILES(quant, DT_Q8_0, q8_0, 2)
-TILES(quant, DT_Q4_0, q4_0, 2)
-TILES(quant, DT_Q4_1, q4_1, 2)
+TILES(dense, DT_F32, f32)
+TILES(dense, DT_F16, f16)
+TILES(dense, DT_BF16, bf16)
+TILES(quant, DT_Q8_0, q8_0)
+TILES(quant, DT_Q4_0, q4_0)
+TILES(quant, DT_Q4_1, q4_1)
 
-static void run_rows(tile_fn tt, tile_fn t1, int T, const uint8_t *w, size_t rb, int cols,
-                     const float *x, int ldx, int nt, float *y, int ldy) {
+static void run_rows(tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols, const float *x,
+                     int ldx, int nt, float *y, int ldy) {
     int t = 0;
-    if (nt > 1)
-        for (; t + T <= nt; t += T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
+    for (; t + TILE_T <= nt; t += TILE_T) tt(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
     for (; t < nt; t++) t1(w, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy, ldy);
 }
 
 /* Row tiles outside, token tiles inside: the weights of a row tile stay in L1/L2
  * while every token tile passes over them. */
-static void run_tiles(const tile_set *s, int T, const void *w, size_t rb, int cols, int r0, int r1,
+static void run_tiles(const tile_set *s, const void *w, size_t rb, int cols, int r0, int r1,
                       const float *x, int ldx, int nt, float *y, int ldy) {
     const uint8_t *wb = w;
     int r = r0;
-    for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
-    for (; r < r1; r++) run_rows(s->ot, s->o1, T, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+    if (nt == 1) {
+        for (; r + GEMV_R <= r1; r += GEMV_R) s->gemv(wb + r * rb, rb, cols, x, ldx, y + r, ldy);
+        for (; r < r1; r++) s->o1(wb + r * rb, rb, cols, x, ldx, y + r, ldy);
+        return;
+    }
+    for (; r + TILE_R <= r1; r += TILE_R) run_rows(s->rt, s->r1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
+    for (; r < r1; r++) run_rows(s->ot, s->o1, wb + r * rb, rb, cols, x, ldx, nt, y + r, ldy);
 }
 
-#define MATMUL(NAME, T)                                                                           \
+#define MATMUL(NAME)                                                                              \
     static void matmul_##NAME(const void *w, size_t rb, int cols, int r0, int r1, const float *x, \
                               int ldx, int nt, float *y, int ldy) {                               \
-        run_tiles(&NAME##_tiles, T, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                     \
+        run_tiles(&NAME##_tiles, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                        \
     }
 
-MATMUL(f32, 4)
-MATMUL(f16, 4)
-MATMUL(bf16, 4)
-MATMUL(q8_0, 2)
-MATMUL(q4_0, 2)
-MATMUL(q4_1, 2)
+MATMUL(f32)
+MATMUL(f16)
+MATMUL(bf16)
+MATMUL(q8_0)
+MATMUL(q4_0)
+MATMUL(q4_1)
 
 /* ---- vector helpers ---------------------------------------------------------- */
 
+/* 16 floats at p as 4 vectors. */
+AI void load16(const float *p, float32x4_t v[4]) {
+    UNROLL for (int j = 0; j < 4; j++) v[j] = vld1q_f32(p + 4 * j);
+}
+
+/* avx512.c's order: accumulators for columns 32k..32k+15 and 32k+16..32k+31,
+ * the remainder in 16-column steps into the first, zero-padded; then
+ * reduce16(s0 + s1). */
 static float dot_neon(const float *a, const float *b, int n) {
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
+    v16 s0 = v16_zero(), s1 = v16_zero();
+    float32x4_t va[4], vb[4];
     int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    for (; i + 32 <= n; i += 32) {
+        load16(a + i, va), load16(b + i, vb);
+        s0 = v16_fma(va, vb, s0);
+        load16(a + i + 16, va), load16(b + i + 16, vb);
+        s1 = v16_fma(va, vb, s1);
     }
-    float s = vaddvq_f32(vaddq_f32(s0, s1));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
+    for (; i < n; i += 16) {
+        float ab[16] = {0}, bb[16] = {0};
+        int m = n - i < 16 ? n - i : 16;
+        memcpy(ab, a + i, sizeof(float) * (size_t)m);
+        memcpy(bb, b + i, sizeof(float) * (size_t)m);
+        load16(ab, va), load16(bb, vb);
+        s0 = v16_fma(va, vb, s0);
+    }
+    UNROLL for (int j = 0; j < 4; j++) s0.q[j] = vaddq_f32(s0.q[j], s1.q[j]);
+    return reduce16(s0);
 }
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */

@@ -3,8 +3,8 @@
  *
  * The checks themselves (random data with fixed seeds, sizes that are not
  * multiples of the vector widths or tiles, nt in {1, 2, 3, 5, 17}, the
- * bit-for-bit row-split and decode-vs-prefill rules, the tolerance and its
- * justification) live in tests/kernels_selftest.c, which also runs stand-alone
+ * bit-for-bit row-split, decode-vs-prefill, quantized-vs-dequantized and
+ * cross-ISA rules, the tolerance and its justification) live in tests/kernels_selftest.c, which also runs stand-alone
  * under qemu for NEON; this file includes it so both use the same definitions. */
 #include <criterion/criterion.h>
 
@@ -50,6 +50,27 @@ Test(kernels_scalar, harness_on_reference) {
     char msg[512] = "";
     for (int d = 0; d < ST_COUNT(ST_DTYPES); d++)
         cr_assert_eq(st_check_dtype(kernels_scalar(), ST_DTYPES[d], msg, sizeof msg), 0, "%s", msg);
+}
+
+/* All ISA tables here give the same bits (they share one 16-lane order); with
+ * only one table available this compares it with itself. */
+Test(kernels_cross_isa, same_bits) {
+    const kernels *tables[] = {kernels_avx2(), kernels_avx512(), kernels_neon()};
+    const kernels *first = NULL;
+    char msg[512] = "";
+    for (int i = 0; i < ST_COUNT(tables); i++) {
+        if (!tables[i]) continue;
+        if (!first) first = tables[i];
+        cr_assert_eq(st_check_same_bits(first, tables[i], msg, sizeof msg), 0, "%s", msg);
+    }
+    if (!first) cr_skip_test("no ISA kernel table on this CPU / build");
+}
+
+/* Same inputs, same bits, run after run (catches reads of uninitialised memory). */
+Test(kernels_cross_isa, repeatable) {
+    const kernels *k = kernels_select(NULL);
+    cr_assert_eq(st_table_hash(k), st_table_hash(k));
+    cr_assert_neq(st_table_hash(k), 0);
 }
 
 Test(kernels_dispatch, select_rules) {
