@@ -10,27 +10,28 @@ static int self_mapped(unsigned b)
     return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
 }
 
+/* The 68 remapped bytes are 0x00..0x20, 0x7F..0xA0 and 0xAD, in that order. */
 uint32_t tok_byte_to_cp(unsigned char b)
 {
     if (self_mapped(b))
         return b;
-    unsigned n = 0; /* rank of b among the bytes that are not self-mapped */
-    for (unsigned c = 0; c < b; c++)
-        n += !self_mapped(c);
-    return 256 + n;
+    if (b <= 0x20)
+        return 256u + b;
+    if (b <= 0xA0)
+        return 256u + 33 + (b - 0x7Fu);
+    return 256u + 67; /* 0xAD */
 }
 
 int tok_cp_to_byte(uint32_t cp)
 {
     if (cp < 256)
         return self_mapped(cp) ? (int)cp : -1;
-    if (cp >= 256 + 68)
-        return -1;
-    unsigned n = cp - 256;
-    for (unsigned c = 0; c < 256; c++)
-        if (!self_mapped(c) && n-- == 0)
-            return (int)c;
-    return -1;
+    uint32_t n = cp - 256;
+    if (n < 33)
+        return (int)n;
+    if (n < 67)
+        return (int)(0x7F + n - 33);
+    return n == 67 ? 0xAD : -1;
 }
 
 long tok_bytelevel_decode(const char *text, size_t len, char *out)

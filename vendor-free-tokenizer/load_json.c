@@ -495,15 +495,13 @@ static int load_body(ctx *c, json_t *root, const char *config_json)
     t->ignore_merges = jbool(model, "ignore_merges", 0);
     t->fuse_unk = jbool(model, "fuse_unk", 0);
     const char *unk = jstr(model, "unk_token");
-    if (tok_build_tables(t, c->src, c->err))
+    json_t *merges = json_object_get(model, "merges"), *m;
+    size_t r;
+    if (pairmap_init(&t->merges, json_array_size(merges)) || tok_build_tables(t, c->src, c->err))
         return -1;
     t->unk_id = unk ? strmap_get(&t->bpe_vocab, unk, strlen(unk)) : -1;
     if (unk && t->unk_id < 0)
         t->unk_id = find_token(t, json_object_get(model, "unk_token"));
-    json_t *merges = json_object_get(model, "merges"), *m;
-    size_t r;
-    if (pairmap_init(&t->merges, json_array_size(merges)))
-        return -1;
     json_array_foreach(merges, r, m) if (parse_merge(c, m, r)) return -1;
     if (config_json && apply_config(c, config_json))
         return -1;
