@@ -8,12 +8,12 @@
  *   pre_tokenizer  Split(Regex|String; Isolated|Removed) ByteLevel Digits Metaspace Sequence
  *   decoder        ByteLevel, Metaspace, Sequence of Replace(U+2581 -> ' ') ByteFallback Fuse Strip
  *   post_processor TemplateProcessing (special tokens around $A), ByteLevel, Sequence */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tok_internal.h"
+#include "tok_json.h"
 
 typedef struct {
     tokenizer *t;
@@ -22,16 +22,14 @@ typedef struct {
     int has_bytelevel_pre, has_bytelevel_dec;
 } ctx;
 
-static const char *jstr(json_t *o, const char *k)
+static int64_t jint(const jnode *v) { return J_IS(v, J_NUMBER) ? v->i : 0; }
+static size_t jcount(const jnode *v) { return (J_IS(v, J_ARRAY) || J_IS(v, J_OBJECT)) ? v->n : 0; }
+static jnode *jat(const jnode *v, size_t k)
 {
-    json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int jbool(json_t *o, const char *k, int dflt)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_boolean(v) ? json_is_true(v) : dflt;
+    jnode *x = J_IS(v, J_ARRAY) ? v->child : NULL;
+    while (x && k--)
+        x = x->next;
+    return x;
 }
 
 static int unsupported(ctx *c, const char *what, const char *type)
@@ -61,9 +59,9 @@ static int add_norm(ctx *c, int kind, const char *a, const char *b)
     return 0;
 }
 
-static int parse_normalizer(ctx *c, json_t *n)
+static int parse_normalizer(ctx *c, jnode *n)
 {
-    if (!n || json_is_null(n))
+    if (!n || J_IS(n, J_NULL))
         return 0;
     const char *type = jstr(n, "type");
     static const struct {
@@ -76,9 +74,9 @@ static int parse_normalizer(ctx *c, json_t *n)
         if (!strcmp(type, forms[i].name))
             return add_norm(c, forms[i].kind, NULL, NULL);
     if (!strcmp(type, "Sequence")) {
-        json_t *arr = json_object_get(n, "normalizers"), *x;
+        jnode *arr = jget(n, "normalizers"), *x;
         size_t i;
-        json_array_foreach(arr, i, x) if (parse_normalizer(c, x)) return -1;
+        JFOREACH(arr, i, x) if (parse_normalizer(c, x)) return -1;
         return 0;
     }
     if (!strcmp(type, "Prepend")) {
@@ -86,7 +84,7 @@ static int parse_normalizer(ctx *c, json_t *n)
         return p ? add_norm(c, NORM_PREPEND, p, NULL) : unsupported(c, "normalizer Prepend without", "prepend");
     }
     if (!strcmp(type, "Replace")) {
-        const char *pat = jstr(json_object_get(n, "pattern"), "String"), *content = jstr(n, "content");
+        const char *pat = jstr(jget(n, "pattern"), "String"), *content = jstr(n, "content");
         if (!pat || !*pat || !content)
             return unsupported(c, "normalizer Replace pattern (only a non-empty String is)", "Regex");
         return add_norm(c, NORM_REPLACE, pat, content);
@@ -110,7 +108,7 @@ static tok_pre *new_pre(ctx *c, int kind)
 }
 
 /* A literal String pattern as a regex: \Q...\E (no \E inside our patterns). */
-static int compile_split(ctx *c, tok_pre *p, json_t *pattern)
+static int compile_split(ctx *c, tok_pre *p, jnode *pattern)
 {
     const char *re = jstr(pattern, "Regex"), *lit = jstr(pattern, "String");
     if (re)
@@ -129,17 +127,17 @@ static int compile_split(ctx *c, tok_pre *p, json_t *pattern)
     return rc;
 }
 
-static int parse_pre(ctx *c, json_t *n)
+static int parse_pre(ctx *c, jnode *n)
 {
-    if (!n || json_is_null(n))
+    if (!n || J_IS(n, J_NULL))
         return 0;
     const char *type = jstr(n, "type");
     if (!type)
         return unsupported(c, "pre_tokenizer", NULL);
     if (!strcmp(type, "Sequence")) {
-        json_t *arr = json_object_get(n, "pretokenizers"), *x;
+        jnode *arr = jget(n, "pretokenizers"), *x;
         size_t i;
-        json_array_foreach(arr, i, x) if (parse_pre(c, x)) return -1;
+        JFOREACH(arr, i, x) if (parse_pre(c, x)) return -1;
         return 0;
     }
     if (!strcmp(type, "Split")) {
@@ -155,7 +153,7 @@ static int parse_pre(ctx *c, json_t *n)
             p->behavior = SPLIT_REMOVED;
         else
             return unsupported(c, "pre_tokenizer Split behavior", beh);
-        return compile_split(c, p, json_object_get(n, "pattern"));
+        return compile_split(c, p, jget(n, "pattern"));
     }
     if (!strcmp(type, "ByteLevel")) {
         tok_pre *p = new_pre(c, PRE_BYTELEVEL);
@@ -192,17 +190,17 @@ static int parse_pre(ctx *c, json_t *n)
 
 /* ---- decoders ---- */
 
-static int parse_decoder(ctx *c, json_t *n)
+static int parse_decoder(ctx *c, jnode *n)
 {
-    if (!n || json_is_null(n))
+    if (!n || J_IS(n, J_NULL))
         return 0;
     const char *type = jstr(n, "type");
     if (!type)
         return unsupported(c, "decoder", NULL);
     if (!strcmp(type, "Sequence")) {
-        json_t *arr = json_object_get(n, "decoders"), *x;
+        jnode *arr = jget(n, "decoders"), *x;
         size_t i;
-        json_array_foreach(arr, i, x) if (parse_decoder(c, x)) return -1;
+        JFOREACH(arr, i, x) if (parse_decoder(c, x)) return -1;
         return 0;
     }
     if (!strcmp(type, "ByteLevel")) {
@@ -216,15 +214,15 @@ static int parse_decoder(ctx *c, json_t *n)
     if (!strcmp(type, "Fuse"))
         return 0;
     if (!strcmp(type, "Replace")) {
-        const char *pat = jstr(json_object_get(n, "pattern"), "String"), *content = jstr(n, "content");
+        const char *pat = jstr(jget(n, "pattern"), "String"), *content = jstr(n, "content");
         if (pat && content && !strcmp(pat, "\xE2\x96\x81") && !strcmp(content, " "))
             return 0; /* applied by the piece table */
         return unsupported(c, "decoder Replace (only U+2581 -> ' ' is)", pat);
     }
     if (!strcmp(type, "Strip")) {
         const char *content = jstr(n, "content");
-        json_int_t start = json_integer_value(json_object_get(n, "start"));
-        json_int_t stop = json_integer_value(json_object_get(n, "stop"));
+        int64_t start = jint(jget(n, "start"));
+        int64_t stop = jint(jget(n, "stop"));
         if (content && !strcmp(content, " ") && start == 1 && stop == 0) {
             c->t->dec_strip_lead_space = 1;
             return 0;
@@ -244,38 +242,38 @@ static int parse_decoder(ctx *c, json_t *n)
 
 /* ---- post-processor: BOS / EOS around the sequence ---- */
 
-static int32_t special_id(json_t *special_tokens, const char *name)
+static int32_t special_id(jnode *special_tokens, const char *name)
 {
-    json_t *ids = json_object_get(json_object_get(special_tokens, name), "ids");
-    if (json_array_size(ids) != 1)
+    jnode *ids = jget(jget(special_tokens, name), "ids");
+    if (jcount(ids) != 1)
         return -1;
-    return (int32_t)json_integer_value(json_array_get(ids, 0));
+    return (int32_t)jint(jat(ids, 0));
 }
 
-static int parse_post(ctx *c, json_t *n)
+static int parse_post(ctx *c, jnode *n)
 {
-    if (!n || json_is_null(n))
+    if (!n || J_IS(n, J_NULL))
         return 0;
     const char *type = jstr(n, "type");
     if (!type)
         return unsupported(c, "post_processor", NULL);
     if (!strcmp(type, "Sequence")) {
-        json_t *arr = json_object_get(n, "processors"), *x;
+        jnode *arr = jget(n, "processors"), *x;
         size_t i;
-        json_array_foreach(arr, i, x) if (parse_post(c, x)) return -1;
+        JFOREACH(arr, i, x) if (parse_post(c, x)) return -1;
         return 0;
     }
     if (!strcmp(type, "ByteLevel"))
         return 0; /* offsets only */
     if (strcmp(type, "TemplateProcessing"))
         return unsupported(c, "post_processor", type);
-    json_t *single = json_object_get(n, "single"), *item, *st = json_object_get(n, "special_tokens");
+    jnode *single = jget(n, "single"), *item, *st = jget(n, "special_tokens");
     size_t i;
     int seen_seq = 0;
-    json_array_foreach(single, i, item)
+    JFOREACH(single, i, item)
     {
-        json_t *sp = json_object_get(item, "SpecialToken");
-        if (json_object_get(item, "Sequence")) {
+        jnode *sp = jget(item, "SpecialToken");
+        if (jget(item, "Sequence")) {
             seen_seq = 1;
             continue;
         }
@@ -299,12 +297,12 @@ static int parse_post(ctx *c, json_t *n)
 
 /* ---- model ---- */
 
-static int parse_merge(ctx *c, json_t *m, size_t r)
+static int parse_merge(ctx *c, jnode *m, size_t r)
 {
     const char *a, *b;
     size_t alen, blen;
-    if (json_is_string(m)) {
-        const char *s = json_string_value(m), *sp = strchr(s, ' ');
+    if (J_IS(m, J_STRING)) {
+        const char *s = (m)->s, *sp = strchr(s, ' ');
         if (!sp || sp == s) {
             tok_errf(c->err, "%s: model.merges[%zu] is not \"left right\"", c->src, r);
             return -1;
@@ -313,12 +311,12 @@ static int parse_merge(ctx *c, json_t *m, size_t r)
         alen = (size_t)(sp - s);
         b = sp + 1;
         blen = strlen(b);
-    } else if (json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
-               json_is_string(json_array_get(m, 1))) {
-        a = json_string_value(json_array_get(m, 0));
-        b = json_string_value(json_array_get(m, 1));
-        alen = json_string_length(json_array_get(m, 0));
-        blen = json_string_length(json_array_get(m, 1));
+    } else if (jcount(m) == 2 && J_IS(jat(m, 0), J_STRING) &&
+               J_IS(jat(m, 1), J_STRING)) {
+        a = (jat(m, 0))->s;
+        b = (jat(m, 1))->s;
+        alen = (jat(m, 0))->len;
+        blen = (jat(m, 1))->len;
     } else {
         tok_errf(c->err, "%s: model.merges[%zu] is neither a string nor a pair of strings", c->src, r);
         return -1;
@@ -326,7 +324,7 @@ static int parse_merge(ctx *c, json_t *m, size_t r)
     return tok_add_merge(c->t, a, alen, b, blen, (int32_t)r, c->src, c->err);
 }
 
-static int check_model(ctx *c, json_t *model)
+static int check_model(ctx *c, jnode *model)
 {
     const char *type = jstr(model, "type");
     if (type && strcmp(type, "BPE"))
@@ -334,10 +332,10 @@ static int check_model(ctx *c, json_t *model)
     const char *p = jstr(model, "continuing_subword_prefix"), *s = jstr(model, "end_of_word_suffix");
     if ((p && *p) || (s && *s))
         return unsupported(c, "BPE continuing_subword_prefix / end_of_word_suffix", p && *p ? p : s);
-    json_t *d = json_object_get(model, "dropout");
-    if (d && !json_is_null(d) && json_number_value(d) != 0.0)
+    jnode *d = jget(model, "dropout");
+    if (d && !J_IS(d, J_NULL) && (d)->num != 0.0)
         return unsupported(c, "BPE dropout", "non-zero");
-    if (!json_is_object(json_object_get(model, "vocab")) || !json_is_array(json_object_get(model, "merges"))) {
+    if (!J_IS(jget(model, "vocab"), J_OBJECT) || !J_IS(jget(model, "merges"), J_ARRAY)) {
         tok_errf(c->err, "%s: model.vocab (object) and model.merges (array) are required", c->src);
         return -1;
     }
@@ -345,53 +343,56 @@ static int check_model(ctx *c, json_t *model)
 }
 
 /* Vocabulary texts by id, model vocab and added tokens together. */
-static int build_vocab(ctx *c, json_t *vocab, json_t *added)
+#define MAX_VOCAB (1 << 24)
+
+static int valid_id(const jnode *v)
+{
+    return J_IS(v, J_NUMBER) && v->is_int && v->i >= 0 && v->i < MAX_VOCAB;
+}
+
+static int build_vocab(ctx *c, jnode *vocab, jnode *added)
 {
     size_t n = 0, i;
-    const char *k;
-    json_t *v, *a;
-    json_object_foreach(vocab, k, v) if ((size_t)json_integer_value(v) + 1 > n) n = (size_t)json_integer_value(v) + 1;
-    json_array_foreach(added, i, a)
+    jnode *v, *a;
+    JFOREACH(vocab, i, v)
     {
-        json_int_t id = json_integer_value(json_object_get(a, "id"));
-        if ((size_t)id + 1 > n)
-            n = (size_t)id + 1;
+        if (!valid_id(v)) {
+            tok_errf(c->err, "%s: model.vocab[\"%s\"] is not an id in 0..%d", c->src, v->key, MAX_VOCAB - 1);
+            return -1;
+        }
+        if ((size_t)v->i + 1 > n)
+            n = (size_t)v->i + 1;
+    }
+    JFOREACH(added, i, a)
+    {
+        if (!valid_id(jget(a, "id")) || !J_IS(jget(a, "content"), J_STRING)) {
+            tok_errf(c->err, "%s: added_tokens[%zu] needs an id in 0..%d and a content string", c->src, i,
+                     MAX_VOCAB - 1);
+            return -1;
+        }
+        if ((size_t)jget(a, "id")->i + 1 > n)
+            n = (size_t)jget(a, "id")->i + 1;
     }
     tok_str *texts = calloc(n ? n : 1, sizeof *texts);
     if (!texts)
         return -1;
-    json_object_foreach(vocab, k, v)
+    JFOREACH(vocab, i, v) texts[v->i] = (tok_str){v->key, v->klen};
+    JFOREACH(added, i, a)
     {
-        json_int_t id = json_integer_value(v);
-        if (id < 0 || !json_is_integer(v)) {
-            free(texts);
-            tok_errf(c->err, "%s: model.vocab[\"%s\"] is not a non-negative integer", c->src, k);
-            return -1;
-        }
-        texts[id] = (tok_str){k, strlen(k)};
-    }
-    json_array_foreach(added, i, a)
-    {
-        json_int_t id = json_integer_value(json_object_get(a, "id"));
-        const char *content = jstr(a, "content");
-        if (!content || id < 0) {
-            free(texts);
-            tok_errf(c->err, "%s: added_tokens[%zu] needs id and content", c->src, i);
-            return -1;
-        }
-        texts[id] = (tok_str){content, strlen(content)};
+        jnode *content = jget(a, "content");
+        texts[jget(a, "id")->i] = (tok_str){content->s, content->len};
     }
     int rc = tok_set_vocab(c->t, n, texts, c->src, c->err);
     free(texts);
     if (rc)
         return -1;
-    json_object_foreach(vocab, k, v) c->t->flags[json_integer_value(v)] |= TOKF_MODEL;
-    json_array_foreach(added, i, a)
+    JFOREACH(vocab, i, v) c->t->flags[v->i] |= TOKF_MODEL;
+    JFOREACH(added, i, a)
     {
-        int32_t id = (int32_t)json_integer_value(json_object_get(a, "id"));
-        const char *content = jstr(a, "content");
+        int32_t id = (int32_t)jget(a, "id")->i;
+        jnode *content = jget(a, "content");
         c->t->flags[id] |= TOKF_ADDED;
-        if (tok_add_added(c->t, content, strlen(content), id, jbool(a, "special", 0), jbool(a, "lstrip", 0),
+        if (tok_add_added(c->t, content->s, content->len, id, jbool(a, "special", 0), jbool(a, "lstrip", 0),
                           jbool(a, "rstrip", 0), jbool(a, "single_word", 0), c->src, c->err))
             return -1;
     }
@@ -399,9 +400,9 @@ static int build_vocab(ctx *c, json_t *vocab, json_t *added)
     return 0;
 }
 
-static int32_t find_token(const tokenizer *t, json_t *v)
+static int32_t find_token(const tokenizer *t, jnode *v)
 {
-    const char *s = json_is_string(v) ? json_string_value(v) : jstr(v, "content");
+    const char *s = J_IS(v, J_STRING) ? (v)->s : jstr(v, "content");
     if (!s)
         return -1;
     size_t n = strlen(s);
@@ -416,33 +417,31 @@ static int32_t find_token(const tokenizer *t, json_t *v)
 
 static int apply_config(ctx *c, const char *path)
 {
-    json_error_t je;
-    json_t *cfg = json_load_file(path, JSON_DECODE_INT_AS_REAL, &je); /* model_max_length can exceed int64 */
-    if (!cfg) {
-        tok_errf(c->err, "%s:%d: %s", path, je.line, je.text);
+    jdoc *doc = jdoc_load(path, c->err);
+    if (!doc)
         return -1;
-    }
+    jnode *cfg = jdoc_root(doc);
     tokenizer *t = c->t;
     int32_t id;
-    if ((id = find_token(t, json_object_get(cfg, "bos_token"))) >= 0)
+    if ((id = find_token(t, jget(cfg, "bos_token"))) >= 0)
         t->bos_id = id;
-    if ((id = find_token(t, json_object_get(cfg, "eos_token"))) >= 0)
+    if ((id = find_token(t, jget(cfg, "eos_token"))) >= 0)
         t->eos_id = id;
-    json_t *ab = json_object_get(cfg, "add_bos_token"), *ae = json_object_get(cfg, "add_eos_token");
-    if (json_is_boolean(ab))
-        t->add_bos = json_is_true(ab);
-    if (json_is_boolean(ae))
-        t->add_eos = json_is_true(ae);
-    json_t *ct = json_object_get(cfg, "chat_template");
-    const char *tmpl = json_is_string(ct) ? json_string_value(ct) : NULL;
+    jnode *ab = jget(cfg, "add_bos_token"), *ae = jget(cfg, "add_eos_token");
+    if (J_IS(ab, J_BOOL))
+        t->add_bos = ((ab)->i != 0);
+    if (J_IS(ae, J_BOOL))
+        t->add_eos = ((ae)->i != 0);
+    jnode *ct = jget(cfg, "chat_template");
+    const char *tmpl = J_IS(ct, J_STRING) ? (ct)->s : NULL;
     size_t i;
-    json_t *x;
-    if (json_is_array(ct)) /* named templates: take "default" */
-        json_array_foreach(ct, i, x) if (jstr(x, "name") && !strcmp(jstr(x, "name"), "default")) tmpl = jstr(x, "template");
+    jnode *x;
+    if (J_IS(ct, J_ARRAY)) /* named templates: take "default" */
+        JFOREACH(ct, i, x) if (jstr(x, "name") && !strcmp(jstr(x, "name"), "default")) tmpl = jstr(x, "template");
     int rc = 0;
     if (tmpl && !(t->chat_template = strdup(tmpl)))
         rc = -1;
-    json_decref(cfg);
+    jdoc_free(doc);
     return rc;
 }
 
@@ -475,15 +474,15 @@ static int load_jinja_template(ctx *c, const char *beside)
     return 0;
 }
 
-static int load_body(ctx *c, json_t *root, const char *config_json)
+static int load_body(ctx *c, jnode *root, const char *config_json)
 {
     tokenizer *t = c->t;
-    json_t *model = json_object_get(root, "model");
-    if (check_model(c, model) || build_vocab(c, json_object_get(model, "vocab"), json_object_get(root, "added_tokens")))
+    jnode *model = jget(root, "model");
+    if (check_model(c, model) || build_vocab(c, jget(model, "vocab"), jget(root, "added_tokens")))
         return -1;
-    if (parse_normalizer(c, json_object_get(root, "normalizer")) ||
-        parse_pre(c, json_object_get(root, "pre_tokenizer")) || parse_decoder(c, json_object_get(root, "decoder")) ||
-        parse_post(c, json_object_get(root, "post_processor")))
+    if (parse_normalizer(c, jget(root, "normalizer")) ||
+        parse_pre(c, jget(root, "pre_tokenizer")) || parse_decoder(c, jget(root, "decoder")) ||
+        parse_post(c, jget(root, "post_processor")))
         return -1;
     if (c->has_bytelevel_pre != c->has_bytelevel_dec) {
         tok_errf(c->err, "%s: ByteLevel %s without ByteLevel %s is not supported", c->src,
@@ -495,14 +494,14 @@ static int load_body(ctx *c, json_t *root, const char *config_json)
     t->ignore_merges = jbool(model, "ignore_merges", 0);
     t->fuse_unk = jbool(model, "fuse_unk", 0);
     const char *unk = jstr(model, "unk_token");
-    json_t *merges = json_object_get(model, "merges"), *m;
+    jnode *merges = jget(model, "merges"), *m;
     size_t r;
-    if (pairmap_init(&t->merges, json_array_size(merges)) || tok_build_tables(t, c->src, c->err))
+    if (pairmap_init(&t->merges, jcount(merges)) || tok_build_tables(t, c->src, c->err))
         return -1;
     t->unk_id = unk ? strmap_get(&t->bpe_vocab, unk, strlen(unk)) : -1;
     if (unk && t->unk_id < 0)
-        t->unk_id = find_token(t, json_object_get(model, "unk_token"));
-    json_array_foreach(merges, r, m) if (parse_merge(c, m, r)) return -1;
+        t->unk_id = find_token(t, jget(model, "unk_token"));
+    JFOREACH(merges, r, m) if (parse_merge(c, m, r)) return -1;
     if (config_json && apply_config(c, config_json))
         return -1;
     return t->chat_template ? 0 : load_jinja_template(c, config_json ? config_json : c->src);
@@ -511,12 +510,10 @@ static int load_body(ctx *c, json_t *root, const char *config_json)
 int tok_load_json(const char *tokenizer_json, const char *config_json, tokenizer **out, char *err)
 {
     *out = NULL;
-    json_error_t je;
-    json_t *root = json_load_file(tokenizer_json, 0, &je);
-    if (!root) {
-        tok_errf(err, "%s:%d: %s", tokenizer_json, je.line, je.text);
+    jdoc *doc = jdoc_load(tokenizer_json, err);
+    if (!doc)
         return -1;
-    }
+    jnode *root = jdoc_root(doc);
     tokenizer *t = calloc(1, sizeof *t);
     ctx c = {t, tokenizer_json, err, 0, 0};
     int rc = t ? 0 : -1;
@@ -526,7 +523,7 @@ int tok_load_json(const char *tokenizer_json, const char *config_json, tokenizer
             err[0] = 0;
         rc = load_body(&c, root, config_json);
     }
-    json_decref(root);
+    jdoc_free(doc);
     if (rc) {
         if (err && !err[0])
             tok_errf(err, "%s: out of memory", tokenizer_json);

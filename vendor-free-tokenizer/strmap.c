@@ -12,7 +12,9 @@ static uint64_t hash_bytes(const char *s, size_t n)
         h ^= (unsigned char)s[i];
         h *= 1099511628211ull;
     }
-    return h ^ (h >> 29);
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull; /* mix so both halves (slot index, stored hash) are usable */
+    return h ^ (h >> 32);
 }
 
 static size_t cap_for(size_t expected)
@@ -48,14 +50,17 @@ int strmap_put(strmap *m, const char *key, size_t len, int32_t id)
 {
     if ((m->n + 1) * 2 > m->cap && strmap_grow(m))
         return -1;
-    size_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
+    uint64_t h = hash_bytes(key, len);
+    size_t mask = m->cap - 1, i = h & mask;
     while (m->slots[i].key) {
-        if (m->slots[i].len == len && !memcmp(m->slots[i].key, key, len))
+        strmap_slot *s = &m->slots[i];
+        if (s->hash == (uint32_t)(h >> 32) && s->len == len && !memcmp(s->key, key, len))
             return 0;
         i = (i + 1) & mask;
     }
     m->slots[i].key = key;
     m->slots[i].len = (uint32_t)len;
+    m->slots[i].hash = (uint32_t)(h >> 32);
     m->slots[i].id = id;
     m->n++;
     return 0;
@@ -65,10 +70,12 @@ int32_t strmap_get(const strmap *m, const char *key, size_t len)
 {
     if (!m->slots)
         return -1;
-    size_t mask = m->cap - 1, i = hash_bytes(key, len) & mask;
+    uint64_t h = hash_bytes(key, len);
+    size_t mask = m->cap - 1, i = h & mask;
     while (m->slots[i].key) {
-        if (m->slots[i].len == len && !memcmp(m->slots[i].key, key, len))
-            return m->slots[i].id;
+        const strmap_slot *s = &m->slots[i];
+        if (s->hash == (uint32_t)(h >> 32) && s->len == len && !memcmp(s->key, key, len))
+            return s->id;
         i = (i + 1) & mask;
     }
     return -1;

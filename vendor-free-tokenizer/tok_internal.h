@@ -59,6 +59,7 @@ size_t tok_utf8_put(uint32_t cp, char *out);
 typedef struct {
     const char *key;   /* NULL: empty slot */
     uint32_t len;
+    uint32_t hash;     /* low bits of the key's hash: most probes end here without touching key */
     int32_t id;
 } strmap_slot;
 typedef struct {
