@@ -38,7 +38,7 @@ SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
-        lib install fuzz fuzz-replay bench-models peer
+        lib install fuzz fuzz-replay bench-models peer bench-tokenizer
 
 all: llmgen  ## build ./llmgen
 
@@ -261,6 +261,10 @@ $(BENCH_BIN)/peer_run: tests/bench/peer_run.c $(PEER_DIR)/BUILD-INFO
 bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak  ## llmgen vs llama.cpp: one table + .cache/bench/results.json (BENCH_QUICK=1, BENCH_MODELS=a,b)
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
 	$(PYTHON) tests/bench/bench.py
+	$(MAKE) --no-print-directory bench-tokenizer
+
+bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
+	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py
 
 clean:  ## remove build output
 	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so
