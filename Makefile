@@ -259,9 +259,8 @@ $(BENCH_BIN)/peer_run: tests/bench/peer_run.c $(PEER_DIR)/BUILD-INFO
 	$(CXX) -o $@ $@.o $(PEER_LIBS) -fopenmp -lpthread -lm
 
 bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak  ## llmgen vs llama.cpp: one table + .cache/bench/results.json (BENCH_QUICK=1, BENCH_MODELS=a,b)
-	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
-	$(PYTHON) tests/bench/bench.py
-	$(MAKE) --no-print-directory bench-tokenizer
+	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run $(BUILD)/tok_driver
+	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
 	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py
