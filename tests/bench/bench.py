@@ -9,6 +9,8 @@ Environment:
   BENCH_REPS=N         measured rounds per model and thread count (default 5; at least 5 for the record)
   BENCH_THREADS=1,2    thread counts (default 1,2)
   BENCH_NO_DROP=1      do not drop the page cache before the time-to-first-token runs
+  BENCH_NO_TOKENIZER=1 skip the tokenizer benchmark hook (tests/bench/bench_tokenizer.py)
+  BENCH_PP, BENCH_TG   prompt sizes / decode steps (default 128,512 / 128): to test the harness only
 
 What one run does, per model and thread count:
   - a warm-up round (short prompt, few steps, both engines; results discarded);
@@ -49,8 +51,9 @@ OUT_DIR = os.path.join(CACHE, "bench")
 BENCH_BIN = os.path.join("build", "bench")
 PEER_BIN = os.path.join(CACHE, "peer", "build", "bin")
 PEER_INFO = os.path.join(CACHE, "peer", "BUILD-INFO")
-PP_SIZES = (128, 512)
-TG = 128
+# Prompt sizes and decode steps; BENCH_PP / BENCH_TG change them only to test the harness itself.
+PP_SIZES = tuple(int(x) for x in os.environ.get("BENCH_PP", "128,512").split(","))
+TG = int(os.environ.get("BENCH_TG", "128"))
 TTFT_PROMPT = 16
 TIMEOUT = 3600  # seconds for one benchmark process; a hung engine must not hang `make bench`
 
@@ -222,11 +225,11 @@ def model_costs(path):
     per_token = total if tied else total - emb_bytes
     lin = layers * (hidden * heads * head_dim + 2 * hidden * kv * head_dim + heads * head_dim * hidden
                     + 3 * hidden * inter)
-    n = 512
+    n = max(PP_SIZES)
     attn_ops = 2 * 2 * layers * heads * head_dim * (n + 1) / 2  # QK^T and PV, causal mean per token
     ops = 2 * lin + attn_ops + 2 * vocab * hidden / n          # lm_head for the last position only
     return {"file_bytes": total, "bytes_per_token": per_token, "linear_params": lin,
-            "lm_head_params": vocab * hidden, "tied": tied, "ops_per_token_pp512": ops}
+            "lm_head_params": vocab * hidden, "tied": tied, "ops_per_prompt_token": ops}
 
 
 # ---- machine probes ------------------------------------------------------------------------------
@@ -344,11 +347,11 @@ def mlx4_hook(key_path):
 def tokenizer_hook(results):
     """---- TOKENIZER BENCHMARK HOOK ----
     When tests/bench/bench_tokenizer.py exists (the tokenizer's own benchmark: encode MB/s against HF
-    tokenizers, load time of the largest vocabulary), run it here with
-        PY tests/bench/bench_tokenizer.py --json-out .cache/bench/results-tokenizer.json
+    tokenizers, load time of the largest vocabulary; owned by the tokenizer), run it here with
+        PY tests/bench/bench_tokenizer.py --json .cache/bench/results-tokenizer.json
     where PY is $BENCH_TOKENIZER_PYTHON, else .cache/venv-bench/bin/python, else this interpreter.
-    Its stdout is passed through (its own table); the JSON it writes, if any, is merged into
-    results.json under "tokenizer"."""
+    Its stdout (its own table) is passed through; the JSON it writes is merged into results.json
+    under "tokenizer". It needs build/tok_driver, which `make bench` builds first."""
     script = os.path.join("tests", "bench", "bench_tokenizer.py")
     if not os.path.exists(script):
         results["tokenizer"] = {"skipped": "tests/bench/bench_tokenizer.py not present"}
@@ -361,7 +364,8 @@ def tokenizer_hook(results):
     if os.path.exists(out_json):
         os.unlink(out_json)
     log("tokenizer benchmark: %s %s" % (py, script))
-    rc = subprocess.call([py, script, "--json-out", out_json])
+    sys.stdout.flush()
+    rc = subprocess.call([py, script, "--json", out_json])
     entry = {"exit_status": rc}
     if os.path.exists(out_json):
         with open(out_json) as f:
@@ -371,10 +375,9 @@ def tokenizer_hook(results):
 
 # ---- statistics and the table --------------------------------------------------------------------
 
-METRICS = [  # key, label, unit, higher is better
-    ("pp128", "prefill 128", "t/s", True),
-    ("pp512", "prefill 512", "t/s", True),
-    ("tg128", "decode 128", "t/s", True),
+PP_KEY, TG_KEY = "pp%d" % max(PP_SIZES), "tg%d" % TG  # the figures the bounds are about
+METRICS = [("pp%d" % n, "prefill %d" % n, "t/s", True) for n in PP_SIZES] + [  # key, label, unit, higher better
+    (TG_KEY, "decode %d" % TG, "t/s", True),
     ("ttft_s", "TTFT 16 (cold)", "s", False),
     ("load_s", "load", "s", False),
     ("maxrss_mb", "peak RSS", "MB", False),
@@ -412,13 +415,12 @@ def print_table(results):
                 ratio = a / b if a and b else None
                 rows.append((m["key"], t, "%s (%s)" % (label, unit), fmt(a, unit), fmt(b, unit),
                              "%.2f" % ratio if ratio else "-"))
-            f, c = r["bounds"], r["bounds"]
-            rows.append((m["key"], t, "decode floor (t/s)", "%.1f" % f["decode_floor_tps"],
-                         "%.0f%% of floor" % (100 * f["llmgen_decode_share"]) if f.get("llmgen_decode_share") else "-",
-                         ("%.0f%% llama" % (100 * f["llama_decode_share"])) if f.get("llama_decode_share") else "-"))
-            rows.append((m["key"], t, "prefill ceiling (t/s)", "%.1f" % c["prefill_ceiling_tps"],
-                         "%.0f%% of peak" % (100 * c["llmgen_prefill_share"]) if c.get("llmgen_prefill_share") else "-",
-                         ("%.0f%% llama" % (100 * c["llama_prefill_share"])) if c.get("llama_prefill_share") else "-"))
+            b = r["bounds"]
+            pct = lambda k: "%.0f%%" % (100 * b[k]) if b.get(k) else "-"  # noqa: E731
+            rows.append((m["key"], t, "share of decode floor (%.1f t/s)" % b["decode_floor_tps"],
+                         pct("llmgen_decode_share"), pct("llama_decode_share"), ""))
+            rows.append((m["key"], t, "share of prefill ceiling (%.1f t/s)" % b["prefill_ceiling_tps"],
+                         pct("llmgen_prefill_share"), pct("llama_prefill_share"), ""))
     widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
     line = "  ".join("%-*s" % (widths[i], hdr[i]) for i in range(len(hdr)))
     print(line)
@@ -437,9 +439,9 @@ def print_table(results):
           % (p["int8peak"]["isa"], p["int8_gops"]["1"], p["int8_gops"]["2"]))
     for m in results["models"]:
         c = m["costs"]
-        print("%-18s %8.1f MB streamed per decoded token, %.2f G ops per prompt token (512-token prefill), "
-              "file %.1f MB" % (m["key"], c["bytes_per_token"] / 1e6, c["ops_per_token_pp512"] / 1e9,
-                                c["file_bytes"] / 1e6))
+        print("%-18s %8.1f MB streamed per decoded token, %.2f G ops per prompt token (%d-token prefill), "
+              "file %.1f MB" % (m["key"], c["bytes_per_token"] / 1e6, c["ops_per_prompt_token"] / 1e9,
+                                max(PP_SIZES), c["file_bytes"] / 1e6))
     print("ratios are llmgen / llama.cpp (> 1 is better for t/s, < 1 is better for s and MB); "
           "TTFT page cache dropped: %s" % ("yes" if results["settings"]["ttft_page_cache_dropped"] else "no"))
 
@@ -470,25 +472,25 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
             a_rounds.append(a)
             b_rounds.append(b)
             errs = [x["error"] for x in (a, b) if "error" in x]
-            log("%s t=%d round %d/%d: llmgen pp512 %s tg %s | llama.cpp pp512 %s tg %s%s"
-                % (key, t, r + 1, reps, fmt(a.get("pp512"), ""), fmt(a.get("tg128"), ""),
-                   fmt(b.get("pp512"), ""), fmt(b.get("tg128"), ""), ("  ERRORS: " + "; ".join(errs)) if errs else ""))
+            log("%s t=%d round %d/%d: llmgen %s %s %s | llama.cpp %s %s%s"
+                % (key, t, r + 1, reps, PP_KEY, fmt(a.get(PP_KEY), ""), fmt(a.get(TG_KEY), ""),
+                   fmt(b.get(PP_KEY), ""), fmt(b.get(TG_KEY), ""), ("  ERRORS: " + "; ".join(errs)) if errs else ""))
         A, B = medians(a_rounds), medians(b_rounds)
         bw = results["probes"]["bandwidth_gbs"][str(t)] * 1e9
         peak = results["probes"]["int8_gops"][str(t)] * 1e9
         floor = bw / costs["bytes_per_token"]
-        ceiling = peak / costs["ops_per_token_pp512"]
+        ceiling = peak / costs["ops_per_prompt_token"]
         med = lambda d, k: d.get(k, {}).get("median")  # noqa: E731
         bounds = {"bandwidth_gbs": bw / 1e9, "decode_floor_tps": floor, "int8_gops": peak / 1e9,
                   "prefill_ceiling_tps": ceiling}
-        if med(A, "tg128"):
-            bounds["llmgen_decode_share"] = med(A, "tg128") / floor
-        if med(B, "tg128"):
-            bounds["llama_decode_share"] = med(B, "tg128") / floor
-        if med(A, "pp512"):
-            bounds["llmgen_prefill_share"] = med(A, "pp512") / ceiling
-        if med(B, "pp512"):
-            bounds["llama_prefill_share"] = med(B, "pp512") / ceiling
+        if med(A, TG_KEY):
+            bounds["llmgen_decode_share"] = med(A, TG_KEY) / floor
+        if med(B, TG_KEY):
+            bounds["llama_decode_share"] = med(B, TG_KEY) / floor
+        if med(A, PP_KEY):
+            bounds["llmgen_prefill_share"] = med(A, PP_KEY) / ceiling
+        if med(B, PP_KEY):
+            bounds["llama_prefill_share"] = med(B, PP_KEY) / ceiling
         ratios = {k: med(A, k) / med(B, k) for k in A if med(B, k)}
         entry["threads"][str(t)] = {
             "llmgen": A, "llama.cpp": B, "ratio": ratios, "bounds": bounds,
@@ -563,7 +565,7 @@ def main():
             bw = results["probes"]["bandwidth_gbs"][t] * 1e9
             peak = results["probes"]["int8_gops"][t] * 1e9
             scale_f = (bw / m["costs"]["bytes_per_token"]) / b["decode_floor_tps"]
-            scale_c = (peak / m["costs"]["ops_per_token_pp512"]) / b["prefill_ceiling_tps"]
+            scale_c = (peak / m["costs"]["ops_per_prompt_token"]) / b["prefill_ceiling_tps"]
             b["bandwidth_gbs"], b["int8_gops"] = bw / 1e9, peak / 1e9
             b["decode_floor_tps"] *= scale_f
             b["prefill_ceiling_tps"] *= scale_c
@@ -574,15 +576,17 @@ def main():
                 if k in b:
                     b[k] /= scale_c
 
-    tokenizer_hook(results)
     results["wall_seconds"] = time.time() - t_start
-    with open(os.path.join(OUT_DIR, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
     print()
     print_table(results)
     if results["skipped"]:
         print("skipped: " + "; ".join("%s (%s)" % kv for kv in results["skipped"].items()))
-    print("results: %s (%.0f s)" % (os.path.join(OUT_DIR, "results.json"), results["wall_seconds"]))
+    print()
+    if os.environ.get("BENCH_NO_TOKENIZER") != "1":
+        tokenizer_hook(results)
+    with open(os.path.join(OUT_DIR, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print("results: %s (%.0f s)" % (os.path.join(OUT_DIR, "results.json"), time.time() - t_start))
     failed = [e for m in results["models"] for r in m["threads"].values() for e in r["errors"]
               if e.startswith(("llmgen", "./llmgen"))]
     if failed:
