@@ -15,8 +15,8 @@
  *    row_bytes larger than the data are honoured; nothing is aligned;
  *  - for the ISA tables (not scalar.c, which scales block sums), a quantized
  *    matmul equals bit for bit the same table's F32 matmul on the weights
- *    dequantized the way gguf-py does it: the native path then reproduces the
- *    f32 path (which is what HF transformers runs on a GGUF) up to nothing;
+ *    dequantized the way gguf-py does it: the native quantized path then gives
+ *    exactly what the f32 path (HF transformers' view of a GGUF) gives;
  *  - every ISA table gives the same bits as every other (avx2 = avx512 here;
  *    `make neon-test` compares the NEON run's hash with the native one), so
  *    llmgen's output does not depend on which ISA the machine has. */
@@ -122,7 +122,8 @@ static void st_dequant_row(dtype dt, const uint8_t *row, int cols, float *out) {
  * sum by at most gamma(n + k) * sum|term| with gamma(m) = m*u/(1 - m*u), u = 2^-24
  * (Higham, Accuracy and Stability, 3.1); k <= 8 covers the product, block-scale,
  * horizontal-sum and x-sum roundings. The ISA kernel and the reference may err in
- * opposite directions, hence 2 * (n + 8) * u * sum|term|, plus a tiny absolute
+ * opposite directions, hence 2 * (n + 8) * u * sum|term| (gamma's 1/(1 - m*u) is
+ * below 1.0001 for these n, and absorbed by the slack in k), plus a tiny absolute
  * term for underflow. The bound is rigorous (no flaky failure on other data) yet
  * far below what a real bug leaves: dropping one term of a 1000-long row is an
  * error of ~1e-3 * sum|term|, the tolerance there is ~1.2e-4 * sum|term|. */
