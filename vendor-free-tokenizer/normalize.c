@@ -6,6 +6,7 @@
 #include <utf8proc.h>
 
 #include "tok_internal.h"
+#include "unicode_delta.h"
 
 size_t tok_utf8_get(const char *s, uint32_t *cp)
 {
@@ -46,6 +47,41 @@ void tok_norm_free(tok_norm *n)
     free(n->b);
 }
 
+/* Code points the reference's (older) normalization data leaves alone while
+ * utf8proc's newer data would decompose, reorder or compose them
+ * (unicode_delta.h). The text around each is normalized on its own. */
+static const uint32_t BARRIERS[][2] = {TOK_NORM_BARRIERS};
+
+static int is_barrier(uint32_t cp)
+{
+    size_t lo = 0, hi = sizeof BARRIERS / sizeof *BARRIERS;
+    if (cp < BARRIERS[0][0])
+        return 0;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cp < BARRIERS[mid][0])
+            hi = mid;
+        else if (cp > BARRIERS[mid][1])
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+static int map_piece(utf8proc_option_t opt, const char *s, size_t n, tok_buf *out)
+{
+    if (!n)
+        return 0;
+    utf8proc_uint8_t *res = NULL;
+    utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &res, opt);
+    if (m < 0)
+        return -1;
+    int rc = tok_buf_put(out, res, (size_t)m);
+    free(res);
+    return rc;
+}
+
 static int unicode_form(int kind, const char *s, size_t n, tok_buf *out)
 {
     utf8proc_option_t opt = UTF8PROC_STABLE;
@@ -57,14 +93,21 @@ static int unicode_form(int kind, const char *s, size_t n, tok_buf *out)
         opt |= UTF8PROC_DECOMPOSE;
     else
         opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
-    utf8proc_uint8_t *res = NULL;
-    utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &res, opt);
-    if (m < 0)
-        return -1;
     out->len = 0;
-    int rc = tok_buf_put(out, res, (size_t)m);
-    free(res);
-    return rc;
+    size_t start = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t L = tok_utf8_get(s + i, &cp);
+        if (cp >= 0x7FD && is_barrier(cp)) {
+            if (map_piece(opt, s + start, i - start, out) || tok_buf_put(out, s + i, L))
+                return -1;
+            start = i + L;
+        }
+        i += L;
+    }
+    if (map_piece(opt, s + start, n - start, out))
+        return -1;
+    return tok_buf_put(out, "", 0);
 }
 
 static int replace_all(const tok_norm *nm, const char *s, size_t n, tok_buf *out)

@@ -7,4 +7,16 @@
 #define TOK_DELTA_L "\\x{1c89}-\\x{1c8a}\\x{a7cb}-\\x{a7cd}\\x{a7da}-\\x{a7dc}\\x{105c0}-\\x{105f3}\\x{10d4a}-\\x{10d65}\\x{10d6f}-\\x{10d85}\\x{10ec2}-\\x{10ec4}\\x{1123f}-\\x{11240}\\x{11380}-\\x{11389}\\x{1138b}\\x{1138e}\\x{11390}-\\x{113b5}\\x{113b7}\\x{113d1}\\x{113d3}\\x{11bc0}-\\x{11be0}\\x{11f02}\\x{11f04}-\\x{11f10}\\x{11f12}-\\x{11f33}\\x{1342f}\\x{13441}-\\x{13446}\\x{13460}-\\x{143fa}\\x{16100}-\\x{1611d}\\x{16d40}-\\x{16d6c}\\x{18cff}\\x{1b132}\\x{1b155}\\x{1df25}-\\x{1df2a}\\x{1e030}-\\x{1e06d}\\x{1e4d0}-\\x{1e4eb}\\x{1e5d0}-\\x{1e5ed}\\x{1e5f0}\\x{2b739}\\x{2ebf0}-\\x{2ee5d}\\x{31350}-\\x{323af}"
 #define TOK_DELTA_N "\\x{10d40}-\\x{10d49}\\x{116d0}-\\x{116e3}\\x{11bf0}-\\x{11bf9}\\x{11f50}-\\x{11f59}\\x{16130}-\\x{16139}\\x{16d70}-\\x{16d79}\\x{1ccf0}-\\x{1ccf9}\\x{1d2c0}-\\x{1d2d3}\\x{1e4f0}-\\x{1e4f9}\\x{1e5f1}-\\x{1e5fa}"
 
+/* (first, last) code point ranges, sorted: normalization barriers. */
+#define TOK_NORM_BARRIERS \
+    {0x7fd, 0x7fd}, {0x898, 0x89f}, {0x8ca, 0x8d3}, {0x9fe, 0x9fe}, {0xc3c, 0xc3c}, {0xd3b, 0xd3c}, \
+    {0xeba, 0xeba}, {0x1715, 0x1715}, {0x1abf, 0x1ace}, {0x1df6, 0x1dfa}, {0x32ff, 0x32ff}, {0xa7f2, 0xa7f4}, \
+    {0xa82c, 0xa82c}, {0xab69, 0xab69}, {0x10781, 0x10785}, {0x10787, 0x107b0}, {0x107b2, 0x107ba}, {0x10d24, 0x10d27}, \
+    {0x10eab, 0x10eac}, {0x10efd, 0x10eff}, {0x10f46, 0x10f50}, {0x10f82, 0x10f85}, {0x11070, 0x11070}, {0x1133b, 0x1133b}, \
+    {0x1145e, 0x1145e}, {0x11839, 0x1183a}, {0x11938, 0x11938}, {0x1193d, 0x1193e}, {0x11943, 0x11943}, {0x119e0, 0x119e0}, \
+    {0x11a34, 0x11a34}, {0x11a47, 0x11a47}, {0x11a99, 0x11a99}, {0x11d42, 0x11d42}, {0x11d44, 0x11d45}, {0x11d97, 0x11d97}, \
+    {0x11f41, 0x11f42}, {0x16ff0, 0x16ff1}, {0x1e030, 0x1e06d}, {0x1e08f, 0x1e08f}, {0x1e130, 0x1e136}, {0x1e2ae, 0x1e2ae}, \
+    {0x1e2ec, 0x1e2ef}, {0x1e4ec, 0x1e4ef}, {0x1f16c, 0x1f16c}, {0x1fbf0, 0x1fbf9}, \
+
+
 #endif

@@ -37,6 +37,8 @@ SEED = 20261122
 TOKENIZERS = {
     "smollm2": ("smollm2/tokenizer.json.gz", "smollm2/tokenizer_config.json"),
     "llama3.2": ("llama3.2/tokenizer.json.gz", "llama3.2/tokenizer_config.json"),
+    "qwen2": ("qwen2/tokenizer.json.gz", "qwen2/tokenizer_config.json"),
+    "mistral-v1": ("mistral-v1/tokenizer.json.gz", "mistral-v1/tokenizer_config.json"),
 }
 
 WORDS = ("the of and to in is was for on that with as by at from it his her an be this which or are had "
@@ -87,6 +89,30 @@ def rand_cp(r):
             return chr(cp)
 
 
+_MARKS = None
+
+
+def marks():
+    """Combining marks of every class (Python's unicodedata), computed once."""
+    global _MARKS
+    if _MARKS is None:
+        import unicodedata
+        _MARKS = [chr(c) for c in range(0x300, 0x20000)
+                  if not 0xd800 <= c <= 0xdfff and unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")]
+    return _MARKS
+
+
+def norm_stress(r):
+    """Bases, marks in random order, Hangul jamo, compatibility characters."""
+    bases = ["a", "e", "o", "A", "u", "n", "c", "α", "а", "ᄀ", "ᅡ", "ᆨ", "가",
+             "क", "ا", "א", "あ", "か", "゙", "ﬁ", "①", "㎒", "Ａ",
+             "ẛ", "Å", "Ω", "क़", " ", "ﷺ", "𝐀", "½", "i"]
+    out = ""
+    for _ in range(r.randint(1, 12)):
+        out += r.choice(bases) if r.random() < 0.5 else r.choice(marks())
+    return out
+
+
 def prose(r, n):
     out = []
     for i in range(n):
@@ -133,6 +159,7 @@ def make_corpus(specials, seed=SEED, scale=1):
     add("odd-unicode", 1500, lambda: mix(r, ODD + WORDS[:10], r.randint(1, 10)))
     add("random-utf8", 3000, lambda: "".join(rand_cp(r) for _ in range(r.randint(1, 40))))
     add("long", 100, lambda: "\n\n".join(prose(r, 200) for _ in range(r.randint(2, 6))))
+    add("normalization", 1500, lambda: norm_stress(r))
     add("mixed", 1500, lambda: mix(r, WORDS + CODE + EMOJI + CJK + COMBINING + RTL + ODD + DIGITS + SPACES,
                                    r.randint(2, 20)))
     cats.append("")

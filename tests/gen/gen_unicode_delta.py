@@ -1,10 +1,19 @@
 #!/usr/bin/env python3
-"""Writes vendor-free-tokenizer/unicode_delta.h: the code points that the
-reference's regex engine (Oniguruma inside HF `tokenizers`, pinned in
+"""Writes vendor-free-tokenizer/unicode_delta.h.
+
+1. The code points that the reference's regex engine (Oniguruma inside HF `tokenizers`, pinned in
 requirements-tok.txt) puts in \\p{L} / \\p{N} but the system PCRE2 does not,
 because PCRE2's Unicode tables are older (PCRE2 10.42 knows Unicode 14; the
 reference knows Unicode 16: e.g. Egyptian Hieroglyphs Extended-A, U+13460..).
 The tokenizer adds these ranges to \\p{L} / \\p{N} when it compiles a pattern.
+
+2. The code points that the reference's normalizers (the unicode-normalization
+crate inside `tokenizers`, Unicode 13 data) treat as plain starters (no
+decomposition, combining class 0, no composition) but the system utf8proc
+(2.8: Unicode 15) does not: e.g. U+1AC1..U+1ACE got combining classes in
+Unicode 14. The normalizer treats them as barriers: the text around each is
+normalized separately and the code point kept as it is, which is exactly what
+an unassigned code point gets.
 
 Usage: gen_unicode_delta.py   (with the Python of a venv holding `tokenizers`;
 PCRE2 is called through ctypes from the system's libpcre2-8)
@@ -62,6 +71,56 @@ def pcre2_set(prop):
     return out
 
 
+def utf8proc_fn(name):
+    lib = ctypes.CDLL(ctypes.util.find_library("utf8proc") or "libutf8proc.so.2")
+    f = getattr(lib, name)
+    f.restype = ctypes.c_void_p
+    f.argtypes = [ctypes.c_char_p]
+    libc = ctypes.CDLL(None)
+    libc.free.argtypes = [ctypes.c_void_p]
+
+    def call(s):
+        p = f(s.encode("utf-8") + b"\0")
+        out = ctypes.string_at(p).decode("utf-8")
+        libc.free(p)
+        return out
+    return call
+
+
+def normalization_barriers():
+    """Code points on which HF and utf8proc disagree in a probe of their
+    decomposition, combining class or composition."""
+    from tokenizers import normalizers
+    hf = {"NFD": normalizers.NFD(), "NFC": normalizers.NFC(), "NFKD": normalizers.NFKD(), "NFKC": normalizers.NFKC()}
+    up = {k: utf8proc_fn("utf8proc_" + k) for k in hf}
+    probes = []  # (code point, form, text)
+    for c in all_scalars():
+        if c == 0:
+            continue
+        ch = chr(c)
+        for form in ("NFD", "NFKD"):
+            probes.append((c, form, ch))
+        probes.append((c, "NFD", "\u0345" + ch))   # reordered iff 0 < ccc < 240
+        probes.append((c, "NFD", ch + "\u0334"))   # reordered iff ccc > 1
+        probes.append((c, "NFC", "a" + ch))         # composes with a preceding letter
+        probes.append((c, "NFC", ch + "\u0301"))   # composes with a following mark
+    bad = set()
+    sep = "\x00"  # code point 0 is never probed
+    for form in hf:
+        ps = [p for p in probes if p[1] == form]
+        for i in range(0, len(ps), 20000):
+            chunk = ps[i:i + 20000]
+            joined = sep.join(p[2] for p in chunk)
+            got_hf = hf[form].normalize_str(joined).split(sep)
+            assert len(got_hf) == len(chunk)
+            for p, h in zip(chunk, got_hf):
+                if p[0] in bad:
+                    continue
+                if h != up[form](p[2]):
+                    bad.add(p[0])
+    return bad
+
+
 def ranges(cps):
     out = []
     for c in sorted(cps):
@@ -88,6 +147,15 @@ def main():
         extra, missing = o - p, p - o
         print("%s: reference %d, PCRE2 %d, added %d, PCRE2-only %d" % (prop, len(o), len(p), len(extra), len(missing)))
         lines.append("#define %s \"%s\"" % (name, as_class(ranges(extra))))
+    bar = normalization_barriers()
+    print("normalization barriers: %d code points" % len(bar))
+    rs = ranges(bar)
+    lines.append("")
+    lines.append("/* (first, last) code point ranges, sorted: normalization barriers. */")
+    lines.append("#define TOK_NORM_BARRIERS \\")
+    for i in range(0, len(rs), 6):
+        lines.append("    " + " ".join("{0x%x, 0x%x}," % (a, b) for a, b in rs[i:i + 6]) + " \\")
+    lines.append("")
     lines += ["", "#endif", ""]
     with open(OUT, "w") as f:
         f.write("\n".join(lines))

