@@ -146,7 +146,7 @@ neon-test: $(BUILD)/kernels_selftest  ## cross-build the kernel self-test for aa
 	  if [ "$$a" = "$$b" ]; then echo "neon results = native results ($$a)"; \
 	  else echo "neon result hash $$a differs from native $$b"; exit 1; fi
 
-regress: llmgen model fixtures  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
 
 test: deps  ## install, build, run every test
@@ -165,20 +165,22 @@ $(BUILD)/pic/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
 libllmgen.a: $(PIC_OBJ)
 	rm -f $@ && ar rcs $@ $^
 libllmgen.so: $(PIC_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libllmgen.so.0 -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -o $@ $^ $(LDLIBS)
 lib: libllmgen.a libllmgen.so  ## build libllmgen.a and libllmgen.so
 
 # A separate C program that links the library and drives prefill / decode / sample by hand.
 $(BUILD)/lib_client: tests/lib_client.c libllmgen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< libllmgen.a $(LDLIBS)
+$(BUILD)/lib_client_so: tests/lib_client.c libllmgen.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -L. -l:libllmgen.so -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)
 
 PREFIX ?= /usr/local
 install: llmgen lib  ## install binary, library, header and man page under $(DESTDIR)$(PREFIX)
 	install -D -m 755 llmgen $(DESTDIR)$(PREFIX)/bin/llmgen
 	install -D -m 644 libllmgen.a $(DESTDIR)$(PREFIX)/lib/libllmgen.a
-	install -D -m 755 libllmgen.so $(DESTDIR)$(PREFIX)/lib/libllmgen.so.0
-	ln -sf libllmgen.so.0 $(DESTDIR)$(PREFIX)/lib/libllmgen.so
+	install -D -m 755 libllmgen.so $(DESTDIR)$(PREFIX)/lib/libllmgen.so
 	install -D -m 644 src/llmgen.h $(DESTDIR)$(PREFIX)/include/llmgen.h
 	install -D -m 644 man/llmgen.1 $(DESTDIR)$(PREFIX)/share/man/man1/llmgen.1
 

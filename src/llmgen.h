@@ -156,7 +156,8 @@ int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
 /* Append n >= 1 ids at the current position and compute the logits of the last
  * one. *logits: vocab_size floats, owned by the session. Status: LLMGEN_E_CONTEXT
  * if pos + n exceeds the context (nothing is run), LLMGEN_E_USAGE for an id
- * outside the vocabulary or n < 1, LLMGEN_E_BUSY (see Threads above). Prompts
+ * outside the vocabulary or n < 1, LLMGEN_E_BUSY (see Threads above),
+ * LLMGEN_E_FORMAT if the logits are not finite (NaN / Inf weights). Prompts
  * longer than the session's chunk run as several chunks; the result is the same. */
 llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const float **logits,
                              char *err, size_t errlen);

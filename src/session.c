@@ -5,6 +5,7 @@
  * llmgen_model wraps the internal model with the one piece of mutable state the
  * API needs: a busy flag, because the model's worker pool serves one forward
  * pass at a time and sessions of the same model share it. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,20 @@ static void run_chunks(llmgen_session *s, const int32_t *ids, int n) {
     }
 }
 
+/* NaN or Inf weights show up as non-finite logits; a scan of the logits (vocab
+ * floats, microseconds) is far cheaper than a scan of every weight at load. */
+static llmgen_status check_logits(const llmgen_session *s, char *err, size_t errlen) {
+    const model *m = s->owner->m;
+    for (int i = 0; i < m->cfg.vocab_size; i++)
+        if (!isfinite(s->st.logits[i])) {
+            if (err && errlen)
+                snprintf(err, errlen, "%s: logit %d at position %d is %g: the weights contain NaN or Inf values",
+                         m->path, i, s->pos - 1, (double)s->st.logits[i]);
+            return LLMGEN_E_FORMAT;
+        }
+    return LLMGEN_OK;
+}
+
 llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const float **logits, char *err,
                              size_t errlen) {
     if (n <= 0 || !ids) return fail(LLMGEN_E_USAGE, err, errlen, "empty prompt: prefill needs at least one token");
@@ -262,7 +277,7 @@ llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const
     run_chunks(s, ids, n);
     release(s);
     *logits = s->st.logits;
-    return LLMGEN_OK;
+    return check_logits(s, err, errlen);
 }
 
 llmgen_status llmgen_decode_step(llmgen_session *s, int32_t id, const float **logits, char *err, size_t errlen) {
@@ -271,5 +286,5 @@ llmgen_status llmgen_decode_step(llmgen_session *s, int32_t id, const float **lo
     run_chunks(s, &id, 1);
     release(s);
     *logits = s->st.logits;
-    return LLMGEN_OK;
+    return check_logits(s, err, errlen);
 }

@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""The command line and the library as users meet them (issue 6). Standard library only.
+
+Checks, on the default model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf):
+  - build/lib_client (links libllmgen.a) and build/lib_client_so (libllmgen.so), which drive
+    prefill / decode step / sample by hand, print the same ids as `llmgen --ids --ignore-eos`
+    for reference prompts (and pass their own session / misuse self-checks);
+  - --json and --batch print JSON that parses and carries the same ids as --ids;
+  - same seed and options give byte-identical output across runs and across -t 1 / -t 2;
+  - -f FILE, stdin and -p give the same ids; --echo, --stop, --stats behave as documented;
+  - `llmgen ... | head -c 20` prints no error, Ctrl-C ends with status 130 and no error;
+  - the bad-input table: each row prints exactly one stderr line naming the file or option,
+    and exits with the documented code (malformed model files are tests/cli/check_bad_files.py's);
+  - the man page renders with groff without warnings and documents every option of --help;
+  - `make install PREFIX=...` installs binary, libraries, header and man page.
+Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
+CACHE = os.environ.get("LLMGEN_CACHE", os.path.join(REPO, ".cache"))
+MODEL = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+TINY = os.path.join(REPO, "tests", "fixtures", "tiny-mha-f32")
+EXIT = {"ok": 0, "usage": 1, "model": 2, "io": 3, "context": 4, "interrupt": 130}
+N = 12  # tokens per generation: enough to compare, small enough to keep this check fast
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL  " + msg, flush=True)
+
+
+def ok(msg):
+    print("ok    " + msg, flush=True)
+
+
+def run(args, stdin=b"", timeout=120, **kw):
+    p = subprocess.run([LLMGEN] + args, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout, cwd=REPO, **kw)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def ids_of(out):
+    s = out.decode().strip()
+    return [int(x) for x in s.split(",")] if s else []
+
+
+def expect_clean(name, rc, err, want_rc=0):
+    if rc != want_rc or err.strip():
+        fail("%s: exit %d (want %d), stderr %r" % (name, rc, want_rc, err[:300]))
+        return False
+    return True
+
+
+# ---- library client vs CLI ---------------------------------------------------------------------
+
+def check_lib_client(cases):
+    for exe in ["lib_client", "lib_client_so"]:
+        path = os.path.join(REPO, "build", exe)
+        if not os.access(path, os.X_OK):
+            fail("build/%s is not built (make build/%s)" % (exe, exe))
+            continue
+        for c in cases:
+            ids = ",".join(map(str, c["prompt_ids"]))
+            p = subprocess.run([path, MODEL, str(N), ids], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=REPO, timeout=300)
+            rc, out, err = run(["-m", MODEL, "--prompt-ids", ids, "-n", str(N), "--ignore-eos", "--ids"])
+            lib = ids_of(p.stdout)
+            if p.returncode != 0:
+                fail("%s %s: exit %d: %s" % (exe, c["name"], p.returncode, p.stderr.decode()[-500:]))
+            elif not expect_clean("cli " + c["name"], rc, err):
+                pass
+            elif lib != ids_of(out):
+                fail("%s %s: library ids %s != CLI ids %s" % (exe, c["name"], lib, ids_of(out)))
+            elif lib != c["ids"][:N]:
+                fail("%s %s: ids %s != HF reference %s" % (exe, c["name"], lib, c["ids"][:N]))
+            else:
+                ok("%s == CLI == HF on %s (%d ids)" % (exe, c["name"], N))
+
+
+# ---- --json, --batch, determinism, input sources --------------------------------------------------
+
+def check_json_batch(cases):
+    text = "The three primary colors are"
+    rc, out, err = run(["-m", MODEL, "-p", text, "-n", str(N), "--ids"])
+    want = ids_of(out)
+    rc2, js, err2 = run(["-m", MODEL, "-p", text, "-n", str(N), "--json"])
+    try:
+        j = json.loads(js.decode())
+    except ValueError as e:
+        fail("--json output does not parse: %s: %r" % (e, js[:200]))
+        return
+    rc3, txt, err3 = run(["-m", MODEL, "-p", text, "-n", str(N)])
+    if expect_clean("--ids", rc, err) and expect_clean("--json", rc2, err2) and expect_clean("text", rc3, err3):
+        if j.get("ids") != want:
+            fail("--json ids %s != --ids %s" % (j.get("ids"), want))
+        elif not j.get("prompt_ids") or j.get("text") + "\n" != txt.decode():
+            fail("--json text %r != plain output %r" % (j.get("text"), txt.decode()))
+        elif not all(k in j["timings"] for k in ("load_s", "prefill_s", "prompt_tokens_per_s",
+                                                 "generation_tokens_per_s", "first_token_s")):
+            fail("--json timings incomplete: %s" % j["timings"])
+        else:
+            ok("--json parses; ids == --ids, text == plain output")
+    # batch: one text request, one ids request per reference case, one bad line, a blank line
+    lines = [json.dumps({"id": "text", "prompt": text, "max_tokens": N}), ""]
+    for c in cases:
+        lines.append(json.dumps({"id": c["name"], "prompt_ids": c["prompt_ids"], "max_tokens": N,
+                                 "ignore_eos": True}))
+    lines.append('{"id": "bad", "prompt": 3}')
+    lines.append(json.dumps({"id": "sampled", "prompt": text, "max_tokens": N, "temp": 0.9, "seed": 5}))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "req.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        rc, out, err = run(["-m", MODEL, "--batch", path])
+        rcs, outs, errs = run(["-m", MODEL, "--batch", "-"], stdin=open(path, "rb").read())
+    if out != outs or rc != rcs:
+        fail("--batch FILE and --batch - (stdin) differ")
+    try:
+        res = [json.loads(l) for l in out.decode().splitlines()]
+    except ValueError as e:
+        fail("--batch output does not parse: %s" % e)
+        return
+    byid = {r.get("id"): r for r in res}
+    problems = []
+    if rc != EXIT["usage"]:
+        problems.append("exit %d, want %d (first failed request)" % (rc, EXIT["usage"]))
+    if len(res) != len(cases) + 3:
+        problems.append("%d result lines for %d requests" % (len(res), len(cases) + 3))
+    if byid.get("text", {}).get("ids") != want:
+        problems.append("text request ids %s != --ids %s" % (byid.get("text", {}).get("ids"), want))
+    for c in cases:
+        got = byid.get(c["name"], {}).get("ids")
+        if got != c["ids"][:N]:
+            problems.append("%s: ids %s != reference %s" % (c["name"], got, c["ids"][:N]))
+    bad = byid.get("bad", {})
+    if bad.get("exit") != EXIT["usage"] or "prompt" not in bad.get("error", "") or bad.get("line") != len(lines) - 1:
+        problems.append("bad line reported as %s" % bad)
+    rc4, out4, err4 = run(["-m", MODEL, "-p", text, "-n", str(N), "--temp", "0.9", "--seed", "5", "--ids"])
+    if byid.get("sampled", {}).get("ids") != ids_of(out4):
+        problems.append("sampled request ids %s != CLI %s" % (byid.get("sampled", {}).get("ids"), ids_of(out4)))
+    if problems:
+        fail("--batch: " + "; ".join(problems))
+    else:
+        ok("--batch (file and stdin) parses; ids == --ids and the references; bad line reported, exit 1")
+
+
+def check_determinism():
+    args = ["-m", MODEL, "-p", "Once upon a time", "-n", "24", "--temp", "0.8", "--top-k", "40", "--top-p",
+            "0.95", "--min-p", "0.02", "--repeat-penalty", "1.1", "--seed", "1234"]
+    outs = [run(args + ["-t", t]) for t in ("1", "2", "2")]
+    if any(o[0] != 0 or o[2] for o in outs):
+        fail("sampled runs: %s" % [(o[0], o[2][:200]) for o in outs])
+    elif not (outs[0][1] == outs[1][1] == outs[2][1]):
+        fail("same seed, different output: %r" % [o[1] for o in outs])
+    else:
+        other = run(args[:-1] + ["99"])[1]
+        if other == outs[0][1]:
+            fail("seed 1234 and seed 99 gave the same 24 sampled tokens")
+        else:
+            ok("same seed: byte-identical output across runs and -t 1 / -t 2 (%d bytes); another seed differs"
+               % len(outs[0][1]))
+
+
+def check_sources():
+    text = "Water boils at"
+    base = run(["-m", MODEL, "-p", text, "-n", "8", "--ids"])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "prompt.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        viaf = run(["-m", MODEL, "-f", path, "-n", "8", "--ids"])
+    vias = run(["-m", MODEL, "-n", "8", "--ids"], stdin=text.encode())
+    viad = run(["-m", MODEL, "-p", "-", "-n", "8", "--ids"], stdin=text.encode())
+    if not all(r == base for r in (viaf, vias, viad)) or base[0] != 0:
+        fail("-p / -f / stdin / -p - differ: %s" % [base, viaf, vias, viad])
+    else:
+        ok("-p TEXT, -f FILE, stdin and -p - give the same ids")
+    rc, out, err = run(["-m", MODEL, "-p", text, "-n", "8", "--echo"])
+    plain = run(["-m", MODEL, "-p", text, "-n", "8"])[1]
+    if rc or err or out != text.encode() + plain:
+        fail("--echo: %r vs prompt + %r" % (out, plain))
+    else:
+        ok("--echo prints the prompt then the same completion")
+    rc, out, err = run(["-m", MODEL, "-p", text, "-n", "8", "--ids", "--echo"])
+    p_ids = json.loads(run(["-m", MODEL, "-p", text, "-n", "1", "--json"])[1])["prompt_ids"]
+    if ids_of(out) != p_ids + ids_of(base[1]):
+        fail("--ids --echo: %s != prompt ids %s + %s" % (ids_of(out), p_ids, ids_of(base[1])))
+    else:
+        ok("--ids --echo prints prompt ids then generated ids")
+
+
+def check_stop_stats():
+    args = ["-m", MODEL, "-p", "Count: 1, 2, 3,", "-n", "24", "--ignore-eos"]
+    full = run(args)[1].decode()
+    rc, out, err = run(args + ["--stop", "7", "--stop", "never-there", "--json"])
+    j = json.loads(out)
+    if rc or err or "7" not in full:
+        fail("--stop setup: rc %d err %r full %r" % (rc, err, full))
+    elif j["stop_reason"] != "stop" or j["text"] != full[:full.index("7")]:
+        fail("--stop 7: text %r, stop_reason %s; full text %r" % (j["text"], j["stop_reason"], full))
+    else:
+        rc2, out2, err2 = run(args + ["--stop", "7"])
+        if out2.decode() != j["text"] + "\n":
+            fail("--stop streamed %r != json text %r" % (out2, j["text"]))
+        else:
+            ok("--stop: text ends before the stop string (streamed and --json agree)")
+    rc, out, err = run(["-m", MODEL, "-p", "Hi", "-n", "4", "--stats"])
+    lines = err.strip().split("\n")
+    if rc or len(lines) != 1 or not all(k in lines[0] for k in ("load", "tokens/s", "first token", "peak RSS")):
+        fail("--stats: rc %d, stderr %r" % (rc, err))
+    else:
+        ok("--stats: one stderr line: %s" % lines[0][8:])
+
+
+# ---- pipes and signals ---------------------------------------------------------------------------
+
+def check_pipe_and_sigint():
+    with tempfile.TemporaryDirectory() as tmp:
+        errf, rcf = os.path.join(tmp, "err"), os.path.join(tmp, "rc")
+        cmd = "'%s' -m '%s' -p 'Tell me a long story.' -n 200 --ignore-eos 2>'%s'; echo $? >'%s'" % (
+            LLMGEN, MODEL, errf, rcf)
+        p = subprocess.run(["sh", "-c", "(%s) | head -c 20" % cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           cwd=REPO, timeout=300)
+        err = open(errf).read()
+        rc = int(open(rcf).read())
+        if len(p.stdout) != 20 or err or p.stderr or rc != 0:
+            fail("| head -c 20: %d bytes, llmgen exit %d, stderr %r %r" % (len(p.stdout), rc, err, p.stderr))
+        else:
+            ok("llmgen | head -c 20: 20 bytes, exit 0, nothing on stderr")
+    p = subprocess.Popen([LLMGEN, "-m", MODEL, "-p", "Tell me a long story.", "-n", "2000", "--ignore-eos"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    first = p.stdout.read(1)  # wait for generation to start
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("Ctrl-C: llmgen did not stop within 60 s")
+        return
+    if p.returncode != EXIT["interrupt"] or err or not first or not out.endswith(b"\n"):
+        fail("Ctrl-C: exit %d (want 130), stderr %r, output %r" % (p.returncode, err, (first + out)[-80:]))
+    else:
+        ok("Ctrl-C: stops after the current token, output ends with a newline, exit 130, no error")
+
+
+# ---- bad input table ----------------------------------------------------------------------------
+
+def nan_model(tmp):
+    """A copy of the tiny f32 fixture whose first f32 tensor starts with NaN."""
+    d = os.path.join(tmp, "nan-model")
+    shutil.copytree(TINY, d)
+    path = os.path.join(d, "model.safetensors")
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        hdr = json.loads(f.read(n))
+        name = sorted(k for k, v in hdr.items() if k != "__metadata__" and v["dtype"] == "F32")[0]
+        begin = hdr[name]["data_offsets"][0]
+        f.seek(8 + n + begin)
+        f.write(struct.pack("<f", float("nan")) * 4)
+    return d
+
+
+def check_bad_inputs():
+    tmp = tempfile.mkdtemp()
+    try:
+        empty_dir = os.path.join(tmp, "empty-dir")
+        os.mkdir(empty_dir)
+        bad_utf8 = b"caf\xc3 au lait"
+        long_prompt = "word " * 50
+        unwritable = os.path.join(tmp, "no-such-dir", "logits.bin")
+        rows = [
+            # (name, args, stdin, exit, text the stderr line must contain)
+            ("missing model file", ["-m", os.path.join(tmp, "missing.gguf"), "-p", "x"], b"", "io", "missing.gguf"),
+            ("directory without config.json", ["-m", empty_dir, "-p", "x"], b"", "model", "config.json"),
+            ("NaN weights", ["-m", nan_model(tmp), "--prompt-ids", "1,2,3", "-n", "2", "--ids"], b"", "model",
+             "NaN"),
+            ("prompt longer than the context", ["-m", MODEL, "-p", long_prompt, "-c", "16"], b"", "context",
+             "context size 16"),
+            ("generation past the context", ["-m", MODEL, "-p", "Hi", "-c", "6", "-n", "20", "--ignore-eos"], b"",
+             "context", "out of context"),
+            ("empty prompt", ["-m", MODEL, "-p", ""], b"", "usage", "empty prompt"),
+            ("empty stdin", ["-m", MODEL], b"", "usage", "stdin: empty prompt"),
+            ("invalid UTF-8 on stdin", ["-m", MODEL], bad_utf8, "usage", "stdin: invalid UTF-8 at byte 3"),
+            ("-n 0", ["-m", MODEL, "-p", "x", "-n", "0"], b"", "usage", "--max-tokens"),
+            ("-n absurd", ["-m", MODEL, "-p", "x", "-n", "99999999999"], b"", "usage", "--max-tokens"),
+            ("-t 0", ["-m", MODEL, "-p", "x", "-t", "0"], b"", "usage", "--threads"),
+            ("-t absurd", ["-m", MODEL, "-p", "x", "-t", "100000"], b"", "usage", "--threads"),
+            ("-c negative", ["-m", MODEL, "-p", "x", "-c", "-5"], b"", "usage", "--ctx-size"),
+            ("-c above the model", ["-m", MODEL, "-p", "x", "-c", "100000"], b"", "usage", "--ctx-size"),
+            ("--temp negative", ["-m", MODEL, "-p", "x", "--temp", "-1"], b"", "usage", "--temp"),
+            ("--temp nan", ["-m", MODEL, "-p", "x", "--temp", "nan"], b"", "usage", "--temp"),
+            ("--top-p above 1", ["-m", MODEL, "-p", "x", "--top-p", "1.5"], b"", "usage", "--top-p"),
+            ("--top-k not a number", ["-m", MODEL, "-p", "x", "--top-k", "ten"], b"", "usage", "--top-k"),
+            ("--seed negative", ["-m", MODEL, "-p", "x", "--seed", "-1"], b"", "usage", "--seed"),
+            ("--repeat-penalty 0", ["-m", MODEL, "-p", "x", "--repeat-penalty", "0"], b"", "usage",
+             "--repeat-penalty"),
+            ("--prompt-ids garbage", ["-m", MODEL, "--prompt-ids", "1,x"], b"", "usage", "--prompt-ids"),
+            ("--prompt-ids out of vocabulary", ["-m", MODEL, "--prompt-ids", "1,999999", "--ids"], b"", "usage",
+             "999999"),
+            ("--stop empty", ["-m", MODEL, "-p", "x", "--stop", ""], b"", "usage", "--stop"),
+            ("unknown option", ["-m", MODEL, "--frobnicate"], b"", "usage", "--frobnicate"),
+            ("missing option value", ["-m", MODEL, "-p"], b"", "usage", "-p"),
+            ("no model", ["-p", "x"], b"", "usage", "-m"),
+            ("two prompt sources", ["-m", MODEL, "-p", "x", "-f", "y"], b"", "usage", "only one"),
+            ("-f missing file", ["-m", MODEL, "-f", os.path.join(tmp, "nope.txt")], b"", "io", "nope.txt"),
+            ("--batch missing file", ["-m", MODEL, "--batch", os.path.join(tmp, "nope.jsonl")], b"", "io",
+             "nope.jsonl"),
+            ("unwritable --dump-logits", ["-m", MODEL, "-p", "x", "-n", "1", "--dump-logits", unwritable], b"",
+             "io", "logits.bin"),
+        ]
+        bad = 0
+        for name, args, stdin, want, needle in rows:
+            rc, out, err = run(args, stdin=stdin)
+            lines = err.rstrip("\n").split("\n") if err else []
+            problems = []
+            if rc != EXIT[want]:
+                problems.append("exit %d, want %d (%s)" % (rc, EXIT[want], want))
+            if len(lines) != 1:
+                problems.append("%d stderr lines" % len(lines))
+            elif not lines[0].startswith("llmgen: ") or needle not in lines[0]:
+                problems.append("stderr %r does not name %r" % (lines[0], needle))
+            if want != "context" and out.strip():
+                problems.append("stdout not empty: %r" % out[:80])
+            if problems:
+                bad += 1
+                fail("bad input '%s': %s" % (name, "; ".join(problems)))
+        # unwritable stdout: /dev/full fails every write with ENOSPC
+        if os.path.exists("/dev/full"):
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run([LLMGEN, "-m", MODEL, "-p", "x", "-n", "2"], stdout=full, stderr=subprocess.PIPE,
+                                   cwd=REPO, timeout=120)
+            err = p.stderr.decode()
+            if p.returncode != EXIT["io"] or err.count("\n") != 1 or "stdout" not in err:
+                bad += 1
+                fail("bad input 'stdout is /dev/full': exit %d, stderr %r" % (p.returncode, err))
+            rows.append(None)
+        if not bad:
+            ok("bad input table: %d rows, each one stderr line naming the option/file, documented exit code"
+               % len(rows))
+    finally:
+        shutil.rmtree(tmp)
+
+
+# ---- man page, help, install ---------------------------------------------------------------------
+
+def help_options():
+    out = subprocess.run([LLMGEN, "--help"], stdout=subprocess.PIPE, cwd=REPO).stdout.decode()
+    return set(re.findall(r"(--[a-z][a-z-]+)", out)), out
+
+
+def check_man_and_help():
+    page = os.path.join(REPO, "man", "llmgen.1")
+    if not shutil.which("groff"):
+        fail("groff is not installed (make deps installs groff-base)")
+        return
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", page], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    warn = p.stderr.decode()
+    if shutil.which("man"):
+        q = subprocess.run(["man", "--warnings", "-l", page], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=dict(os.environ, MANPAGER="cat", PAGER="cat", MANWIDTH="80"))
+        warn += q.stderr.decode()
+        rendered = q.stdout.decode()
+    else:
+        rendered = subprocess.run(["groff", "-man", "-Tutf8", page], stdout=subprocess.PIPE).stdout.decode()
+    if p.returncode or warn.strip():
+        fail("man page: groff/man warnings: %s" % warn.strip()[:500])
+    else:
+        ok("man page renders with groff -ww and man -l without warnings")
+    opts, help_text = help_options()
+    plain = re.sub(r".\x08", "", rendered).replace("\u2010", "-").replace("\u2212", "-")
+    missing = sorted(o for o in opts if o not in plain)
+    for section in ("SYNOPSIS", "OPTIONS", "EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES"):
+        if section not in plain:
+            missing.append("section " + section)
+    if missing:
+        fail("man page lacks: %s" % ", ".join(missing))
+    else:
+        ok("man page documents all %d long options of --help and every required section" % len(opts))
+    src = open(os.path.join(REPO, "src", "main.c")).read()
+    table = set("--" + n for n in re.findall(r'\{"([a-z-]+)", (?:required|no)_argument', src))
+    if table - opts:
+        fail("--help lacks options the parser accepts: %s" % sorted(table - opts))
+    else:
+        ok("--help documents all %d options the parser accepts" % len(table))
+
+
+def check_install():
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run(["make", "-s", "install", "PREFIX=" + tmp], cwd=REPO, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=600)
+        want = ["bin/llmgen", "lib/libllmgen.a", "lib/libllmgen.so", "include/llmgen.h",
+                "share/man/man1/llmgen.1"]
+        missing = [w for w in want if not os.path.exists(os.path.join(tmp, w))]
+        if p.returncode or missing:
+            fail("make install: exit %d, missing %s: %s" % (p.returncode, missing, p.stdout.decode()[-500:]))
+            return
+        # the installed header alone compiles a client
+        c = os.path.join(tmp, "t.c")
+        with open(c, "w") as f:
+            f.write('#include <llmgen.h>\nint main(void){llmgen_sampler_params p;llmgen_sampler_defaults(&p);'
+                    'return llmgen_sampler_check(&p,0,0);}\n')
+        q = subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-I", os.path.join(tmp, "include"), c, "-o",
+                            os.path.join(tmp, "t"), "-L", os.path.join(tmp, "lib"), "-l:libllmgen.a", "-lpcre2-8",
+                            "-lutf8proc", "-ljansson", "-lm", "-lpthread"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        if q.returncode or subprocess.run([os.path.join(tmp, "t")]).returncode:
+            fail("a client of the installed header and library does not build/run: %s" % q.stdout.decode()[-500:])
+        else:
+            ok("make install PREFIX=...: binary, libllmgen.a/.so, llmgen.h, man page; installed header builds")
+
+
+def main():
+    for path in (LLMGEN, MODEL):
+        if not os.path.exists(path):
+            print("check_cli: %s is missing (make llmgen model)" % path)
+            return 1
+    refs = json.load(open(os.path.join(REPO, "tests", "refs", "smollm2-gguf.json")))
+    cases = [c for c in refs["cases"] if not c.get("chat")][:2] + [c for c in refs["cases"] if c.get("chat")][:1]
+    t = time.time()
+    check_lib_client(cases)
+    check_json_batch(cases)
+    check_determinism()
+    check_sources()
+    check_stop_stats()
+    check_pipe_and_sigint()
+    check_bad_inputs()
+    check_man_and_help()
+    check_install()
+    print("check_cli: %d failures in %.1f s" % (len(failures), time.time() - t))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

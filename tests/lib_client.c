@@ -1,0 +1,183 @@
+/* lib_client.c - a separate program that links libllmgen and drives it by hand
+ * through the public header only: open, capabilities, session, prefill, decode
+ * step, sample, reset, free. tests/cli/check_cli.py compares its ids with the CLI's.
+ *
+ * usage: lib_client MODEL N IDS [THREADS]     IDS = comma-separated prompt ids
+ *        lib_client MODEL N -t TEXT [THREADS] TEXT is tokenized through the API
+ *
+ * Prints the N greedy ids (end-of-sequence ignored, as the CLI's --ignore-eos)
+ * comma-separated on one line. It also checks, and exits 1 if any fails:
+ *   - two sessions of one model, stepped in turn, each give the same ids;
+ *   - a reset session gives the same ids again;
+ *   - the API refuses misuse with the documented status (id out of range,
+ *     empty prefill, a context overflow, bad sampler params). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmgen.h"
+
+static int fails;
+
+static void check(int ok, const char *what) {
+    if (!ok) {
+        fprintf(stderr, "lib_client: FAILED: %s\n", what);
+        fails++;
+    }
+}
+
+static int parse_ids(const char *s, int32_t *ids, int max) {
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        ids[n++] = (int32_t)strtol(s, &end, 10);
+        if (end == s) return -1;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Greedy-generate n ids after the prompt into out, by hand. */
+static llmgen_status run(llmgen_session *s, llmgen_sampler *smp, const int32_t *prompt, int np, int n, int32_t *out,
+                         char *err, size_t errlen) {
+    const float *logits;
+    llmgen_session_reset(s);
+    llmgen_status st = llmgen_prefill(s, prompt, np, &logits, err, errlen);
+    for (int i = 0; i < n && !st; i++) {
+        out[i] = llmgen_sample(smp, logits, NULL, 0);
+        if (i + 1 < n) st = llmgen_decode_step(s, out[i], &logits, err, errlen);
+    }
+    return st;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: lib_client MODEL N IDS|-t TEXT [THREADS]\n");
+        return 2;
+    }
+    int text_mode = !strcmp(argv[3], "-t");
+    if (text_mode && argc < 5) return 2;
+    int n = atoi(argv[2]);
+    int threads = argc > 4 + text_mode ? atoi(argv[4 + text_mode]) : 2;
+    char err[512];
+    llmgen_model_options mo = {.n_threads = threads};
+    llmgen_model *m;
+    llmgen_status st = llmgen_model_open(argv[1], &mo, &m, err, sizeof err);
+    if (st) {
+        fprintf(stderr, "lib_client: open: %s: %s\n", llmgen_status_name(st), err);
+        return 1;
+    }
+    llmgen_capabilities caps;
+    llmgen_model_capabilities(m, &caps);
+    fprintf(stderr, "lib_client: %s %s %s kernels=%s ctx=%d vocab=%d threads=%d tokenizer=%d\n", caps.architecture,
+            caps.format, caps.weight_types, caps.kernels, caps.context_length, caps.vocab_size, caps.n_threads,
+            caps.has_tokenizer);
+
+    int32_t prompt[4096], *tok = NULL;
+    int np;
+    if (text_mode) {
+        size_t k;
+        st = llmgen_tokenize(m, argv[4], strlen(argv[4]), 1, 1, &tok, &k, err, sizeof err);
+        if (st) {
+            fprintf(stderr, "lib_client: tokenize: %s\n", err);
+            return 1;
+        }
+        np = (int)(k < 4096 ? k : 4096);
+        memcpy(prompt, tok, (size_t)np * sizeof *prompt);
+        llmgen_free(tok);
+    } else {
+        np = parse_ids(argv[3], prompt, 4096);
+    }
+    if (np <= 0 || n <= 0) return 2;
+
+    llmgen_sampler_params sp;
+    llmgen_sampler_defaults(&sp);
+    llmgen_sampler *smp = llmgen_sampler_new(&sp, caps.vocab_size);
+    llmgen_session *a, *b;
+    if (llmgen_session_new(m, 0, &a, err, sizeof err) || llmgen_session_new(m, 0, &b, err, sizeof err)) {
+        fprintf(stderr, "lib_client: session: %s\n", err);
+        return 1;
+    }
+    int32_t *ids = calloc((size_t)n, sizeof *ids), *again = calloc((size_t)n, sizeof *again);
+    int32_t *ia = calloc((size_t)n, sizeof *ia), *ib = calloc((size_t)n, sizeof *ib);
+    if ((st = run(a, smp, prompt, np, n, ids, err, sizeof err))) {
+        fprintf(stderr, "lib_client: generate: %s\n", err);
+        return 1;
+    }
+    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", ids[i]);
+    printf("\n");
+    if (caps.has_tokenizer) {
+        /* the streaming detokenizer must give the same bytes as one-shot decoding */
+        llmgen_detok *d;
+        char *text, *acc = calloc(1, 1);
+        size_t len, accn = 0;
+        check(!llmgen_detok_new(m, &d, err, sizeof err), "detok_new");
+        for (int i = 0; i < n; i++) {
+            const char *p;
+            size_t k;
+            check(!llmgen_detok_put(d, ids[i], &p, &k, err, sizeof err), "detok_put");
+            acc = realloc(acc, accn + k + 1);
+            memcpy(acc + accn, p, k);
+            accn += k;
+        }
+        const char *p;
+        size_t k;
+        llmgen_detok_flush(d, &p, &k);
+        acc = realloc(acc, accn + k + 1);
+        memcpy(acc + accn, p, k);
+        accn += k;
+        check(!llmgen_detokenize(m, ids, (size_t)n, &text, &len, err, sizeof err), "detokenize");
+        check(len == accn && !memcmp(text, acc, len), "streamed text == detokenized text");
+        llmgen_free(text);
+        free(acc);
+        llmgen_detok_free(d);
+    }
+
+    /* two sessions in turn: the KV caches must not interfere */
+    const float *la, *lb;
+    llmgen_session_reset(a);
+    check(!llmgen_prefill(a, prompt, np, &la, err, sizeof err), "prefill a");
+    ia[0] = llmgen_sample(smp, la, NULL, 0);
+    check(!llmgen_prefill(b, prompt, np > 1 ? np - 1 : np, &lb, err, sizeof err), "prefill b");
+    llmgen_session_reset(b);
+    check(!llmgen_prefill(b, prompt, np, &lb, err, sizeof err), "prefill b again");
+    ib[0] = llmgen_sample(smp, lb, NULL, 0);
+    for (int i = 1; i < n; i++) {
+        check(!llmgen_decode_step(a, ia[i - 1], &la, err, sizeof err), "decode a");
+        ia[i] = llmgen_sample(smp, la, NULL, 0);
+        check(!llmgen_decode_step(b, ib[i - 1], &lb, err, sizeof err), "decode b");
+        ib[i] = llmgen_sample(smp, lb, NULL, 0);
+    }
+    check(!memcmp(ia, ids, (size_t)n * sizeof *ids), "session a (interleaved) == first run");
+    check(!memcmp(ib, ids, (size_t)n * sizeof *ids), "session b (interleaved) == first run");
+    check(!run(a, smp, prompt, np, n, again, err, sizeof err) && !memcmp(again, ids, (size_t)n * sizeof *ids),
+          "reset session repeats its ids");
+
+    /* misuse gets the documented status and leaves the session usable */
+    int32_t bad = caps.vocab_size;
+    check(llmgen_decode_step(a, bad, &la, err, sizeof err) == LLMGEN_E_USAGE, "id out of range -> E_USAGE");
+    check(llmgen_prefill(a, prompt, 0, &la, err, sizeof err) == LLMGEN_E_USAGE, "empty prefill -> E_USAGE");
+    llmgen_session *tiny;
+    check(!llmgen_session_new(m, np, &tiny, err, sizeof err), "session of exactly the prompt");
+    check(!llmgen_prefill(tiny, prompt, np, &la, err, sizeof err), "prompt fills the context");
+    check(llmgen_decode_step(tiny, ids[0], &la, err, sizeof err) == LLMGEN_E_CONTEXT, "overflow -> E_CONTEXT");
+    llmgen_session_free(tiny);
+    check(llmgen_session_new(m, caps.context_length + 1, &tiny, err, sizeof err) == LLMGEN_E_USAGE,
+          "context above the model's -> E_USAGE");
+    sp.top_p = 2.0f;
+    check(llmgen_sampler_check(&sp, err, sizeof err) == LLMGEN_E_USAGE && llmgen_sampler_new(&sp, 10) == NULL,
+          "top_p 2 refused");
+    llmgen_model *none;
+    check(llmgen_model_open("/nonexistent/model.gguf", NULL, &none, err, sizeof err) == LLMGEN_E_IO && !none,
+          "missing file -> E_IO");
+
+    free(ids);
+    free(again);
+    free(ia);
+    free(ib);
+    llmgen_sampler_free(smp);
+    llmgen_session_free(a);
+    llmgen_session_free(b);
+    llmgen_model_free(m);
+    return fails ? 1 : 0;
+}
