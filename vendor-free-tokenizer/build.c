@@ -99,8 +99,8 @@ int tok_build_tables(tokenizer *t, const char *source, char *err)
         if (t->kind == TOK_BYTELEVEL) {
             size_t tn;
             const char *s = tok_text(t, (int32_t)i, &tn);
-            if (tok_bytelevel_decode(s, tn, scratch) < 0)
-                continue; /* not a byte-level token: BPE can never produce it */
+            if (tok_bytelevel_decode(s, tn, scratch) < 0 && !t->gguf_vocab)
+                continue; /* not a byte-level token: BPE can never produce it (its key would be its text) */
             if (n == 1 && t->byte_id[(unsigned char)k[0]] < 0)
                 t->byte_id[(unsigned char)k[0]] = (int32_t)i;
         } else {
@@ -111,7 +111,7 @@ int tok_build_tables(tokenizer *t, const char *source, char *err)
                     t->byte_id[b] = (int32_t)i;
             }
         }
-        if (strmap_put(&t->bpe_vocab, k, n, (int32_t)i)) {
+        if ((t->gguf_vocab ? strmap_set : strmap_put)(&t->bpe_vocab, k, n, (int32_t)i)) {
             free(scratch);
             tok_errf(err, "%s: out of memory building the vocabulary map", source);
             return -1;

@@ -3,9 +3,10 @@
  * "gpt2" vocabularies are byte-level BPE: the pre-tokenizer comes from
  * tokenizer.ggml.pre (the regexes llama.cpp and HF use for that family).
  * "llama" vocabularies are SentencePiece BPE: ' ' -> U+2581, an optional
- * U+2581 prefix, byte fallback, and merges ranked by score when the file has
+ * U+2581 prefix on the first segment, byte fallback, and merges ranked by score when the file has
  * none (the highest-scoring mergeable pair first, as SentencePiece does).
- * Control (3) and user-defined (4) tokens become added tokens. */
+ * Control (3) tokens become special added tokens, user-defined (4) plain added
+ * tokens (matched whole, kept by parse_special = 0), as transformers does. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,66 +55,80 @@ static int setup_bytelevel_pre(tokenizer *t, tok_str pre, const char *source, ch
     return 0;
 }
 
-static int add_norm(tokenizer *t, int kind, const char *a, const char *b, char *err)
+/* One derived merge, with the keys of its rank. */
+typedef struct {
+    float score;     /* the merged token's score */
+    int32_t llen;    /* left / right length in characters */
+    int32_t rlen;
+    int32_t out, a, b;
+} cand;
+
+/* transformers' generate_merges with scores (its GGUF path): sorted by
+ * (score, left length, right length) descending; equal keys keep the order of
+ * generation (merged id, then left id, then right id, ascending). */
+static int cand_cmp(const void *x, const void *y)
 {
-    tok_norm *n = realloc(t->norms, (t->n_norms + 1) * sizeof *n);
-    if (!n) {
-        tok_errf(err, "out of memory");
-        return -1;
-    }
-    t->norms = n;
-    n = &t->norms[t->n_norms++];
-    memset(n, 0, sizeof *n);
-    n->kind = kind;
-    n->a = strdup(a);
-    n->alen = strlen(a);
-    n->b = b ? strdup(b) : NULL;
-    n->blen = b ? strlen(b) : 0;
-    return n->a && (!b || n->b) ? 0 : -1;
+    const cand *p = x, *q = y;
+    if (p->score != q->score)
+        return p->score > q->score ? -1 : 1;
+    if (p->llen != q->llen)
+        return p->llen > q->llen ? -1 : 1;
+    if (p->rlen != q->rlen)
+        return p->rlen > q->rlen ? -1 : 1;
+    if (p->out != q->out)
+        return p->out < q->out ? -1 : 1;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return p->b < q->b ? -1 : p->b > q->b;
 }
 
-typedef struct {
-    float score;
-    int32_t id;
-} scored;
-
-static int scored_cmp(const void *x, const void *y)
+static int32_t n_chars(const char *s, size_t n)
 {
-    const scored *a = x, *b = y;
-    if (a->score != b->score)
-        return a->score > b->score ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id;
+    int32_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
 }
 
 /* SentencePiece has no merge list: every split of a token into two vocabulary
- * tokens is a merge, ranked by the merged token's score (higher first). */
+ * tokens is a merge, ranked as transformers ranks them when it reads a GGUF. */
 static int merges_from_scores(tokenizer *t, const float *scores, const char *source, char *err)
 {
-    scored *order = malloc(t->n_vocab * sizeof *order);
-    if (!order) {
-        tok_errf(err, "%s: out of memory", source);
-        return -1;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_vocab; i++)
-        if (t->flags[i] & TOKF_MODEL)
-            order[n++] = (scored){scores[i], (int32_t)i};
-    qsort(order, n, sizeof *order, scored_cmp);
-    for (size_t r = 0; r < n; r++) {
+    cand *c = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < t->n_vocab; i++) {
         size_t len;
-        const char *s = tok_text(t, order[r].id, &len);
+        const char *s = tok_text(t, (int32_t)i, &len);
+        if (!(t->flags[i] & TOKF_MODEL))
+            continue;
         for (size_t k = 1; k < len; k++) {
             if ((s[k] & 0xC0) == 0x80)
                 continue; /* split only between characters */
             int32_t a = strmap_get(&t->bpe_vocab, s, k), b = strmap_get(&t->bpe_vocab, s + k, len - k);
-            if (a >= 0 && b >= 0 && pairmap_put(&t->merges, a, b, (int32_t)r, order[r].id)) {
-                free(order);
-                tok_errf(err, "%s: out of memory", source);
-                return -1;
+            if (a < 0 || b < 0)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 4096;
+                cand *g = realloc(c, cap * sizeof *c);
+                if (!g) {
+                    free(c);
+                    tok_errf(err, "%s: out of memory", source);
+                    return -1;
+                }
+                c = g;
             }
+            c[n++] = (cand){scores[i], n_chars(s, k), n_chars(s + k, len - k), (int32_t)i, a, b};
         }
     }
-    free(order);
+    if (n)
+        qsort(c, n, sizeof *c, cand_cmp);
+    for (size_t r = 0; r < n; r++)
+        if (pairmap_put(&t->merges, c[r].a, c[r].b, (int32_t)r, c[r].out)) {
+            free(c);
+            tok_errf(err, "%s: out of memory", source);
+            return -1;
+        }
+    free(c);
     return 0;
 }
 
@@ -134,6 +149,7 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         return -1;
     }
     t->kind = spm ? TOK_SPM : TOK_BYTELEVEL;
+    t->gguf_vocab = 1;
     if (tok_set_vocab(t, spec->n_tokens, spec->tokens, source, err))
         return -1;
     for (size_t i = 0; i < spec->n_tokens; i++) {
@@ -146,14 +162,27 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
                 return -1;
         }
     }
+    /* transformers makes the tokens named by bos / eos / unk / pad special tokens too */
+    int32_t named[4] = {spec->bos_id, spec->eos_id, spec->unk_id, spec->pad_id};
+    for (int k = 0; k < 4; k++) {
+        int32_t id = named[k];
+        if (id < 0 || (size_t)id >= spec->n_tokens || (t->flags[id] & TOKF_ADDED) || !spec->tokens[id].len)
+            continue;
+        t->flags[id] |= TOKF_ADDED;
+        if (tok_add_added(t, spec->tokens[id].ptr, spec->tokens[id].len, id, 1, 0, 0, 0, source, err))
+            return -1;
+    }
     tok_sort_added(t);
     if (spm) {
         t->byte_fallback = 1;
         t->dec_byte_fallback = 1;
         t->dec_strip_lead_space = spec->add_space_prefix != 0;
-        if ((spec->add_space_prefix != 0 && add_norm(t, NORM_PREPEND, "\xE2\x96\x81", NULL, err)) ||
-            add_norm(t, NORM_REPLACE, " ", "\xE2\x96\x81", err))
+        /* ' ' -> U+2581, and U+2581 before the first segment only (as llama.cpp and
+         * HF's Metaspace prepend_scheme "first" do, not before text after a special token) */
+        if (add_pre(t, PRE_METASPACE, NULL, err))
             return -1;
+        t->pres[t->n_pres - 1].prepend = spec->add_space_prefix != 0;
+        t->pres[t->n_pres - 1].split = 0;
     } else if (setup_bytelevel_pre(t, spec->pre, source, err))
         return -1;
     if (tok_build_tables(t, source, err))

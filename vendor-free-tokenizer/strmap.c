@@ -46,7 +46,12 @@ static int strmap_grow(strmap *m)
     return 0;
 }
 
-int strmap_put(strmap *m, const char *key, size_t len, int32_t id)
+static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int overwrite);
+
+int strmap_put(strmap *m, const char *key, size_t len, int32_t id) { return strmap_insert(m, key, len, id, 0); }
+int strmap_set(strmap *m, const char *key, size_t len, int32_t id) { return strmap_insert(m, key, len, id, 1); }
+
+static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int overwrite)
 {
     if ((m->n + 1) * 2 > m->cap && strmap_grow(m))
         return -1;
@@ -54,8 +59,13 @@ int strmap_put(strmap *m, const char *key, size_t len, int32_t id)
     size_t mask = m->cap - 1, i = h & mask;
     while (m->slots[i].key) {
         strmap_slot *s = &m->slots[i];
-        if (s->hash == (uint32_t)(h >> 32) && s->len == len && !memcmp(s->key, key, len))
+        if (s->hash == (uint32_t)(h >> 32) && s->len == len && !memcmp(s->key, key, len)) {
+            if (overwrite) {
+                s->key = key;
+                s->id = id;
+            }
             return 0;
+        }
         i = (i + 1) & mask;
     }
     m->slots[i].key = key;

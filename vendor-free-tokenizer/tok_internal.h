@@ -68,6 +68,7 @@ typedef struct {
 } strmap;
 int strmap_init(strmap *m, size_t expected);
 int strmap_put(strmap *m, const char *key, size_t len, int32_t id);
+int strmap_set(strmap *m, const char *key, size_t len, int32_t id); /* last insert wins */
 int32_t strmap_get(const strmap *m, const char *key, size_t len); /* -1 if absent */
 void strmap_free(strmap *m);
 
@@ -151,6 +152,8 @@ struct tokenizer {
     int ignore_merges;        /* a pre-token that is itself in the vocab is emitted whole */
     int32_t unk_id;           /* -1 if none */
     int fuse_unk;
+    int gguf_vocab;           /* vocabulary from GGUF metadata: later duplicates win and byte-level
+                                 tokens outside the byte alphabet are respelled, as transformers reads it */
 
     tok_added *added;         /* (n_added) sorted by length, longest first */
     size_t n_added;

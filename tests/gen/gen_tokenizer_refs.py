@@ -260,6 +260,31 @@ def chat_refs():
     return out
 
 
+GGUF_META = ("llama3.2", "mistral-v1")
+
+
+def gguf_refs(corpus, sp, manifest):
+    """References for the GGUF-metadata form of some fixtures: the GGUF that
+    tests/cli/check_tokenizer.py writes (gguf_from_json), read by transformers
+    (AutoTokenizer.from_pretrained(dir, gguf_file=...)), as it reads llama.cpp files."""
+    from transformers import AutoTokenizer
+    sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+    import check_tokenizer
+    with tempfile.TemporaryDirectory() as d:
+        for name in GGUF_META:
+            info = {"tokenizer_json_gz": "tests/fixtures/tokenizers/" + TOKENIZERS[name][0]}
+            path = check_tokenizer.gguf_from_json(d, name, info)[1]
+            tok = AutoTokenizer.from_pretrained(d, gguf_file=os.path.basename(path)).backend_tokenizer
+            label = name + "-gguf-meta"
+            for suffix, strings, nospecial in (("", corpus, False), (".special", sp, False),
+                                               (".nospecial", sp, True)):
+                ids, dec = encode_all(tok, strings, nospecial)
+                write_ids(os.path.join(OUT, label + suffix + ".ids.bin.gz"), ids)
+                write_decodes(os.path.join(OUT, label + suffix + ".decode.bin.gz"), strings, dec)
+            manifest.setdefault("gguf_meta", []).append(label)
+            print("%s: GGUF metadata read by transformers" % label)
+
+
 def main():
     import tokenizers
     os.makedirs(OUT, exist_ok=True)
@@ -289,6 +314,7 @@ def main():
             "n_ids": sum(len(i) for i in ids)}
         print("%s: %d strings, %d ids, %d decode differences" % (
             name, len(corpus), manifest["tokenizers"][name]["n_ids"], sum(a != b for a, b in zip(corpus, dec))))
+    gguf_refs(corpus, sp, manifest)
     try:
         import transformers
         manifest["transformers_version"] = transformers.__version__
