@@ -256,7 +256,7 @@ $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak: $(BENCH_BIN)/%: tests/bench/%.c
 # llama.cpp's side of the id-in / id-out runs (time to first token, load time, greedy ids).
 $(BENCH_BIN)/peer_run: tests/bench/peer_run.c $(PEER_DIR)/BUILD-INFO
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -isystem $(PEER_DIR)/src/include \
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -isystem $(PEER_DIR)/src/include \
 	  -isystem $(PEER_DIR)/src/ggml/include -c -o $@.o $<
 	$(CXX) -o $@ $@.o $(PEER_LIBS) -fopenmp -lpthread -lm
 
