@@ -37,7 +37,9 @@ CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DGGML
 -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF"
 TARGETS="llama-bench llama-simple"
 
+fresh=0
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    fresh=1
     # shellcheck disable=SC2086
     cmake -S "$SRC/vendor/llama.cpp" -B "$BUILD" $CMAKE_FLAGS >"$PEER/cmake-configure.log" 2>&1 ||
         { tail -30 "$PEER/cmake-configure.log"; exit 1; }
@@ -45,6 +47,8 @@ fi
 # shellcheck disable=SC2086
 cmake --build "$BUILD" --config Release -j "$JOBS" --target $TARGETS >"$PEER/cmake-build.log" 2>&1 ||
     { tail -30 "$PEER/cmake-build.log"; exit 1; }
+# The time of the first (full) build is kept; later runs are no-ops and say so separately.
+if [ "$fresh" = 1 ]; then echo $(( $(date +%s) - start )) >"$PEER/full-build-seconds"; fi
 
 # The sdist ships the submodule's git metadata: take the llama.cpp commit from it when git can read it.
 COMMIT=$(git -C "$SRC/vendor/llama.cpp" rev-parse HEAD 2>/dev/null || echo unknown)
@@ -62,8 +66,12 @@ PYCOMMIT=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)
     grep -E '^(GGML_NATIVE|GGML_OPENMP|GGML_CPU_REPACK|GGML_LLAMAFILE|GGML_AVX[0-9A-Z_]*|CMAKE_BUILD_TYPE):' \
         "$BUILD/CMakeCache.txt" | tr '\n' ' '
     echo
+    # The compiler flags ggml's CPU backend really got (GGML_NATIVE means -march=native).
+    echo "ggml_cpu_flags: $(sed -n 's/^C_FLAGS = //p' "$BUILD/ggml/src/CMakeFiles/ggml-cpu.dir/flags.make")"
+    echo "ggml_cpu_defines: $(sed -n 's/^C_DEFINES = //p' "$BUILD/ggml/src/CMakeFiles/ggml-cpu.dir/flags.make")"
     echo "built_on: $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-    echo "build_seconds: $(( $(date +%s) - start ))"
+    echo "full_build_seconds: $(cat "$PEER/full-build-seconds" 2>/dev/null || echo unknown) (-j$JOBS, on a shared machine)"
+    echo "this_run_seconds: $(( $(date +%s) - start ))"
 } >"$PEER/BUILD-INFO"
 cat "$PEER/BUILD-INFO"
 test -x "$BUILD/bin/llama-bench"
