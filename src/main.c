@@ -93,7 +93,7 @@ static void usage(FILE *f) {
             "      --seed S             sampling seed, 0..2^64-1 (default 0)\n"
             "  -t, --threads N          threads, 1..256 (default 2)\n"
             "  -c, --ctx-size N         context size in tokens (default min(model, 4096))\n"
-            "      --stop STRING        stop when the text contains STRING (repeatable, up to %d)\n"
+            "      --stop STRING        stop when the text contains STRING (\\n \\t escapes; repeatable, up to %d)\n"
             "      --ignore-eos         do not stop at end-of-sequence tokens (generate exactly -n)\n"
             "      --ids                print generated token ids (comma-separated) instead of text\n"
             "      --echo               print the prompt before the completion\n"
@@ -178,6 +178,25 @@ static int parse_seed(const char *s, uint64_t *out) {
     return 0;
 }
 
+/* --stop takes C escapes so that a newline can be typed: \n \t \r \\ (others stay as
+ * written). Decodes in place (argv strings are writable; the result is never longer). */
+static void unescape(char *s) {
+    char *w = s;
+    for (; *s; s++) {
+        if (*s != '\\' || !s[1]) {
+            *w++ = *s;
+            continue;
+        }
+        char c = *++s;
+        if (c == 'n') *w++ = '\n';
+        else if (c == 't') *w++ = '\t';
+        else if (c == 'r') *w++ = '\r';
+        else if (c == '\\') *w++ = '\\';
+        else *w++ = '\\', *w++ = c; /* unknown escape: kept as written (two bytes from two) */
+    }
+    *w = '\0';
+}
+
 #define MAX_PREDICT (1 << 24)
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -229,6 +248,7 @@ static int parse_args(int argc, char **argv, options *o) {
         case O_CHAT: o->chat = 1; break;
         case O_SYSTEM: o->system = optarg; break;
         case O_STOP:
+            unescape(optarg);
             if (!*optarg) return die(-1, "--stop: the stop string is empty"), -1;
             if (o->n_stops == MAX_STOPS) return die(-1, "--stop: at most %d stop strings", MAX_STOPS), -1;
             o->stops[o->n_stops++] = optarg;
