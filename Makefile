@@ -113,6 +113,7 @@ $(REF_VENV)/.ok: tests/gen/requirements-ref.txt
 
 refs: $(REF_VENV)/.ok fixtures  ## regenerate tests/refs/ with HF transformers (slow, needs ~6 GB)
 	$(REF_VENV)/bin/python tests/gen/make_refs.py $(CACHE)
+	$(REF_VENV)/bin/python tests/gen/make_sampler_refs.py
 
 # ---- use and test -------------------------------------------------------------
 
