@@ -7,7 +7,7 @@ Environment:
   BENCH_QUICK=1        3 rounds, models llama1b-q4_0 and smollm2 only (for quick iterations)
   BENCH_MODELS=a,b     models to run (keys below; default: all whose files exist)
   BENCH_REPS=N         measured rounds per model and thread count (default 5; at least 5 for the record)
-  BENCH_THREADS=1,2    thread counts (default 1,2)
+  BENCH_THREADS=2,1    thread counts, in the order run (default 2,1: the headline figures first)
   BENCH_NO_DROP=1      do not drop the page cache before the time-to-first-token runs
   BENCH_NO_TOKENIZER=1 skip the tokenizer benchmark hook (tests/bench/bench_tokenizer.py)
   BENCH_PP, BENCH_TG   prompt sizes / decode steps (default 128,512 / 128): to test the harness only
@@ -507,7 +507,7 @@ def main():
     t_start = time.time()
     quick = os.environ.get("BENCH_QUICK") == "1"
     reps = int(os.environ.get("BENCH_REPS", "3" if quick else "5"))
-    threads = [int(x) for x in os.environ.get("BENCH_THREADS", "1,2").split(",")]
+    threads = [int(x) for x in os.environ.get("BENCH_THREADS", "2,1").split(",")]
     wanted = os.environ.get("BENCH_MODELS")
     wanted = wanted.split(",") if wanted else (list(QUICK_MODELS) if quick else None)
     os.makedirs(OUT_DIR, exist_ok=True)
@@ -552,6 +552,9 @@ def main():
                          "bandwidth_gbs": dict(bw0["gbs"]), "int8_gops": dict(pk0["gops"])}
     for key, path, peer_ok, desc in todo:
         bench_model(key, path, peer_ok, desc, threads, reps, drop, results)
+        # A full run is long: keep what is measured so far (bounds from the start probe until the end).
+        with open(os.path.join(OUT_DIR, "results.partial.json"), "w") as f:
+            json.dump(results, f, indent=1)
 
     bw1, pk1 = probe("membw"), probe("int8peak")
     results["probes"]["membw_end"], results["probes"]["int8peak_end"] = bw1, pk1
