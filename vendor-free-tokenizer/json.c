@@ -214,6 +214,16 @@ static int parse_number(parser *ps, jnode *n)
             is_int = 0;
         q++;
     }
+    if (is_int && q - start <= 18) { /* plain integer: no strtod (vocabularies hold 100k+ of them) */
+        int64_t v = 0;
+        for (const char *d = start + (*start == '-'); d < q; d++)
+            v = v * 10 + (*d - '0');
+        n->i = *start == '-' ? -v : v;
+        n->num = (double)n->i;
+        n->is_int = 1;
+        ps->p = q;
+        return 0;
+    }
     char save = *q; /* the buffer is NUL-terminated and writable */
     *q = 0;
     errno = 0;

@@ -40,18 +40,25 @@ static int strmap_grow(strmap *m)
         return -1;
     for (size_t i = 0; i < m->cap; i++)
         if (m->slots[i].key)
-            strmap_put(&big, m->slots[i].key, m->slots[i].len, m->slots[i].id);
+            strmap_put(&big, m->slots[i].key, m->slots[i].len, m->slots[i].id, NULL);
     free(m->slots);
     *m = big;
     return 0;
 }
 
-static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int overwrite);
+static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int overwrite, int32_t *prev);
 
-int strmap_put(strmap *m, const char *key, size_t len, int32_t id) { return strmap_insert(m, key, len, id, 0); }
-int strmap_set(strmap *m, const char *key, size_t len, int32_t id) { return strmap_insert(m, key, len, id, 1); }
+int strmap_put(strmap *m, const char *key, size_t len, int32_t id, int32_t *prev)
+{
+    return strmap_insert(m, key, len, id, 0, prev);
+}
 
-static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int overwrite)
+int strmap_set(strmap *m, const char *key, size_t len, int32_t id, int32_t *prev)
+{
+    return strmap_insert(m, key, len, id, 1, prev);
+}
+
+static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int overwrite, int32_t *prev)
 {
     if ((m->n + 1) * 2 > m->cap && strmap_grow(m))
         return -1;
@@ -60,11 +67,13 @@ static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int
     while (m->slots[i].key) {
         strmap_slot *s = &m->slots[i];
         if (s->hash == (uint32_t)(h >> 32) && s->len == len && !memcmp(s->key, key, len)) {
+            if (prev)
+                *prev = s->id;
             if (overwrite) {
                 s->key = key;
                 s->id = id;
             }
-            return 0;
+            return 1;
         }
         i = (i + 1) & mask;
     }

@@ -67,8 +67,10 @@ typedef struct {
     size_t cap, n;     /* cap is a power of two */
 } strmap;
 int strmap_init(strmap *m, size_t expected);
-int strmap_put(strmap *m, const char *key, size_t len, int32_t id);
-int strmap_set(strmap *m, const char *key, size_t len, int32_t id); /* last insert wins */
+/* 0: inserted, 1: the key was there (*prev gets its id; strmap_set replaces it), -1: out of memory.
+ * prev may be NULL. */
+int strmap_put(strmap *m, const char *key, size_t len, int32_t id, int32_t *prev);
+int strmap_set(strmap *m, const char *key, size_t len, int32_t id, int32_t *prev);
 int32_t strmap_get(const strmap *m, const char *key, size_t len); /* -1 if absent */
 void strmap_free(strmap *m);
 
@@ -136,7 +138,9 @@ enum tok_dec_kind { DEC_BYTELEVEL, DEC_REPLACE, DEC_BYTEFALLBACK, DEC_FUSE, DEC_
 enum tok_model_kind { TOK_BYTELEVEL, TOK_SPM };
 enum { TOKF_MODEL = 1,        /* in the BPE model's vocabulary */
        TOKF_ADDED = 2,        /* an added token (matched before pre-tokenization) */
-       TOKF_BYTE = 4 };       /* a <0xNN> byte-fallback token */
+       TOKF_BYTE = 4,         /* a <0xNN> byte-fallback token */
+       TOKF_DUP = 8,          /* shares its BPE key with another id */
+       TOKF_RAW = 16 };       /* byte-level vocabulary, but the text is not in the byte alphabet */
 
 struct tokenizer {
     int kind;                 /* enum tok_model_kind: how BPE builds its first symbols */
@@ -152,6 +156,7 @@ struct tokenizer {
     int ignore_merges;        /* a pre-token that is itself in the vocab is emitted whole */
     int32_t unk_id;           /* -1 if none */
     int fuse_unk;
+    int32_t merge_hint;       /* while loading: the previous merge's result (see build.c) */
     int gguf_vocab;           /* vocabulary from GGUF metadata: later duplicates win and byte-level
                                  tokens outside the byte alphabet are respelled, as transformers reads it */
 
