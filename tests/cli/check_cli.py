@@ -12,7 +12,8 @@ Checks, on the default model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf):
   - the bad-input table: each row prints exactly one stderr line naming the file or option,
     and exits with the documented code (malformed model files are tests/cli/check_bad_files.py's);
   - the man page renders with groff without warnings and documents every option of --help;
-  - `make install PREFIX=...` installs binary, libraries, header and man page.
+  - `make install PREFIX=...` installs binary, libraries, header and man page;
+  - valgrind (when installed) reports no leak and no error for a short generation (tiny fixture).
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
 """
 import json
@@ -433,6 +434,25 @@ def check_install():
             ok("make install PREFIX=...: binary, libllmgen.a/.so, llmgen.h, man page; installed header builds")
 
 
+def check_valgrind():
+    if not shutil.which("valgrind"):
+        print("skip  valgrind is not installed")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        req = os.path.join(tmp, "r.jsonl")
+        with open(req, "w") as f:
+            f.write('{"prompt_ids": [1, 2, 3], "max_tokens": 3}\n{"prompt": "no tokenizer"}\n')
+        for args in (["--prompt-ids", "1,2,3", "-n", "4", "--ids"], ["--prompt-ids", "5,6", "-n", "3", "--json"],
+                     ["--batch", req]):
+            p = subprocess.run(["valgrind", "-q", "--leak-check=full", "--errors-for-leak-kinds=all",
+                                "--error-exitcode=99", LLMGEN, "-m", TINY] + args, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=REPO, timeout=300)
+            if p.returncode == 99 or p.stderr.strip():
+                fail("valgrind %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr.decode()[-800:]))
+                return
+    ok("valgrind: no leaks, no errors for --ids, --json and --batch generations")
+
+
 def main():
     for path in (LLMGEN, MODEL):
         if not os.path.exists(path):
@@ -450,6 +470,7 @@ def main():
     check_bad_inputs()
     check_man_and_help()
     check_install()
+    check_valgrind()
     print("check_cli: %d failures in %.1f s" % (len(failures), time.time() - t))
     return 1 if failures else 0
 
