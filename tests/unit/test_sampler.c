@@ -1,6 +1,7 @@
 /* Sampler: greedy is argmax, seeded sampling is reproducible, filters keep what they should. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "sampler.h"
 
@@ -84,4 +85,50 @@ Test(sampler, repetition_penalty_changes_greedy_choice) {
     int32_t hist[1] = {0};
     cr_expect_eq(llmgen_sample(s, l, hist, 1), 1);
     llmgen_sampler_free(s);
+}
+
+Test(sampler, draws_follow_the_filtered_distribution) {
+    /* 40000 draws; each frequency within 5 standard deviations of its probability */
+    enum { V = 6, N = 40000 };
+    float l[V] = {1.0f, 0.5f, 0.0f, -0.5f, 2.0f, -3.0f};
+    llmgen_sampler_params p;
+    llmgen_sampler_defaults(&p);
+    p.temperature = 0.9f;
+    p.top_k = 5; /* drops id 5 */
+    p.seed = 7;
+    llmgen_sampler *s = llmgen_sampler_new(&p, V);
+    double prob[V];
+    cr_assert_eq(sampler_probs(s, l, NULL, 0, prob), 5);
+    cr_expect_eq(prob[5], 0.0);
+    int count[V] = {0};
+    for (int i = 0; i < N; i++) count[llmgen_sample(s, l, NULL, 0)]++;
+    for (int i = 0; i < V; i++) {
+        double sd = sqrt(N * prob[i] * (1 - prob[i]));
+        cr_expect(fabs(count[i] - N * prob[i]) <= 5 * sd + 1e-9, "id %d: %d draws, expected %.0f +- %.0f", i,
+                  count[i], N * prob[i], sd);
+    }
+    llmgen_sampler_free(s);
+}
+
+Test(sampler, check_refuses_out_of_range_params) {
+    llmgen_sampler_params p;
+    char err[128];
+    llmgen_sampler_defaults(&p);
+    cr_expect_eq(llmgen_sampler_check(&p, err, sizeof err), LLMGEN_OK);
+    p.temperature = NAN;
+    cr_expect_eq(llmgen_sampler_check(&p, err, sizeof err), LLMGEN_E_USAGE);
+    cr_expect(strstr(err, "temperature") != NULL, "message: %s", err);
+    cr_expect_null(llmgen_sampler_new(&p, 10));
+    llmgen_sampler_defaults(&p);
+    p.top_p = 1.5f;
+    cr_expect_eq(llmgen_sampler_check(&p, err, sizeof err), LLMGEN_E_USAGE);
+    llmgen_sampler_defaults(&p);
+    p.repeat_penalty = 0.0f;
+    cr_expect_eq(llmgen_sampler_check(&p, err, sizeof err), LLMGEN_E_USAGE);
+    llmgen_sampler_defaults(&p);
+    p.top_k = -1;
+    cr_expect_eq(llmgen_sampler_check(&p, err, sizeof err), LLMGEN_E_USAGE);
+    cr_expect_null(llmgen_sampler_new(&p, 10));
+    llmgen_sampler_defaults(&p);
+    cr_expect_null(llmgen_sampler_new(&p, 0));
 }
