@@ -6,12 +6,72 @@
 
 #include "tok_internal.h"
 
+/* Per-call cache of BPE results for short pre-tokens: text repeats words, and
+ * the tokenizer itself stays immutable (shareable between threads). */
+#define CACHE_SLOTS 16384 /* power of two; about 8k distinct words before it is reset */
+#define CACHE_MAX_WORD 24
+typedef struct {
+    uint32_t hash;     /* 0: empty */
+    uint16_t len;      /* word length in bytes */
+    uint16_t n_ids;
+    uint32_t word;     /* offset of the word in `words` */
+    uint32_t ids;      /* offset of its ids in `ids` */
+} cache_slot;
+
 typedef struct {
     tok_buf norm, arena;
     tok_ids spans, tmp;
     tok_bpe_ws *bpe;
     void *md;
+    cache_slot *cache; /* (CACHE_SLOTS) or NULL */
+    size_t cache_n;
+    tok_buf words;     /* cached words' bytes */
+    tok_ids ids;       /* cached words' ids */
 } encoder;
+
+static uint32_t word_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h ? h : 1;
+}
+
+/* BPE of one pre-token, through the cache. */
+static int bpe_cached(const tokenizer *t, encoder *e, const char *s, size_t n, tok_ids *out)
+{
+    if (n > CACHE_MAX_WORD || !e->cache)
+        return tok_bpe_word(t, s, n, e->bpe, out);
+    uint32_t h = word_hash(s, n);
+    size_t i = h & (CACHE_SLOTS - 1);
+    for (; e->cache[i].hash; i = (i + 1) & (CACHE_SLOTS - 1)) {
+        cache_slot *c = &e->cache[i];
+        if (c->hash == h && c->len == n && !memcmp(e->words.p + c->word, s, n)) {
+            for (size_t k = 0; k < c->n_ids; k++)
+                if (tok_ids_push(out, e->ids.p[c->ids + k]))
+                    return -1;
+            return 0;
+        }
+    }
+    size_t before = out->len;
+    if (tok_bpe_word(t, s, n, e->bpe, out))
+        return -1;
+    if (e->cache_n * 2 >= CACHE_SLOTS) { /* full: start over rather than grow */
+        memset(e->cache, 0, CACHE_SLOTS * sizeof *e->cache);
+        e->cache_n = 0;
+        e->words.len = e->ids.len = 0;
+        i = h & (CACHE_SLOTS - 1);
+    }
+    cache_slot c = {h, (uint16_t)n, (uint16_t)(out->len - before), (uint32_t)e->words.len, (uint32_t)e->ids.len};
+    if (tok_buf_put(&e->words, s, n))
+        return -1;
+    for (size_t k = before; k < out->len; k++)
+        if (tok_ids_push(&e->ids, out->p[k]))
+            return -1;
+    e->cache[i] = c;
+    e->cache_n++;
+    return 0;
+}
 
 static int is_word_char(uint32_t cp)
 {
@@ -86,7 +146,7 @@ static int encode_segment(const tokenizer *t, encoder *e, const char *s, size_t 
     if (tok_pretokenize(t, s, n, first, &e->arena, &e->spans, &e->tmp, e->md, err))
         return -1;
     for (size_t i = 0; i < e->spans.len; i += 2)
-        if (tok_bpe_word(t, e->arena.p + e->spans.p[i], (size_t)e->spans.p[i + 1], e->bpe, out)) {
+        if (bpe_cached(t, e, e->arena.p + e->spans.p[i], (size_t)e->spans.p[i + 1], out)) {
             tok_errf(err, "encode: out of memory in BPE");
             return -1;
         }
@@ -135,6 +195,8 @@ int tok_encode(const tokenizer *t, const char *text, size_t len, int add_special
     tok_ids out = {0};
     e.bpe = tok_bpe_ws_new();
     e.md = tok_match_data_new();
+    if (len >= 256) /* short texts would spend more on the table than they save */
+        e.cache = calloc(CACHE_SLOTS, sizeof *e.cache);
     int rc = (!e.bpe || !e.md) ? -1 : 0;
     if (rc)
         tok_errf(err, "encode: out of memory");
@@ -149,6 +211,9 @@ int tok_encode(const tokenizer *t, const char *text, size_t len, int add_special
     free(e.spans.p);
     free(e.tmp.p);
     tok_bpe_ws_free(e.bpe);
+    free(e.cache);
+    tok_buf_free(&e.words);
+    free(e.ids.p);
     if (e.md)
         tok_match_data_free(e.md);
     if (rc) {

@@ -162,6 +162,9 @@ def make_corpus(specials, seed=SEED, scale=1):
     add("normalization", 1500, lambda: norm_stress(r))
     add("mixed", 1500, lambda: mix(r, WORDS + CODE + EMOJI + CJK + COMBINING + RTL + ODD + DIGITS + SPACES,
                                    r.randint(2, 20)))
+    # long texts (the encoder caches BPE results per call for texts of 256 bytes and more)
+    joined = [("\n" if r.random() < 0.5 else " ").join(r.sample(cats, 300)) for _ in range(20 * scale)]
+    cats.extend(joined)
     cats.append("")
     sp = []
     for _ in range(2000 * scale):
