@@ -163,7 +163,7 @@ static int json_token_ids(const json_t *root, model_config *c, const char *path,
 
 static int json_rope_llama3(const json_t *root, const json_t *rp, const char *where,
                             model_config *c, const char *path, char *err) {
-    double f, lo, hi, orig;
+    double f, lo, hi, orig = 0;
     if (json_num_key(rp, "factor", 1, 0, &f, where, path, err) ||
         json_num_key(rp, "low_freq_factor", 1, 0, &lo, where, path, err) ||
         json_num_key(rp, "high_freq_factor", 1, 0, &hi, where, path, err))
@@ -223,10 +223,63 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
         json_int_key(root, "head_dim", 1, c->dim / c->n_heads, &c->head_dim, path, err) ||
         json_int_key(root, "max_position_embeddings", 1, 2048, &c->max_pos, path, err))
         return -1;
-    double eps;
+    double eps = 0;
     if (json_num_key(root, "rms_norm_eps", 0, 1e-6, &eps, "", path, err)) return -1;
     c->rms_eps = (float)eps;
     return json_bool_key(root, "tie_word_embeddings", 0, &c->tied_embeddings, path, err);
+}
+
+/* One MLX quantization setting ({"group_size", "bits", optional "mode"}); `where` names
+ * it in messages. Only affine 4- and 8-bit with groups of 32, 64 or 128 are read. */
+static int json_quant_entry(const json_t *q, const char *where, int *bits, int *group,
+                            const char *path, char *err) {
+    const json_t *mode = get(q, "mode");
+    if (mode && (!json_is_string(mode) || strcmp(json_string_value(mode), "affine")))
+        return errf(err, "%s: unsupported %s.mode '%s' (affine is supported)", path, where,
+                    json_is_string(mode) ? json_string_value(mode) : "?");
+    const json_t *b = get(q, "bits"), *g = get(q, "group_size");
+    if (!b || !g) return errf(err, "%s: %s needs 'bits' and 'group_size'", path, where);
+    json_int_t bv = json_is_integer(b) ? json_integer_value(b) : -1;
+    json_int_t gv = json_is_integer(g) ? json_integer_value(g) : -1;
+    if (bv != 4 && bv != 8)
+        return errf(err, "%s: unsupported %s.bits %lld (4 and 8 are supported)", path, where,
+                    (long long)bv);
+    if (gv != 32 && gv != 64 && gv != 128)
+        return errf(err, "%s: unsupported %s.group_size %lld (32, 64 or 128)", path, where,
+                    (long long)gv);
+    *bits = (int)bv;
+    *group = (int)gv;
+    return 0;
+}
+
+/* mlx_lm writes "quantization" (and the same dict as "quantization_config"): defaults
+ * plus per-layer entries keyed by module path, each a setting or false (not quantized).
+ * A "quantization_config" with "quant_method" belongs to another scheme (GPTQ, AWQ, ...). */
+static int json_quantization(const json_t *root, model_config *c, const char *path, char *err) {
+    const json_t *q = get(root, "quantization");
+    const char *where = "quantization";
+    if (!q) {
+        q = get(root, "quantization_config");
+        where = "quantization_config";
+        if (!q) return 0;
+        const json_t *qm = get(q, "quant_method");
+        if (qm)
+            return errf(err, "%s: unsupported quantization_config.quant_method '%s' (MLX affine "
+                        "checkpoints are supported)", path, json_is_string(qm) ? json_string_value(qm) : "?");
+    }
+    if (!json_is_object(q)) return errf(err, "%s: key '%s' must be an object", path, where);
+    if (json_quant_entry(q, where, &c->quant_bits, &c->quant_group, path, err)) return -1;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)q, key, v) {
+        if (json_is_object(v)) {
+            char w[160];
+            int b, g;
+            snprintf(w, sizeof w, "%s[%s]", where, key);
+            if (json_quant_entry(v, w, &b, &g, path, err)) return -1;
+        }
+    }
+    return 0;
 }
 
 int config_from_json(const char *path, model_config *c, char *err) {
@@ -242,6 +295,7 @@ int config_from_json(const char *path, model_config *c, char *err) {
     if (!rc) rc = json_sizes(root, c, path, err);
     if (!rc) rc = json_rope(root, c, path, err);
     if (!rc) rc = json_token_ids(root, c, path, err);
+    if (!rc) rc = json_quantization(root, c, path, err);
     json_decref(root);
     return rc;
 }

@@ -29,6 +29,10 @@ typedef struct {
     int bos_id;           /* -1 if none */
     int n_eos;
     int eos_ids[CONFIG_MAX_EOS];
+    int quant_bits;       /* config.json "quantization" (MLX affine): default bits, 4 or 8; 0 if none.
+                             Per-layer overrides are validated here; the weights' shapes then
+                             tell each layer's bits and group (affine.c) */
+    int quant_group;      /* its default group_size: 32, 64 or 128; 0 if none */
 } model_config;
 
 /* Parse a Hugging Face config.json (LlamaForCausalLM / model_type "llama").

@@ -78,6 +78,9 @@ typedef struct {
     int n_threads;        /* worker threads for prefill / decode, 1..256; 0 = 2 */
     const char *kernels;  /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
     int no_tokenizer;     /* 1: skip loading the tokenizer (ids only; faster open) */
+    int exact;            /* 1: exact mode, f32 activations (greedy ids equal HF transformers');
+                             0 (default): fast mode, Q4_0/Q4_1/Q8_0 weights repacked at load and
+                             activations quantized to int8 per block of 32 */
 } llmgen_model_options;
 
 typedef struct {
@@ -191,6 +194,19 @@ void llmgen_sampler_free(llmgen_sampler *s);  /* NULL is fine */
 /* Pick the next id from vocab_size logits. history (n_history ids, usually the
  * prompt and what was generated so far) feeds the repetition penalty; may be NULL. */
 int32_t llmgen_sample(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history);
+
+/* ---- conversion ------------------------------------------------------------------ */
+
+/* Write an MLX affine checkpoint (what `mlx_lm.convert -q` makes) from the bf16 / f16 /
+ * f32 safetensors model in in_dir: out_dir (created; must not exist) receives
+ * model.safetensors with X.weight (U32, packed), X.scales and X.biases for every
+ * Linear / Embedding weight whose input size is a multiple of group_size (the others
+ * are copied), config.json with the "quantization" block, and the tokenizer files.
+ * bits: 4 or 8; group_size: 32, 64 or 128 (else LLMGEN_E_USAGE). The quantization is
+ * mlx's (same formula and rounding). Status: LLMGEN_E_IO, LLMGEN_E_FORMAT (not a
+ * float checkpoint, already quantized), LLMGEN_E_NOMEM. Never prints. */
+llmgen_status llmgen_quantize(const char *in_dir, const char *out_dir, int bits, int group_size,
+                              char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

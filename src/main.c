@@ -76,6 +76,7 @@ typedef struct {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: llmgen -m PATH [options] [-p TEXT | -f FILE | --prompt-ids LIST | --batch FILE.jsonl]\n"
+            "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
             "Generate text with a Llama-family model on the CPU. Without a prompt, or with -p - / -f -,\n"
             "the prompt is read from stdin.\n\n"
             "  -m, --model PATH         a .gguf file or a Hugging Face model directory\n"
@@ -1012,9 +1013,44 @@ static void install_signals(void) {
     signal(SIGPIPE, SIG_IGN); /* a closed stdout ends the run quietly via EPIPE */
 }
 
+/* `llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]`: write an MLX
+ * affine checkpoint (llmgen_quantize does the work; this only parses and reports). */
+static int quantize_main(int argc, char **argv) {
+    static const char *use = "usage: llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]";
+    const char *in = NULL, *out = NULL;
+    int bits = 4, group = 64;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s\nWrite an MLX affine-quantized copy of a bf16/f16/f32 safetensors model\n"
+                   "(defaults: --bits 4 --group-size 64). OUT_DIR must not exist.\n", use);
+            return EXIT_OK;
+        }
+        if (!strcmp(a, "--bits") || !strcmp(a, "--group-size")) {
+            char *end;
+            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || *end || end == argv[i + 1] || v < 0 || v > 1024)
+                return die(EXIT_USAGE, "quantize: %s needs a number (see llmgen quantize --help)", a);
+            *(a[2] == 'b' ? &bits : &group) = (int)v;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            return die(EXIT_USAGE, "quantize: unknown option %s (see llmgen quantize --help)", a);
+        } else if (!in || !out) {
+            *(!in ? &in : &out) = a;
+        } else {
+            return die(EXIT_USAGE, "quantize: unexpected argument '%s'", a);
+        }
+    }
+    if (!in || !out) return die(EXIT_USAGE, "%s", use);
+    char err[ERRLEN];
+    llmgen_status st = llmgen_quantize(in, out, bits, group, err, sizeof err);
+    return st ? die(exit_code(st), "quantize: %s", err) : EXIT_OK;
+}
+
 int main(int argc, char **argv) {
     options o;
     char err[ERRLEN];
+    if (argc > 1 && !strcmp(argv[1], "quantize")) return quantize_main(argc - 1, argv + 1);
     install_signals();
     if (parse_args(argc, argv, &o)) return EXIT_USAGE;
 

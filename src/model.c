@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "affine.h"
 #include "util.h"
 
 /* ---- tensor access --------------------------------------------------------------- */
@@ -47,6 +48,8 @@ void tensor_row_f32(const tensor *t, int64_t row, float *out) {
             }
         }
         break;
+    case DT_AFFINE4:
+    case DT_AFFINE8: affine_row_f32(t, row, out); break;
     default: memset(out, 0, (size_t)cols * sizeof(float)); break;
     }
 }
@@ -63,14 +66,33 @@ static const tensor *find_tensor(const model *m, const char *name) {
 }
 
 static int is_matmul_type(dtype t) {
-    return t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1;
+    return t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1 ||
+           t == DT_AFFINE4 || t == DT_AFFINE8;
+}
+
+/* An MLX quantized linear: name is "X.weight" (U32); X.scales and X.biases sit beside it. */
+static int get_affine(model *m, const tensor *w, int64_t rows, int64_t cols, const tensor **out,
+                      char *err) {
+    const char *name = w->name;
+    size_t n = strlen(name);
+    if (!m->cfg.quant_bits)
+        return errf(err, "%s: tensor %s is U32 (MLX packed) but config.json has no 'quantization'",
+                    m->path, name);
+    if (n < 7 || strcmp(name + n - 7, ".weight") || n > 200)
+        return errf(err, "%s: packed tensor %s should be named X.weight", m->path, name);
+    char sn[256], bn[256];
+    snprintf(sn, sizeof sn, "%.*s.scales", (int)(n - 7), name);
+    snprintf(bn, sizeof bn, "%.*s.biases", (int)(n - 7), name);
+    return affine_assemble(&m->affine, w, find_tensor(m, sn), find_tensor(m, bn), rows, cols, out,
+                           m->path, err);
 }
 
 /* A weight matrix (rows, cols) in a dtype the kernels take. */
-static int get_matrix(const model *m, const char *name, int64_t rows, int64_t cols,
+static int get_matrix(model *m, const char *name, int64_t rows, int64_t cols,
                       const tensor **out, char *err) {
     const tensor *t = find_tensor(m, name);
     if (!t) return errf(err, "%s: missing tensor %s", m->path, name);
+    if (t->type == DT_U32 && !m->gguf) return get_affine(m, t, rows, cols, out, err);
     if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
         return errf(err, "%s: tensor %s has shape %s%lld%s%lld, expected (%lld, %lld) from the config",
                     m->path, name, t->ndim == 2 ? "(" : "[ndim ", (long long)t->shape[0],
@@ -428,6 +450,7 @@ void model_free(model *m) {
     }
     free(m->out_norm);
     free(m->rope_inv_freq);
+    affine_store_free(m->affine);
     if (m->tok) tok_free(m->tok);
     if (m->gguf) gguf_close(m->gguf);
     if (m->st) st_close(m->st);

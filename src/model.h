@@ -33,6 +33,7 @@ typedef struct model {
     layer_weights *layers;   /* (n_layers) */
     float *out_norm;         /* (dim) f32 */
     const tensor *lm_head;   /* (vocab, dim); == tok_embd when embeddings are tied */
+    struct affine_store *affine; /* owns the assembled MLX affine views (affine.c); NULL if none */
     float *rope_inv_freq;    /* (head_dim / 2) rotary frequencies, llama3 scaling applied */
     tokenizer *tok;          /* NULL when the file carries no tokenizer */
     const kernels *kern;

@@ -10,6 +10,8 @@ static const struct {
     [DT_F64] = {"F64", 1, 8},     [DT_I64] = {"I64", 1, 8},     [DT_I32] = {"I32", 1, 4},
     [DT_I16] = {"I16", 1, 2},     [DT_I8] = {"I8", 1, 1},       [DT_U8] = {"U8", 1, 1},
     [DT_U32] = {"U32", 1, 4},     [DT_BOOL] = {"BOOL", 1, 1},
+    /* MLX affine: a "block" is one u32 word of packed values (scales live apart) */
+    [DT_AFFINE4] = {"AFFINE4", 8, 4}, [DT_AFFINE8] = {"AFFINE8", 4, 4},
 };
 
 const char *dtype_name(dtype t) { return (unsigned)t < DT_COUNT ? DTYPES[t].name : "?"; }

@@ -21,6 +21,9 @@ typedef enum {
     DT_U8,
     DT_U32,
     DT_BOOL,
+    DT_AFFINE4, /* MLX affine 4-bit: u32 words of 8 values, low bits first; x = s*q + b per group.
+                   A tensor of this type is assembled by affine.c: see affine_weights below. */
+    DT_AFFINE8, /* MLX affine 8-bit: u32 words of 4 values, low bits first; x = s*q + b per group */
     DT_COUNT
 } dtype;
 
@@ -35,6 +38,20 @@ int dtype_block_bytes(dtype t);
 size_t dtype_row_bytes(dtype t, int64_t n);
 
 #define TENSOR_MAX_DIMS 4
+
+/* An MLX affine-quantized matrix (rows, cols) as the kernels see it. For DT_AFFINE4 /
+ * DT_AFFINE8 tensors, `tensor.data` points at one of these (owned by the model, see
+ * affine.c) instead of at raw bytes, so that the kernel call matmul[dt](t->data,
+ * row_bytes, ...) reaches the scales and biases; row_bytes = dtype_row_bytes(dt, cols)
+ * is then the packed row size of q. Everything points into the file mapping. */
+typedef struct {
+    const void *q;        /* (rows, cols * bits / 32) U32 little-endian, maybe unaligned: value
+                             c of a row sits in word c * bits / 32 at bit (c % (32 / bits)) * bits */
+    const void *scales;   /* (rows, cols / group) in sdt */
+    const void *biases;   /* (rows, cols / group) in sdt */
+    int sdt;              /* dtype of scales and biases: DT_F32, DT_F16 or DT_BF16 */
+    int group;            /* values per scale and bias: 32, 64 or 128 */
+} affine_weights;
 
 typedef struct {
     const char *name;                /* owned by the reader */

@@ -3,6 +3,8 @@
  * element order. */
 #include "kernels.h"
 
+#include "affine_kernels.h" /* the MLX affine kernels live in affine_scalar.c */
+
 #include "util.h"
 
 /* Dot product of one stored row with f32 activations, one per weight dtype. */
@@ -118,6 +120,8 @@ static const kernels SCALAR = {
             [DT_Q8_0] = matmul_q8_0,
             [DT_Q4_0] = matmul_q4_0,
             [DT_Q4_1] = matmul_q4_1,
+            [DT_AFFINE4] = affine4_matmul_scalar,
+            [DT_AFFINE8] = affine8_matmul_scalar,
         },
     .dot = dot_scalar,
     .axpy = axpy_scalar,

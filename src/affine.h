@@ -1,0 +1,36 @@
+/* affine.h - MLX affine-quantized matrices (mlx_lm's 4-bit and 8-bit checkpoints) as
+ * tensor views: X.weight (U32, packed), X.scales and X.biases assembled into one
+ * DT_AFFINE4 / DT_AFFINE8 tensor whose data is an affine_weights (see tensor.h).
+ * Nothing is copied or expanded: the views point into the file mapping. */
+#ifndef LLMGEN_AFFINE_H
+#define LLMGEN_AFFINE_H
+
+#include <stdint.h>
+
+#include "tensor.h"
+
+/* The assembled views of one model; freed with affine_store_free (NULL is fine). */
+typedef struct affine_store affine_store;
+
+/* Assemble the matrix (rows, cols) from its three parts. Bits come from the packed
+ * width (cols * bits / 32 words), the group from the scales' width; both must be
+ * supported (4 or 8 bits; groups of 32, 64, 128), scales and biases alike in F32,
+ * F16 or BF16. The view lives in *store (created on first use) until it is freed.
+ * `path` names the file in messages. */
+int affine_assemble(affine_store **store, const tensor *weight, const tensor *scales,
+                    const tensor *biases, int64_t rows, int64_t cols, const tensor **out,
+                    const char *path, char *err);
+
+void affine_store_free(affine_store *s);
+
+/* Bits per value of an affine dtype (4 or 8), 0 for any other dtype. */
+int affine_bits(dtype t);
+
+/* Row `row` of an assembled affine tensor, dequantized exactly as mlx does
+ * (f32: scale * q, then + bias, each rounded) into out (cols floats). */
+void affine_row_f32(const tensor *t, int64_t row, float *out);
+
+/* Scale or bias i of a (rows, cols/group) array in dtype sdt, as f32. */
+float affine_param(const void *p, int sdt, size_t i);
+
+#endif

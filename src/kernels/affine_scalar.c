@@ -1,0 +1,64 @@
+/* affine_scalar.c - portable reference for the MLX affine matmuls: the fallback on
+ * any CPU without an affine kernel and the oracle of the ISA versions. It follows
+ * the numerics of affine_kernels.h literally (16 lanes, fmaf, the reduce16 tree),
+ * so the ISA kernels must match it bit for bit. */
+#include "affine_kernels.h"
+
+#include <math.h>
+
+#include "util.h"
+
+static float param(const void *p, int sdt, size_t i) {
+    const uint8_t *b = p;
+    if (sdt == DT_F32) {
+        float v;
+        memcpy(&v, b + 4 * i, 4);
+        return v;
+    }
+    uint16_t h = rd_u16(b + 2 * i);
+    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* avx512.c's reduce16: halves, then quarters, then pairs. */
+static float reduce16(const float l[16]) {
+    float s8[8], s4[4];
+    for (int i = 0; i < 8; i++) s8[i] = l[i + 8] + l[i];
+    for (int i = 0; i < 4; i++) s4[i] = s8[i + 4] + s8[i];
+    float a = s4[2] + s4[0], b = s4[3] + s4[1];
+    return b + a;
+}
+
+static void affine_matmul(int bits, const void *w, size_t row_bytes, int cols, int r0, int r1,
+                          const float *x, int ldx, int nt, float *y, int ldy) {
+    const affine_weights *a = w;
+    int per_word = 32 / bits, ng = cols / a->group;
+    uint32_t mask = (1u << bits) - 1u;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *q = (const uint8_t *)a->q + (size_t)r * row_bytes;
+        for (int t = 0; t < nt; t++) {
+            const float *xt = x + (size_t)t * ldx;
+            float lane[16] = {0};
+            for (int g = 0; g < ng; g++) {
+                float s = param(a->scales, a->sdt, (size_t)r * ng + g);
+                float b = param(a->biases, a->sdt, (size_t)r * ng + g);
+                for (int c = g * a->group; c < (g + 1) * a->group; c++) {
+                    uint32_t word = rd_u32(q + 4 * (size_t)(c / per_word));
+                    float v = (float)((word >> (bits * (c % per_word))) & mask) * s;
+                    v = v + b;
+                    lane[c & 15] = fmaf(v, xt[c], lane[c & 15]);
+                }
+            }
+            y[(size_t)t * ldy + r] = reduce16(lane);
+        }
+    }
+}
+
+void affine4_matmul_scalar(const void *w, size_t row_bytes, int cols, int r0, int r1,
+                           const float *x, int ldx, int nt, float *y, int ldy) {
+    affine_matmul(4, w, row_bytes, cols, r0, r1, x, ldx, nt, y, ldy);
+}
+
+void affine8_matmul_scalar(const void *w, size_t row_bytes, int cols, int r0, int r1,
+                           const float *x, int ldx, int nt, float *y, int ldy) {
+    affine_matmul(8, w, row_bytes, cols, r0, r1, x, ldx, nt, y, ldy);
+}
