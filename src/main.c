@@ -67,6 +67,7 @@ typedef struct {
     int ctx;
     int ids_only;
     int ignore_eos;
+    int exact;
     int echo;
     int json;
     int stats;
@@ -103,6 +104,7 @@ static void usage(FILE *f) {
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
+            "      --exact              f32 activations: greedy ids equal HF transformers' (slower)\n"
             "  -h, --help               this help\n"
             "      --version            print the version\n\n"
             "Exit status: 0 ok (also when stdout is closed early), 1 usage or input error,\n"
@@ -202,7 +204,7 @@ static void unescape(char *s) {
 
 static int parse_args(int argc, char **argv, options *o) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION,
-           O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH };
+           O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'},       {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'},        {"max-tokens", required_argument, 0, 'n'},
@@ -217,6 +219,7 @@ static int parse_args(int argc, char **argv, options *o) {
         {"system", required_argument, 0, O_SYSTEM}, {"stop", required_argument, 0, O_STOP},
         {"echo", no_argument, 0, O_ECHO},           {"json", no_argument, 0, O_JSON},
         {"stats", no_argument, 0, O_STATS},         {"batch", required_argument, 0, O_BATCH},
+        {"exact", no_argument, 0, O_EXACT},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -246,6 +249,7 @@ static int parse_args(int argc, char **argv, options *o) {
         case O_IGNORE_EOS: o->ignore_eos = 1; break;
         case O_DUMP: o->dump_logits = optarg; break;
         case O_KERNELS: o->kernels = optarg; break;
+        case O_EXACT: o->exact = 1; break;
         case O_CHAT: o->chat = 1; break;
         case O_SYSTEM: o->system = optarg; break;
         case O_STOP:
@@ -463,6 +467,7 @@ typedef struct {
     const char *source;        /* names the prompt in messages: "stdin", a file, "--prompt", "line 3" */
     int chat;
     const char *system;
+    const char *sys_source;    /* names the system message in messages */
     int n_predict;
     int ignore_eos;
     const char *stops[MAX_STOPS];
@@ -505,6 +510,10 @@ static int prompt_tokens(llmgen_model *m, const request *q, result *r, buf *echo
         }
         if (memchr(q->text, '\0', q->text_len)) {
             seterr(err, "%s: the prompt contains a NUL byte", q->source);
+            return EXIT_USAGE;
+        }
+        if (q->chat && q->system && (bad = utf8_invalid_at(q->system, strlen(q->system))) < strlen(q->system)) {
+            seterr(err, "%s: invalid UTF-8 at byte %zu of the system message", q->sys_source, bad);
             return EXIT_USAGE;
         }
         char *chat = NULL, e[ERRLEN];
@@ -859,7 +868,7 @@ static int run_batch(runner *R, int has_tokenizer) {
         result r = {0};
         int rc = 0;
         snprintf(src, sizeof src, "%s:%ld", strcmp(o->batch, "-") ? o->batch : "stdin", lineno);
-        q.source = src;
+        q.source = q.sys_source = src;
         if (!root) {
             seterr(err, "not JSON: %s (column %d)", je.text, je.column);
             rc = EXIT_USAGE;
@@ -930,7 +939,7 @@ static int read_prompt(const options *o, request *q, char **owned) {
 
 static int run_single(runner *R, int has_tokenizer, double t_load) {
     const options *o = R->o;
-    request q = {.chat = o->chat, .system = o->system, .n_predict = o->n_predict, .ignore_eos = o->ignore_eos,
+    request q = {.chat = o->chat, .system = o->system, .sys_source = "--system", .n_predict = o->n_predict, .ignore_eos = o->ignore_eos,
                  .n_stops = o->n_stops, .sp = o->sp};
     memcpy(q.stops, o->stops, sizeof q.stops);
     result r = {0};
@@ -1055,7 +1064,7 @@ int main(int argc, char **argv) {
     if (parse_args(argc, argv, &o)) return EXIT_USAGE;
 
     double t0 = now();
-    llmgen_model_options mo = {.n_threads = o.n_threads, .kernels = o.kernels};
+    llmgen_model_options mo = {.n_threads = o.n_threads, .kernels = o.kernels, .exact = o.exact};
     llmgen_model *m;
     llmgen_status st = llmgen_model_open(o.model_path, &mo, &m, err, sizeof err);
     if (st) return die(exit_code(st), "%s", err);

@@ -115,6 +115,15 @@ int tok_chat_render(const tokenizer *t, const char *name, const char *system, co
                     char *err)
 {
     *out = NULL;
+    /* the renderers decode code points (trim): only valid UTF-8 may reach them */
+    const char *msg[2] = {system, user}, *what[2] = {"system", "user"};
+    for (int k = 0; k < 2; k++) {
+        size_t n = msg[k] ? strlen(msg[k]) : 0, bad = msg[k] ? tok_utf8_check(msg[k], n) : 0;
+        if (bad < n) {
+            tok_errf(err, "chat: invalid UTF-8 at byte %zu of the %s message", bad, what[k]);
+            return -1;
+        }
+    }
     int fam;
     if (name) {
         fam = family_by_name(name);

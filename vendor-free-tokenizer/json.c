@@ -228,11 +228,13 @@ static int parse_number(parser *ps, jnode *n)
     *q = 0;
     errno = 0;
     n->num = strtod(start, NULL);
+    /* a double outside int64's range must not be converted (undefined behaviour): clamp it */
+    int64_t clamped = n->num >= 9.2e18 ? INT64_MAX : n->num <= -9.2e18 ? INT64_MIN : (int64_t)n->num;
     if (is_int) {
         long long v = strtoll(start, NULL, 10);
-        n->i = errno ? (int64_t)n->num : (int64_t)v;
+        n->i = errno ? clamped : (int64_t)v;
     } else {
-        n->i = (int64_t)n->num;
+        n->i = clamped;
     }
     n->is_int = is_int && !errno;
     *q = save;

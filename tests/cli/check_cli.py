@@ -305,6 +305,8 @@ def check_bad_inputs():
             ("empty prompt", ["-m", MODEL, "-p", ""], b"", "usage", "empty prompt"),
             ("empty stdin", ["-m", MODEL], b"", "usage", "stdin: empty prompt"),
             ("invalid UTF-8 on stdin", ["-m", MODEL], bad_utf8, "usage", "stdin: invalid UTF-8 at byte 3"),
+            ("invalid UTF-8 in --system", ["-m", MODEL, "--chat", "--system", b"ab\xff".decode("utf-8", "surrogateescape"),
+                                           "-p", "hi"], b"", "usage", "--system: invalid UTF-8 at byte 2"),
             ("-n 0", ["-m", MODEL, "-p", "x", "-n", "0"], b"", "usage", "--max-tokens"),
             ("-n absurd", ["-m", MODEL, "-p", "x", "-n", "99999999999"], b"", "usage", "--max-tokens"),
             ("-t 0", ["-m", MODEL, "-p", "x", "-t", "0"], b"", "usage", "--threads"),
