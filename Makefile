@@ -43,7 +43,7 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 all: llmgen  ## build ./llmgen
 
 help:  ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -hE '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
 
 llmgen: $(BUILD)/src/main.o $(LIB_OBJ)  ## the CLI binary
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
