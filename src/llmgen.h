@@ -98,7 +98,8 @@ typedef struct {
 /* Open `path`: a .gguf file, a Hugging Face model directory (config.json,
  * *.safetensors, tokenizer.json), or a .safetensors file with config.json beside
  * it. opt may be NULL (defaults). Status: LLMGEN_E_IO (missing / unreadable),
- * LLMGEN_E_FORMAT (bad or unsupported content), LLMGEN_E_USAGE (bad options),
+ * LLMGEN_E_FORMAT (bad or unsupported content), LLMGEN_E_USAGE (bad options,
+ * including a kernel set this CPU or build lacks),
  * LLMGEN_E_NOMEM. On success *out is owned by the caller: llmgen_model_free. */
 llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *opt,
                                 llmgen_model **out, char *err, size_t errlen);

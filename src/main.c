@@ -1067,7 +1067,7 @@ int main(int argc, char **argv) {
     llmgen_model_options mo = {.n_threads = o.n_threads, .kernels = o.kernels, .exact = o.exact};
     llmgen_model *m;
     llmgen_status st = llmgen_model_open(o.model_path, &mo, &m, err, sizeof err);
-    if (st) return die(exit_code(st), "%s", err);
+    if (st) return die(exit_code(st), "%s%s", st == LLMGEN_E_USAGE && o.kernels ? "--" : "", err);
     double t_load = now() - t0;
     llmgen_capabilities caps;
     llmgen_model_capabilities(m, &caps);

@@ -64,8 +64,15 @@ llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *op
         if (opt->n_threads < 0 || opt->n_threads > 256)
             return fail(LLMGEN_E_USAGE, err, errlen, "thread count must be between 1 and 256");
         if (opt->n_threads) mo.n_threads = opt->n_threads;
+        if (opt->kernels && !kernels_select(opt->kernels)) {
+            if (err && errlen)
+                snprintf(err, errlen, "kernels \"%s\": not available on this CPU or in this build "
+                         "(scalar always is; others: avx2, avx512, neon)", opt->kernels);
+            return LLMGEN_E_USAGE;
+        }
         mo.kernels = opt->kernels;
         mo.no_tokenizer = opt->no_tokenizer;
+        mo.exact = opt->exact;
     }
     llmgen_model *lm = calloc(1, sizeof *lm);
     if (!lm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");

@@ -323,6 +323,7 @@ def check_bad_inputs():
             ("--prompt-ids garbage", ["-m", MODEL, "--prompt-ids", "1,x"], b"", "usage", "--prompt-ids"),
             ("--prompt-ids out of vocabulary", ["-m", MODEL, "--prompt-ids", "1,999999", "--ids"], b"", "usage",
              "999999"),
+            ("--kernels unknown", ["-m", MODEL, "-p", "x", "--kernels", "sse9"], b"", "usage", "--kernels"),
             ("--stop empty", ["-m", MODEL, "-p", "x", "--stop", ""], b"", "usage", "--stop"),
             ("unknown option", ["-m", MODEL, "--frobnicate"], b"", "usage", "--frobnicate"),
             ("missing option value", ["-m", MODEL, "-p"], b"", "usage", "-p"),
