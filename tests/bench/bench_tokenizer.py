@@ -65,11 +65,22 @@ def main():
             setups = [(name + " (tokenizer.json)", ["--json", jpath])]
             if name == "smollm2" and os.path.exists(GGUF):
                 setups.append((name + " (GGUF)", ["--gguf", GGUF]))
+            if name == "llama3.2":  # the same vocabulary as GGUF metadata (as llama.cpp writes it)
+                sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+                import check_tokenizer
+                info = {"tokenizer_json_gz": "tests/fixtures/tokenizers/llama3.2/tokenizer.json.gz"}
+                setups.append((name + " (GGUF metadata)", check_tokenizer.gguf_from_json(tmp, name, info)))
             for label, args in setups:
                 nbytes, ntok, secs, mbs = ours(args, "bench", tpath)
                 loads = [float(ours(args, "load")[0]) for _ in range(5)]
                 row = {"tokenizer": label, "ours_mb_s": float(mbs), "ours_tokens": int(ntok),
                        "ours_load_ms": min(loads)}
+                cpath = os.path.join(tmp, "case.bin")
+                with open(cpath, "wb") as f:
+                    f.write(struct.pack("<I", len(text)) + text)
+                out = subprocess.run([DRIVER] + args + ["cases", cpath], check=True, stdout=subprocess.PIPE).stdout
+                n = struct.unpack_from("<I", out, 0)[0]
+                row["ours_ids"] = list(struct.unpack_from("<%di" % n, out, 4))
                 if tokenizers and "json" in label:
                     t0 = time.perf_counter()
                     for _ in range(5):
@@ -84,6 +95,7 @@ def main():
                         best = min(best, time.perf_counter() - t0)
                     row["hf_mb_s"] = len(text) / best / 1e6
                     row["hf_tokens"] = len(enc.ids)
+                    row["same_ids"] = enc.ids == row["ours_ids"]
                     strs = [x.decode("utf-8") for x in lines]
                     best = 1e9
                     for _ in range(3):
@@ -97,15 +109,17 @@ def main():
     print("%-28s %10s %10s %14s %10s %10s %10s" % ("tokenizer", "ours MB/s", "HF MB/s", "HF batch MB/s",
                                                    "same ids", "ours load", "HF load"))
     for r in results["rows"]:
-        same = "-" if "hf_tokens" not in r else ("yes" if r["hf_tokens"] == r["ours_tokens"] else "NO")
+        same = "-" if "same_ids" not in r else ("yes" if r["same_ids"] else "NO")
         print("%-28s %10.2f %10s %14s %10s %8.1fms %10s" % (
             r["tokenizer"], r["ours_mb_s"], "%.2f" % r["hf_mb_s"] if "hf_mb_s" in r else "-",
             "%.2f" % r["hf_batch_mb_s"] if "hf_batch_mb_s" in r else "-", same, r["ours_load_ms"],
             "%.1fms" % r["hf_load_ms"] if "hf_load_ms" in r else "-"))
+    for r in results["rows"]:
+        r.pop("ours_ids", None)
     if "--json" in sys.argv:
         with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
             json.dump(results, f, indent=1)
-    return 0
+    return 1 if any(r.get("same_ids") is False for r in results["rows"]) else 0
 
 
 if __name__ == "__main__":
