@@ -79,3 +79,29 @@ Test(tok_stream, piece_and_out_of_range)
     cr_expect_not_null(strstr(err, "999999"), "%s", err);
     tok_free(t);
 }
+
+Test(tok_stream, sentencepiece_strips_one_leading_space_and_joins_byte_runs)
+{
+    char err[TOK_ERR_LEN] = "";
+    tokenizer *t = tt_json(
+        "{\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"\\u2581\"},"
+        "\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"},{\"type\":\"Strip\",\"content\":\" \","
+        "\"start\":1,\"stop\":0}]},\"pre_tokenizer\":{\"type\":\"Metaspace\",\"replacement\":\"\\u2581\","
+        "\"prepend_scheme\":\"first\",\"split\":false},"
+        "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,\"vocab\":{\"\\u2581hi\":0,\"<0xC3>\":1,\"<0xA9>\":2,"
+        "\"\\u2581\":3},\"merges\":[]}}",
+        err);
+    cr_assert_not_null(t, "%s", err);
+    int32_t ids[] = {0, 3, 1, 2, 0};
+    size_t len, nonempty;
+    char *s = stream_all(t, ids, 5, &len, &nonempty);
+    cr_expect_eq(len, 8u);
+    cr_expect_arr_eq(s, "hi \xC3\xA9 hi", 8);
+    char *full;
+    size_t fl;
+    cr_assert_eq(tok_decode(t, ids, 5, &full, &fl, err), 0);
+    cr_expect_str_eq(full, "hi \xC3\xA9 hi");
+    free(full);
+    free(s);
+    tok_free(t);
+}
