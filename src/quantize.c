@@ -20,8 +20,9 @@
  *
  * Output: OUT_DIR/model.safetensors (one file, tensors in name order, metadata
  * {"format": "mlx"}), config.json with "quantization" and "quantization_config"
- * ({"group_size", "bits", "mode": "affine"}), and the tokenizer / generation files
- * copied. OUT_DIR must not exist yet. */
+ * ({"group_size", "bits", "mode": "affine"}; rope_scaling / rope_theta added beside a
+ * transformers 5 rope_parameters, see add_rope_compat), and the tokenizer / generation
+ * files copied. OUT_DIR must not exist yet. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -329,7 +330,22 @@ static int read_config(qjob *j, const char *path, json_t **root_out, int *tied) 
     return 0;
 }
 
+/* mlx-lm (0.32.2 checked) reads RoPE settings only from the transformers 4.x keys: with
+ * transformers 5's "rope_parameters" alone it silently drops llama3 scaling. Add the 4.x
+ * keys with the same values (llmgen reads either), so the file means the same in both. */
+static void add_rope_compat(json_t *root) {
+    json_t *rp = json_object_get(root, "rope_parameters");
+    if (!json_is_object(rp)) return;
+    const char *type = json_string_value(json_object_get(rp, "rope_type"));
+    json_t *rs = json_object_get(root, "rope_scaling");
+    if (type && strcmp(type, "default") && (!rs || json_is_null(rs)))
+        json_object_set_new(root, "rope_scaling", json_deep_copy(rp));
+    json_t *theta = json_object_get(rp, "rope_theta");
+    if (theta && !json_object_get(root, "rope_theta")) json_object_set(root, "rope_theta", theta);
+}
+
 static int write_config(const qjob *j, json_t *root, const char *path) {
+    add_rope_compat(root);
     json_t *q = json_pack("{s:i,s:i,s:s}", "group_size", j->group, "bits", j->bits, "mode", "affine");
     json_object_set(root, "quantization", q);
     json_object_set_new(root, "quantization_config", q);

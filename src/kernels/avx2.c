@@ -12,6 +12,8 @@
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
+#include "affine_kernels.h" /* MLX affine kernels: affine_avx2.c */
+
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -276,6 +278,8 @@ static const kernels AVX2 = {
             [DT_Q8_0] = matmul_q8_0,
             [DT_Q4_0] = matmul_q4_0,
             [DT_Q4_1] = matmul_q4_1,
+            [DT_AFFINE4] = affine4_matmul_avx2,
+            [DT_AFFINE8] = affine8_matmul_avx2,
         },
     .dot = dot_avx2,
     .axpy = axpy_avx2,

@@ -16,6 +16,8 @@
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
+#include "affine_kernels.h" /* MLX affine kernels: affine_avx512.c */
+
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -266,6 +268,8 @@ static const kernels AVX512 = {
             [DT_Q8_0] = matmul_q8_0,
             [DT_Q4_0] = matmul_q4_0,
             [DT_Q4_1] = matmul_q4_1,
+            [DT_AFFINE4] = affine4_matmul_avx512,
+            [DT_AFFINE8] = affine8_matmul_avx512,
         },
     .dot = dot_avx512,
     .axpy = axpy_avx512,

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""MLX affine checkpoints end to end (references made by tests/gen/make_mlx_refs.py with mlx-lm).
+
+1. tests/fixtures/tiny-mlx-*: checkpoints written by mlx_lm.convert -q (4-bit and 8-bit, groups 32 to 128,
+   tied quantized embeddings, layers left dense, per-layer overrides, bf16 scales). llmgen's greedy ids
+   must equal mlx-lm's at every step (32 of 32), with every kernel set this CPU has and 1 and 2 threads,
+   and the logits must stay within TINY_REL of mlx's (relative to the step's max |logit|).
+2. `llmgen quantize` of the f32 / bf16 fixtures: every tensor must be byte-identical to mlx_lm.convert's
+   (dtype, shape, bytes), and llmgen's ids on the written checkpoint must equal mlx-lm's ids on that same
+   checkpoint (stored by make_mlx_refs.py).
+3. Memory: peak RSS of a 4-bit g64 run of the Llama-3.2-1B-shaped random checkpoint (written by
+   `llmgen quantize` into .cache/mlx/, reused) must stay within (file size + KV cache) * 1.10: the
+   weights are used from the mapping, never expanded. Skipped, and said so, when .cache/fixtures has no
+   llama-1b-random (make fixtures).
+
+Environment: LLMGEN (default ./llmgen), LLMGEN_CACHE (default .cache). Exits 1 on any failure.
+Standard library only.
+"""
+import array
+import glob
+import json
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REFS = os.path.join(REPO, "tests", "refs", "mlx")
+LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
+CACHE = os.environ.get("LLMGEN_CACHE", os.path.join(REPO, ".cache"))
+TIMEOUT = 900
+# Both sides compute in f32 from the same dequantized weights (mlx's order: q * scale, then + bias);
+# they differ in summation order only, so logits agree to ~1e-6 of their max. 1e-4 as for check_refs.py.
+TINY_REL = 1e-4
+RSS_SLACK = 1.10
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+    if p.returncode != 0:
+        raise RuntimeError("exit %d: %s\n%s" % (p.returncode, " ".join(cmd), p.stderr.decode("utf-8", "replace")))
+    return p.stdout.decode()
+
+
+def gen(model, prompt, n, extra=(), dump=None):
+    cmd = [LLMGEN, "-m", model, "--prompt-ids", ",".join(map(str, prompt)), "-n", str(n), "--ignore-eos", "--ids"]
+    if dump:
+        cmd += ["--dump-logits", dump]
+    out = run(cmd + list(extra)).strip().split("\n")[-1]
+    return [int(x) for x in out.strip(",").split(",")]
+
+
+def load_rows(path, vocab):
+    a = array.array("f")
+    with open(path, "rb") as f:
+        a.frombytes(f.read())
+    if sys.byteorder != "little":
+        a.byteswap()
+    return [a[i:i + vocab] for i in range(0, len(a), vocab)]
+
+
+def kernel_sets():
+    """Every kernel set llmgen accepts on this CPU."""
+    ok = []
+    for k in ("scalar", "avx2", "avx512", "neon"):
+        p = subprocess.run([LLMGEN, "-m", os.path.join(REPO, "tests", "fixtures", "tiny-mlx-mha-q4g64"),
+                            "--prompt-ids", "1", "-n", "1", "--ids", "--kernels", k],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode == 0:
+            ok.append(k)
+    return ok
+
+
+def check_mlx_converted(kernels):
+    for path in sorted(glob.glob(os.path.join(REFS, "tiny-mlx-*.json"))):
+        ref = json.load(open(path))
+        name = os.path.basename(path)[:-5]
+        model = os.path.join(REPO, ref["model"]["repo"])
+        want = ref["ids"]
+        mlx_rows = load_rows(path[:-5] + ".logits.bin", ref["vocab_size"])
+        worst = 0.0
+        for k in kernels:
+            for t in ("1", "2"):
+                with tempfile.TemporaryDirectory() as tmp:
+                    dump = os.path.join(tmp, "l.bin")
+                    got = gen(model, ref["prompt_ids"], len(want), ["--kernels", k, "-t", t], dump)
+                    rows = load_rows(dump, ref["vocab_size"])
+                if got != want:
+                    i = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+                    fail("%s (--kernels %s -t %s): ids differ from mlx-lm's at step %d: %s vs %s"
+                         % (name, k, t, i, got[i:i + 4], want[i:i + 4]))
+                    continue
+                for i, (g, w) in enumerate(zip(rows, mlx_rows)):
+                    scale = max(abs(x) for x in w)
+                    err = max(abs(a - b) for a, b in zip(g, w)) / scale
+                    worst = max(worst, err)
+                    if err > TINY_REL:
+                        fail("%s (--kernels %s -t %s): step %d logits differ by %.2e of max |logit| (> %g)"
+                             % (name, k, t, i, err, TINY_REL))
+                        break
+        print("ok    %-26s %d ids equal mlx-lm's (kernels %s, 1 and 2 threads); max logit diff %.1e"
+              % (name, len(want), "/".join(kernels), worst))
+
+
+def st_tensors(path):
+    """name -> (dtype, shape, bytes) of a safetensors file."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        hdr = json.loads(f.read(n))
+        data = f.read()
+    hdr.pop("__metadata__", None)
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in hdr.items()}
+
+
+def check_llmgen_quantize():
+    for path in sorted(glob.glob(os.path.join(REFS, "llmgen-quantize-*.json"))):
+        ref = json.load(open(path))
+        name = os.path.basename(path)[:-5]
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "q")
+            run([LLMGEN, "quantize", os.path.join(REPO, ref["fixture"]), out, "--bits", str(ref["bits"]),
+                 "--group-size", str(ref["group_size"])])
+            mine = st_tensors(os.path.join(out, "model.safetensors"))
+            twin = st_tensors(os.path.join(REPO, ref["source"]["mlx_convert_twin"], "model.safetensors"))
+            diff = sorted(set(mine) ^ set(twin)) + sorted(k for k in set(mine) & set(twin) if mine[k] != twin[k])
+            if diff:
+                fail("%s: tensors differ from mlx_lm.convert's %s: %s" % (name, ref["source"]["mlx_convert_twin"],
+                                                                          diff[:5]))
+            got = gen(out, ref["prompt_ids"], len(ref["ids"]))
+            if got != ref["ids"]:
+                fail("%s: llmgen ids %s differ from mlx-lm's on the same checkpoint %s" % (name, got[:8], ref["ids"][:8]))
+            elif not diff:
+                print("ok    %-26s %d tensors byte-identical to mlx_lm.convert; %d ids equal mlx-lm's on it"
+                      % (name, len(mine), len(got)))
+
+
+def peak_rss_of(cmd):
+    """Peak RSS (bytes) of a child: ru_maxrss of RUSAGE_CHILDREN, measured in a fresh helper process
+    so that no earlier child counts."""
+    helper = ("import resource,subprocess,sys;p=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
+              "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", helper] + cmd, stdout=subprocess.PIPE, timeout=TIMEOUT)
+    rc, kb = out.stdout.decode().split()
+    if rc != "0":
+        raise RuntimeError("exit %s: %s" % (rc, " ".join(cmd)))
+    return int(kb) * 1024
+
+
+def check_memory():
+    src = os.path.join(CACHE, "fixtures", "llama-1b-random")
+    if not os.path.exists(os.path.join(src, "model.safetensors")):
+        print("skip  memory: no %s (make fixtures)" % src)
+        return
+    q = os.path.join(CACHE, "mlx", "llama-1b-random-q4g64")
+    stamp = os.path.join(q, ".llmgen-quantize-ok")
+    if not os.path.exists(stamp) or os.path.getmtime(stamp) < os.path.getmtime(LLMGEN):
+        shutil.rmtree(q, ignore_errors=True)
+        os.makedirs(os.path.dirname(q), exist_ok=True)
+        run([LLMGEN, "quantize", src, q, "--bits", "4", "--group-size", "64"])
+        open(stamp, "w").close()
+    cfg = json.load(open(os.path.join(q, "config.json")))
+    size = os.path.getsize(os.path.join(q, "model.safetensors"))
+    prompt, n, ctx = list(range(1, 17)), 8, 64
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    kv = 2 * cfg["num_hidden_layers"] * ctx * cfg["num_key_value_heads"] * hd * 4
+    rss = peak_rss_of([LLMGEN, "-m", q, "--prompt-ids", ",".join(map(str, prompt)), "-n", str(n),
+                       "--ignore-eos", "--ids", "-c", str(ctx)])
+    bound = (size + kv) * RSS_SLACK
+    msg = "peak RSS %.1f MB for a %.1f MB 4-bit g64 file + %.2f MB KV (bound %.1f MB)" % (
+        rss / 1e6, size / 1e6, kv / 1e6, bound / 1e6)
+    if rss > bound:
+        fail("memory: " + msg)
+    else:
+        print("ok    memory: " + msg)
+
+
+def main():
+    kernels = kernel_sets()
+    if "scalar" not in kernels:
+        fail("llmgen does not run tests/fixtures/tiny-mlx-mha-q4g64 with --kernels scalar")
+    for step in (lambda: check_mlx_converted(kernels), check_llmgen_quantize, check_memory):
+        try:
+            step()
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+            fail(str(e))
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
