@@ -185,6 +185,10 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         t->pres[t->n_pres - 1].split = 0;
     } else if (setup_bytelevel_pre(t, spec->pre, source, err))
         return -1;
+    if (pairmap_init(&t->merges, spec->n_merges ? spec->n_merges : spec->n_tokens * 2)) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
     if (tok_build_tables(t, source, err))
         return -1;
     for (size_t r = 0; r < spec->n_merges; r++) {
