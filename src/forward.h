@@ -18,6 +18,8 @@ typedef struct {
     float *hb2;       /* (chunk, hidden_dim) up */
     float *scores;    /* (n_threads, ctx) attention scores, one row per thread */
     float *logits;    /* (vocab) logits of the last token of the last call */
+    q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
+                         (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
 } fwd_state;
 
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "affine.h"
+#include "repack.h"
 #include "util.h"
 
 /* ---- tensor access --------------------------------------------------------------- */
@@ -431,6 +432,7 @@ int model_open(const char *path, const model_options *opt, model **out, int *io_
         errf(err, "cannot start %d threads", opt->n_threads);
         goto fail;
     }
+    if (!opt->exact && repack_weights(m, err)) goto fail;
     *out = m;
     return 0;
 fail:
@@ -452,6 +454,7 @@ void model_free(model *m) {
     free(m->rope_inv_freq);
     affine_store_free(m->affine);
     if (m->tok) tok_free(m->tok);
+    repack_free(m);
     if (m->gguf) gguf_close(m->gguf);
     if (m->st) st_close(m->st);
     free(m->path);

@@ -46,6 +46,8 @@ typedef struct {
     int n_threads;           /* >= 1 */
     const char *kernels;     /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
     int no_tokenizer;        /* 1: do not load the tokenizer */
+    int exact;               /* 1: f32 activations on the file layout (token-exact with HF);
+                                0: repack Q4_0/Q4_1/Q8_0 and quantize activations to int8 */
 } model_options;
 
 /* Open `path` (a .gguf file, a directory with config.json and safetensors, or a

@@ -61,6 +61,10 @@ typedef struct {
                                         a linear weight is (out, in). GGUF `ne` is reversed. */
     const void *data;                /* into the reader's mapping, valid until it closes */
     size_t nbytes;                   /* validated against shape and dtype */
+    const void *packed;              /* NULL, or (fast mode, Q4_0/Q4_1/Q8_0 matrices) the same
+                                        nbytes repacked for the int8-activation kernels: payload
+                                        rows then f16 scales, layout in kernels/kernels.h; owned
+                                        by the model (repack.c) */
 } tensor;
 
 /* Number of elements (product of shape). */

@@ -10,7 +10,7 @@
 
 /* The ISA files' tables, defined only for the architecture they target. */
 const kernels *kernels_avx2_table(void);
-const kernels *kernels_avx512_table(void);
+const kernels *kernels_avx512_table(int vnni);
 const kernels *kernels_neon_table(void);
 
 #if defined(__x86_64__)
@@ -29,10 +29,11 @@ static unsigned long long xcr0(void) {
 typedef struct {
     int avx2; /* AVX2 + FMA + F16C with YMM state enabled */
     int avx512; /* the above + AVX-512 F/BW/VL/DQ with ZMM state enabled */
+    int vnni;   /* AVX512-VNNI (vpdpbusd) for the int8-activation kernels */
 } x86_features;
 
 static x86_features x86_detect(void) {
-    x86_features f = {0, 0};
+    x86_features f = {0, 0, 0};
     unsigned int a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     int osxsave = (c & bit_OSXSAVE) != 0, fma = (c & bit_FMA) != 0, f16c = (c & bit_F16C) != 0;
@@ -40,14 +41,18 @@ static x86_features x86_detect(void) {
     unsigned long long x = xcr0();
     if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
     f.avx2 = (x & XCR0_AVX) == XCR0_AVX && fma && f16c && (b & bit_AVX2);
-    /* VNNI / AVX512-BF16 are not required: avx512.c does not use them. */
+    /* VNNI is optional (it only speeds up the int8 dot products); AVX512-BF16 is unused. */
     unsigned int need512 = bit_AVX512F | bit_AVX512BW | bit_AVX512VL | bit_AVX512DQ;
     f.avx512 = f.avx2 && (x & XCR0_AVX512) == XCR0_AVX512 && (b & need512) == need512;
+    f.vnni = f.avx512 && (c & bit_AVX512VNNI);
     return f;
 }
 
 const kernels *kernels_avx2(void) { return x86_detect().avx2 ? kernels_avx2_table() : NULL; }
-const kernels *kernels_avx512(void) { return x86_detect().avx512 ? kernels_avx512_table() : NULL; }
+const kernels *kernels_avx512(void) {
+    x86_features f = x86_detect();
+    return f.avx512 ? kernels_avx512_table(f.vnni) : NULL;
+}
 const kernels *kernels_neon(void) { return NULL; }
 
 #elif defined(__aarch64__)

@@ -5,6 +5,8 @@
 
 #include "affine_kernels.h" /* the MLX affine kernels live in affine_scalar.c */
 
+#include <math.h>
+
 #include "util.h"
 
 /* Dot product of one stored row with f32 activations, one per weight dtype. */
@@ -100,6 +102,85 @@ DEFINE_MATMUL(matmul_q8_0, dot_q8_0_row)
 DEFINE_MATMUL(matmul_q4_0, dot_q4_0_row)
 DEFINE_MATMUL(matmul_q4_1, dot_q4_1_row)
 
+/* ---- int8 activations, repacked weights (the contract in kernels.h) --------- */
+
+/* Offset of element j (0..31) of block b within a quad-ordered row. */
+static size_t quad_pos(int b, int j) { return (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 + (size_t)(b % 4) * 16 + (size_t)(j % 16); }
+
+static void quantize_act_scalar(const float *x, int ldx, int t0, int t1, const q8_act *a) {
+    int nb = a->cols / 32, npad = a->quads * 4;
+    for (int t = t0; t < t1; t++) {
+        const float *xt = x + (size_t)t * ldx;
+        int8_t *q = a->q + (size_t)t * a->quads * 128;
+        float *d = a->d + (size_t)t * npad, *s = a->s + (size_t)t * npad;
+        memset(q, 0, (size_t)a->quads * 128);
+        for (int b = nb; b < npad; b++) d[b] = s[b] = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            float amax = 0.0f;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xt[32 * b + j]));
+            float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            int sum = 0;
+            for (int j = 0; j < 32; j++) {
+                int v = (int)rintf(xt[32 * b + j] * id);
+                v = v > 127 ? 127 : v < -127 ? -127 : v;
+                q[quad_pos(b, j)] = (int8_t)v;
+                sum += v;
+            }
+            d[b] = amax / 127.0f;
+            s[b] = d[b] * (float)sum;
+        }
+    }
+}
+
+/* One row: main = sum_b (dw*dx)[b] * isum[b] and side = sum_b c[b] * s[b], where
+ * c is m (Q4_1) or dw (Q4_0, applied as -8 * side). */
+static float dot_q8_row(dtype dt, const uint8_t *qs, const uint8_t *dw, const uint8_t *mw, int nb,
+                        const int8_t *xq, const float *xd, const float *xs) {
+    float main = 0.0f, side = 0.0f;
+    for (int b = 0; b < nb; b++) {
+        int isum = 0;
+        for (int j = 0; j < 32; j++) {
+            int w;
+            if (dt == DT_Q8_0) {
+                int k = nb - b / 4 * 4 < 4 ? nb - b / 4 * 4 : 4; /* blocks in this quad */
+                w = (int8_t)qs[(size_t)(b / 4) * 128 + (size_t)(j / 16) * 16 * k + (size_t)(b % 4) * 16 + j % 16];
+            } else {
+                uint8_t byte = qs[(size_t)b * 16 + j % 16];
+                w = j < 16 ? byte & 0x0f : byte >> 4;
+            }
+            isum += w * xq[quad_pos(b, j)];
+        }
+        float d = f16_to_f32(rd_u16(dw + 2 * (size_t)b));
+        main += d * xd[b] * (float)isum;
+        if (dt == DT_Q4_1) side += f16_to_f32(rd_u16(mw + 2 * (size_t)b)) * xs[b];
+        if (dt == DT_Q4_0) side += d * xs[b];
+    }
+    return dt == DT_Q4_0 ? main - 8.0f * side : main + side;
+}
+
+static void matmul_q8_rows(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x,
+                           float *y, int ldy) {
+    int nb = cols / 32;
+    size_t qrow = (size_t)nb * (dt == DT_Q8_0 ? 32 : 16);
+    const uint8_t *qs = packed, *d = qs + qrow * (size_t)rows, *m = d + 2 * (size_t)nb * rows;
+    for (int r = r0; r < r1; r++)
+        for (int t = 0; t < x->nt; t++)
+            y[(size_t)t * ldy + r] =
+                dot_q8_row(dt, qs + qrow * r, d + 2 * (size_t)nb * r, m + 2 * (size_t)nb * r, nb,
+                           x->q + (size_t)t * x->quads * 128, x->d + (size_t)t * x->quads * 4,
+                           x->s + (size_t)t * x->quads * 4);
+}
+
+static void matmul_q8_q4_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    matmul_q8_rows(DT_Q4_0, p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q4_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    matmul_q8_rows(DT_Q4_1, p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    matmul_q8_rows(DT_Q8_0, p, rows, cols, r0, r1, x, y, ldy);
+}
+
 static float dot_scalar(const float *a, const float *b, int n) {
     float s = 0.0f;
     for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -123,6 +204,8 @@ static const kernels SCALAR = {
             [DT_AFFINE4] = affine4_matmul_scalar,
             [DT_AFFINE8] = affine8_matmul_scalar,
         },
+    .quantize_act = quantize_act_scalar,
+    .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
 };

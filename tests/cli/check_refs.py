@@ -3,8 +3,9 @@
 
 Usage: check_refs.py [REF_NAME...]     e.g. check_refs.py tiny-mha-f32 smollm2-gguf
 
-For every reference case it runs
-    llmgen -m MODEL --prompt-ids IDS -n N --ignore-eos --ids --dump-logits FILE.bin -t THREADS
+For every reference case it runs, in exact mode (f32 activations; the fast mode is checked by
+check_fast_mode.py)
+    llmgen -m MODEL --prompt-ids IDS -n N --ignore-eos --ids --dump-logits FILE.bin -t THREADS --exact
 (stdout: the N generated ids on one line; FILE.bin: N rows of vocab_size little-endian f32 logits, row i
 being the logits generated id i was chosen from) and applies the rule of its reference family:
 
@@ -73,7 +74,7 @@ def run_llmgen(model, prompt_ids, n, vocab):
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "logits.bin")
         cmd = [LLMGEN, "-m", model, "--prompt-ids", ",".join(map(str, prompt_ids)), "-n", str(n),
-               "--ignore-eos", "--ids", "--dump-logits", dump, "-t", THREADS]
+               "--ignore-eos", "--ids", "--dump-logits", dump, "-t", THREADS, "--exact"]
         t = time.time()
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)

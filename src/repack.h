@@ -1,0 +1,26 @@
+/* repack.h - fast mode: GGUF Q4_0 / Q4_1 / Q8_0 weight matrices rewritten once at
+ * load into the layout the int8-activation kernels read (kernels.h, "Repacked
+ * weights"): payload bytes contiguous per row, f16 scales apart. The copy has
+ * exactly the file's size; the file pages it came from are released, so the
+ * model still holds one copy of each weight. */
+#ifndef LLMGEN_REPACK_H
+#define LLMGEN_REPACK_H
+
+#include "model.h"
+
+/* Repack every Q4_0 / Q4_1 / Q8_0 matrix of m (layers, lm_head / embeddings),
+ * in parallel over m->pool, setting tensor.packed. -1 with a message if memory
+ * runs out (what was repacked stays valid and is freed by repack_free). */
+int repack_weights(model *m, char *err);
+
+/* Release what repack_weights allocated (tensor.packed back to NULL). */
+void repack_free(model *m);
+
+/* Whether repack_weights handles this dtype. */
+int repack_supported(dtype t);
+
+/* The packed form of a whole 2-D Q4_0 / Q4_1 / Q8_0 tensor t into out
+ * (t->nbytes bytes), on the calling thread. */
+void repack_matrix(const tensor *t, void *out);
+
+#endif
