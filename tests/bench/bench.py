@@ -442,6 +442,11 @@ def print_table(results):
         print("%-18s %8.1f MB streamed per decoded token, %.2f G ops per prompt token (%d-token prefill), "
               "file %.1f MB" % (m["key"], c["bytes_per_token"] / 1e6, c["ops_per_prompt_token"] / 1e9,
                                 max(PP_SIZES), c["file_bytes"] / 1e6))
+    loads = [x for m in results["models"] for r in m["threads"].values()
+             for x in r.get("loadavg_before_rounds", [])]
+    if loads:
+        print("load average before the rounds: median %.1f, max %.1f on %s CPUs (well above 1: other work "
+              "shared the cores during this run)" % (statistics.median(loads), max(loads), os.cpu_count()))
     print("ratios are llmgen / llama.cpp (> 1 is better for t/s, < 1 is better for s and MB); "
           "TTFT page cache dropped: %s" % ("yes" if results["settings"]["ttft_page_cache_dropped"] else "no"))
 
@@ -460,8 +465,11 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
         llmgen_sample(path, t, pp=(16,), tg=4, warm=0)
         if peer:
             llama_sample(path, t, pp=(16,), tg=4)
-        a_rounds, b_rounds = [], []
+        a_rounds, b_rounds, loads = [], [], []
         for r in range(reps):
+            # Other work on the machine disturbs both engines (llama.cpp's OpenMP threads most):
+            # the 1-minute load average before each round is kept with the results.
+            loads.append(os.getloadavg()[0])
             a = llmgen_sample(path, t)
             b = llama_sample(path, t) if peer else {}
             if peer:
@@ -472,8 +480,8 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
             a_rounds.append(a)
             b_rounds.append(b)
             errs = [x["error"] for x in (a, b) if "error" in x]
-            log("%s t=%d round %d/%d: llmgen %s %s %s | llama.cpp %s %s%s"
-                % (key, t, r + 1, reps, PP_KEY, fmt(a.get(PP_KEY), ""), fmt(a.get(TG_KEY), ""),
+            log("%s t=%d round %d/%d (load %.1f): llmgen %s %s %s | llama.cpp %s %s%s"
+                % (key, t, r + 1, reps, loads[-1], PP_KEY, fmt(a.get(PP_KEY), ""), fmt(a.get(TG_KEY), ""),
                    fmt(b.get(PP_KEY), ""), fmt(b.get(TG_KEY), ""), ("  ERRORS: " + "; ".join(errs)) if errs else ""))
         A, B = medians(a_rounds), medians(b_rounds)
         bw = results["probes"]["bandwidth_gbs"][str(t)] * 1e9
@@ -493,7 +501,7 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
             bounds["llama_prefill_share"] = med(B, PP_KEY) / ceiling
         ratios = {k: med(A, k) / med(B, k) for k in A if med(B, k)}
         entry["threads"][str(t)] = {
-            "llmgen": A, "llama.cpp": B, "ratio": ratios, "bounds": bounds,
+            "llmgen": A, "llama.cpp": B, "ratio": ratios, "bounds": bounds, "loadavg_before_rounds": loads,
             "errors": [x["error"] for x in a_rounds + b_rounds if "error" in x],
             "first_ids": {"llmgen": sorted({x.get("first_id") for x in a_rounds if x.get("first_id")}),
                           "llama.cpp": sorted({x.get("first_id") for x in b_rounds if x.get("first_id")})},
