@@ -3,9 +3,8 @@
  * Numerics are those of affine_kernels.h, bit for bit with affine_scalar.c: the
  * weights of a group are dequantized as mlx does (q * scale, then + bias, in f32)
  * and accumulated by FMA into one 16-lane accumulator per output, lane i taking
- * columns i, i+16, ...; reduce16 sums the lanes. The 16 lanes are two ymm halves
- * (columns i and i+8 of each 16), as in avx2.c, so the results equal the AVX-512
- * ones bit for bit. Weights are converted, multiplied by the scale and offset by
+ * columns in the order affine_kernels.h fixes; reduce16 sums the lanes. The 16 lanes
+ * are two ymm halves, as in avx2.c, so the results equal the AVX-512 ones bit for bit. Weights are converted, multiplied by the scale and offset by
  * the bias in registers (AVX2 has no 16-entry permute), read straight from the file
  * layout, never repacked.
  *
@@ -56,19 +55,36 @@ typedef struct {
 /* The integers of 8 weights as f32, dequantized: q * scale, then + bias. */
 AI __m256 deq8(__m256i q, gparams g) { return _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), g.s), g.b); }
 
-/* The 16 weights of a row starting at value c (a multiple of 16). */
-AI v16 dequant16(int bits, const uint8_t *row, int c, gparams g) {
+/* Even (odd = 0) or odd (odd = 1) elements of the 16 floats a, b, in order. */
+AI __m256 deinterleave(__m256 a, __m256 b, int odd) {
+    __m256 s = odd ? _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)) : _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* One block of 32 columns of a row into acc[0..T): 4-bit, xa = even and xb = odd
+ * columns (byte k of the block in lane k: low nibble, then high nibble); 8-bit,
+ * xa = columns 0..15, xb = 16..31 (see affine_kernels.h). */
+AI void block32(int bits, const uint8_t *row, int c, gparams g, const v16 *xa, const v16 *xb, v16 *acc, int T) {
+    v16 w0, w1;
     if (bits == 4) {
-        const __m256i shifts = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
         const __m256i mask = _mm256_set1_epi32(0x0f);
-        __m128i b = _mm_loadl_epi64((const __m128i *)(row + c / 2));
-        __m128i d = _mm_unpacklo_epi8(b, b); /* each byte twice: low nibble, then high */
-        __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(d), shifts), mask);
-        __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(d, 8)), shifts), mask);
-        return (v16){deq8(lo, g), deq8(hi, g)};
+        __m128i b = _mm_loadu_si128((const __m128i *)(row + c / 2));
+        __m256i l = _mm256_cvtepu8_epi32(b), h = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));
+        w0 = (v16){deq8(_mm256_and_si256(l, mask), g), deq8(_mm256_and_si256(h, mask), g)};
+        w1 = (v16){deq8(_mm256_srli_epi32(l, 4), g), deq8(_mm256_srli_epi32(h, 4), g)};
+    } else {
+        __m128i b0 = _mm_loadu_si128((const __m128i *)(row + c)), b1 = _mm_loadu_si128((const __m128i *)(row + c + 16));
+        w0 = (v16){deq8(_mm256_cvtepu8_epi32(b0), g), deq8(_mm256_cvtepu8_epi32(_mm_srli_si128(b0, 8)), g)};
+        w1 = (v16){deq8(_mm256_cvtepu8_epi32(b1), g), deq8(_mm256_cvtepu8_epi32(_mm_srli_si128(b1, 8)), g)};
     }
-    __m128i b = _mm_loadu_si128((const __m128i *)(row + c));
-    return (v16){deq8(_mm256_cvtepu8_epi32(b), g), deq8(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)), g)};
+    UNROLL for (int t = 0; t < T; t++) {
+        acc[t].lo = _mm256_fmadd_ps(w0.lo, xa[t].lo, acc[t].lo);
+        acc[t].hi = _mm256_fmadd_ps(w0.hi, xa[t].hi, acc[t].hi);
+    }
+    UNROLL for (int t = 0; t < T; t++) {
+        acc[t].lo = _mm256_fmadd_ps(w1.lo, xb[t].lo, acc[t].lo);
+        acc[t].hi = _mm256_fmadd_ps(w1.hi, xb[t].hi, acc[t].hi);
+    }
 }
 
 AI void tile(int bits, const affine_weights *a, size_t rb, int cols, int r0, const float *x, int ldx,
@@ -86,19 +102,21 @@ AI void tile(int bits, const affine_weights *a, size_t rb, int cols, int r0, con
             size_t i = (size_t)(r0 + r) * ng + g;
             gp[r] = (gparams){_mm256_set1_ps(param(a->scales, a->sdt, i)), _mm256_set1_ps(param(a->biases, a->sdt, i))};
         }
-        for (int c = g * a->group; c < (g + 1) * a->group; c += 16) {
-            __m256 xl[MAX_T], xh[MAX_T];
+        for (int c = g * a->group; c < (g + 1) * a->group; c += 32) {
+            v16 xa[MAX_T], xb[MAX_T];
             UNROLL for (int t = 0; t < T; t++) {
-                xl[t] = _mm256_loadu_ps(x + (size_t)t * ldx + c);
-                xh[t] = _mm256_loadu_ps(x + (size_t)t * ldx + c + 8);
-            }
-            UNROLL for (int r = 0; r < R; r++) {
-                v16 w = dequant16(bits, rows[r], c, gp[r]);
-                UNROLL for (int t = 0; t < T; t++) {
-                    acc[r][t].lo = _mm256_fmadd_ps(w.lo, xl[t], acc[r][t].lo);
-                    acc[r][t].hi = _mm256_fmadd_ps(w.hi, xh[t], acc[r][t].hi);
+                const float *xt = x + (size_t)t * ldx + c;
+                __m256 x0 = _mm256_loadu_ps(xt), x1 = _mm256_loadu_ps(xt + 8);
+                __m256 x2 = _mm256_loadu_ps(xt + 16), x3 = _mm256_loadu_ps(xt + 24);
+                if (bits == 4) {
+                    xa[t] = (v16){deinterleave(x0, x1, 0), deinterleave(x2, x3, 0)};
+                    xb[t] = (v16){deinterleave(x0, x1, 1), deinterleave(x2, x3, 1)};
+                } else {
+                    xa[t] = (v16){x0, x1};
+                    xb[t] = (v16){x2, x3};
                 }
             }
+            UNROLL for (int r = 0; r < R; r++) block32(bits, rows[r], c, gp[r], xa, xb, acc[r], T);
         }
     }
     UNROLL for (int r = 0; r < R; r++)

@@ -3,10 +3,10 @@
  * Numerics are those of affine_kernels.h, bit for bit with affine_scalar.c: the
  * weights of a group are dequantized as mlx does (q * scale, then + bias, in f32)
  * and accumulated by FMA into one 16-lane accumulator per output, lane i taking
- * columns i, i+16, ...; reduce16 sums the lanes. 4-bit weights go through a table
- * of the group's 16 dequantized values (vpermps reads only the low 4 bits of each
- * index, so the nibbles need no mask): one permute per 16 weights instead of a
- * conversion, a multiply and an add. The weights are read straight from the file
+ * columns in the order affine_kernels.h fixes; reduce16 sums the lanes. 4-bit
+ * weights go through a table of the group's 16 dequantized values: per 32 weights one
+ * zero-extension, one shift and two vpermps instead of conversions, multiplies and
+ * adds; x is deinterleaved (even / odd columns) once per block for all rows. The weights are read straight from the file
  * layout (packed words, scales and biases apart), never repacked.
  *
  * Tiles: decode (nt = 1) walks 8 rows at once (8 weight streams, 8 FMA chains, each
@@ -43,8 +43,8 @@ AI float reduce16(__m512 v) {
     return _mm_cvtss_f32(s);
 }
 
-/* Per-row, per-group dequantization state: the 16-entry table (4-bit) or the
- * broadcast scale and bias (8-bit). */
+/* Per-row, per-group dequantization state: the 16-entry table of the group's values
+ * (4-bit) or the broadcast scale and bias (8-bit). */
 typedef struct {
     __m512 a, b;
 } gparams;
@@ -56,20 +56,31 @@ AI gparams group_params(int bits, float s, float b) {
     return (gparams){_mm512_add_ps(_mm512_mul_ps(iota, sv), bv), bv};
 }
 
-/* The 16 weights of a row starting at value c (a multiple of 16). */
-AI __m512 dequant16(int bits, const uint8_t *row, int c, gparams g) {
+/* One block of 32 columns of a row, accumulated into acc[0..T) against the block's
+ * activations: 4-bit, xa = even and xb = odd columns (byte k of the block in lane k:
+ * its low nibble through the table, then its high nibble; vpermps reads only the
+ * low 4 bits of each index, so no mask); 8-bit, xa = columns 0..15, xb = 16..31. */
+AI void block32(int bits, const uint8_t *row, int c, gparams g, const __m512 *xa, const __m512 *xb,
+                __m512 *acc, int T) {
     if (bits == 4) {
-        const __m512i shifts = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
-        __m128i b = _mm_loadl_epi64((const __m128i *)(row + c / 2));
-        __m512i i = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b)), shifts);
-        return _mm512_permutexvar_ps(i, g.a);
+        __m512i i = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + c / 2)));
+        __m512 lo = _mm512_permutexvar_ps(i, g.a);
+        __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(i, 4), g.a);
+        UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(lo, xa[t], acc[t]);
+        UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(hi, xb[t], acc[t]);
+        return;
     }
-    __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + c))));
-    return _mm512_add_ps(_mm512_mul_ps(q, g.a), g.b);
+    __m512 q0 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + c))));
+    __m512 q1 = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + c + 16))));
+    __m512 w0 = _mm512_add_ps(_mm512_mul_ps(q0, g.a), g.b), w1 = _mm512_add_ps(_mm512_mul_ps(q1, g.a), g.b);
+    UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(w0, xa[t], acc[t]);
+    UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(w1, xb[t], acc[t]);
 }
 
 AI void tile(int bits, const affine_weights *a, size_t rb, int cols, int r0, const float *x, int ldx,
              float *y, int ldy, int R, int T) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     int ng = cols / a->group;
     __m512 acc[MAX_R][MAX_T];
     const uint8_t *rows[MAX_R];
@@ -83,13 +94,14 @@ AI void tile(int bits, const affine_weights *a, size_t rb, int cols, int r0, con
             size_t i = (size_t)(r0 + r) * ng + g;
             gp[r] = group_params(bits, param(a->scales, a->sdt, i), param(a->biases, a->sdt, i));
         }
-        for (int c = g * a->group; c < (g + 1) * a->group; c += 16) {
-            __m512 xv[MAX_T];
-            UNROLL for (int t = 0; t < T; t++) xv[t] = _mm512_loadu_ps(x + (size_t)t * ldx + c);
-            UNROLL for (int r = 0; r < R; r++) {
-                __m512 w = dequant16(bits, rows[r], c, gp[r]);
-                UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_fmadd_ps(w, xv[t], acc[r][t]);
+        for (int c = g * a->group; c < (g + 1) * a->group; c += 32) {
+            __m512 xa[MAX_T], xb[MAX_T];
+            UNROLL for (int t = 0; t < T; t++) {
+                __m512 x0 = _mm512_loadu_ps(x + (size_t)t * ldx + c), x1 = _mm512_loadu_ps(x + (size_t)t * ldx + c + 16);
+                xa[t] = bits == 4 ? _mm512_permutex2var_ps(x0, even, x1) : x0;
+                xb[t] = bits == 4 ? _mm512_permutex2var_ps(x0, odd, x1) : x1;
             }
+            UNROLL for (int r = 0; r < R; r++) block32(bits, rows[r], c, gp[r], xa, xb, acc[r], T);
         }
     }
     UNROLL for (int r = 0; r < R; r++)

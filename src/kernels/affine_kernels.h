@@ -4,9 +4,14 @@
  *
  * each weight is dequantized as mlx's CPU kernel does it, w = (float)q * scale, then
  * + bias (two f32 roundings, no FMA), and each y element has one accumulator of 16
- * f32 lanes: lane i receives columns i, i+16, ... in order by FMA, then the lanes are
- * summed by the tree of avx512.c's reduce16(). cols is a multiple of the group (>= 32),
- * so there is never a tail. */
+ * f32 lanes, fed by FMA in column order within each lane, then summed by the tree of
+ * avx512.c's reduce16(). Which lane takes which column:
+ *   8-bit: lane i takes columns i, i+16, i+32, ...;
+ *   4-bit: in each block of 32 columns (16 bytes), lane k takes the two values of
+ *          byte k, columns 2k then 2k+1 (so the SIMD kernels split a byte's low and
+ *          high nibbles without interleaving them, and deinterleave x instead, once
+ *          per block for all the rows of a tile).
+ * cols is a multiple of the group (>= 32), so there is never a tail. */
 #ifndef LLMGEN_AFFINE_KERNELS_H
 #define LLMGEN_AFFINE_KERNELS_H
 

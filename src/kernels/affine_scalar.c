@@ -28,6 +28,10 @@ static float reduce16(const float l[16]) {
     return b + a;
 }
 
+/* The lane (0..15) that accumulates column c: 8-bit, c % 16; 4-bit, the pair of
+ * c within its 32-column block (see affine_kernels.h). */
+static int lane_of(int bits, int c) { return bits == 8 ? c & 15 : (c & 31) >> 1; }
+
 static void affine_matmul(int bits, const void *w, size_t row_bytes, int cols, int r0, int r1,
                           const float *x, int ldx, int nt, float *y, int ldy) {
     const affine_weights *a = w;
@@ -45,7 +49,7 @@ static void affine_matmul(int bits, const void *w, size_t row_bytes, int cols, i
                     uint32_t word = rd_u32(q + 4 * (size_t)(c / per_word));
                     float v = (float)((word >> (bits * (c % per_word))) & mask) * s;
                     v = v + b;
-                    lane[c & 15] = fmaf(v, xt[c], lane[c & 15]);
+                    lane[lane_of(bits, c)] = fmaf(v, xt[c], lane[lane_of(bits, c)]);
                 }
             }
             y[(size_t)t * ldy + r] = reduce16(lane);
