@@ -2,7 +2,9 @@
 """Write the fuzz seed corpus (tests/fuzz/corpus/<target>/) deterministically.
 
 Standard library only. Seeds are small valid inputs (plus a few near-misses) so
-the fuzzer starts deep inside each parser instead of at its magic number.
+the fuzzer starts deep inside each parser instead of at its magic number. The corpus
+directories also hold inputs found by fuzzing (hash-named, merged in with
+`fuzz_X -merge=1 tests/fuzz/corpus/fuzz_X NEW_DIR`); this script leaves those alone.
 Usage: python3 tests/fuzz/make_seeds.py   (from the repository root)
 """
 import json
@@ -211,8 +213,6 @@ def batch_seeds():
 
 
 def main():
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
     for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch"]:
         os.makedirs(os.path.join(OUT, t), exist_ok=True)
     gguf_seeds()
