@@ -88,7 +88,7 @@ def check_mlx_converted(kernels):
         model = os.path.join(REPO, ref["model"]["repo"])
         want = ref["ids"]
         mlx_rows = load_rows(path[:-5] + ".logits.bin", ref["vocab_size"])
-        worst = 0.0
+        worst, n0 = 0.0, len(failures)
         for k in kernels:
             for t in ("1", "2"):
                 with tempfile.TemporaryDirectory() as tmp:
@@ -108,8 +108,9 @@ def check_mlx_converted(kernels):
                         fail("%s (--kernels %s -t %s): step %d logits differ by %.2e of max |logit| (> %g)"
                              % (name, k, t, i, err, TINY_REL))
                         break
-        print("ok    %-26s %d ids equal mlx-lm's (kernels %s, 1 and 2 threads); max logit diff %.1e"
-              % (name, len(want), "/".join(kernels), worst))
+        if len(failures) == n0:
+            print("ok    %-26s %d ids equal mlx-lm's (kernels %s, 1 and 2 threads); max logit diff %.1e"
+                  % (name, len(want), "/".join(kernels), worst))
 
 
 def st_tensors(path):
@@ -142,6 +143,30 @@ def check_llmgen_quantize():
             elif not diff:
                 print("ok    %-26s %d tensors byte-identical to mlx_lm.convert; %d ids equal mlx-lm's on it"
                       % (name, len(mine), len(got)))
+
+
+def check_quantize_errors():
+    """Bad uses of `llmgen quantize` fail with the documented exit code and a message naming the culprit."""
+    fx = os.path.join(REPO, "tests", "fixtures", "tiny-mha-f32")
+    n0 = len(failures)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [
+            (["--bits", "3"], fx, os.path.join(tmp, "a"), 1, "--bits 3"),
+            (["--group-size", "48"], fx, os.path.join(tmp, "b"), 1, "--group-size 48"),
+            ([], fx, tmp, 1, "already exists"),
+            ([], os.path.join(tmp, "missing"), os.path.join(tmp, "c"), 3, "missing"),
+            ([], os.path.join(REPO, "tests", "fixtures", "tiny-mlx-mha-q4g64"), os.path.join(tmp, "d"), 2,
+             "already quantized"),
+            (["--bits"], fx, os.path.join(tmp, "e"), 1, "--bits"),
+        ]
+        for extra, src, out, code, needle in cases:
+            p = subprocess.run([LLMGEN, "quantize", src, out] + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            err = p.stderr.decode()
+            if p.returncode != code or needle not in err or err.count("\n") != 1:
+                fail("llmgen quantize %s: exit %d, stderr %r; expected exit %d and one line naming %r"
+                     % (" ".join(extra + [os.path.basename(src)]), p.returncode, err, code, needle))
+        if len(failures) == n0:
+            print("ok    llmgen quantize: %d bad uses give their exit code and a one-line message" % len(cases))
 
 
 def peak_rss_of(cmd):
@@ -188,7 +213,7 @@ def main():
     kernels = kernel_sets()
     if "scalar" not in kernels:
         fail("llmgen does not run tests/fixtures/tiny-mlx-mha-q4g64 with --kernels scalar")
-    for step in (lambda: check_mlx_converted(kernels), check_llmgen_quantize, check_memory):
+    for step in (lambda: check_mlx_converted(kernels), check_llmgen_quantize, check_quantize_errors, check_memory):
         try:
             step()
         except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
