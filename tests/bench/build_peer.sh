@@ -19,6 +19,10 @@ BUILD=$PEER/build
 PYTHON=${PYTHON:-python3}
 JOBS=${PEER_JOBS:-2}
 
+for tool in cmake c++; do
+    command -v "$tool" >/dev/null 2>&1 ||
+        { echo "make peer: $tool not found (Debian: apt-get install cmake g++)" >&2; exit 1; }
+done
 mkdir -p "$PEER/dl"
 start=$(date +%s)
 
