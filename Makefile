@@ -119,6 +119,17 @@ refs: $(REF_VENV)/.ok fixtures  ## regenerate tests/refs/ with HF transformers (
 	$(REF_VENV)/bin/python tests/gen/make_refs.py $(CACHE)
 	$(REF_VENV)/bin/python tests/gen/make_sampler_refs.py
 
+# MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
+MLX_VENV := $(CACHE)/venv-mlx
+$(MLX_VENV)/.ok: tests/gen/requirements-mlx.txt
+	$(PYTHON) -m venv $(MLX_VENV)
+	$(MLX_VENV)/bin/pip install -q -r tests/gen/requirements-mlx.txt
+	touch $@
+
+.PHONY: mlx-refs
+mlx-refs: $(MLX_VENV)/.ok llmgen  ## regenerate tests/refs/mlx and tests/fixtures/tiny-mlx-* with mlx-lm
+	$(MLX_VENV)/bin/python tests/gen/make_mlx_refs.py $(CACHE)
+
 # ---- use and test -------------------------------------------------------------
 
 demo: deps  ## install, build, fetch the default model, generate a completion
