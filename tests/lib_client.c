@@ -2,8 +2,9 @@
  * through the public header only: open, capabilities, session, prefill, decode
  * step, sample, reset, free. tests/cli/check_cli.py compares its ids with the CLI's.
  *
- * usage: lib_client MODEL N IDS [THREADS]     IDS = comma-separated prompt ids
- *        lib_client MODEL N -t TEXT [THREADS] TEXT is tokenized through the API
+ * usage: lib_client MODEL N IDS [THREADS [exact]]      IDS = comma-separated prompt ids
+ *        lib_client MODEL N -t TEXT [THREADS [exact]]  TEXT is tokenized through the API
+ * ("exact" opens the model in exact mode, as the CLI's --exact)
  *
  * Prints the N greedy ids (end-of-sequence ignored, as the CLI's --ignore-eos)
  * comma-separated on one line. It also checks, and exits 1 if any fails:
@@ -60,7 +61,8 @@ int main(int argc, char **argv) {
     int n = atoi(argv[2]);
     int threads = argc > 4 + text_mode ? atoi(argv[4 + text_mode]) : 2;
     char err[512];
-    llmgen_model_options mo = {.n_threads = threads};
+    int exact = argc > 5 + text_mode && !strcmp(argv[5 + text_mode], "exact");
+    llmgen_model_options mo = {.n_threads = threads, .exact = exact};
     llmgen_model *m;
     llmgen_status st = llmgen_model_open(argv[1], &mo, &m, err, sizeof err);
     if (st) {
