@@ -443,6 +443,7 @@ fail:
 void model_free(model *m) {
     if (!m) return;
     if (m->pool) pool_free(m->pool);
+    repack_free(m); /* before the layer table it walks is freed */
     if (m->layers) {
         for (int l = 0; l < m->cfg.n_layers; l++) {
             free(m->layers[l].attn_norm);
@@ -452,11 +453,10 @@ void model_free(model *m) {
     }
     free(m->out_norm);
     free(m->rope_inv_freq);
-    affine_store_free(m->affine);
     if (m->tok) tok_free(m->tok);
-    repack_free(m);
     if (m->gguf) gguf_close(m->gguf);
     if (m->st) st_close(m->st);
+    affine_store_free(m->affine); /* last: the views above may still be walked until here */
     free(m->path);
     free(m);
 }
