@@ -136,10 +136,18 @@ def st_seeds():
 # ---- config.json ------------------------------------------------------------------
 def config_seeds():
     fx = os.path.join(ROOT, "tests", "fixtures")
+    base = None
     for d in sorted(os.listdir(fx)):
         p = os.path.join(fx, d, "config.json")
         if os.path.exists(p):
             shutil.copyfile(p, os.path.join(OUT, "fuzz_config", d + ".json"))
+            base = base or json.load(open(p))
+    # MLX affine checkpoints: a global quantization block plus per-layer overrides
+    q = dict(base, quantization={"group_size": 64, "bits": 4, "mode": "affine",
+                                 "model.layers.0.mlp.down_proj": {"group_size": 32, "bits": 8},
+                                 "model.embed_tokens": False})
+    q["quantization_config"] = q["quantization"]
+    put("fuzz_config", "mlx_affine.json", json.dumps(q))
 
 
 # ---- tokenizer.json ---------------------------------------------------------------
