@@ -383,6 +383,21 @@ static int copy_extras(const qjob *j, const char *out_dir) {
 
 /* ---- the API ---------------------------------------------------------------------- */
 
+/* After a failure: remove what was written, so that a retry finds no half checkpoint. */
+static void remove_partial(const char *out_dir) {
+    char p[4096];
+    static const char *mine[] = {"model.safetensors", "config.json"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%s", out_dir, mine[i]);
+        unlink(p);
+    }
+    for (size_t i = 0; i < sizeof EXTRA_FILES / sizeof *EXTRA_FILES; i++) {
+        snprintf(p, sizeof p, "%s/%s", out_dir, EXTRA_FILES[i]);
+        unlink(p);
+    }
+    rmdir(out_dir);
+}
+
 static llmgen_status run(qjob *j, const char *out_dir) {
     char cfg[4096], w[4096], out[4096];
     snprintf(cfg, sizeof cfg, "%s/config.json", j->in_dir);
@@ -418,10 +433,11 @@ static llmgen_status run(qjob *j, const char *out_dir) {
         goto done;
     }
     snprintf(out, sizeof out, "%s/model.safetensors", out_dir);
-    if (write_safetensors(j, o, n, out)) goto done;
+    int bad = write_safetensors(j, o, n, out);
     snprintf(out, sizeof out, "%s/config.json", out_dir);
-    if (write_config(j, root, out) || copy_extras(j, out_dir)) goto done;
-    rc = LLMGEN_OK;
+    if (!bad) bad = write_config(j, root, out) || copy_extras(j, out_dir);
+    if (bad) remove_partial(out_dir);
+    else rc = LLMGEN_OK;
 done:
     free(o);
     st_close(st);
