@@ -55,6 +55,37 @@ void repack_matrix(const tensor *t, void *out) {
     repack_rows(&j, 0, (int)t->shape[0]);
 }
 
+void repack_row_f32(const tensor *t, int64_t row, float *out) {
+    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32);
+    size_t qrow = (size_t)nb * (t->type == DT_Q8_0 ? 32 : 16);
+    const uint8_t *q = (const uint8_t *)t->packed + qrow * (size_t)row;
+    const uint8_t *d = (const uint8_t *)t->packed + qrow * rows + 2 * (size_t)nb * row;
+    const uint8_t *m = d + 2 * (size_t)nb * rows;
+    for (int b = 0; b < nb; b++, out += 32) {
+        float db = f16_to_f32(rd_u16(d + 2 * (size_t)b));
+        if (t->type == DT_Q8_0) {
+            int quad = b / 4, k = nb - quad * 4 < 4 ? nb - quad * 4 : 4;
+            const int8_t *lo = (const int8_t *)q + (size_t)quad * 128 + (size_t)(b % 4) * 16, *hi = lo + 16 * k;
+            for (int j = 0; j < 16; j++) {
+                out[j] = db * (float)lo[j];
+                out[j + 16] = db * (float)hi[j];
+            }
+            continue;
+        }
+        const uint8_t *qs = q + (size_t)b * 16;
+        float mb = t->type == DT_Q4_1 ? f16_to_f32(rd_u16(m + 2 * (size_t)b)) : 0.0f;
+        for (int j = 0; j < 16; j++) {
+            if (t->type == DT_Q4_0) {
+                out[j] = db * (float)((qs[j] & 0x0f) - 8);
+                out[j + 16] = db * (float)((qs[j] >> 4) - 8);
+            } else {
+                out[j] = db * (float)(qs[j] & 0x0f) + mb;
+                out[j + 16] = db * (float)(qs[j] >> 4) + mb;
+            }
+        }
+    }
+}
+
 static void repack_task(void *ctx, int ith, int nth) {
     const repack_job *j = ctx;
     int r0, r1;
@@ -82,7 +113,8 @@ static void *alloc_packed(size_t n) {
 /* The tensor table belongs to the reader and is not const memory: the model
  * only hands out const views. Setting `packed` is the one write, at load. */
 static int repack_tensor(model *m, const tensor *t, char *err) {
-    if (!repack_supported(t->type) || t->packed) return 0;
+    /* no int8 kernel in this table (NEON for now): keep the file layout and the f32 path */
+    if (!repack_supported(t->type) || t->packed || !m->kern->matmul_q8[t->type]) return 0;
     void *p = alloc_packed(t->nbytes);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, t->nbytes);
     repack_job j = {t, p};

@@ -23,4 +23,9 @@ int repack_supported(dtype t);
  * (t->nbytes bytes), on the calling thread. */
 void repack_matrix(const tensor *t, void *out);
 
+/* Row `row` of a repacked tensor dequantized to f32: the same values as
+ * tensor_row_f32 gives from the file layout (embedding lookups read the
+ * packed copy, so the released file pages stay released). */
+void repack_row_f32(const tensor *t, int64_t row, float *out);
+
 #endif
