@@ -166,7 +166,7 @@ regress: llmgen model fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so  ## ru
 	$(PYTHON) tests/cli/run_all.py
 
 test: deps  ## install, build, run every test
-	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san
+	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
 	$(MAKE) unit unit-san fuzz-replay regress
 
 # ---- library, install, fuzzing --------------------------------------------------
