@@ -11,11 +11,14 @@ Environment:
   BENCH_NO_DROP=1      do not drop the page cache before the time-to-first-token runs
   BENCH_NO_TOKENIZER=1 skip the tokenizer benchmark hook (tests/bench/bench_tokenizer.py)
   BENCH_PP, BENCH_TG   prompt sizes / decode steps (default 128,512 / 128): to test the harness only
+  BENCH_NO_EXACT=1     skip the exact-mode (--exact) llmgen figures
 
 What one run does, per model and thread count:
   - a warm-up round (short prompt, few steps, both engines; results discarded);
   - N rounds, each running the engines one after the other (A B A B ...):
       llmgen:    build/bench/llmgen_bench (its C API): load, prefill 128 and 512, decode 128
+      llmgen --exact: the same in exact mode (f32 activations), for models whose default (fast) mode
+                 differs from it (quantized weights); reported beside the default, never in the ratios
       llama.cpp: llama-bench -p 16,128,512 -n 128 -r 1 --no-warmup -o json (pp16 is its warm-up,
                  the same role as llmgen_bench's 16-token warm-up prefill; discarded)
       load time: llama.cpp's through build/bench/peer_run (model load + context, like llmgen_bench)
@@ -228,7 +231,8 @@ def model_costs(path):
     n = max(PP_SIZES)
     attn_ops = 2 * 2 * layers * heads * head_dim * (n + 1) / 2  # QK^T and PV, causal mean per token
     ops = 2 * lin + attn_ops + 2 * vocab * hidden / n          # lm_head for the last position only
-    return {"file_bytes": total, "bytes_per_token": per_token, "linear_params": lin,
+    kv_bytes = 2 * layers * kv * head_dim * 4  # f32 K and V per position (forward.h)
+    return {"file_bytes": total, "bytes_per_token": per_token, "linear_params": lin, "kv_bytes_per_pos": kv_bytes,
             "lm_head_params": vocab * hidden, "tied": tied, "ops_per_prompt_token": ops}
 
 
@@ -265,9 +269,9 @@ def ids_csv(n, vocab, seed):
     return ",".join(str(r.randrange(vocab)) for _ in range(n))
 
 
-def llmgen_sample(path, t, pp=PP_SIZES, tg=TG, warm=16):
+def llmgen_sample(path, t, pp=PP_SIZES, tg=TG, warm=16, exact=False):
     cmd = [os.path.join(BENCH_BIN, "llmgen_bench"), path, "-t", str(t), "-p", ",".join(map(str, pp)),
-           "-n", str(tg), "-w", str(warm)]
+           "-n", str(tg), "-w", str(warm)] + (["-x"] if exact else [])
     rc, out, err, wall, rss = run(cmd)
     if rc:
         return {"error": "llmgen_bench exit %d: %s" % (rc, err)}
@@ -406,21 +410,22 @@ def fmt(v, unit):
 
 def print_table(results):
     rows = []
-    hdr = ("model", "thr", "metric", "llmgen", "llama.cpp", "ratio")
+    hdr = ("model", "thr", "metric", "llmgen", "llama.cpp", "ratio", "llmgen --exact")
     for m in results["models"]:
         for t, r in sorted(m["threads"].items(), key=lambda kv: int(kv[0])):
             for key, label, unit, _ in METRICS:
                 a = r["llmgen"].get(key, {}).get("median")
                 b = r["llama.cpp"].get(key, {}).get("median")
                 ratio = a / b if a and b else None
+                x = r.get("llmgen_exact", {}).get(key, {}).get("median") if key != "ttft_s" else None
                 rows.append((m["key"], t, "%s (%s)" % (label, unit), fmt(a, unit), fmt(b, unit),
-                             "%.2f" % ratio if ratio else "-"))
+                             "%.2f" % ratio if ratio else "-", fmt(x, unit)))
             b = r["bounds"]
             pct = lambda k: "%.0f%%" % (100 * b[k]) if b.get(k) else "-"  # noqa: E731
             rows.append((m["key"], t, "share of decode floor (%.1f t/s)" % b["decode_floor_tps"],
-                         pct("llmgen_decode_share"), pct("llama_decode_share"), ""))
+                         pct("llmgen_decode_share"), pct("llama_decode_share"), "", pct("exact_decode_share")))
             rows.append((m["key"], t, "share of prefill ceiling (%.1f t/s)" % b["prefill_ceiling_tps"],
-                         pct("llmgen_prefill_share"), pct("llama_prefill_share"), ""))
+                         pct("llmgen_prefill_share"), pct("llama_prefill_share"), "", pct("exact_prefill_share")))
     widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
     line = "  ".join("%-*s" % (widths[i], hdr[i]) for i in range(len(hdr)))
     print(line)
@@ -445,10 +450,82 @@ def print_table(results):
     loads = [x for m in results["models"] for r in m["threads"].values()
              for x in r.get("loadavg_before_rounds", [])]
     if loads:
-        print("load average before the rounds: median %.1f, max %.1f on %s CPUs (well above 1: other work "
-              "shared the cores during this run)" % (statistics.median(loads), max(loads), os.cpu_count()))
+        print("load average before the rounds: median %.1f, max %.1f on %s CPUs%s"
+              % (statistics.median(loads), max(loads), os.cpu_count(),
+                 " (above 1: other work shared the cores during this run)" if statistics.median(loads) > 1 else ""))
     print("ratios are llmgen / llama.cpp (> 1 is better for t/s, < 1 is better for s and MB); "
           "TTFT page cache dropped: %s" % ("yes" if results["settings"]["ttft_page_cache_dropped"] else "no"))
+
+
+# ---- the issue targets, checked on this run's medians ---------------------------------------------
+
+def targets(results):
+    """[(what, measured, target, ok)] for every speed target that this run's models can check.
+
+    At 2 threads, default mode. RSS: file + KV cache (f32, llmgen_bench's context) + 10%."""
+    by = {m["key"]: m for m in results["models"]}
+    ctx = max(max(PP_SIZES), TG)
+
+    def get(key, t, eng, metric):
+        r = by.get(key, {}).get("threads", {}).get(str(t))
+        return r and r[eng].get(metric, {}).get("median")
+
+    def bound(key, t, k):
+        r = by.get(key, {}).get("threads", {}).get(str(t))
+        return r and r["bounds"].get(k)
+
+    out = []
+
+    def check(what, val, op, goal, fmt_="%.2f"):
+        if val is None:
+            return
+        ok = val >= goal if op == ">=" else val <= goal
+        out.append({"what": what, "measured": fmt_ % val, "target": "%s %s" % (op, fmt_ % goal), "ok": ok})
+
+    def ratio(key, metric, t=2):
+        a, b = get(key, t, "llmgen", metric), get(key, t, "llama.cpp", metric)
+        return a / b if a and b else None
+
+    for key in ("llama1b-q4_0", "smollm2-q4_1"):
+        small = key == "smollm2-q4_1"
+        check("%s decode / llama.cpp" % key, ratio(key, TG_KEY), ">=", 2.5 if small else 1.25)
+        if not small:  # the floor target is the 1B model's; the small model is overhead-bound
+            check("%s decode share of floor" % key, bound(key, 2, "llmgen_decode_share"), ">=", 0.85)
+        check("%s prefill %d / llama.cpp" % (key, max(PP_SIZES)), ratio(key, PP_KEY), ">=", 3.5 if small else 1.3)
+        check("%s prefill share of int8 peak" % key, bound(key, 2, "llmgen_prefill_share"), ">=", 0.85)
+        check("%s TTFT / llama.cpp" % key, ratio(key, "ttft_s"), "<=", 1.0)
+    a1, a2 = get("smollm2-q4_1", 1, "llmgen", TG_KEY), get("smollm2-q4_1", 2, "llmgen", TG_KEY)
+    if a1 and a2:
+        check("smollm2-q4_1 decode 2 threads / 1 thread", a2 / a1, ">=", 1.6)
+    for key in ("llama1b-q4_0", "llama1b-mlx4-g64"):
+        rss, m = get(key, 2, "llmgen", "maxrss_mb"), by.get(key)
+        if rss and m:
+            c = m["costs"]
+            check("%s peak RSS (MB)" % key, rss, "<=", 1.1 * (c["file_bytes"] + c["kv_bytes_per_pos"] * ctx) / 2**20,
+                  "%.0f")
+    bf = get("llama1b-bf16-st", 2, "llmgen", TG_KEY)
+    for key, goal in (("llama1b-mlx4-g64", 3.0), ("llama1b-mlx8-g64", None)):
+        v = get(key, 2, "llmgen", TG_KEY)
+        if v and bf:
+            if goal:
+                check("%s decode / bf16 decode (llmgen)" % key, v / bf, ">=", goal)
+            else:
+                out.append({"what": "%s decode / bf16 decode (llmgen)" % key, "measured": "%.2f" % (v / bf),
+                            "target": "(reported)", "ok": True})
+        if key.endswith("mlx4-g64"):
+            check("%s decode share of floor" % key, bound(key, 2, "llmgen_decode_share"), ">=", 0.70)
+    return out
+
+
+def print_targets(rows):
+    if not rows:
+        return
+    print("targets (2 threads, default mode):")
+    w = max(len(r["what"]) for r in rows)
+    for r in rows:
+        print("  %-*s  %8s  (target %s)  %s" % (w, r["what"], r["measured"], r["target"],
+                                                 "met" if r["ok"] else "MISSED"))
+    print()
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -460,18 +537,22 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
     peer = peer_ok and os.path.exists(os.path.join(PEER_BIN, "llama-bench")) and \
         os.path.exists(os.path.join(BENCH_BIN, "peer_run"))
     ttft_ids = ids_csv(TTFT_PROMPT, 32000, 16)
+    # Exact mode differs from the default only where weights are quantized (GGUF Q4/Q8, MLX affine).
+    exact = os.environ.get("BENCH_NO_EXACT") != "1" and not key.endswith(("f16", "bf16-st"))
     for t in threads:
         log("%s, %d thread(s): warm-up" % (key, t))
         llmgen_sample(path, t, pp=(16,), tg=4, warm=0)
         if peer:
             llama_sample(path, t, pp=(16,), tg=4)
-        a_rounds, b_rounds, loads = [], [], []
+        a_rounds, b_rounds, x_rounds, loads = [], [], [], []
         for r in range(reps):
             # Other work on the machine disturbs both engines (llama.cpp's OpenMP threads most):
             # the 1-minute load average before each round is kept with the results.
             loads.append(os.getloadavg()[0])
             a = llmgen_sample(path, t)
             b = llama_sample(path, t) if peer else {}
+            if exact:
+                x_rounds.append(llmgen_sample(path, t, exact=True))
             if peer:
                 b.update(peer_load(path, t, ttft_ids))
             a.update(llmgen_ttft(path, t, ttft_ids, drop))
@@ -484,6 +565,7 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
                 % (key, t, r + 1, reps, loads[-1], PP_KEY, fmt(a.get(PP_KEY), ""), fmt(a.get(TG_KEY), ""),
                    fmt(b.get(PP_KEY), ""), fmt(b.get(TG_KEY), ""), ("  ERRORS: " + "; ".join(errs)) if errs else ""))
         A, B = medians(a_rounds), medians(b_rounds)
+        X = medians(x_rounds) if exact else {}
         bw = results["probes"]["bandwidth_gbs"][str(t)] * 1e9
         peak = results["probes"]["int8_gops"][str(t)] * 1e9
         floor = bw / costs["bytes_per_token"]
@@ -499,10 +581,14 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
             bounds["llmgen_prefill_share"] = med(A, PP_KEY) / ceiling
         if med(B, PP_KEY):
             bounds["llama_prefill_share"] = med(B, PP_KEY) / ceiling
+        if med(X, TG_KEY):
+            bounds["exact_decode_share"] = med(X, TG_KEY) / floor
+        if med(X, PP_KEY):
+            bounds["exact_prefill_share"] = med(X, PP_KEY) / ceiling
         ratios = {k: med(A, k) / med(B, k) for k in A if med(B, k)}
         entry["threads"][str(t)] = {
-            "llmgen": A, "llama.cpp": B, "ratio": ratios, "bounds": bounds, "loadavg_before_rounds": loads,
-            "errors": [x["error"] for x in a_rounds + b_rounds if "error" in x],
+            "llmgen": A, "llama.cpp": B, "llmgen_exact": X, "ratio": ratios, "bounds": bounds, "loadavg_before_rounds": loads,
+            "errors": [x["error"] for x in a_rounds + b_rounds + x_rounds if "error" in x],
             "first_ids": {"llmgen": sorted({x.get("first_id") for x in a_rounds if x.get("first_id")}),
                           "llama.cpp": sorted({x.get("first_id") for x in b_rounds if x.get("first_id")})},
             "llmgen_info": {k: a_rounds[0].get(k) for k in ("kernels", "weight_types")},
@@ -580,10 +666,10 @@ def main():
             b["bandwidth_gbs"], b["int8_gops"] = bw / 1e9, peak / 1e9
             b["decode_floor_tps"] *= scale_f
             b["prefill_ceiling_tps"] *= scale_c
-            for k in ("llmgen_decode_share", "llama_decode_share"):
+            for k in ("llmgen_decode_share", "llama_decode_share", "exact_decode_share"):
                 if k in b:
                     b[k] /= scale_f
-            for k in ("llmgen_prefill_share", "llama_prefill_share"):
+            for k in ("llmgen_prefill_share", "llama_prefill_share", "exact_prefill_share"):
                 if k in b:
                     b[k] /= scale_c
 
@@ -593,6 +679,8 @@ def main():
     if results["skipped"]:
         print("skipped: " + "; ".join("%s (%s)" % kv for kv in results["skipped"].items()))
     print()
+    results["targets"] = targets(results)
+    print_targets(results["targets"])
     if os.environ.get("BENCH_NO_TOKENIZER") != "1":
         tokenizer_hook(results)
     with open(os.path.join(OUT_DIR, "results.json"), "w") as f:

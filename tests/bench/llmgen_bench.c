@@ -1,6 +1,8 @@
 /* llmgen_bench.c - one benchmark sample of llmgen through its public C API.
  *
- *   build/bench/llmgen_bench MODEL [-t THREADS] [-p 128,512] [-n 128] [-w 16]
+ *   build/bench/llmgen_bench MODEL [-t THREADS] [-p 128,512] [-n 128] [-w 16] [-x]
+ *
+ * -x runs the exact mode (f32 activations, llmgen_model_options.exact) instead of the default.
  *
  * In one process, the way llama-bench measures (so tests/bench/bench.py can put the two side by
  * side): load the model and open a session (timed: "load"), run a short warm-up prefill of -w ids
@@ -30,6 +32,7 @@ typedef struct {
     int n_pp;
     int tg; /* decode steps */
     int warmup; /* warm-up prefill size, 0 = none */
+    int exact;  /* 1: exact mode (-x) */
 } bench_args;
 
 static double now(void) {
@@ -85,6 +88,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         else if (!strcmp(o, "-p") && v) bad = parse_sizes(v, a), i++;
         else if (!strcmp(o, "-n") && v) bad = parse_int(v, 0, &a->tg), i++;
         else if (!strcmp(o, "-w") && v) bad = parse_int(v, 0, &a->warmup), i++;
+        else if (!strcmp(o, "-x")) a->exact = 1;
         else if (o[0] != '-' && !a->model) a->model = o;
         else bad = 1;
         if (bad) return -1;
@@ -116,8 +120,8 @@ static void print_json(const bench_args *a, const llmgen_capabilities *cap, doub
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"engine\": \"llmgen\", \"threads\": %d, \"kernels\": \"%s\", \"weight_types\": \"%s\", "
-           "\"format\": \"%s\", \"vocab_size\": %d, \"load_s\": %.6f, \"pp\": {",
-           a->threads, cap->kernels, cap->weight_types, cap->format, cap->vocab_size, load_s);
+           "\"format\": \"%s\", \"exact\": %d, \"vocab_size\": %d, \"load_s\": %.6f, \"pp\": {",
+           a->threads, cap->kernels, cap->weight_types, cap->format, a->exact, cap->vocab_size, load_s);
     for (int i = 0; i < a->n_pp; i++)
         printf("%s\"%d\": %.4f", i ? ", " : "", a->pp[i], a->pp[i] / pp_s[i]);
     printf("}, \"tg\": {");
@@ -129,12 +133,12 @@ int main(int argc, char **argv) {
     bench_args a;
     char err[ERRLEN] = "";
     if (parse_args(argc, argv, &a))
-        return die("usage: llmgen_bench MODEL [-t THREADS] [-p 128,512] [-n 128] [-w 16]", NULL);
+        return die("usage: llmgen_bench MODEL [-t THREADS] [-p 128,512] [-n 128] [-w 16] [-x]", NULL);
 
     int ctx = a.tg > a.warmup ? a.tg : a.warmup;
     for (int i = 0; i < a.n_pp; i++) ctx = a.pp[i] > ctx ? a.pp[i] : ctx;
 
-    llmgen_model_options opt = {.n_threads = a.threads, .kernels = NULL, .no_tokenizer = 1};
+    llmgen_model_options opt = {.n_threads = a.threads, .kernels = NULL, .no_tokenizer = 1, .exact = a.exact};
     llmgen_model *m;
     llmgen_session *s;
     double t0 = now();
