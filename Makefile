@@ -254,7 +254,8 @@ PEER_LIBS := $(PEER_DIR)/build/src/libllama.a $(PEER_DIR)/build/ggml/src/libggml
 BENCH_VENV := $(CACHE)/venv-bench
 BENCH_BIN := $(BUILD)/bench
 
-peer:  ## build the llama.cpp benchmark peer (llama-cpp-python sdist, pinned) into .cache/peer
+peer: DEB_PKGS += cmake
+peer: deps  ## build the llama.cpp benchmark peer (llama-cpp-python sdist, pinned) into .cache/peer (installs cmake)
 	sh tests/bench/build_peer.sh $(CACHE)
 
 $(BENCH_VENV)/.ok: tests/gen/requirements-bench.txt tests/gen/requirements-tools.txt
