@@ -12,7 +12,8 @@
  *   bench FILE   encode FILE in one call, print "bytes tokens seconds MB/s"
  *   load         print the load time in milliseconds and the vocabulary size
  *                (tokenizer.json: the whole tok_load_json; GGUF: tok_load_spec alone)
- *   chat SYSTEM USER   print the rendered chat prompt (SYSTEM "-" = none) */
+ *   chat SYSTEM USER   print the rendered chat prompt (SYSTEM "-" = none); --template NAME
+ *                forces a template family, --date D the Llama 3.1+ "Today Date" */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,7 +224,7 @@ static int run_bench(const tokenizer *t, const char *path)
 
 int main(int argc, char **argv)
 {
-    const char *gguf = NULL, *json = NULL, *config = NULL;
+    const char *gguf = NULL, *json = NULL, *config = NULL, *tmpl = NULL, *date = NULL;
     int parse_special = 1, i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
         if (!strcmp(argv[i], "--gguf") && i + 1 < argc)
@@ -232,13 +233,17 @@ int main(int argc, char **argv)
             json = argv[++i];
         else if (!strcmp(argv[i], "--config") && i + 1 < argc)
             config = argv[++i];
+        else if (!strcmp(argv[i], "--template") && i + 1 < argc)
+            tmpl = argv[++i];
+        else if (!strcmp(argv[i], "--date") && i + 1 < argc)
+            date = argv[++i];
         else if (!strcmp(argv[i], "--no-special"))
             parse_special = 0;
         else
             break;
     }
     if (i >= argc || (!gguf && !json)) {
-        fprintf(stderr, "usage: tok_driver (--gguf F | --json F [--config F]) [--no-special] cases F | bench F | load | chat SYS USER\n");
+        fprintf(stderr, "usage: tok_driver (--gguf F | --json F [--config F]) [--no-special] [--template NAME] [--date D] cases F | bench F | load | chat SYS USER\n");
         return 2;
     }
     char err[TOK_ERR_LEN] = "";
@@ -260,7 +265,7 @@ int main(int argc, char **argv)
         printf("%.2f %zu\n", load_ms, tok_vocab_size(t));
     else if (!strcmp(mode, "chat") && i + 2 < argc) {
         char *out;
-        if (tok_chat_render(t, NULL, strcmp(argv[i + 1], "-") ? argv[i + 1] : NULL, argv[i + 2], &out, err)) {
+        if (tok_chat_render_at(t, tmpl, strcmp(argv[i + 1], "-") ? argv[i + 1] : NULL, argv[i + 2], date, &out, err)) {
             fprintf(stderr, "tok_driver: %s\n", err);
             rc = 1;
         } else {

@@ -77,11 +77,19 @@ int tok_stream_flush(tok_stream *s, const char **out, size_t *len);
 void tok_stream_free(tok_stream *s);
 
 /* Chat templates. `name` NULL: recognise the tokenizer's own chat_template text
- * (chatml, llama3, llama2, mistral); otherwise force that family. `system` may be
+ * (see tok_chat_render_at for the names); otherwise force that family. `system` may be
  * NULL (the family's default applies, as the reference template does). The result
  * equals transformers' apply_chat_template(add_generation_prompt=True) as text.
  * *out is malloc'd, caller frees. */
 int tok_chat_render(const tokenizer *t, const char *name, const char *system,
                     const char *user, char **out, char *err);
+/* The same with the date the Llama 3.1+ templates print ("Today Date: ..."), in
+ * their "%d %b %Y" form, e.g. "02 Jan 2025". date NULL renders what transformers
+ * does: the template's literal default (Llama 3.1: "26 Jul 2024"), or today's local
+ * date when the template asks for strftime_now (Llama 3.2, 3.3). Names accepted:
+ * chatml, llama3, llama3.1, llama3.2, llama2, mistral-v0.1, mistral-v1, mistral-v3,
+ * mistral-v3-tekken, mistral-v7. */
+int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
+                       const char *user, const char *date, char **out, char *err);
 
 #endif

@@ -146,6 +146,70 @@ def check_chat(tmp, man, verbose):
     return fails
 
 
+# Our family name for each template of tests/refs/tokenizer/chat-templates.json:
+# rendering with --template NAME must give the same text as recognising the template.
+TEMPLATE_FAMILIES = {
+    "llama-3-instruct.jinja": "llama3",
+    "llama-3.1-instruct.jinja": "llama3.1",
+    "llama-3.2-instruct.jinja": "llama3.2",
+    "llama-2-chat.jinja": "llama2",
+    "mistral-7b-instruct-v0.1.jinja": "mistral-v0.1",
+    "mistral-common-spm-v1.jinja": "mistral-v1",
+    "mistral-common-spm-v3.jinja": "mistral-v3",
+    "mistral-common-spm-v7.jinja": "mistral-v7",
+    "mistral-common-spm-v3-default.jinja": "mistral-v3",
+    "mistral-common-spm-v7-default.jinja": "mistral-v7",
+    "mistral-nemo-instruct-2407.jinja": "mistral-v3-tekken",
+}
+
+
+def check_chat_templates(tmp, man, verbose):
+    """Real templates (tests/fixtures/tokenizers/chat) on a fixture tokenizer: recognised
+    from the text and forced by name, every case must equal transformers' render, or
+    fail where transformers raised. Cases without a date use the template's default;
+    where that is strftime_now, the reference's day of generation becomes today."""
+    import datetime
+    path = os.path.join(REFS, "chat-templates.json")
+    with open(path, encoding="utf-8") as f:
+        ref = json.load(f)
+    today = datetime.datetime.now().strftime("%d %b %Y")
+    fails = 0
+    for name, info in ref["templates"].items():
+        with open(os.path.join(REPO, "tests", "fixtures", "tokenizers", "chat", name), encoding="utf-8") as f:
+            template = f.read()
+        base = tokenizer_args(tmp, info["base"], man["tokenizers"][info["base"]])
+        with open(base[3], encoding="utf-8") as f:
+            cfg = json.load(f)
+        cfg["chat_template"] = template
+        cfg_path = os.path.join(tmp, "chat-" + name + ".json")
+        with open(cfg_path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        args = base[:3] + [cfg_path]
+        bad = n = 0
+        for forced in (None, TEMPLATE_FAMILIES.get(name)):
+            for c in info["cases"]:
+                n += 1
+                extra = (["--template", forced] if forced else []) + (["--date", c["date"]] if c["date"] else [])
+                sysarg = "-" if c["system"] is None else c["system"]
+                p = subprocess.run([DRIVER] + args + extra + ["chat", sysarg, c["user"]], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+                got = p.stdout.decode("utf-8", "replace")
+                want = c.get("text")
+                if want is not None and c["date"] is None and "strftime_now" in template:
+                    want = want.replace(ref["rendered_on"], today)
+                ok = (p.returncode != 0) if want is None else (p.returncode == 0 and got == want)
+                if not ok:
+                    bad += 1
+                    if bad <= MAX_SHOWN:
+                        print("  chat %s%s %r %r: got %r (%s) want %r" % (
+                            name, " --template " + forced if forced else "", c["system"], c["user"], got,
+                            p.stderr.decode().strip(), want if want is not None else c["error"]))
+        print("%s chat %s: %d/%d renders identical to transformers %s (recognised and by name)" % (
+            "ok  " if not bad else "FAIL", name, n - bad, n, ref["transformers_version"]))
+        fails += bool(bad)
+    return fails
+
+
 def write_gguf(path, kv):
     """A metadata-only GGUF v3 (no tensors), as llama.cpp's converters lay out
     tokenizer.ggml.*: values are str, bool, int (int32), float, or lists of str / int / float."""
@@ -304,6 +368,7 @@ def main():
                     n_vocab = gguf_vocab_size(tmp, ref[:-len("-gguf-meta")], man)
                 fails += compare(label + suffix, strings, ids, dec, got, verbose, n_vocab)
         fails += check_chat(tmp, man, verbose)
+        fails += check_chat_templates(tmp, man, verbose)
         fails += check_live(tmp, man, verbose)
     return 1 if fails else 0
 
