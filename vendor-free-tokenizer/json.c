@@ -14,7 +14,8 @@
 #include "tok_json.h"
 #include "tok_internal.h"
 
-#define NODES_PER_BLOCK 65536
+/* 4 MB blocks (huge-page sized, see tok_big_alloc) */
+#define NODES_PER_BLOCK (((size_t)4 << 20) / sizeof(jnode) - 1)
 typedef struct block {
     struct block *next;
     jnode nodes[NODES_PER_BLOCK];
@@ -40,7 +41,7 @@ static jnode *new_node(parser *ps, int type)
 {
     jdoc *d = ps->d;
     if (!d->blocks || d->used == NODES_PER_BLOCK) {
-        block *b = malloc(sizeof *b);
+        block *b = tok_big_alloc(sizeof *b, 0);
         if (!b) {
             ps->why = "out of memory";
             return NULL;
@@ -51,7 +52,7 @@ static jnode *new_node(parser *ps, int type)
     }
     jnode *n = &d->blocks->nodes[d->used++];
     memset(n, 0, sizeof *n);
-    n->type = type;
+    n->type = (uint8_t)type;
     return n;
 }
 
@@ -183,8 +184,10 @@ static int parse_container(parser *ps, jnode *n, char close)
         jnode *v = parse_value(ps);
         if (!v)
             return -1;
+        if (klen > UINT32_MAX)
+            return fail(ps, "key longer than 4 GB");
         v->key = key;
-        v->klen = klen;
+        v->klen = (uint32_t)klen;
         *tail = v;
         tail = &v->next;
         n->n++;
@@ -328,7 +331,7 @@ jdoc *jdoc_load(const char *path, char *err)
     jdoc *d = calloc(1, sizeof *d);
     long n = -1;
     if (d && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET))
-        d->buf = malloc((size_t)n + 1);
+        d->buf = tok_big_alloc((size_t)n + 1, 0);
     if (!d || !d->buf || fread(d->buf, 1, (size_t)n, f) != (size_t)n) {
         fclose(f);
         tok_errf(err, "%s: cannot read the file", path);

