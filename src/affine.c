@@ -12,9 +12,11 @@
 #include "util.h"
 
 typedef struct affine_node {
+    tensor t;          /* the assembled view; t.data == &aw. First member: a tensor of
+                          type DT_AFFINE* is always one of these (affine_q8_weights) */
     struct affine_node *next;
-    tensor t;          /* the assembled view; t.data == &aw */
     affine_weights aw; /* pointers into the mapping */
+    int q8;            /* 1: fast mode, matmuls take the int8-activation kernels */
 } affine_node;
 
 struct affine_store {
@@ -109,4 +111,15 @@ void affine_row_f32(const tensor *t, int64_t row, float *out) {
             out[c] = v + b;
         }
     }
+}
+
+void affine_store_use_q8(affine_store *s, const kernels *k) {
+    if (!s) return;
+    for (affine_node *n = s->head; n; n = n->next) n->q8 = k->matmul_q8[n->t.type] != NULL;
+}
+
+const void *affine_q8_weights(const tensor *t) {
+    if (!affine_bits(t->type)) return NULL;
+    const affine_node *n = (const affine_node *)t;
+    return n->q8 ? &n->aw : NULL;
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "kernels/kernels.h"
 #include "tensor.h"
 
 /* The assembled views of one model; freed with affine_store_free (NULL is fine). */
@@ -22,6 +23,16 @@ int affine_assemble(affine_store **store, const tensor *weight, const tensor *sc
                     const char *path, char *err);
 
 void affine_store_free(affine_store *s);
+
+/* Fast mode: the matrices of s whose dtype has an int8-activation kernel in k
+ * (matmul_q8) take it from now on, reading the file layout in place (so, unlike the
+ * GGUF types, nothing is repacked). Without this call (--exact) they keep the f32
+ * kernels. Call at load, before any session runs. */
+void affine_store_use_q8(affine_store *s, const kernels *k);
+
+/* What to pass as `packed` to matmul_q8[t->type] for t, or NULL when t is not an
+ * affine matrix in fast mode (then it takes the f32 matmul). */
+const void *affine_q8_weights(const tensor *t);
 
 /* Bits per value of an affine dtype (4 or 8), 0 for any other dtype. */
 int affine_bits(dtype t);

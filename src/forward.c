@@ -16,16 +16,21 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "affine.h"
 #include "ops.h"
 #include "util.h"
 
-/* Fast mode: some matrix was repacked at load (see repack.c). */
+/* The weights as the int8-activation kernels take them (fast mode): GGUF types
+ * repacked at load (repack.c), MLX affine ones in place (affine.c); NULL: f32 route. */
+static const void *q8_weights(const tensor *w) { return w->packed ? w->packed : affine_q8_weights(w); }
+
+/* Fast mode: some matrix takes the int8-activation kernels. */
 static int weights_packed(const model *m) {
-    if (m->lm_head->packed) return 1;
+    if (q8_weights(m->lm_head)) return 1;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const layer_weights *L = &m->layers[l];
-        if (L->wq->packed || L->wk->packed || L->wv->packed || L->wo->packed || L->w_gate->packed ||
-            L->w_up->packed || L->w_down->packed)
+        if (q8_weights(L->wq) || q8_weights(L->wk) || q8_weights(L->wv) || q8_weights(L->wo) ||
+            q8_weights(L->w_gate) || q8_weights(L->w_up) || q8_weights(L->w_down))
             return 1;
     }
     return 0;
@@ -110,9 +115,10 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     const tensor *w = o->w;
     const kernels *k = j->m->kern, *ref = kernels_scalar();
     int rows = (int)w->shape[0], cols = (int)w->shape[1];
-    if (w->packed) {
+    const void *q8w = q8_weights(w);
+    if (q8w) {
         matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
-        fn(w->packed, rows, cols, r0, r1, j->xq, o->y, o->ldy);
+        fn(q8w, rows, cols, r0, r1, j->xq, o->y, o->ldy);
     } else {
         matmul_fn fn = k->matmul[w->type] ? k->matmul[w->type] : ref->matmul[w->type];
         fn(w->data, dtype_row_bytes(w->type, cols), cols, r0, r1, j->x, j->ldx, j->nt, o->y, o->ldy);
@@ -147,7 +153,7 @@ static void matmuls(const model *m, fwd_state *s, const float *x, int ldx, int n
     int packed = 0;
     for (int i = 0; i < n_out; i++) {
         j.total_rows += (int)out[i].w->shape[0];
-        packed |= out[i].w->packed != NULL;
+        packed |= q8_weights(out[i].w) != NULL;
     }
     if (packed) {
         s->xq.nt = nt;

@@ -437,6 +437,7 @@ int model_open(const char *path, const model_options *opt, model **out, int *io_
         goto fail;
     }
     if (!opt->exact && repack_weights(m, err)) goto fail;
+    if (!opt->exact) affine_store_use_q8(m->affine, m->kern); /* MLX: int8 kernels on the file layout */
     *out = m;
     return 0;
 fail:

@@ -31,4 +31,32 @@ void affine4_matmul_avx512(const void *w, size_t row_bytes, int cols, int r0, in
 void affine8_matmul_avx512(const void *w, size_t row_bytes, int cols, int r0, int r1,
                            const float *x, int ldx, int nt, float *y, int ldy);
 
+/* ---- the int8-activation route (fast mode) ----------------------------------
+ *
+ * matmul_q8_fn of kernels.h with `packed` = the affine_weights: the file layout is
+ * read in place (nothing repacked). y[t*ldy + r] =
+ *   sum_g scale[r][g] * sum_{b in g} d[b] * isum[b]  +  sum_g bias[r][g] * sum_{b in g} d[b] * s[b]
+ * over groups g and activation blocks b of 32, isum[b] = sum_j q_w[j] * q_x[j] with the
+ * unsigned weight values (0..15 or 0..255): the integer sums are exact in every ISA,
+ * only the order of the f32 combination differs (tested with a tolerance). The bias
+ * term uses s = sum(q), so it costs one short dot per row, not per weight. */
+void affine4_q8_scalar(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine8_q8_scalar(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+/* q8b: int8 products by vpmaddubsw/vpmaddwd (or widening), q8v: by vpdpbusd (VNNI). */
+void affine4_q8b_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine8_q8b_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine4_q8v_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine8_q8v_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+
+/* The int8 activations of token t in the order the affine kernels pair them with a
+ * weight row: 4-bit, per 128 columns (a quad of q8_act), the even columns of its 4
+ * blocks (16 each, block order), then their odd columns - the low and high nibbles
+ * of 64 consecutive weight bytes; 8-bit, plain column order. out holds
+ * x->quads * 128 bytes (zero past cols). */
+void affine_q8_order(int bits, const q8_act *x, int t, int8_t *out);
+
+/* sg[g] = sum of d[b] * s[b] (the block's activation sum) over the blocks b of group g
+ * (cols / group of them), token t: what a row's biases multiply. */
+void affine_q8_group_sums(const q8_act *x, int t, int group, float *sg);
+
 #endif

@@ -428,7 +428,8 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
             },                                                                                      \
         .quantize_act = quantize_act_avx512,                                                        \
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
-                      [DT_Q8_0] = matmul_##Q8##_q8_0},                                              \
+                      [DT_Q8_0] = matmul_##Q8##_q8_0,                                               \
+                      [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512},  \
         .dot = dot_avx512,                                                                          \
         .axpy = axpy_avx512,                                                                        \
     };

@@ -1,0 +1,229 @@
+/* test_affine_q8.c - MLX affine 4/8-bit with int8 activations (fast mode): every
+ * ISA kernel vs the scalar reference (bit for bit where all sums are exact in f32,
+ * within a derived bound on random data), the reference vs a double-precision
+ * dot of the dequantized weights and activations, and independence of the row
+ * split and token batching (what makes results identical for any thread count). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/affine_kernels.h"
+#include "kernels/kernels.h"
+#include "util.h"
+
+static uint64_t aq_rng(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static float aq_unit(uint64_t *s) { return (float)((double)(aq_rng(s) >> 40) / (double)(1ull << 23) - 1.0); }
+
+typedef struct {
+    int bits, group, sdt, rows, cols;
+    uint8_t *q, *s, *b; /* one byte past malloc'd storage: the file layout may be unaligned */
+    affine_weights aw;
+} aq_mat;
+
+static void aq_put(uint8_t *p, int sdt, size_t i, float v) {
+    if (sdt == DT_F32) {
+        memcpy(p + 4 * i, &v, 4);
+    } else {
+        uint16_t h = sdt == DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        memcpy(p + 2 * i, &h, 2);
+    }
+}
+
+static float aq_get(const uint8_t *p, int sdt, size_t i) {
+    if (sdt == DT_F32) {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    uint16_t h = rd_u16(p + 2 * i);
+    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* exact = 1: scales and biases are small powers of two / integers, so that every
+ * product and sum below stays an exactly representable f32. */
+static void aq_make(aq_mat *m, int bits, int group, int sdt, int rows, int cols, int exact, uint64_t *st) {
+    *m = (aq_mat){.bits = bits, .group = group, .sdt = sdt, .rows = rows, .cols = cols};
+    size_t qb = (size_t)rows * cols * bits / 8, ng = (size_t)rows * (cols / group), es = sdt == DT_F32 ? 4 : 2;
+    m->q = malloc(qb + 1);
+    m->s = malloc(ng * es + 1);
+    m->b = malloc(ng * es + 1);
+    for (size_t i = 0; i < qb; i++) m->q[1 + i] = (uint8_t)aq_rng(st);
+    for (size_t i = 0; i < ng; i++) {
+        float sc = exact ? ldexpf(1.0f, -(int)(aq_rng(st) % 3)) * ((aq_rng(st) & 1) ? -1.0f : 1.0f)
+                         : aq_unit(st) * 0.05f;
+        float bi = exact ? (float)((int)(aq_rng(st) % 9) - 4) : aq_unit(st);
+        aq_put(m->s + 1, sdt, i, sc);
+        aq_put(m->b + 1, sdt, i, bi);
+    }
+    m->aw = (affine_weights){m->q + 1, m->s + 1, m->b + 1, sdt, group};
+}
+
+static void aq_free(aq_mat *m) {
+    free(m->q);
+    free(m->s);
+    free(m->b);
+}
+
+static void aq_act_new(q8_act *a, int nt, int cols) {
+    a->nt = nt;
+    a->cols = cols;
+    a->quads = q8_quads(cols);
+    a->q = aligned_alloc(64, (size_t)nt * a->quads * 128);
+    a->d = malloc((size_t)nt * a->quads * 4 * sizeof(float));
+    a->s = malloc((size_t)nt * a->quads * 4 * sizeof(float));
+}
+
+static void aq_act_free(q8_act *a) {
+    free(a->q);
+    free(a->d);
+    free(a->s);
+}
+
+/* Activations: exact = 1 gives integers in [-7, 7] with one 127 in every block, so
+ * the quantizer's d is 1 and q equals x, and (with cols <= 640 and scales 2^-2..1)
+ * every partial sum stays below 2^22: exact in f32. */
+static float *aq_x(int nt, int cols, int exact, uint64_t *st) {
+    float *x = malloc((size_t)nt * cols * sizeof(float));
+    for (int i = 0; i < nt * cols; i++)
+        x[i] = exact ? (i % 32 == 5 ? 127.0f : (float)((int)(aq_rng(st) % 15) - 7)) : aq_unit(st) * 3.0f;
+    return x;
+}
+
+/* Element j of block b of token t, and the weight value c of row r. */
+static int aq_xq(const q8_act *a, int t, int b, int j) {
+    return a->q[(size_t)t * a->quads * 128 + (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 + (size_t)(b % 4) * 16 +
+                (size_t)(j % 16)];
+}
+
+static int aq_wq(const aq_mat *m, int r, int c) {
+    uint8_t byte = ((const uint8_t *)m->aw.q)[(size_t)r * m->cols * m->bits / 8 + (size_t)c * m->bits / 8];
+    return m->bits == 8 ? byte : (c & 1) ? byte >> 4 : byte & 15;
+}
+
+/* The double-precision value the kernels approximate, and the sum of the
+ * magnitudes of its terms (the scale of f32 rounding error). */
+static double aq_ref(const aq_mat *m, const q8_act *a, int r, int t, double *mag) {
+    int ng = m->cols / m->group;
+    double y = 0.0, s = 0.0;
+    for (int c = 0; c < m->cols; c++) {
+        int g = c / m->group;
+        double w = (double)aq_get(m->aw.scales, m->sdt, (size_t)r * ng + g) * aq_wq(m, r, c) +
+                   (double)aq_get(m->aw.biases, m->sdt, (size_t)r * ng + g);
+        double xv = (double)a->d[(size_t)t * a->quads * 4 + c / 32] * aq_xq(a, t, c / 32, c % 32);
+        y += w * xv;
+        s += fabs(w * xv);
+    }
+    *mag = s;
+    return y;
+}
+
+static matmul_q8_fn aq_scalar(int bits) { return bits == 4 ? affine4_q8_scalar : affine8_q8_scalar; }
+
+/* The tables with an affine int8 kernel on this CPU, besides the scalar one. */
+static int aq_tables(const kernels **out) {
+    int n = 0;
+    const kernels *c[] = {kernels_avx512(), kernels_avx2(), kernels_neon()};
+    for (int i = 0; i < 3; i++)
+        if (c[i] && c[i]->matmul_q8[DT_AFFINE4] && c[i]->matmul_q8[DT_AFFINE8]) out[n++] = c[i];
+    return n;
+}
+
+static const int AQ_COLS[] = {32, 64, 96, 128, 192, 320, 384, 640, 2112};
+static const int AQ_GROUPS[] = {32, 64, 128};
+static const int AQ_SDT[] = {DT_BF16, DT_F16, DT_F32};
+
+/* For every shape: the scalar reference within tolerance of the double value, each
+ * ISA kernel bit-equal to it (exact = 1) or within tolerance (exact = 0). */
+static void aq_check(int exact) {
+    const kernels *tabs[4];
+    int nt_tabs = aq_tables(tabs);
+    uint64_t st = 12345 + (uint64_t)exact;
+    int checked = 0;
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (size_t ci = 0; ci < sizeof AQ_COLS / sizeof *AQ_COLS; ci++)
+            for (size_t gi = 0; gi < 3; gi++) {
+                int cols = AQ_COLS[ci], group = AQ_GROUPS[gi], rows = 11, nt = 1 + (int)(ci % 3) * 2;
+                if (cols % group || (exact && cols > 640)) continue;
+                aq_mat m;
+                aq_make(&m, bits, group, AQ_SDT[(ci + gi) % 3], rows, cols, exact, &st);
+                float *x = aq_x(nt, cols, exact, &st);
+                q8_act a;
+                aq_act_new(&a, nt, cols);
+                kernels_scalar()->quantize_act(x, cols, 0, nt, &a);
+                float *ref = malloc((size_t)nt * rows * sizeof(float)), *y = malloc((size_t)nt * rows * sizeof(float));
+                aq_scalar(bits)(&m.aw, rows, cols, 0, rows, &a, ref, rows);
+                for (int t = 0; t < nt; t++)
+                    for (int r = 0; r < rows; r++) {
+                        double mag, want = aq_ref(&m, &a, r, t, &mag), got = ref[(size_t)t * rows + r];
+                        /* f32 sums of at most cols / 32 + 2 * groups terms, each with a relative
+                         * error of a few ulps: 1e-5 of the magnitude is ~100 ulps of margin */
+                        double tol = exact ? 0.0 : 1e-5 * mag + 1e-6;
+                        cr_assert(fabs(got - want) <= tol, "scalar %d-bit g%d cols %d r%d t%d: %.9g vs %.9g",
+                                  bits, group, cols, r, t, got, want);
+                    }
+                for (int k = 0; k < nt_tabs; k++) {
+                    tabs[k]->matmul_q8[bits == 4 ? DT_AFFINE4 : DT_AFFINE8](&m.aw, rows, cols, 0, rows, &a, y, rows);
+                    for (int i = 0; i < nt * rows; i++) {
+                        double mag;
+                        aq_ref(&m, &a, i % rows, i / rows, &mag);
+                        double tol = exact ? 0.0 : 1e-5 * mag + 1e-6;
+                        cr_assert(fabs((double)y[i] - ref[i]) <= tol, "%s %d-bit g%d cols %d #%d: %.9g vs ref %.9g",
+                                  tabs[k]->name, bits, group, cols, i, y[i], ref[i]);
+                    }
+                    checked++;
+                }
+                free(ref);
+                free(y);
+                free(x);
+                aq_act_free(&a);
+                aq_free(&m);
+            }
+    cr_log_info("affine q8: %d kernel/shape checks against the scalar reference", checked);
+}
+
+Test(affine_q8, integer_sums_exact) { aq_check(1); }
+Test(affine_q8, random_within_tolerance) { aq_check(0); }
+
+/* Rows split at arbitrary points (threads) and tokens computed alone (decode) or
+ * batched (prefill) give the same bits for every table, scalar included. */
+Test(affine_q8, split_and_batch_invariant) {
+    const kernels *tabs[4];
+    int n = aq_tables(tabs);
+    tabs[n++] = kernels_scalar();
+    uint64_t st = 777;
+    for (int bits = 4; bits <= 8; bits += 4) {
+        int rows = 37, cols = 320, nt = 6;
+        aq_mat m;
+        aq_make(&m, bits, 64, DT_BF16, rows, cols, 0, &st);
+        float *x = aq_x(nt, cols, 0, &st);
+        q8_act a, one;
+        aq_act_new(&a, nt, cols);
+        aq_act_new(&one, 1, cols);
+        kernels_scalar()->quantize_act(x, cols, 0, nt, &a);
+        for (int k = 0; k < n; k++) {
+            matmul_q8_fn fn = tabs[k] == kernels_scalar() ? aq_scalar(bits)
+                                                         : tabs[k]->matmul_q8[bits == 4 ? DT_AFFINE4 : DT_AFFINE8];
+            float whole[6 * 37], part[6 * 37], alone[37];
+            fn(&m.aw, rows, cols, 0, rows, &a, whole, rows);
+            static const int cut[] = {0, 1, 9, 16, 17, 30, 37};
+            for (int c = 0; c + 1 < 7; c++) fn(&m.aw, rows, cols, cut[c], cut[c + 1], &a, part, rows);
+            cr_assert(memcmp(whole, part, sizeof whole) == 0, "%s %d-bit: row split changes results", tabs[k]->name, bits);
+            for (int t = 0; t < nt; t++) {
+                kernels_scalar()->quantize_act(x + (size_t)t * cols, cols, 0, 1, &one);
+                fn(&m.aw, rows, cols, 0, rows, &one, alone, rows);
+                cr_assert(memcmp(alone, whole + (size_t)t * rows, sizeof alone) == 0,
+                          "%s %d-bit: token %d alone differs from the batch", tabs[k]->name, bits, t);
+            }
+        }
+        free(x);
+        aq_act_free(&a);
+        aq_act_free(&one);
+        aq_free(&m);
+    }
+}
