@@ -297,7 +297,7 @@ static int parse_post(ctx *c, jnode *n)
 
 /* ---- model ---- */
 
-static int parse_merge(ctx *c, jnode *m, size_t r)
+static int parse_merge(ctx *c, jnode *m, size_t r, tok_merge_text *out)
 {
     const char *a, *b;
     size_t alen, blen;
@@ -321,7 +321,27 @@ static int parse_merge(ctx *c, jnode *m, size_t r)
         tok_errf(c->err, "%s: model.merges[%zu] is neither a string nor a pair of strings", c->src, r);
         return -1;
     }
-    return tok_add_merge(c->t, a, alen, b, blen, (int32_t)r, c->src, c->err);
+    *out = (tok_merge_text){a, b, alen, blen, (int32_t)r};
+    return 0;
+}
+
+/* model.merges, handed to the tokenizer in batches. */
+static int parse_merges(ctx *c, jnode *merges)
+{
+    tok_merge_text batch[TOK_MERGE_BATCH];
+    size_t r, k = 0;
+    jnode *m;
+    JFOREACH(merges, r, m)
+    {
+        if (parse_merge(c, m, r, &batch[k]))
+            return -1;
+        if (++k == TOK_MERGE_BATCH) {
+            if (tok_add_merges(c->t, batch, k, c->src, c->err))
+                return -1;
+            k = 0;
+        }
+    }
+    return k ? tok_add_merges(c->t, batch, k, c->src, c->err) : 0;
 }
 
 static int check_model(ctx *c, jnode *model)
@@ -494,14 +514,14 @@ static int load_body(ctx *c, jnode *root, const char *config_json)
     t->ignore_merges = jbool(model, "ignore_merges", 0);
     t->fuse_unk = jbool(model, "fuse_unk", 0);
     const char *unk = jstr(model, "unk_token");
-    jnode *merges = jget(model, "merges"), *m;
-    size_t r;
+    jnode *merges = jget(model, "merges");
     if (pairmap_init(&t->merges, jcount(merges)) || tok_build_tables(t, c->src, c->err))
         return -1;
     t->unk_id = unk ? strmap_get(&t->bpe_vocab, unk, strlen(unk)) : -1;
     if (unk && t->unk_id < 0)
         t->unk_id = find_token(t, jget(model, "unk_token"));
-    JFOREACH(merges, r, m) if (parse_merge(c, m, r)) return -1;
+    if (parse_merges(c, merges))
+        return -1;
     if (config_json && apply_config(c, config_json))
         return -1;
     return t->chat_template ? 0 : load_jinja_template(c, config_json ? config_json : c->src);

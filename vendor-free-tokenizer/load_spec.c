@@ -191,15 +191,19 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
     }
     if (tok_build_tables(t, source, err))
         return -1;
+    tok_merge_text batch[TOK_MERGE_BATCH];
+    size_t k = 0;
     for (size_t r = 0; r < spec->n_merges; r++) {
         const char *m = spec->merges[r].ptr, *sp = memchr(m, ' ', spec->merges[r].len);
         if (!sp || sp == m) {
             tok_errf(err, "%s: tokenizer.ggml.merges[%zu] is not \"left right\"", source, r);
             return -1;
         }
-        if (tok_add_merge(t, m, (size_t)(sp - m), sp + 1, spec->merges[r].len - (size_t)(sp - m) - 1,
-                          (int32_t)r, source, err))
+        batch[k++] = (tok_merge_text){m, sp + 1, (size_t)(sp - m), spec->merges[r].len - (size_t)(sp - m) - 1,
+                                      (int32_t)r};
+        if ((k == TOK_MERGE_BATCH || r + 1 == spec->n_merges) && tok_add_merges(t, batch, k, source, err))
             return -1;
+        k = k == TOK_MERGE_BATCH ? 0 : k;
     }
     if (spm && !spec->n_merges) {
         if (!spec->scores) {

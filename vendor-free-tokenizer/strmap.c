@@ -20,6 +20,19 @@ static uint64_t hash_bytes(const char *s, size_t n)
 /* Load factor at most 2/3 (1/3..2/3 after rounding to a power of two): the
  * 128k-token vocabulary and its 280k merges fill 6 + 8 MB instead of 12 + 16 MB
  * at 1/2, and fresh pages are much of what loading costs. */
+static uint64_t key_head(const char *s, size_t n)
+{
+    uint64_t h = 0;
+    memcpy(&h, s, n < 8 ? n : 8);
+    return h;
+}
+
+static int key_eq(const strmap_slot *s, uint32_t hash, uint64_t head, const char *key, size_t len)
+{
+    return s->hash == hash && s->len == len && s->head == head &&
+           (len <= 8 || !memcmp(s->key + 8, key + 8, len - 8));
+}
+
 static size_t cap_for(size_t expected)
 {
     size_t cap = 16;
@@ -65,13 +78,19 @@ int strmap_set(strmap *m, const char *key, size_t len, int32_t id, int32_t *prev
 
 static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int overwrite, int32_t *prev)
 {
+    return strmap_insert_hashed(m, key, len, hash_bytes(key, len), id, overwrite, prev);
+}
+
+int strmap_insert_hashed(strmap *m, const char *key, size_t len, uint64_t h, int32_t id, int overwrite,
+                         int32_t *prev)
+{
     if (full(m->n, m->cap) && strmap_grow(m))
         return -1;
-    uint64_t h = hash_bytes(key, len);
+    uint64_t head = key_head(key, len);
     size_t mask = m->cap - 1, i = h & mask;
     while (m->slots[i].key) {
         strmap_slot *s = &m->slots[i];
-        if (s->hash == (uint32_t)(h >> 32) && s->len == len && !memcmp(s->key, key, len)) {
+        if (key_eq(s, (uint32_t)(h >> 32), head, key, len)) {
             if (prev)
                 *prev = s->id;
             if (overwrite) {
@@ -82,6 +101,7 @@ static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int
         }
         i = (i + 1) & mask;
     }
+    m->slots[i].head = head;
     m->slots[i].key = key;
     m->slots[i].len = (uint32_t)len;
     m->slots[i].hash = (uint32_t)(h >> 32);
@@ -90,15 +110,28 @@ static int strmap_insert(strmap *m, const char *key, size_t len, int32_t id, int
     return 0;
 }
 
+uint64_t strmap_hash(const char *key, size_t len) { return hash_bytes(key, len); }
+
+void strmap_prefetch(const strmap *m, uint64_t h)
+{
+    if (m->slots)
+        __builtin_prefetch(&m->slots[h & (m->cap - 1)]);
+}
+
 int32_t strmap_get(const strmap *m, const char *key, size_t len)
+{
+    return strmap_get_hashed(m, key, len, hash_bytes(key, len));
+}
+
+int32_t strmap_get_hashed(const strmap *m, const char *key, size_t len, uint64_t h)
 {
     if (!m->slots)
         return -1;
-    uint64_t h = hash_bytes(key, len);
+    uint64_t head = key_head(key, len);
     size_t mask = m->cap - 1, i = h & mask;
     while (m->slots[i].key) {
         const strmap_slot *s = &m->slots[i];
-        if (s->hash == (uint32_t)(h >> 32) && s->len == len && !memcmp(s->key, key, len))
+        if (key_eq(s, (uint32_t)(h >> 32), head, key, len))
             return s->id;
         i = (i + 1) & mask;
     }
@@ -143,6 +176,13 @@ static int pairmap_grow(pairmap *m)
     free(m->slots);
     *m = big;
     return 0;
+}
+
+void pairmap_prefetch(const pairmap *m, int32_t a, int32_t b)
+{
+    uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    if (m->slots)
+        __builtin_prefetch(&m->slots[mix64(key) & (m->cap - 1)], 1);
 }
 
 int pairmap_put(pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t out)

@@ -60,9 +60,11 @@ size_t tok_utf8_put(uint32_t cp, char *out);
 
 /* String -> id; keys are borrowed (must outlive the map). First insert wins. */
 typedef struct {
+    uint64_t head;     /* the key's first 8 bytes, zero padded: keys of up to 8 bytes (most
+                        * tokens) are compared without reading the key, a cache miss each */
     const char *key;   /* NULL: empty slot */
     uint32_t len;
-    uint32_t hash;     /* low bits of the key's hash: most probes end here without touching key */
+    uint32_t hash;     /* high bits of the key's hash: most probes end here without touching key */
     int32_t id;
 } strmap_slot;
 typedef struct {
@@ -75,6 +77,13 @@ int strmap_init(strmap *m, size_t expected);
 int strmap_put(strmap *m, const char *key, size_t len, int32_t id, int32_t *prev);
 int strmap_set(strmap *m, const char *key, size_t len, int32_t id, int32_t *prev);
 int32_t strmap_get(const strmap *m, const char *key, size_t len); /* -1 if absent */
+/* The same split in two, so a batch of lookups can prefetch its slots first. */
+uint64_t strmap_hash(const char *key, size_t len);
+void strmap_prefetch(const strmap *m, uint64_t hash);
+int32_t strmap_get_hashed(const strmap *m, const char *key, size_t len, uint64_t hash);
+/* strmap_put (overwrite 0) / strmap_set (overwrite 1) with the hash given. */
+int strmap_insert_hashed(strmap *m, const char *key, size_t len, uint64_t hash, int32_t id, int overwrite,
+                         int32_t *prev);
 void strmap_free(strmap *m);
 
 /* (left id, right id) -> (rank, merged id). */
@@ -89,6 +98,7 @@ typedef struct {
 int pairmap_init(pairmap *m, size_t expected);
 int pairmap_put(pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t out); /* keeps the lowest rank */
 const pairmap_slot *pairmap_get(const pairmap *m, int32_t a, int32_t b);
+void pairmap_prefetch(const pairmap *m, int32_t a, int32_t b);
 void pairmap_free(pairmap *m);
 
 /* ---- byte-level map (bytelevel.c) -------------------------------------- */
@@ -182,9 +192,15 @@ struct tokenizer {
 /* Pieces and the BPE lookup map from text_pool (build.c); call after the
  * vocabulary, added tokens and kind are set. */
 int tok_build_tables(tokenizer *t, const char *source, char *err);
-/* Add merges given as (left text, right text) pairs, rank = order of calls. */
-int tok_add_merge(tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
-                  int32_t rank, const char *source, char *err);
+/* Merges given as (left text, right text) pairs. tok_add_merges takes them in
+ * batches (up to TOK_MERGE_BATCH at a time is what it is tuned for). */
+typedef struct {
+    const char *a, *b;
+    size_t alen, blen;
+    int32_t rank;
+} tok_merge_text;
+#define TOK_MERGE_BATCH 64
+int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *source, char *err);
 /* Vocabulary texts by id (a NULL / empty entry is a hole); allocates flags. */
 int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *source, char *err);
 int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special,
