@@ -1,14 +1,16 @@
 /* repack.c - GGUF blocks of 32 rewritten at load for the int8-activation kernels.
  *
  * The file interleaves a 2- or 4-byte scale header with each 16- or 32-byte
- * payload, so no 64-byte load of a row is aligned and one load never holds 4
- * whole blocks. The repacked form (layout in kernels.h) puts each row's
- * payload bytes together and the f16 scales after all rows: a 64-byte load is
- * 4 blocks of nibbles (or 2 halves of 4 Q8_0 blocks, reordered to match the
- * activations' quad order). Scales stay f16, so the copy is exactly as large
- * as the file data; once a tensor is copied, its pages of the mapping are
- * dropped (MADV_DONTNEED on a read-only private file mapping: reading them
- * again would just fault them back in from the file). */
+ * payload, row after row, so a kernel that computes several rows at once reads
+ * one stream per row plus unaligned loads. The repacked form (layout in
+ * kernels.h) interleaves groups of 8 rows at quad (128-column) granularity with
+ * the scales right before the payload they belong to: a group is one
+ * contiguous stream, a full chunk is whole 64-byte lines, and its vectors are
+ * already in the lane order vpdpbusd wants (4 rows x 4 blocks per vector).
+ * Scales stay f16, so the copy is exactly as large as the file data; once a
+ * tensor is copied, its pages of the mapping are dropped (MADV_DONTNEED on a
+ * read-only private file mapping: reading them again would just fault them
+ * back in from the file). */
 #include "repack.h"
 
 #include <stdint.h>
@@ -16,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "util.h"
 
 int repack_supported(dtype t) { return t == DT_Q4_0 || t == DT_Q4_1 || t == DT_Q8_0; }
@@ -25,27 +28,42 @@ typedef struct {
     uint8_t *out;
 } repack_job;
 
+/* The chunk of (row r, block b) and, in it, the offsets of that block's scale
+ * and of its first payload dword (the others follow every kb * rh * 4 bytes). */
+typedef struct {
+    q8w_chunk c;
+    size_t d, m, pay, step; /* bytes from the start of the matrix; step between the block's dwords */
+} block_place;
+
+static block_place place_of(dtype dt, int rows, int nb, int r, int b) {
+    block_place p;
+    p.c = q8w_chunk_at(dt, rows, nb, r, b / 4);
+    int i = r % Q8W_GROUP, bi = b % 4, rh = p.c.rr - i / 4 * 4 < 4 ? p.c.rr - i / 4 * 4 : 4;
+    p.d = p.c.off + 2 * (size_t)q8w_scale_idx(&p.c, i, bi);
+    p.m = p.d + 2 * (size_t)p.c.rr * p.c.kb;
+    p.pay = p.c.off + q8w_byte(dt, &p.c, i, bi, 0);
+    p.step = (size_t)p.c.kb * rh * 4;
+    return p;
+}
+
 /* Rows [r0, r1) of j->t from the file layout to the packed one. */
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
+    dtype dt = t->type;
     int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32);
-    int bb = dtype_block_bytes(t->type), hdr = t->type == DT_Q4_1 ? 4 : 2, pay = bb - hdr;
-    size_t qrow = (size_t)nb * pay;
-    uint8_t *qs = j->out, *d = qs + qrow * rows, *m = d + 2 * (size_t)nb * rows;
+    int bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt), nv = (bb - hdr) / 4;
     for (int r = r0; r < r1; r++) {
         const uint8_t *src = (const uint8_t *)t->data + (size_t)r * nb * bb;
-        uint8_t *q = qs + qrow * r;
         for (int b = 0; b < nb; b++, src += bb) {
-            memcpy(d + 2 * ((size_t)r * nb + b), src, 2);
-            if (t->type == DT_Q4_1) memcpy(m + 2 * ((size_t)r * nb + b), src + 2, 2);
-            if (t->type != DT_Q8_0) {
-                memcpy(q + (size_t)b * 16, src + hdr, 16);
-                continue;
+            block_place p = place_of(dt, rows, nb, r, b);
+            memcpy(j->out + p.d, src, 2);
+            if (dt == DT_Q4_1) memcpy(j->out + p.m, src + 2, 2);
+            for (int v = 0; v < nv; v++) {
+                uint8_t *dst = j->out + p.pay + p.step * v;
+                memcpy(dst, src + hdr + 4 * v, 4);
+                if (dt == DT_Q8_0) /* w + 128 as u8: flip the sign bit */
+                    for (int k = 0; k < 4; k++) dst[k] ^= 0x80;
             }
-            int quad = b / 4, k = nb - quad * 4 < 4 ? nb - quad * 4 : 4; /* blocks in this quad */
-            uint8_t *dst = q + (size_t)quad * 128 + (size_t)(b % 4) * 16;
-            memcpy(dst, src + hdr, 16);              /* elements 0..15 */
-            memcpy(dst + 16 * (size_t)k, src + hdr + 16, 16); /* elements 16..31 after the quad's first halves */
         }
     }
 }
@@ -56,31 +74,25 @@ void repack_matrix(const tensor *t, void *out) {
 }
 
 void repack_row_f32(const tensor *t, int64_t row, float *out) {
+    dtype dt = t->type;
     int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32);
-    size_t qrow = (size_t)nb * (t->type == DT_Q8_0 ? 32 : 16);
-    const uint8_t *q = (const uint8_t *)t->packed + qrow * (size_t)row;
-    const uint8_t *d = (const uint8_t *)t->packed + qrow * rows + 2 * (size_t)nb * row;
-    const uint8_t *m = d + 2 * (size_t)nb * rows;
+    const uint8_t *pk = t->packed;
     for (int b = 0; b < nb; b++, out += 32) {
-        float db = f16_to_f32(rd_u16(d + 2 * (size_t)b));
-        if (t->type == DT_Q8_0) {
-            int quad = b / 4, k = nb - quad * 4 < 4 ? nb - quad * 4 : 4;
-            const int8_t *lo = (const int8_t *)q + (size_t)quad * 128 + (size_t)(b % 4) * 16, *hi = lo + 16 * k;
-            for (int j = 0; j < 16; j++) {
-                out[j] = db * (float)lo[j];
-                out[j + 16] = db * (float)hi[j];
-            }
-            continue;
-        }
-        const uint8_t *qs = q + (size_t)b * 16;
-        float mb = t->type == DT_Q4_1 ? f16_to_f32(rd_u16(m + 2 * (size_t)b)) : 0.0f;
+        block_place p = place_of(dt, rows, nb, (int)row, b);
+        float db = f16_to_f32(rd_u16(pk + p.d));
+        float mb = dt == DT_Q4_1 ? f16_to_f32(rd_u16(pk + p.m)) : 0.0f;
+        uint8_t q[32];
+        for (int v = 0; v < (dt == DT_Q8_0 ? 8 : 4); v++) memcpy(q + 4 * v, pk + p.pay + p.step * v, 4);
         for (int j = 0; j < 16; j++) {
-            if (t->type == DT_Q4_0) {
-                out[j] = db * (float)((qs[j] & 0x0f) - 8);
-                out[j + 16] = db * (float)((qs[j] >> 4) - 8);
+            if (dt == DT_Q8_0) {
+                out[j] = db * (float)(int8_t)(q[j] ^ 0x80);
+                out[j + 16] = db * (float)(int8_t)(q[j + 16] ^ 0x80);
+            } else if (dt == DT_Q4_0) {
+                out[j] = db * (float)((q[j] & 0x0f) - 8);
+                out[j + 16] = db * (float)((q[j] >> 4) - 8);
             } else {
-                out[j] = db * (float)(qs[j] & 0x0f) + mb;
-                out[j + 16] = db * (float)(qs[j] >> 4) + mb;
+                out[j] = db * (float)(q[j] & 0x0f) + mb;
+                out[j + 16] = db * (float)(q[j] >> 4) + mb;
             }
         }
     }
@@ -89,7 +101,7 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
 static void repack_task(void *ctx, int ith, int nth) {
     const repack_job *j = ctx;
     int r0, r1;
-    pool_split((int)j->t->shape[0], 1, ith, nth, &r0, &r1);
+    pool_split((int)j->t->shape[0], Q8W_GROUP, ith, nth, &r0, &r1);
     if (r0 < r1) repack_rows(j, r0, r1);
 }
 

@@ -1,6 +1,7 @@
 /* repack.h - fast mode: GGUF Q4_0 / Q4_1 / Q8_0 weight matrices rewritten once at
  * load into the layout the int8-activation kernels read (kernels.h, "Repacked
- * weights"): payload bytes contiguous per row, f16 scales apart. The copy has
+ * weights"): groups of 8 rows interleaved per 128 columns, each group one
+ * stream with its f16 scales beside the payload. The copy has
  * exactly the file's size; the file pages it came from are released, so the
  * model still holds one copy of each weight. */
 #ifndef LLMGEN_REPACK_H

@@ -10,8 +10,10 @@
  * a share of a streaming sum measured just before it). Prefill
  * (nt = 16) is reported in GFLOP/s. The read bandwidth of a plain streaming
  * sum over 512 MiB is printed first: the floor a decode step cannot beat.
+ * Then the fast-mode int8-activation kernels (matmul_q8 on repacked Q4_0 /
+ * Q4_1 / Q8_0, kernels.h) the same way, prefill at nt = 64 in GOP/s.
  * Optional arguments filter what runs: dtype names and/or ISA names
- * (`build/bench_kernels BF16 Q4_1 avx512`).
+ * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part).
  * Not part of `make test`; numbers are for comparison within one run. */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +21,12 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "tensor.h"
 #include "util.h"
+
+#if defined(__x86_64__)
+const kernels *kernels_avx512_table(int vnni);
+#endif
 
 static uint64_t rng_next(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -112,6 +119,105 @@ static int wanted(int argc, char **argv, const char *name, const char *const *ki
     return !any;
 }
 
+/* A repacked (rows, cols) matrix of random payload with sane f16 scales (and
+ * mins) at the places kernels.h gives them. */
+static void fill_packed(dtype dt, uint8_t *p, size_t n, int rows, int cols, uint64_t *s) {
+    int nb = cols / 32;
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)rng_next(s);
+    uint16_t d = f32_to_f16(0.01f), m = f32_to_f16(-0.05f);
+    for (int r = 0; r < rows; r++)
+        for (int b = 0; b < nb; b++) {
+            q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
+            size_t at = c.off + 2 * (size_t)q8w_scale_idx(&c, r % Q8W_GROUP, b % 4);
+            memcpy(p + at, &d, 2);
+            if (dt == DT_Q4_1) memcpy(p + at + 2 * (size_t)c.rr * c.kb, &m, 2);
+        }
+}
+
+/* As time_calls, for a matmul_q8 kernel. */
+static double time_q8(matmul_q8_fn f, uint8_t **w, int ncopies, shape sh, const q8_act *x, float *y, double budget) {
+    f(w[0], sh.rows, sh.cols, 0, sh.rows, x, y, sh.rows);
+    double best = 1e30, start = now_seconds();
+    do {
+        double t0 = now_seconds();
+        for (int i = 0; i < ncopies; i++) f(w[i], sh.rows, sh.cols, 0, sh.rows, x, y, sh.rows);
+        double t = (now_seconds() - t0) / ncopies;
+        if (t < best) best = t;
+    } while (now_seconds() - start < budget);
+    return best;
+}
+
+/* The int8-activation kernels: GEMV GB/s (cold, warm) and prefill GOP/s. */
+static int bench_q8(int argc, char **argv, const char *const *dt_names, const char *const *isa_names) {
+    const shape big = {2048, 8192}, small = {576, 1536};
+    const int ntp = 64;
+    const size_t cold_total = (size_t)512 << 20;
+    const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0};
+    struct {
+        const kernels *k;
+        const char *label;
+    } tabs[] = {{kernels_avx2(), "avx2"}, {kernels_avx512(), "avx512"}, {NULL, "avx512-novnni"}};
+#if defined(__x86_64__)
+    if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
+#endif
+    printf("\nint8 activations (fast mode), repacked weights\n");
+    printf("%-5s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
+           "prefill nt=64", "prefill nt=64");
+    printf("%-5s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
+           "2048x8192 GOP/s", "576x1536");
+    uint64_t seed = 7;
+    float *xf = malloc(sizeof(float) * (size_t)big.cols * ntp), *y = malloc(sizeof(float) * (size_t)big.rows * ntp);
+    q8_act x = {.nt = ntp, .cols = big.cols, .quads = q8_quads(big.cols)}, xs;
+    x.q = malloc((size_t)ntp * x.quads * 128);
+    x.d = malloc(sizeof(float) * (size_t)ntp * x.quads * 4);
+    x.s = malloc(sizeof(float) * (size_t)ntp * x.quads * 4);
+    if (!xf || !y || !x.q || !x.d || !x.s) return 1;
+    for (int i = 0; i < big.cols * ntp; i++) xf[i] = rng_unit(&seed);
+    kernels_scalar()->quantize_act(xf, big.cols, 0, ntp, &x);
+    xs = x;
+    xs.cols = small.cols;
+    xs.quads = q8_quads(small.cols); /* the same buffers read with the small shape's stride */
+    for (int d = 0; d < 3; d++) {
+        dtype dt = dts[d];
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 6)) continue;
+        size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
+        int ncold = (int)(cold_total / bytes_big) + 1;
+        uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = aligned_alloc(64, (bytes_small + 63) / 64 * 64);
+        if (!wb || !ws) return 1;
+        for (int i = 0; i < ncold; i++) {
+            if (!(wb[i] = aligned_alloc(64, (bytes_big + 63) / 64 * 64))) return 1;
+            fill_packed(dt, wb[i], bytes_big, big.rows, big.cols, &seed);
+        }
+        fill_packed(dt, ws, bytes_small, small.rows, small.cols, &seed);
+        for (int k = 0; k < 3; k++) {
+            if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
+            matmul_q8_fn f = tabs[k].k->matmul_q8[dt];
+            q8_act x1 = x, xs1 = xs;
+            x1.nt = xs1.nt = 1;
+            double bw = stream_bandwidth(256, 3);
+            double cold = time_q8(f, wb, ncold, big, &x1, y, 0.3);
+            double warm = time_q8(f, wb, 1, big, &x1, y, 0.2);
+            double warm_s = time_q8(f, &ws, 1, small, &xs1, y, 0.2);
+            double pf = time_q8(f, wb, 1, big, &x, y, 0.4);
+            double pf_s = time_q8(f, &ws, 1, small, &xs, y, 0.2);
+            double ops_big = 2.0 * big.rows * big.cols * ntp, ops_small = 2.0 * small.rows * small.cols * ntp;
+            printf("%-5s %-14s %10.1f %6.0f%% %10.1f %10.1f %14.1f %14.1f\n", dtype_name(dt), tabs[k].label,
+                   bytes_big / cold / 1e9, 100.0 * bytes_big / cold / 1e9 / bw, bytes_big / warm / 1e9,
+                   bytes_small / warm_s / 1e9, ops_big / pf / 1e9, ops_small / pf_s / 1e9);
+            fflush(stdout);
+        }
+        for (int i = 0; i < ncold; i++) free(wb[i]);
+        free(wb);
+        free(ws);
+    }
+    free(xf);
+    free(y);
+    free(x.q);
+    free(x.d);
+    free(x.s);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const kernels *tables[] = {kernels_scalar(), kernels_avx2(), kernels_avx512(), kernels_neon()};
     const dtype dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1};
@@ -127,6 +233,10 @@ int main(int argc, char **argv) {
            "576x1536", "prefill nt=16", "prefill nt=16");
     printf("%-5s %-7s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s",
            "warm GB/s", "2048x8192", "576x1536");
+
+    int only_q8 = 0;
+    for (int i = 1; i < argc; i++) only_q8 |= !strcmp(argv[i], "q8");
+    if (only_q8) return bench_q8(argc, argv, dt_names, isa_names);
 
     uint64_t seed = 42;
     float *x = malloc(sizeof(float) * (size_t)big.cols * nt_prefill);
@@ -170,5 +280,5 @@ int main(int argc, char **argv) {
            "256 MiB streaming sum measured just before; prefill in GFLOP/s (2*rows*cols*nt).\n");
     free(x);
     free(y);
-    return 0;
+    return bench_q8(argc, argv, dt_names, isa_names);
 }

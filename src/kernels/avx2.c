@@ -199,16 +199,14 @@ static float dot_avx2(const float *a, const float *b, int n) {
 
 /* ---- int8 activations on repacked weights (fast mode, layout in kernels.h) ---- */
 
-/* A quad (4 blocks) is handled as two ymm halves: half h holds blocks 2h and
- * 2h+1, 4 int32 lanes each. Decode walks Q8_GEMV_R rows at once; prefill tiles
- * are Q8_TILE_R x Q8_TILE_T with one f32 accumulator each (both halves add into
- * it after scaling). Not bit-identical to avx512.c (another lane order): fast
- * mode promises only the tested tolerance against scalar.c, and results that
- * do not depend on the thread count. */
-#define Q8_GEMV_R 4
-#define Q8_TILE_R 2
-#define Q8_TILE_T 2
-#define Q8_PF 1024
+/* The 16-lane vectors of the layout are handled as two ymm "parts": part p
+ * holds blocks 2p and 2p+1 of a quad (lanes 4 bi + ii). With 16 registers, a
+ * group (8 rows) is walked one token at a time: per half and part, 4 or 8
+ * unpacked weight vectors, the broadcast activations and one int32 and one f32
+ * accumulator. Prefill runs the same walk per token over a group whose
+ * weights are then in L1/L2. Not bit-identical to avx512.c (another summing
+ * tree): fast mode promises only the tested tolerance against scalar.c, and
+ * results that do not depend on the thread count. */
 
 /* u8 x s8 in 4s into 8 int32 lanes, by vpmaddubsw + vpmaddwd: the u8 operand is
  * a nibble or |int8| (<= 128), the s8 one in [-127, 127], so no i16 saturates. */
@@ -216,164 +214,98 @@ AI __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 
-/* Values of blocks 2h, 2h+1 (v[2h], v[2h+1]) spread over the lanes of their half. */
-AI __m256 half_expand(__m128 v, int h) {
-    __m256i idx = h ? _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3) : _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), idx);
+/* Dword v (0..3) of each 128-bit lane (a block's half) broadcast over that lane. */
+AI __m256i dword_bcast(__m256i x, int v) {
+    switch (v & 3) {
+    case 0: return _mm256_shuffle_epi32(x, 0x00);
+    case 1: return _mm256_shuffle_epi32(x, 0x55);
+    case 2: return _mm256_shuffle_epi32(x, 0xaa);
+    default: return _mm256_shuffle_epi32(x, 0xff);
+    }
 }
 
-/* 4 f16 of a quad (k <= 4 valid) as f32. */
-AI __m128 quad_f16(const uint8_t *p, int k) {
-    if (k == 4) return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p));
-    uint16_t h[8] = {0};
-    memcpy(h, p, 2 * (size_t)k);
-    return _mm_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+/* Values v[2p], v[2p+1] over the lanes of part p (4 each). */
+AI __m256 part_expand(const float *v, int p) {
+    __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)(v + 2 * p)))), idx);
 }
 
-typedef struct {
-    __m256i u0[2], u1[2]; /* per half: unsigned operands for the blocks' first / second halves */
-    __m256i sg0[2], sg1[2]; /* Q8_0: the weights, whose signs go onto the activations */
-    __m128 sw, mw;        /* scales (and Q4_1 mins) of the quad's 4 blocks */
-} quad_w2;
-
-AI quad_w2 quad_load2(dtype dt, const uint8_t *row, const uint8_t *d, const uint8_t *m4, int g, int k) {
-    quad_w2 q;
-    uint8_t tail[128];
-    if (dt == DT_Q8_0) {
-        const uint8_t *p = row + 128 * (size_t)g;
-        if (k < 4) { /* first halves to 0, second halves to 64, zeros after */
-            memset(tail, 0, sizeof tail);
-            memcpy(tail, p, 16 * (size_t)k);
-            memcpy(tail + 64, p + 16 * k, 16 * (size_t)k);
-            p = tail;
-        }
-        for (int h = 0; h < 2; h++) {
-            q.sg0[h] = _mm256_loadu_si256((const __m256i *)(p + 32 * h));
-            q.sg1[h] = _mm256_loadu_si256((const __m256i *)(p + 64 + 32 * h));
-            q.u0[h] = _mm256_abs_epi8(q.sg0[h]);
-            q.u1[h] = _mm256_abs_epi8(q.sg1[h]);
-        }
-    } else {
-        const uint8_t *p = row + 64 * (size_t)g;
-        if (k < 4) {
-            memset(tail, 0, 64);
-            memcpy(tail, p, 16 * (size_t)k);
-            p = tail;
-        }
-        __m256i lo4 = _mm256_set1_epi8(0x0f);
-        for (int h = 0; h < 2; h++) {
-            __m256i w = _mm256_loadu_si256((const __m256i *)(p + 32 * h));
-            q.u0[h] = _mm256_and_si256(w, lo4);
-            q.u1[h] = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo4);
+/* Part p of half h of a full chunk (8 rows x 4 blocks) for one token: acc plus
+ * the quad's terms, as in avx512.c's half_fma (the integer sums exact). */
+AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq, const float *xd, const float *xs,
+                    __m256 acc) {
+    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = dt == DT_Q4_1 ? 4 : 2;
+    const uint8_t *sc = ck + 2 * 16 * h + 16 * p, *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
+    __m256i isum = _mm256_setzero_si256();
+    UNROLL for (int v = 0; v < nv; v++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        if (dt == DT_Q8_0) {
+            __m256i w = _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80)); /* the signed weights */
+            __m256i xv = dword_bcast(v < 4 ? x0 : x1, v);
+            isum = dot_u8s8(isum, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
+        } else {
+            __m256i lo4 = _mm256_set1_epi8(0x0f);
+            isum = dot_u8s8(isum, _mm256_and_si256(raw, lo4), dword_bcast(x0, v));
+            isum = dot_u8s8(isum, _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4), dword_bcast(x1, v));
         }
     }
-    q.sw = quad_f16(d + 8 * (size_t)g, k);
-    q.mw = dt == DT_Q4_1 ? quad_f16(m4 + 8 * (size_t)g, k) : _mm_setzero_ps();
-    return q;
-}
-
-/* The same terms as avx512.c's quad_fma, per half. */
-AI __m256 quad_fma2(dtype dt, const quad_w2 *w, const int8_t *xq, __m128 dx, __m128 sx, __m256 acc) {
-    for (int h = 0; h < 2; h++) {
-        __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * h));
-        __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * h));
-        if (dt == DT_Q8_0) {
-            x0 = _mm256_sign_epi8(x0, w->sg0[h]);
-            x1 = _mm256_sign_epi8(x1, w->sg1[h]);
-        }
-        __m256 i = _mm256_cvtepi32_ps(dot_u8s8(dot_u8s8(_mm256_setzero_si256(), w->u0[h], x0), w->u1[h], x1));
-        __m256 sw = half_expand(w->sw, h), dxh = half_expand(dx, h);
-        if (dt == DT_Q4_0) {
-            acc = _mm256_fmadd_ps(_mm256_fmadd_ps(i, dxh, half_expand(sx, h)), sw, acc);
-        } else {
-            acc = _mm256_fmadd_ps(i, _mm256_mul_ps(sw, dxh), acc);
-            if (dt == DT_Q4_1) acc = _mm256_fmadd_ps(half_expand(w->mw, h), half_expand(sx, h), acc);
-        }
+    __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
+    if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
+    __m256 sw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)sc));
+    acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
+    if (dt == DT_Q4_1) {
+        __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 64)));
+        acc = _mm256_fmadd_ps(mw, _mm256_mul_ps(dx, s), acc);
     }
     return acc;
 }
 
-AI float reduce8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
-    s = _mm_add_ps(_mm_movehl_ps(s, s), s);
-    s = _mm_add_ss(_mm_movehdup_ps(s), s);
-    return _mm_cvtss_f32(s);
-}
-
-AI void q8_tile(dtype dt, const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow, size_t moff, int nb,
-                const q8_act *x, int t0, float *y, int ldy, int R, int T) {
-    __m256 acc[Q8_GEMV_R][Q8_TILE_T];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
-    int nq = (nb + 3) / 4;
-    for (int g = 0; g < nq; g++) {
-        int k = nb - 4 * g < 4 ? nb - 4 * g : 4;
-        quad_w2 w[Q8_GEMV_R];
-        UNROLL for (int r = 0; r < R; r++) {
-            _mm_prefetch((const char *)qs + r * qrow + (dt == DT_Q8_0 ? 128 : 64) * (size_t)g + Q8_PF, _MM_HINT_T0);
-            w[r] = quad_load2(dt, qs + r * qrow, d + r * drow, d + r * drow + moff, g, k);
+/* Rows [lo, hi) of the group at g (rr rows) for token t; y rows start at y0. */
+AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, int t, float *y0, int ldy, int lo,
+                 int hi) {
+    const int bb = q8w_block_bytes(dt);
+    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34];
+    __m256 acc[2][2];
+    UNROLL for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = _mm256_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+        if (rr < Q8W_GROUP || kb < 4) {
+            q8w_widen(dt, ck, rr, kb, wide, 4);
+            ck = wide;
         }
-        UNROLL for (int t = 0; t < T; t++) {
-            size_t xo = (size_t)(t0 + t) * x->quads * 4 + 4 * (size_t)g;
-            __m128 dx = _mm_loadu_ps(x->d + xo);
-            __m128 sx = _mm_mul_ps(_mm_loadu_ps(x->s + xo), _mm_set1_ps(dt == DT_Q4_0 ? -2.0f : 0.25f));
-            const int8_t *xq = x->q + (size_t)(t0 + t) * x->quads * 128 + 128 * (size_t)g;
-            UNROLL for (int r = 0; r < R; r++) acc[r][t] = quad_fma2(dt, &w[r], xq, dx, sx, acc[r][t]);
-        }
+        const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+        const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
+            acc[h][p] = part_quad(dt, ck, h, p, xq, xd, xs, acc[h][p]);
     }
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) y[(size_t)(t0 + t) * ldy + r] = reduce8(acc[r][t]);
+    float out[8];
+    UNROLL for (int h = 0; h < 2; h++) { /* row 4h + ii: lanes ii, 4 + ii of both parts */
+        __m256 s = _mm256_add_ps(acc[h][0], acc[h][1]);
+        _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+    }
+    for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
 }
 
-typedef void (*q8_tile_fn)(const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow, size_t moff, int nb,
-                           const q8_act *x, int t0, float *y, int ldy);
-typedef struct {
-    q8_tile_fn gemv, rt, r1, ot, o1;
-} q8_tile_set;
-
-#define Q8_TILE(DT, FN, R, T)                                                                         \
-    static void FN(const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow, size_t moff, int nb,  \
-                   const q8_act *x, int t0, float *y, int ldy) {                                      \
-        q8_tile(DT, qs, qrow, d, drow, moff, nb, x, t0, y, ldy, R, T);                                \
-    }
-#define Q8_TILES(DT, NAME)                                                                            \
-    Q8_TILE(DT, NAME##_gemv, Q8_GEMV_R, 1)                                                            \
-    Q8_TILE(DT, NAME##_rt, Q8_TILE_R, Q8_TILE_T)                                                      \
-    Q8_TILE(DT, NAME##_r1, Q8_TILE_R, 1)                                                              \
-    Q8_TILE(DT, NAME##_ot, 1, Q8_TILE_T)                                                              \
-    Q8_TILE(DT, NAME##_o1, 1, 1)                                                                      \
-    static const q8_tile_set NAME##_tiles = {NAME##_gemv, NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
-
-Q8_TILES(DT_Q4_0, q8_q4_0)
-Q8_TILES(DT_Q4_1, q8_q4_1)
-Q8_TILES(DT_Q8_0, q8_q8_0)
-
-static void q8_rows(q8_tile_fn tt, q8_tile_fn t1, const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow,
-                    size_t moff, int nb, const q8_act *x, float *y, int ldy) {
-    int t = 0;
-    for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tt(qs, qrow, d, drow, moff, nb, x, t, y, ldy);
-    for (; t < x->nt; t++) t1(qs, qrow, d, drow, moff, nb, x, t, y, ldy);
-}
-
-static void run_q8(const q8_tile_set *ts, dtype dt, const void *packed, int rows, int cols, int r0, int r1,
-                   const q8_act *x, float *y, int ldy) {
+/* Groups outside, tokens inside; a group is computed whole and only rows
+ * [r0, r1) are stored, so r0 / r1 need not fall on group boundaries. */
+AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
-    size_t qrow = (size_t)nb * (dt == DT_Q8_0 ? 32 : 16), drow = 2 * (size_t)nb, moff = drow * (size_t)rows;
-    const uint8_t *qs = packed, *d = qs + qrow * (size_t)rows;
-    int r = r0;
-    if (x->nt == 1) {
-        for (; r + Q8_GEMV_R <= r1; r += Q8_GEMV_R)
-            ts->gemv(qs + r * qrow, qrow, d + r * drow, drow, moff, nb, x, 0, y + r, ldy);
-    } else {
-        for (; r + Q8_TILE_R <= r1; r += Q8_TILE_R)
-            q8_rows(ts->rt, ts->r1, qs + r * qrow, qrow, d + r * drow, drow, moff, nb, x, y + r, ldy);
+    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
+        const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
+        int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
+        int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
+        for (int t = 0; t < x->nt; t++) q8_group(dt, g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }
-    for (; r < r1; r++) q8_rows(ts->ot, ts->o1, qs + r * qrow, qrow, d + r * drow, drow, moff, nb, x, y + r, ldy);
 }
 
 #define MATMUL_Q8(NAME, DT)                                                                           \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                              \
-        run_q8(&NAME##_tiles, DT, p, rows, cols, r0, r1, x, y, ldy);                                  \
+        run_q8(DT, p, rows, cols, r0, r1, x, y, ldy);                                                 \
     }
 MATMUL_Q8(q8_q4_0, DT_Q4_0)
 MATMUL_Q8(q8_q4_1, DT_Q4_1)

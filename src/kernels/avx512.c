@@ -171,191 +171,229 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 
 /* ---- int8 activations on repacked weights (fast mode, layout in kernels.h) ---- */
 
-/* Decode walks Q8_GEMV_R rows at once (each quad of activations loaded once for
- * them); prefill tiles are Q8_TILE_R rows x Q8_TILE_T tokens, each row's quad
- * of weights unpacked once per tile: 4 x 3 keeps the 12 accumulators, 12
- * unpacked weight / scale vectors and the activations in the 32 registers.
- * Software prefetch Q8_PF bytes ahead on every row stream. Measured on Zen 4,
- * 1B Q4_0 decode, alternating runs: no prefetch, the next row tile (4 KB
- * ahead), two tiles ahead and 8 decode rows instead of 4 were all within 3%
- * of this; decode reaches about half the streaming bandwidth, stalled on the
- * weight and scale loads (perf annotate), so the next step is the layout
- * (rows of a tile interleaved into one stream, scales beside them). */
-#define Q8_GEMV_R 4
-#define Q8_TILE_R 4
+/* One group of 8 rows (one contiguous stream) at a time; prefill tiles are that
+ * group x Q8_TILE_T tokens: the group's quad of weights is loaded and unpacked
+ * once per tile into 16 vectors (2 halves x 8), which with 2 x T f32
+ * accumulators, 2 int32 ones, the activations and the scales fills the 32
+ * registers at T = 3. */
 #define Q8_TILE_T 3
-#define Q8_PF 1024
+#ifndef Q8_PF
+#define Q8_PF 2048
+#endif
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. With VNNI one vpdpbusd;
- * without, vpmaddubsw + vpmaddwd give the same integers: the u8 operand is a
- * nibble (0..15) or |int8| (<= 128) and the s8 one is in [-127, 127], so the
- * pairwise i16 sums (<= 2 * 128 * 127) never saturate. */
+ * without, vpmaddubsw + vpmaddwd give the same integers as long as the u8
+ * operand is at most 128 (a nibble 0..15, or |int8|): the s8 one is in
+ * [-127, 127], so the pairwise i16 sums (<= 2 * 128 * 127) never saturate. */
 AI __m512i dot_u8s8(__m512i acc, __m512i u, __m512i s, int vnni) {
     if (vnni) return _mm512_dpbusd_epi32(acc, u, s);
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
 }
 
-/* 4 f32 (one per block of a quad) to 16 lanes: lanes 4b..4b+3 = v[b], the
- * lanes vpdpbusd fills from block b of a quad half. */
-AI __m512 quad_expand(__m128 v) {
+/* Dword v (0..3) of each 128-bit lane broadcast over that lane: activation
+ * bytes 4v..4v+3 of block bi's half, for the 4 rows of lanes 4bi..4bi+3. */
+AI __m512i dword_bcast(__m512i x, int v) {
+    switch (v & 3) {
+    case 0: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x00);
+    case 1: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x55);
+    case 2: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xaa);
+    default: return _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xff);
+    }
+}
+
+/* 4 f32 (one per block of a quad) to 16 lanes: lanes 4b..4b+3 = v[b]. */
+AI __m512 quad_expand(const float *v) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                 _mm512_castps128_ps512(v));
+                                 _mm512_castps128_ps512(_mm_loadu_ps(v)));
 }
 
-/* The f16 scales of blocks 4g..4g+k-1 of a row, as f32 in 16 lanes. */
-AI __m512 quad_scales(const uint8_t *d, int g, int k) {
-    __m128i h = k == 4 ? _mm_loadl_epi64((const __m128i *)(d + 8 * (size_t)g))
-                       : _mm_maskz_loadu_epi16((__mmask8)((1u << k) - 1), d + 8 * (size_t)g);
-    return quad_expand(_mm_cvtph_ps(h));
-}
-
-/* One quad (k <= 4 blocks) of a weight row, ready for dot_u8s8: u0 / u1 are the
- * unsigned operands for the first / second halves of the blocks; for Q8_0
- * they are |w| and neg0 / neg1 mark the negative weights, whose activations
- * get their sign flipped (w * x = |w| * (sign(w) x); -128 works: |-128| = 128u). */
+/* The activation side of one quad for one token. */
 typedef struct {
-    __m512i u0, u1;
-    __mmask64 neg0, neg1;
-    __m512 sw; /* weight scales, expanded */
-    __m512 mw; /* Q4_1: the mins, expanded */
-} quad_w;
+    __m512i x0, x1; /* first / second halves of the 4 blocks, int8 */
+    __m512 dx;      /* activation scale per block (divided by 16 where the weights carry 16x) */
+    __m512 s;       /* sum of the block's q (exact integer), for the -8 / -128 offsets */
+    __m512 sx;      /* Q4_1: d * s per block */
+} quad_x;
 
-AI quad_w quad_load(dtype dt, const uint8_t *row, const uint8_t *d, const uint8_t *m4, int g, int k) {
-    quad_w q;
-    __mmask64 m = k == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * k)) - 1);
-    if (dt == DT_Q8_0) {
-        const uint8_t *p = row + 128 * (size_t)g;
-        __m512i w0 = k == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m, p);
-        __m512i w1 = k == 4 ? _mm512_loadu_si512(p + 64) : _mm512_maskz_loadu_epi8(m, p + 16 * k);
-        q.neg0 = _mm512_movepi8_mask(w0);
-        q.neg1 = _mm512_movepi8_mask(w1);
-        q.u0 = _mm512_abs_epi8(w0);
-        q.u1 = _mm512_abs_epi8(w1);
-    } else {
-        const uint8_t *p = row + 64 * (size_t)g;
-        __m512i w = k == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m, p);
-        __m512i lo4 = _mm512_set1_epi8(0x0f);
-        q.u0 = _mm512_and_si512(w, lo4);                         /* byte j low nibble: element j */
-        q.u1 = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo4);   /* high nibble: element j + 16 */
-        q.neg0 = q.neg1 = 0;
-    }
-    q.sw = quad_scales(d, g, k);
-    if (dt == DT_Q4_1) q.mw = quad_scales(m4, g, k);
-    return q;
+/* With VNNI the Q4 kernels keep high nibbles in place (16x their value, a mask
+ * instead of shift + mask), so their integer sums are 16x: still exact. */
+AI int sums_x16(dtype dt, int vnni) { return vnni && dt != DT_Q8_0; }
+
+AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
+    quad_x a;
+    const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+    size_t xo = (size_t)t * x->quads * 4 + 4 * (size_t)q;
+    a.x0 = _mm512_loadu_si512(xq);
+    a.x1 = _mm512_loadu_si512(xq + 64);
+    __m512 dx = quad_expand(x->d + xo);
+    a.s = quad_expand(x->s + xo);
+    /* dx / 16 is exact (a power of two) short of subnormal scales */
+    a.dx = sums_x16(dt, vnni) ? _mm512_mul_ps(dx, _mm512_set1_ps(0.0625f)) : dx;
+    a.sx = dt == DT_Q4_1 ? _mm512_mul_ps(dx, a.s) : _mm512_setzero_ps();
+    return a;
 }
 
-/* One quad's terms added to acc, isum being the exact int32 lanes (4 per block):
- *   Q8_0  acc += isum * (sw dx)
- *   Q4_0  acc += (isum dx + sx) sw,   sx = -2 s: the block's -8 dw s spread over its 4 lanes
- *   Q4_1  acc += isum * (sw dx) + mw sx,   sx = s / 4
- * (the lane shares are exact powers of two, so the 4 lanes of a block sum to the
- * reference's term up to rounding). */
-AI __m512 quad_fma(dtype dt, int vnni, const quad_w *w, __m512i x0, __m512i x1, __m512 dx, __m512 sx, __m512 acc) {
-    if (dt == DT_Q8_0) {
-        x0 = _mm512_mask_sub_epi8(x0, w->neg0, _mm512_setzero_si512(), x0);
-        x1 = _mm512_mask_sub_epi8(x1, w->neg1, _mm512_setzero_si512(), x1);
-    }
-    __m512 i = _mm512_cvtepi32_ps(dot_u8s8(dot_u8s8(_mm512_setzero_si512(), w->u0, x0, vnni), w->u1, x1, vnni));
-    if (dt == DT_Q4_0) return _mm512_fmadd_ps(_mm512_fmadd_ps(i, dx, sx), w->sw, acc);
-    acc = _mm512_fmadd_ps(i, _mm512_mul_ps(w->sw, dx), acc);
-    return dt == DT_Q4_1 ? _mm512_fmadd_ps(w->mw, sx, acc) : acc;
-}
-
-/* One quad for an R x T tile. */
-AI void quad_tile(dtype dt, int vnni, const uint8_t *qs, size_t qrow, const uint8_t *d, const uint8_t *m4,
-                  size_t drow, const q8_act *x, int t0, int g, int k, __m512 acc[MAX_R][TILE_T], int R, int T) {
-    quad_w w[MAX_R];
-    UNROLL for (int r = 0; r < R; r++) {
-        if (k == 4) _mm_prefetch((const char *)qs + r * qrow + (dt == DT_Q8_0 ? 128 : 64) * (size_t)g + Q8_PF, _MM_HINT_T0);
-        if (k == 4 && dt == DT_Q8_0)
-            _mm_prefetch((const char *)qs + r * qrow + 128 * (size_t)g + Q8_PF + 64, _MM_HINT_T0);
-        w[r] = quad_load(dt, qs + r * qrow, d + r * drow, m4 + r * drow, g, k);
-    }
-    UNROLL for (int t = 0; t < T; t++) {
-        const int8_t *xq = x->q + (size_t)(t0 + t) * x->quads * 128 + 128 * (size_t)g;
-        __m512i x0 = _mm512_loadu_si512(xq), x1 = _mm512_loadu_si512(xq + 64);
-        size_t xo = (size_t)(t0 + t) * x->quads * 4 + 4 * (size_t)g;
-        __m512 dx = quad_expand(_mm_loadu_ps(x->d + xo)), sx = _mm512_setzero_ps();
-        if (dt != DT_Q8_0) sx = quad_expand(_mm_mul_ps(_mm_loadu_ps(x->s + xo), _mm_set1_ps(dt == DT_Q4_0 ? -2.0f : 0.25f)));
-        UNROLL for (int r = 0; r < R; r++) acc[r][t] = quad_fma(dt, vnni, &w[r], x0, x1, dx, sx, acc[r][t]);
-    }
-}
-
-/* y for rows [r, r + R) x tokens [t0, t0 + T). */
-AI void q8_tile(dtype dt, int vnni, const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow, size_t moff,
-                int nb, const q8_act *x, int t0, float *y, int ldy, int R, int T) {
-    const uint8_t *m4 = d + moff; /* Q4_1 mins: the same place in the next f16 array */
-    __m512 acc[MAX_R][TILE_T];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
-    int g = 0;
-    for (; 4 * g + 4 <= nb; g++) quad_tile(dt, vnni, qs, qrow, d, m4, drow, x, t0, g, 4, acc, R, T);
-    if (4 * g < nb) quad_tile(dt, vnni, qs, qrow, d, m4, drow, x, t0, g, nb - 4 * g, acc, R, T);
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) y[(size_t)(t0 + t) * ldy + r] = reduce16(acc[r][t]);
-}
-
-typedef void (*q8_tile_fn)(const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow, size_t moff, int nb,
-                           const q8_act *x, int t0, float *y, int ldy);
+/* One half (4 rows) of a chunk, unpacked for dot_u8s8: u[v] pairs with dword v
+ * of x0 (v < 4) or of x1 (v >= 4); Q8_0 without VNNI keeps |w| and the sign
+ * masks (its activations get the weights' signs, since w + 128 can reach 255,
+ * which vpmaddubsw would saturate). */
 typedef struct {
-    q8_tile_fn gemv, rt, r1, ot, o1; /* as tile_set */
-} q8_tile_set;
+    __m512i u[8];
+    __mmask64 neg[8];
+    __m512 sw, mw; /* scales and Q4_1 mins, lane 4 bi + ii */
+} half_w;
 
-#define Q8_TILE(DT, VNNI, FN, R, T)                                                                   \
-    static void FN(const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow, size_t moff, int nb,  \
-                   const q8_act *x, int t0, float *y, int ldy) {                                      \
-        q8_tile(DT, VNNI, qs, qrow, d, drow, moff, nb, x, t0, y, ldy, R, T);                          \
+/* Half h of a chunk `ck` of 8 rows x kb blocks. */
+AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
+    half_w w;
+    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = dt == DT_Q4_1 ? 4 : 2;
+    const uint8_t *sc = ck + 2 * 4 * kb * h, *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * nv * 4;
+    __mmask16 m16 = (__mmask16)((1u << (4 * kb)) - 1);
+    w.sw = kb == 4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc))
+                   : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, sc));
+    w.mw = _mm512_setzero_ps();
+    if (dt == DT_Q4_1)
+        w.mw = kb == 4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 16 * kb)))
+                       : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, sc + 16 * kb));
+    UNROLL for (int v = 0; v < nv; v++) {
+        const uint8_t *p = pay + (size_t)v * kb * 16;
+        __m512i raw = kb == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi32(m16, p);
+        if (dt == DT_Q8_0) {
+            w.u[v] = raw;
+            if (!vnni) {
+                __m512i s = _mm512_xor_si512(raw, _mm512_set1_epi8((char)0x80)); /* the signed weights */
+                w.neg[v] = _mm512_movepi8_mask(s);
+                w.u[v] = _mm512_abs_epi8(s);
+            }
+        } else {
+            w.u[v] = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
+            w.u[v + 4] = vnni ? _mm512_and_si512(raw, _mm512_set1_epi8((char)0xf0))
+                              : _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0f));
+        }
     }
-#define Q8_TILES(DT, VNNI, NAME)                                                                      \
-    Q8_TILE(DT, VNNI, NAME##_gemv, Q8_GEMV_R, 1)                                                      \
-    Q8_TILE(DT, VNNI, NAME##_rt, Q8_TILE_R, Q8_TILE_T)                                                \
-    Q8_TILE(DT, VNNI, NAME##_r1, Q8_TILE_R, 1)                                                        \
-    Q8_TILE(DT, VNNI, NAME##_ot, 1, Q8_TILE_T)                                                        \
-    Q8_TILE(DT, VNNI, NAME##_o1, 1, 1)                                                                \
-    static const q8_tile_set NAME##_tiles = {NAME##_gemv, NAME##_rt, NAME##_r1, NAME##_ot, NAME##_o1};
-
-Q8_TILES(DT_Q4_0, 1, q8v_q4_0)
-Q8_TILES(DT_Q4_1, 1, q8v_q4_1)
-Q8_TILES(DT_Q8_0, 1, q8v_q8_0)
-Q8_TILES(DT_Q4_0, 0, q8b_q4_0)
-Q8_TILES(DT_Q4_1, 0, q8b_q4_1)
-Q8_TILES(DT_Q8_0, 0, q8b_q8_0)
-
-static void q8_rows(q8_tile_fn tt, q8_tile_fn t1, const uint8_t *qs, size_t qrow, const uint8_t *d, size_t drow,
-                    size_t moff, int nb, const q8_act *x, float *y, int ldy) {
-    int t = 0;
-    for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tt(qs, qrow, d, drow, moff, nb, x, t, y, ldy);
-    for (; t < x->nt; t++) t1(qs, qrow, d, drow, moff, nb, x, t, y, ldy);
+    return w;
 }
 
-/* Every row and token goes through the same per-element arithmetic whatever
- * its tile: results do not depend on r0, r1 or nt. */
-static void run_q8(const q8_tile_set *ts, dtype dt, const void *packed, int rows, int cols, int r0, int r1,
-                   const q8_act *x, float *y, int ldy) {
-    int nb = cols / 32;
-    size_t qrow = (size_t)nb * (dt == DT_Q8_0 ? 32 : 16), drow = 2 * (size_t)nb, moff = drow * (size_t)rows;
-    const uint8_t *qs = packed, *d = qs + qrow * (size_t)rows;
-    int r = r0;
-    if (x->nt == 1) {
-        for (; r + Q8_GEMV_R <= r1; r += Q8_GEMV_R)
-            ts->gemv(qs + r * qrow, qrow, d + r * drow, drow, moff, nb, x, 0, y + r, ldy);
-    } else {
-        for (; r + Q8_TILE_R <= r1; r += Q8_TILE_R)
-            q8_rows(ts->rt, ts->r1, qs + r * qrow, qrow, d + r * drow, drow, moff, nb, x, y + r, ldy);
+/* Both halves' integer sums for one token: lane 4 bi + ii = row 4h + ii, block bi,
+ * (16 x, see sums_x16) sum_j u * q. Each broadcast activation vector serves both halves. */
+AI void half_sums(dtype dt, int vnni, const half_w w[2], const quad_x *a, __m512i acc[2]) {
+    acc[0] = acc[1] = _mm512_setzero_si512();
+    UNROLL for (int v = 0; v < 8; v++) {
+        if (v == 4 && sums_x16(dt, vnni)) { /* the high nibbles weigh 16x from here */
+            acc[0] = _mm512_slli_epi32(acc[0], 4);
+            acc[1] = _mm512_slli_epi32(acc[1], 4);
+        }
+        __m512i xs = dword_bcast(v < 4 ? a->x0 : a->x1, v);
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m512i s = xs;
+            if (dt == DT_Q8_0 && !vnni) s = _mm512_mask_sub_epi8(s, w[h].neg[v], _mm512_setzero_si512(), s);
+            acc[h] = dot_u8s8(acc[h], w[h].u[v], s, vnni);
+        }
     }
-    for (; r < r1; r++) q8_rows(ts->ot, ts->o1, qs + r * qrow, qrow, d + r * drow, drow, moff, nb, x, y + r, ldy);
 }
 
-#define MATMUL_Q8(NAME, DT)                                                                           \
+/* One quad's terms for one half and token: the exact integer sum (offset
+ * removed: Q4_0 nibble - 8, Q8_0 stored w + 128 with VNNI) as f32, times
+ * dw * dx; Q4_1 adds m * (dx * s). The offset correction is exact: every value
+ * is an integer below 2^24. */
+AI __m512 half_fma(dtype dt, int vnni, const half_w *w, const quad_x *a, __m512i isum, __m512 acc) {
+    __m512 f = _mm512_cvtepi32_ps(isum);
+    float off = 0.0f;
+    if (dt == DT_Q4_0) off = vnni ? -128.0f : -8.0f;
+    if (dt == DT_Q8_0 && vnni) off = -128.0f;
+    if (off != 0.0f) f = _mm512_fmadd_ps(a->s, _mm512_set1_ps(off), f);
+    acc = _mm512_fmadd_ps(f, _mm512_mul_ps(w->sw, a->dx), acc);
+    return dt == DT_Q4_1 ? _mm512_fmadd_ps(w->mw, a->sx, acc) : acc;
+}
+
+/* Rows 4h..4h+3 from an accumulator: lane 4 bi + ii summed over bi by a fixed
+ * tree ((bi 0 + 2) + (bi 1 + 3)), whatever the tile. */
+AI __m128 half_rows(__m512 acc) {
+    __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+}
+
+/* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
+ * start at y0 (the group's first row). */
+AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0,
+                 int ldy, int lo, int hi, int T) {
+    const int bb = q8w_block_bytes(dt);
+    _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
+    __m512 acc[2][Q8_TILE_T];
+    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+        if (rr < Q8W_GROUP) {
+            q8w_widen(dt, ck, rr, kb, wide, kb);
+            ck = wide;
+        }
+        if (Q8_PF && kb == 4 && rr == Q8W_GROUP)
+            for (int l = 0; l < Q8W_GROUP * 4 * bb; l += 64) _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T0);
+        half_w w[2];
+        if (kb == 4) {
+            w[0] = half_load(dt, vnni, ck, 4, 0);
+            w[1] = half_load(dt, vnni, ck, 4, 1);
+        } else {
+            w[0] = half_load(dt, vnni, ck, kb, 0);
+            w[1] = half_load(dt, vnni, ck, kb, 1);
+        }
+        UNROLL for (int t = 0; t < T; t++) {
+            quad_x a = quad_x_load(dt, vnni, x, t0 + t, q);
+            __m512i isum[2];
+            half_sums(dt, vnni, w, &a, isum);
+            UNROLL for (int h = 0; h < 2; h++) acc[h][t] = half_fma(dt, vnni, &w[h], &a, isum[h], acc[h][t]);
+        }
+    }
+    UNROLL for (int h = 0; h < 2; h++) {
+        int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
+        if (a1 <= a0) continue;
+        __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
+        UNROLL for (int t = 0; t < T; t++)
+            _mm_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * h, m, half_rows(acc[h][t]));
+    }
+}
+
+typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo,
+                            int hi);
+
+#define Q8_GROUP(DT, VNNI, FN, T)                                                                      \
+    static void FN(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo, \
+                   int hi) {                                                                           \
+        q8_group(DT, VNNI, g, rr, nb, x, t0, y0, ldy, lo, hi, T);                                      \
+    }
+#define Q8_GROUPS(DT, VNNI, NAME)                                                                      \
+    Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
+    Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
-                              int ldy) {                                                              \
-        run_q8(&NAME##_tiles, DT, p, rows, cols, r0, r1, x, y, ldy);                                  \
+                              int ldy) {                                                               \
+        run_q8(NAME##_1, NAME##_t, DT, p, rows, cols, r0, r1, x, y, ldy);                              \
     }
-MATMUL_Q8(q8v_q4_0, DT_Q4_0)
-MATMUL_Q8(q8v_q4_1, DT_Q4_1)
-MATMUL_Q8(q8v_q8_0, DT_Q8_0)
-MATMUL_Q8(q8b_q4_0, DT_Q4_0)
-MATMUL_Q8(q8b_q4_1, DT_Q4_1)
-MATMUL_Q8(q8b_q8_0, DT_Q8_0)
+
+/* Groups outside, token tiles inside: a group's weights (its chunk, 576 to
+ * 1088 bytes per quad) stay in L1/L2 while every token tile passes over them.
+ * r0 / r1 need not fall on group boundaries: a group is computed whole and
+ * only rows [r0, r1) are stored. */
+static void run_q8(q8_group_fn one, q8_group_fn tile, dtype dt, const void *packed, int rows, int cols, int r0,
+                   int r1, const q8_act *x, float *y, int ldy) {
+    int nb = cols / 32;
+    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
+        const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
+        int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
+        int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
+        int t = 0;
+        for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tile(g, rr, nb, x, t, y + g0, ldy, lo, hi);
+        for (; t < x->nt; t++) one(g, rr, nb, x, t, y + g0, ldy, lo, hi);
+    }
+}
+
+Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0)
+Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1)
+Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0)
+Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0)
+Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1)
+Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0)
 
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
@@ -380,7 +418,7 @@ static void quantize_act_avx512(const float *x, int ldx, int t0, int t1, const q
             _mm_storeu_si128((__m128i *)dst, _mm512_cvtsepi32_epi8(q0));
             _mm_storeu_si128((__m128i *)(dst + 64), _mm512_cvtsepi32_epi8(q1));
             d[b] = amax / 127.0f;
-            s[b] = d[b] * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            s[b] = (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
         }
     }
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "tensor.h"
 
 /* Matrix times activations, for one weight dtype:
@@ -27,18 +28,19 @@ typedef void (*matmul_fn)(const void *w, size_t row_bytes, int cols, int r0, int
  * Activations quantized once per matmul input to int8 per block of 32 (like
  * llama.cpp's Q8_1), reused by every row and every matmul sharing the input.
  * Block b of token t: x[32b + j] ~= d[b] * q[b][j], q in [-127, 127],
- * d = max|x| / 127, q = round-to-nearest-even(x * (127 / max|x|)), s = d * sum_j q[j].
+ * d = max|x| / 127, q = round-to-nearest-even(x * (127 / max|x|)), s = sum_j q[j]
+ * (an integer, exact in f32: |s| <= 32 * 127).
  * The blocks are stored in groups of 4 (a "quad", 128 columns) in the order
- * the 4-bit kernels consume a 64-byte load of 4 blocks' nibbles: the first
- * halves (elements 0..15) of blocks 0..3, then their second halves. A last
- * partial quad is zero-padded (d = s = 0, q = 0), so kernels need no tail mask
- * on the activation side. */
+ * the kernels consume a 64-byte load of 4 blocks: the first halves (elements
+ * 0..15) of blocks 0..3, then their second halves, so the 16 bytes of one
+ * block half sit in one 128-bit lane. A last partial quad is zero-padded
+ * (d = s = 0, q = 0), so kernels need no tail mask on the activation side. */
 typedef struct {
     int nt, cols;         /* tokens; columns (a multiple of 32) */
     int quads;            /* ceil(cols / 128) */
     int8_t *q;            /* (nt, quads * 128) int8, quad layout above */
     float *d;             /* (nt, quads * 4) f32 block scales */
-    float *s;             /* (nt, quads * 4) f32 d * (sum of the block's q) */
+    float *s;             /* (nt, quads * 4) f32 sum of the block's q (an integer) */
 } q8_act;
 
 static inline int q8_quads(int cols) { return (cols / 32 + 3) / 4; }
@@ -47,23 +49,93 @@ static inline int q8_quads(int cols) { return (cols / 32 + 3) / 4; }
  * and floats as the scalar version (tested). */
 typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q8_act *a);
 
-/* Repacked weights (src/repack.c), for a (rows, cols) matrix, nb = cols / 32,
- * one 64-byte-aligned allocation of the file's size:
- *   Q4_0 / Q4_1: qs (rows, nb, 16) u8, each block's 16 nibble bytes as in the file
- *                (byte j: low nibble = element j, high = element j + 16);
- *                then d (rows, nb) f16; then, Q4_1 only, m (rows, nb) f16.
- *   Q8_0:        qs (rows, nb, 32) i8, per quad of k <= 4 blocks: the first
- *                halves of its k blocks (16k bytes), then their second halves;
- *                then d (rows, nb) f16.
- * So a 64-byte load of a row holds 4 blocks (4-bit) and lines up with one half
- * of a quad of activations, and the scales are read apart from the payload.
- * y[t*ldy + r] = sum_b (dw*d)[b] * isum[b] + (Q4_1: m[b] * s[b]; Q4_0: -8 dw[b] * s[b]),
- * isum[b] = sum_j wq[b][j] * q[b][j] (wq = nibble 0..15, or int8): the integer
- * sums are exact in every ISA, the f32 combination order differs (tested with
- * a tolerance). A y element does not depend on r0, r1 or nt (same code path
- * for every row and token), so results do not depend on the thread count. */
+/* Repacked weights (src/repack.c) of a (rows, cols) Q4_0 / Q4_1 / Q8_0 matrix,
+ * nb = cols / 32 blocks per row, in one allocation of exactly the file's size.
+ *
+ * Rows are taken in groups of 8 (the last group has rr = rows % 8 rows if that
+ * is not 0), and each group is ONE contiguous stream: its quads one after the
+ * other, each quad a "chunk" of the group's rr rows x kb blocks (kb = 4, or
+ * nb % 4 for a last partial quad), scales first, then the payload:
+ *   d  rr * kb f16 block scales;
+ *   m  rr * kb f16 block mins (Q4_1 only);
+ *   payload: rr * kb * 16 bytes (Q4_0, Q4_1) or rr * kb * 32 bytes (Q8_0).
+ * A full chunk is 576 (Q4_0), 640 (Q4_1) or 1088 (Q8_0) bytes: 64-byte lines.
+ * Inside a chunk the rows form two halves h (rows 4h..4h+3 of the group), and
+ * each half is a set of 16-lane vectors whose int32 lane 4 * bi + ii belongs to
+ * row 4h + ii, block bi of the quad: the kernels load a vector, and one
+ * vpdpbusd against the activations' 128-bit lane bi (block bi) broadcast to 4
+ * dwords gives 4 rows x 4 blocks of partial sums with no horizontal adds.
+ *   scales of half h: index 4 kb h + bi rh + ii (rh = rows in half h);
+ *   payload of half h at 4 kb nv 4 h bytes (nv = 4 vectors for Q4, 8 for Q8),
+ *   vector v of it at v kb rh 4, and in it the 4 bytes of (bi, ii) at (bi rh + ii) 4:
+ *     Q4_0 / Q4_1: bytes 4v..4v+3 of the block's 16 nibble bytes as in the file
+ *                  (byte j: low nibble = element j, high = element j + 16);
+ *     Q8_0:        bytes 4v..4v+3 of the block's 32 int8 weights, each stored
+ *                  as w + 128 (u8, the operand vpdpbusd takes unsigned).
+ * Absent rows and blocks (rh < 4, kb < 4) are simply left out, so full chunks
+ * have fixed offsets and partial ones are dense. q8w_* below give the offsets.
+ *
+ * y[t*ldy + r] = sum_b (dw[b] * d[b]) * isum[b]  (+ Q4_1: sum_b m[b] * (d[b] * s[b])),
+ * isum[b] = sum_j wq[b][j] * q[b][j] with the true weight integers (Q4_0:
+ * nibble - 8, Q4_1: nibble, Q8_0: int8): the integer sums are exact in every
+ * ISA, the f32 combination order differs (tested with a tolerance). A y
+ * element does not depend on r0, r1 or nt (each row has its own lanes, and a
+ * partial group runs the same arithmetic on zero-padded lanes), so results do
+ * not depend on the thread count. */
 typedef void (*matmul_q8_fn)(const void *packed, int rows, int cols, int r0, int r1, const q8_act *x,
                              float *y, int ldy);
+
+#define Q8W_GROUP 8 /* rows per repacked group */
+
+/* Where the chunk of (group of row r, quad q) starts, and its rows / blocks. */
+typedef struct {
+    size_t off;   /* bytes from the start of the packed matrix */
+    int rr, kb;   /* rows in the group (<= 8), blocks in the quad (<= 4) */
+} q8w_chunk;
+
+static inline int q8w_block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
+static inline int q8w_hdr(dtype dt) { return dt == DT_Q4_1 ? 4 : 2; }
+
+static inline q8w_chunk q8w_chunk_at(dtype dt, int rows, int nb, int r, int q) {
+    int g0 = r / Q8W_GROUP * Q8W_GROUP, bb = q8w_block_bytes(dt);
+    q8w_chunk c;
+    c.rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
+    c.kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+    c.off = (size_t)g0 * nb * bb + (size_t)c.rr * 4 * q * bb;
+    return c;
+}
+
+/* Index of (row i of the group, block bi of the quad) among the chunk's scales. */
+static inline int q8w_scale_idx(const q8w_chunk *c, int i, int bi) {
+    int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4;
+    return 4 * c->kb * h + bi * rh + i % 4;
+}
+
+/* Byte offset in the chunk of payload byte jb (Q4: 0..15, Q8: 0..31) of (i, bi). */
+static inline size_t q8w_byte(dtype dt, const q8w_chunk *c, int i, int bi, int jb) {
+    int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4, nv = dt == DT_Q8_0 ? 8 : 4;
+    size_t pay = (size_t)q8w_hdr(dt) * c->rr * c->kb;
+    return pay + (size_t)4 * c->kb * nv * 4 * h + (size_t)(jb / 4) * c->kb * rh * 4 + (size_t)(bi * rh + i % 4) * 4 +
+           (size_t)(jb % 4);
+}
+
+/* A partial chunk (rr rows, kb blocks) copied into the form of one with 8 rows
+ * and dkb >= kb blocks, absent rows and blocks zero, so kernels run the same
+ * code and per-lane arithmetic on it (absent blocks meet zero activations).
+ * dst holds 8 * dkb * block bytes. */
+static inline void q8w_widen(dtype dt, const uint8_t *src, int rr, int kb, uint8_t *dst, int dkb) {
+    q8w_chunk s = {0, rr, kb}, d = {0, Q8W_GROUP, dkb};
+    int nv = dt == DT_Q8_0 ? 8 : 4;
+    memset(dst, 0, (size_t)Q8W_GROUP * dkb * q8w_block_bytes(dt));
+    for (int i = 0; i < rr; i++)
+        for (int bi = 0; bi < kb; bi++) {
+            size_t si = 2 * (size_t)q8w_scale_idx(&s, i, bi), di = 2 * (size_t)q8w_scale_idx(&d, i, bi);
+            memcpy(dst + di, src + si, 2);
+            if (dt == DT_Q4_1) memcpy(dst + di + 2 * (size_t)Q8W_GROUP * dkb, src + si + 2 * (size_t)rr * kb, 2);
+            for (int v = 0; v < nv; v++)
+                memcpy(dst + q8w_byte(dt, &d, i, bi, 4 * v), src + q8w_byte(dt, &s, i, bi, 4 * v), 4);
+        }
+}
 
 typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */

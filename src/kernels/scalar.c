@@ -127,48 +127,49 @@ static void quantize_act_scalar(const float *x, int ldx, int t0, int t1, const q
                 sum += v;
             }
             d[b] = amax / 127.0f;
-            s[b] = d[b] * (float)sum;
+            s[b] = (float)sum;
         }
     }
 }
 
-/* One row: main = sum_b (dw*dx)[b] * isum[b] and side = sum_b c[b] * s[b], where
- * c is m (Q4_1) or dw (Q4_0, applied as -8 * side). */
-static float dot_q8_row(dtype dt, const uint8_t *qs, const uint8_t *dw, const uint8_t *mw, int nb,
-                        const int8_t *xq, const float *xd, const float *xs) {
+/* Weight element j of block b of row r, from the packed layout, as the true
+ * integer (Q4_0: nibble - 8, Q4_1: nibble, Q8_0: int8). */
+static int packed_weight(dtype dt, const uint8_t *pk, int rows, int nb, int r, int b, int j) {
+    q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
+    if (dt == DT_Q8_0) return (int8_t)(pk[c.off + q8w_byte(dt, &c, r % Q8W_GROUP, b % 4, j)] ^ 0x80);
+    uint8_t byte = pk[c.off + q8w_byte(dt, &c, r % Q8W_GROUP, b % 4, j % 16)];
+    int u = j < 16 ? byte & 0x0f : byte >> 4;
+    return dt == DT_Q4_0 ? u - 8 : u;
+}
+
+/* The f16 scale (which = 0) or Q4_1 min (which = 1) of block b of row r. */
+static float packed_scale(dtype dt, const uint8_t *pk, int rows, int nb, int r, int b, int which) {
+    q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
+    size_t idx = (size_t)q8w_scale_idx(&c, r % Q8W_GROUP, b % 4) + (size_t)which * c.rr * c.kb;
+    return f16_to_f32(rd_u16(pk + c.off + 2 * idx));
+}
+
+/* One row and token: main = sum_b (dw*dx)[b] * isum[b] in block order, then,
+ * for Q4_1, side = sum_b m[b] * (dx[b] * s[b]). */
+static float dot_q8_row(dtype dt, const uint8_t *pk, int rows, int nb, int r, const int8_t *xq, const float *xd,
+                        const float *xs) {
     float main = 0.0f, side = 0.0f;
     for (int b = 0; b < nb; b++) {
         int isum = 0;
-        for (int j = 0; j < 32; j++) {
-            int w;
-            if (dt == DT_Q8_0) {
-                int k = nb - b / 4 * 4 < 4 ? nb - b / 4 * 4 : 4; /* blocks in this quad */
-                w = (int8_t)qs[(size_t)(b / 4) * 128 + (size_t)(j / 16) * 16 * k + (size_t)(b % 4) * 16 + j % 16];
-            } else {
-                uint8_t byte = qs[(size_t)b * 16 + j % 16];
-                w = j < 16 ? byte & 0x0f : byte >> 4;
-            }
-            isum += w * xq[quad_pos(b, j)];
-        }
-        float d = f16_to_f32(rd_u16(dw + 2 * (size_t)b));
-        main += d * xd[b] * (float)isum;
-        if (dt == DT_Q4_1) side += f16_to_f32(rd_u16(mw + 2 * (size_t)b)) * xs[b];
-        if (dt == DT_Q4_0) side += d * xs[b];
+        for (int j = 0; j < 32; j++) isum += packed_weight(dt, pk, rows, nb, r, b, j) * xq[quad_pos(b, j)];
+        main += packed_scale(dt, pk, rows, nb, r, b, 0) * xd[b] * (float)isum;
+        if (dt == DT_Q4_1) side += packed_scale(dt, pk, rows, nb, r, b, 1) * (xd[b] * xs[b]);
     }
-    return dt == DT_Q4_0 ? main - 8.0f * side : main + side;
+    return main + side;
 }
 
 static void matmul_q8_rows(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x,
                            float *y, int ldy) {
     int nb = cols / 32;
-    size_t qrow = (size_t)nb * (dt == DT_Q8_0 ? 32 : 16);
-    const uint8_t *qs = packed, *d = qs + qrow * (size_t)rows, *m = d + 2 * (size_t)nb * rows;
     for (int r = r0; r < r1; r++)
         for (int t = 0; t < x->nt; t++)
-            y[(size_t)t * ldy + r] =
-                dot_q8_row(dt, qs + qrow * r, d + 2 * (size_t)nb * r, m + 2 * (size_t)nb * r, nb,
-                           x->q + (size_t)t * x->quads * 128, x->d + (size_t)t * x->quads * 4,
-                           x->s + (size_t)t * x->quads * 4);
+            y[(size_t)t * ldy + r] = dot_q8_row(dt, packed, rows, nb, r, x->q + (size_t)t * x->quads * 128,
+                                                x->d + (size_t)t * x->quads * 4, x->s + (size_t)t * x->quads * 4);
 }
 
 static void matmul_q8_q4_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {

@@ -154,8 +154,8 @@ static double q8t_mag(dtype dt, const uint8_t *row, const q8_act *a, int t, int 
             isum += (long)w * a->q[t * a->quads * 128 + (b / 4) * 128 + (j / 16) * 64 + (b % 4) * 16 + j % 16];
         }
         mag += fabs((double)dw * dx * (double)isum);
-        if (dt == DT_Q4_1) mag += fabs((double)f16_to_f32(rd_u16(row + 2)) * sx);
-        if (dt == DT_Q4_0) mag += fabs(8.0 * dw * sx);
+        if (dt == DT_Q4_1) mag += fabs((double)f16_to_f32(rd_u16(row + 2)) * dx * sx);
+        if (dt == DT_Q4_0) mag += fabs(8.0 * dw * dx * sx);
     }
     return mag;
 }
@@ -163,13 +163,13 @@ static double q8t_mag(dtype dt, const uint8_t *row, const q8_act *a, int t, int 
 static void q8t_check_matmul(int unit) {
     const kernels *ks[4];
     int nk = q8t_tables(ks);
-    static const int ROWS[] = {1, 3, 5, 17, 34};
+    static const int ROWS[] = {1, 3, 5, 17, 34, 8, 12}; /* groups of 8: partial, whole, both */
     static const int NTS[] = {1, 2, 3, 4, 7};
     uint64_t seed = unit ? 5 : 7;
     for (int di = 0; di < 3; di++)
         for (int ci = 0; ci < NCOLS; ci++) {
             dtype dt = DTS[di];
-            int cols = COLS[ci], rows = ROWS[(di + ci) % 5], nt = NTS[ci % 5], ldy = rows + 3;
+            int cols = COLS[ci], rows = ROWS[(di + ci) % 7], nt = NTS[ci % 5], ldy = rows + 3;
             if (unit && cols > 576) continue; /* keep the integer sums below 2^24 */
             tensor t;
             uint8_t *w = q8t_weights(dt, rows, cols, unit, &seed, &t);
@@ -204,11 +204,18 @@ static void q8t_check_matmul(int unit) {
                                       nm, dtype_name(dt), cols, r, tt, v, e, tol);
                         }
                     }
-                /* rows in two calls, tokens one at a time: the same bits */
-                int split = rows / 2;
-                q8t_mm(ks[k], dt)(p, rows, cols, 0, split, &a, y2, ldy);
-                q8t_mm(ks[k], dt)(p, rows, cols, split, rows, &a, y2, ldy);
-                cr_assert(!memcmp(y, y2, sizeof(float) * ny), "%s %s: a row split changed the result", nm, dtype_name(dt));
+                /* rows in two or three calls (splits inside and across groups of
+                 * 8, as threads get them), tokens one at a time: the same bits */
+                const int splits[][2] = {{rows / 2, rows}, {1, rows}, {5, 9}, {3, 13}};
+                for (int si = 0; si < 4; si++) {
+                    int s1 = splits[si][0] < rows ? splits[si][0] : rows, s2 = splits[si][1] < rows ? splits[si][1] : rows;
+                    for (size_t i = 0; i < ny; i++) y2[i] = -12345.0f;
+                    q8t_mm(ks[k], dt)(p, rows, cols, 0, s1, &a, y2, ldy);
+                    q8t_mm(ks[k], dt)(p, rows, cols, s1, s2, &a, y2, ldy);
+                    q8t_mm(ks[k], dt)(p, rows, cols, s2, rows, &a, y2, ldy);
+                    cr_assert(!memcmp(y, y2, sizeof(float) * ny), "%s %s rows %d: split at %d, %d changed the result",
+                              nm, dtype_name(dt), rows, s1, s2);
+                }
                 for (int tt = 0; tt < nt; tt++) {
                     q8_act one = a;
                     one.nt = 1;
