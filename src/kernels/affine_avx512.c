@@ -162,7 +162,9 @@ void affine8_matmul_avx512(const void *w, size_t row_bytes, int cols, int r0, in
 
 #define Q8_MAX_COLS 16384 /* stack buffers below; wider matrices take the scalar route */
 #define Q8_MAX_G (Q8_MAX_COLS / 32)
-#define Q8_R 8 /* rows per decode tile */
+#ifndef Q8_R
+#define Q8_R 4 /* rows per decode tile (measured: 4 beat 8, 2 about equal) */
+#endif
 #define Q8_T 4 /* tokens per prefill tile (with 4 rows) */
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. Without VNNI, vpmaddubsw's pair
@@ -215,7 +217,7 @@ AI void q8_tile(int bits, int vnni, const affine_weights *a, int cols, int r0, c
     size_t rb = (size_t)cols * bits / 8;
     int ng = cols / a->group, nc = (int)((rb + 63) / 64), tail = (int)(rb % 64);
     /* lane l of a chunk belongs to block l / 4 (4-bit) or l / 8 (8-bit) of it: its group, relative */
-    int lb = bits == 4 ? 4 : 8, g = a->group;
+    int lb = bits == 4 ? 4 : 8, g = a->group, gshift = g == 32 ? 5 : g == 64 ? 6 : 7;
 #define GI(l) ((l) / lb * 32 / g)
     const __m512i gidx = _mm512_setr_epi32(GI(0), GI(1), GI(2), GI(3), GI(4), GI(5), GI(6), GI(7), GI(8), GI(9),
                                            GI(10), GI(11), GI(12), GI(13), GI(14), GI(15));
@@ -233,11 +235,13 @@ AI void q8_tile(int bits, int vnni, const affine_weights *a, int cols, int r0, c
     }
     for (int c = 0; c < nc; c++) {
         __mmask64 m = c + 1 < nc || tail == 0 ? ~(__mmask64)0 : (((__mmask64)1 << tail) - 1);
-        int cols_per = bits == 4 ? 128 : 64;
-        int base = c * cols_per / g;
+        int base = (c << (bits == 4 ? 7 : 6)) >> gshift; /* first group of the chunk */
         __m512i u0[Q8_R], u1[Q8_R];
         __m512 scv[Q8_R];
         UNROLL for (int r = 0; r < R; r++) {
+            /* the rows of a tile are one contiguous run, and so are the next tile's: fetch
+             * that run, R lines per chunk, so it is in cache by the time it is read */
+            _mm_prefetch((const char *)rows[0] + R * rb + 64 * ((size_t)c * R + r), _MM_HINT_T0);
             __m512i w = _mm512_maskz_loadu_epi8(m, rows[r] + 64 * (size_t)c);
             u0[r] = bits == 4 ? _mm512_and_si512(w, lo4) : w;
             u1[r] = bits == 4 ? _mm512_and_si512(_mm512_srli_epi16(w, 4), lo4) : w;
