@@ -294,7 +294,7 @@ int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *sour
 }
 
 int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special,
-                  int lstrip, int rstrip, int single_word, const char *source, char *err)
+                  int lstrip, int rstrip, int single_word, int normalized, const char *source, char *err)
 {
     tok_added *a = realloc(t->added, (t->n_added + 1) * sizeof *a);
     if (!a) {
@@ -316,6 +316,7 @@ int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int sp
     a->lstrip = (unsigned char)lstrip;
     a->rstrip = (unsigned char)rstrip;
     a->single_word = (unsigned char)single_word;
+    a->normalized = (unsigned char)normalized;
     t->n_added++;
     if (len == 0) {
         tok_errf(err, "%s: added token %d has empty content", source, (int)id);

@@ -370,6 +370,23 @@ static int valid_id(const jnode *v)
     return J_IS(v, J_NUMBER) && v->is_int && v->i >= 0 && v->i < MAX_VOCAB;
 }
 
+/* The text an added token stands for. The reference normalizes the content of a
+ * token with normalized = true (the default for non-special ones) once, when it
+ * is added: that form is what it matches in normalized text and what it decodes to. */
+static int added_text(ctx *c, jnode *a, tok_buf *normed, tok_str *out)
+{
+    jnode *content = jget(a, "content");
+    *out = (tok_str){content->s, content->len};
+    if (!c->t->n_norms || !jbool(a, "normalized", !jbool(a, "special", 0)) || !content->len)
+        return 0;
+    if (tok_normalize(c->t, content->s, content->len, normed, c->err))
+        return -1;
+    if (!normed->p && tok_buf_put(normed, "", 0))
+        return -1;
+    *out = (tok_str){normed->p, normed->len};
+    return 0;
+}
+
 static int build_vocab(ctx *c, jnode *vocab, jnode *added)
 {
     size_t n = 0, i;
@@ -394,28 +411,30 @@ static int build_vocab(ctx *c, jnode *vocab, jnode *added)
             n = (size_t)jget(a, "id")->i + 1;
     }
     tok_str *texts = calloc(n ? n : 1, sizeof *texts);
-    if (!texts)
-        return -1;
-    JFOREACH(vocab, i, v) texts[v->i] = (tok_str){v->key, v->klen};
+    tok_buf *normed = calloc(jcount(added) + 1, sizeof *normed);
+    int rc = texts && normed ? 0 : -1;
+    JFOREACH(vocab, i, v) if (!rc) texts[v->i] = (tok_str){v->key, v->klen};
+    JFOREACH(added, i, a) if (!rc) rc = added_text(c, a, &normed[i], &texts[jget(a, "id")->i]);
+    rc = rc || tok_set_vocab(c->t, n, texts, c->src, c->err);
+    if (!rc)
+        JFOREACH(vocab, i, v) c->t->flags[v->i] |= TOKF_MODEL;
     JFOREACH(added, i, a)
     {
-        jnode *content = jget(a, "content");
-        texts[jget(a, "id")->i] = (tok_str){content->s, content->len};
+        if (rc)
+            break;
+        int32_t id = (int32_t)jget(a, "id")->i;
+        int special = jbool(a, "special", 0);
+        c->t->flags[id] |= TOKF_ADDED;
+        rc = tok_add_added(c->t, texts[id].ptr, texts[id].len, id, special, jbool(a, "lstrip", 0),
+                           jbool(a, "rstrip", 0), jbool(a, "single_word", 0), jbool(a, "normalized", !special),
+                           c->src, c->err);
     }
-    int rc = tok_set_vocab(c->t, n, texts, c->src, c->err);
+    for (i = 0; normed && i < jcount(added); i++)
+        tok_buf_free(&normed[i]);
+    free(normed);
     free(texts);
     if (rc)
         return -1;
-    JFOREACH(vocab, i, v) c->t->flags[v->i] |= TOKF_MODEL;
-    JFOREACH(added, i, a)
-    {
-        int32_t id = (int32_t)jget(a, "id")->i;
-        jnode *content = jget(a, "content");
-        c->t->flags[id] |= TOKF_ADDED;
-        if (tok_add_added(c->t, content->s, content->len, id, jbool(a, "special", 0), jbool(a, "lstrip", 0),
-                          jbool(a, "rstrip", 0), jbool(a, "single_word", 0), c->src, c->err))
-            return -1;
-    }
     tok_sort_added(c->t);
     return 0;
 }
@@ -498,10 +517,11 @@ static int load_body(ctx *c, jnode *root, const char *config_json)
 {
     tokenizer *t = c->t;
     jnode *model = jget(root, "model");
-    if (check_model(c, model) || build_vocab(c, jget(model, "vocab"), jget(root, "added_tokens")))
+    /* the normalizer first: added tokens are normalized when they are added */
+    if (check_model(c, model) || parse_normalizer(c, jget(root, "normalizer")) ||
+        build_vocab(c, jget(model, "vocab"), jget(root, "added_tokens")))
         return -1;
-    if (parse_normalizer(c, jget(root, "normalizer")) ||
-        parse_pre(c, jget(root, "pre_tokenizer")) || parse_decoder(c, jget(root, "decoder")) ||
+    if (parse_pre(c, jget(root, "pre_tokenizer")) || parse_decoder(c, jget(root, "decoder")) ||
         parse_post(c, jget(root, "post_processor")))
         return -1;
     if (c->has_bytelevel_pre != c->has_bytelevel_dec) {

@@ -157,7 +157,7 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         t->flags[i] = TOKF_MODEL;
         if ((type == 3 || type == 4) && spec->tokens[i].len) {
             t->flags[i] |= TOKF_ADDED;
-            if (tok_add_added(t, spec->tokens[i].ptr, spec->tokens[i].len, (int32_t)i, type == 3, 0, 0, 0,
+            if (tok_add_added(t, spec->tokens[i].ptr, spec->tokens[i].len, (int32_t)i, type == 3, 0, 0, 0, 0,
                               source, err))
                 return -1;
         }
@@ -169,7 +169,7 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         if (id < 0 || (size_t)id >= spec->n_tokens || (t->flags[id] & TOKF_ADDED) || !spec->tokens[id].len)
             continue;
         t->flags[id] |= TOKF_ADDED;
-        if (tok_add_added(t, spec->tokens[id].ptr, spec->tokens[id].len, id, 1, 0, 0, 0, source, err))
+        if (tok_add_added(t, spec->tokens[id].ptr, spec->tokens[id].len, id, 1, 0, 0, 0, 0, source, err))
             return -1;
     }
     tok_sort_added(t);

@@ -123,6 +123,7 @@ typedef struct {
     unsigned char lstrip;   /* absorbs whitespace on its left */
     unsigned char rstrip;   /* absorbs whitespace on its right */
     unsigned char single_word;
+    unsigned char normalized; /* matched in normalized text; text is then the normalized content */
 } tok_added;
 
 enum tok_norm_kind { NORM_NFC, NORM_NFKC, NORM_NFD, NORM_NFKD, NORM_REPLACE, NORM_PREPEND, NORM_LOWERCASE };
@@ -204,7 +205,7 @@ int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *
 /* Vocabulary texts by id (a NULL / empty entry is a hole); allocates flags. */
 int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *source, char *err);
 int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special,
-                  int lstrip, int rstrip, int single_word, const char *source, char *err);
+                  int lstrip, int rstrip, int single_word, int normalized, const char *source, char *err);
 /* Sort added tokens longest first (build.c). */
 void tok_sort_added(tokenizer *t);
 /* Token text of id (as stored). */

@@ -210,6 +210,124 @@ def check_chat_templates(tmp, man, verbose):
     return fails
 
 
+# Edited fixture tokenizers for components the real files do not use: the Digits
+# pre-tokenizer both ways, and added tokens with single_word / lstrip / rstrip /
+# normalized set in every combination worth having, on tokenizers with and without
+# a normalizer. The edits are applied here (stdlib only) and by
+# tests/gen/gen_tok_variant_refs.py, which stores HF tokenizers' ids for them.
+def _added(content, base_id, k, special=False, single_word=False, lstrip=False, rstrip=False, normalized=False):
+    return {"id": base_id + k, "content": content, "single_word": single_word, "lstrip": lstrip,
+            "rstrip": rstrip, "normalized": normalized, "special": special}
+
+
+ADDED_SETS = {
+    # (content, flags): contents chosen to overlap (foo / foobar, ab / b_c), to sit next to
+    # word and non-word characters, and to change under the normalizer (Ω U+2126 -> U+03A9
+    # under NFC; ﬁ -> fi, ① -> 1 under NFKC) so normalized true / false differ.
+    "common": [
+        ("foo", dict(single_word=True)),
+        ("foobar", dict()),
+        ("ab", dict(single_word=True)),
+        ("b_c", dict()),
+        ("<sep>", dict(special=True, lstrip=True, rstrip=True)),
+        ("<L>", dict(special=True, lstrip=True)),
+        ("<R>", dict(rstrip=True)),
+        ("[[x]]", dict(single_word=True, normalized=True)),
+        ("x_y", dict(single_word=True, lstrip=True)),
+        ("日本", dict(single_word=True)),
+        ("é!", dict(normalized=True)),
+    ],
+    "nfc": [
+        ("\u2126mega", dict(single_word=True, normalized=True)),
+        ("nai\u0308ve", dict(normalized=True)),
+        ("re\u0301sume\u0301", dict(normalized=False)),
+    ],
+    "nfkc": [
+        ("\ufb01le", dict(normalized=True)),
+        ("\u2460\u2461", dict(normalized=False)),
+        ("\uff21\uff22", dict(normalized=True, single_word=True)),
+        ("x\u00b2", dict(normalized=False, lstrip=True)),
+    ],
+}
+
+VARIANT_EDITS = {
+    "smollm2-digits": ("smollm2", "digits"),
+    "smollm2-digits-individual": ("smollm2", "digits-individual"),
+    "smollm2-nfkc-added": ("smollm2", "nfkc-added"),
+    "qwen2-added": ("qwen2", "nfc-added"),
+    "mistral-v1-added": ("mistral-v1", "added"),
+}
+
+
+def variant_added(edit):
+    sets = ADDED_SETS["common"] + (ADDED_SETS["nfc"] if edit == "nfc-added" else
+                                   ADDED_SETS["nfkc"] if edit == "nfkc-added" else [])
+    return sets
+
+
+def variant_json(tj, edit):
+    """The fixture tokenizer.json `tj` (a dict, edited in place and returned)."""
+    if edit in ("digits", "digits-individual"):
+        tj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": edit == "digits-individual"}, tj["pre_tokenizer"]]}
+        return tj
+    if edit == "nfkc-added":
+        tj["normalizer"] = {"type": "NFKC"}
+    # ids as the reference assigns them when it adds tokens (and so as a file it saves
+    # has them): a content already in the vocabulary keeps its id, others take the next one
+    vocab = tj["model"]["vocab"]
+    nxt = max([a["id"] for a in tj["added_tokens"]] + list(vocab.values())) + 1
+    for content, flags in variant_added(edit):
+        if content in vocab:
+            tj["added_tokens"].append(_added(content, vocab[content], 0, **flags))
+        else:
+            tj["added_tokens"].append(_added(content, nxt, 0, **flags))
+            nxt += 1
+    tj["added_tokens"].sort(key=lambda a: a["id"])
+    return tj
+
+
+def variant_args(tmp, name, man):
+    base, edit = VARIANT_EDITS[name]
+    info = man["tokenizers"][base]
+    with gzip.open(os.path.join(REPO, info["tokenizer_json_gz"])) as f:
+        tj = json.loads(f.read().decode("utf-8"))
+    d = os.path.join(tmp, "variant-" + name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(variant_json(tj, edit), f, ensure_ascii=False)
+    return ["--json", os.path.join(d, "tokenizer.json"), "--config", os.path.join(REPO, info["config"])]
+
+
+def check_variants(tmp, man, verbose):
+    path = os.path.join(REFS, "variants", "manifest.json")
+    if not os.path.exists(path):
+        print("FAIL variants: %s missing" % os.path.relpath(path, REPO))
+        return 1
+    with open(path) as f:
+        vman = json.load(f)
+    fails = 0
+    for name in vman["variants"]:
+        raw = gzip.open(os.path.join(REFS, "variants", name + ".corpus.bin.gz")).read()
+        cpath = os.path.join(tmp, "variant-" + name + ".bin")
+        with open(cpath, "wb") as f:
+            f.write(raw)
+        strings = read_strings(raw)
+        args = variant_args(tmp, name, man)
+        for suffix, extra in (("", []), (".nospecial", ["--no-special"])):
+            ids = read_ids(gzip.open(os.path.join(REFS, "variants", name + suffix + ".ids.bin.gz")).read())
+            dec = read_decodes(gzip.open(os.path.join(REFS, "variants", name + suffix + ".decode.bin.gz")).read(),
+                               strings)
+            try:
+                got = run_driver(args + extra, cpath)
+            except RuntimeError as e:
+                print("FAIL variant %s%s: %s" % (name, suffix, e))
+                fails += 1
+                continue
+            fails += compare("variant " + name + suffix, strings, ids, dec, got, verbose)
+    return fails
+
+
 def write_gguf(path, kv):
     """A metadata-only GGUF v3 (no tensors), as llama.cpp's converters lay out
     tokenizer.ggml.*: values are str, bool, int (int32), float, or lists of str / int / float."""
@@ -369,6 +487,7 @@ def main():
                 fails += compare(label + suffix, strings, ids, dec, got, verbose, n_vocab)
         fails += check_chat(tmp, man, verbose)
         fails += check_chat_templates(tmp, man, verbose)
+        fails += check_variants(tmp, man, verbose)
         fails += check_live(tmp, man, verbose)
     return 1 if fails else 0
 
