@@ -13,10 +13,31 @@ void ops_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
 
 /* q.k is the same in both layouts because Q and K rows share the permutation. */
 void ops_rope(float *v, int hd, const float *inv_freq, int pos, int interleaved) {
+    /* kept as the reference for ops_rope_angles + ops_rope_apply (tested equal) */
     int half = hd / 2;
     for (int i = 0; i < half; i++) {
         float a = (float)pos * inv_freq[i]; /* f32 product, as transformers forms it */
         float c = cosf(a), s = sinf(a);
+        int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+        float x0 = v[i0], x1 = v[i1];
+        v[i0] = x0 * c - x1 * s;
+        v[i1] = x1 * c + x0 * s;
+    }
+}
+
+void ops_rope_angles(float *cs, int hd, const float *inv_freq, int pos) {
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        float a = (float)pos * inv_freq[i]; /* the same f32 product as ops_rope */
+        cs[i] = cosf(a);
+        cs[half + i] = sinf(a);
+    }
+}
+
+void ops_rope_apply(float *v, int hd, const float *cs, int interleaved) {
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        float c = cs[i], s = cs[half + i];
         int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
         float x0 = v[i0], x1 = v[i1];
         v[i0] = x0 * c - x1 * s;
@@ -43,4 +64,33 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
     float inv = 1.0f / sum;
     memset(out, 0, (size_t)hd * sizeof(float));
     for (int p = 0; p < len; p++) k->axpy(out, scores[p] * inv, vc + (size_t)p * stride, hd);
+}
+
+/* softmax(x[0..len) * scale) in place, then zeros up to x[pad): the masked tail. */
+static void softmax_masked(float *x, int len, int pad, float scale) {
+    float mx = -INFINITY;
+    for (int p = 0; p < len; p++) {
+        x[p] *= scale;
+        if (x[p] > mx) mx = x[p];
+    }
+    float sum = 0.0f;
+    for (int p = 0; p < len; p++) {
+        x[p] = expf(x[p] - mx);
+        sum += x[p];
+    }
+    float inv = 1.0f / sum;
+    for (int p = 0; p < len; p++) x[p] *= inv;
+    for (int p = len; p < pad; p++) x[p] = 0.0f;
+}
+
+void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, const float *kc,
+                      size_t kstride, const float *vt, size_t vt_stride, int len0, int hd, float scale,
+                      float *scores, int lds) {
+    matmul_fn mm = k->matmul[DT_F32] ? k->matmul[DT_F32] : kernels_scalar()->matmul[DT_F32];
+    int len = len0 + nt - 1; /* the last token's length bounds every row */
+    /* scores (nt, len) = q . K^T: K rows are positions */
+    mm(kc, kstride * sizeof(float), hd, 0, len, q, ldq, nt, scores, lds);
+    for (int t = 0; t < nt; t++) softmax_masked(scores + (size_t)t * lds, len0 + t, len, scale);
+    /* out (nt, hd) = P . V: V^T rows are dimensions, columns positions */
+    mm(vt, vt_stride * sizeof(float), len, 0, hd, scores, lds, nt, out, ldo);
 }

@@ -99,3 +99,68 @@ Test(ops, attention_causal_single_position_returns_value) {
     ops_attend(kernels_scalar(), out, q, kc, vc, 1, 3, 3, 0.125f, sc);
     for (int i = 0; i < 3; i++) cr_expect_float_eq(out[i], vc[i], 0.0f);
 }
+
+Test(ops, rope_angles_then_apply_equals_rope) {
+    const int hd = 64;
+    float inv[32], cs[64], a[64], b[64];
+    for (int i = 0; i < hd / 2; i++) inv[i] = powf(10000.0f, -2.0f * (float)i / (float)hd);
+    for (int il = 0; il < 2; il++) {
+        for (int i = 0; i < hd; i++) a[i] = b[i] = sinf(0.37f * (float)i + (float)il);
+        ops_rope(a, hd, inv, 1234, il);
+        ops_rope_angles(cs, hd, inv, 1234);
+        ops_rope_apply(b, hd, cs, il);
+        for (int i = 0; i < hd; i++) cr_expect_eq(a[i], b[i], "interleaved=%d i=%d", il, i); /* bit-identical */
+    }
+}
+
+/* The batched causal attention against ops_attend token by token, for every
+ * kernel table on this machine: keys in rows of stride kvd, values transposed. */
+static void check_attend_block(const kernels *k) {
+    enum { HD = 24, KVD = 2 * HD, QD = 3 * HD, CTX = 40, NT = 7, POS = 29 };
+    static float kc[CTX * KVD], v[CTX * KVD], vt[KVD * CTX], q[NT * QD], out[NT * QD], sc[NT * CTX];
+    float want[HD], sc1[CTX];
+    for (int i = 0; i < CTX * KVD; i++) {
+        kc[i] = sinf(0.7f * (float)i);
+        v[i] = cosf(1.3f * (float)i + 0.2f);
+    }
+    for (int p = 0; p < CTX; p++)
+        for (int r = 0; r < KVD; r++) vt[r * CTX + p] = v[p * KVD + r];
+    for (int i = 0; i < NT * QD; i++) q[i] = 2.0f * sinf(0.11f * (float)i * (float)i);
+    const int kvh = 1, h = 2; /* one query head of the second kv head */
+    ops_attend_block(k, out + h * HD, QD, q + h * HD, QD, NT, kc + kvh * HD, KVD, vt + kvh * HD * CTX, CTX, POS + 1,
+                     HD, 0.2f, sc, CTX);
+    for (int t = 0; t < NT; t++) {
+        ops_attend(kernels_scalar(), want, q + t * QD + h * HD, kc + kvh * HD, v + kvh * HD, POS + 1 + t, HD, KVD,
+                   0.2f, sc1);
+        for (int i = 0; i < HD; i++)
+            cr_expect_float_eq(out[t * QD + h * HD + i], want[i], 1e-6f + 1e-5f * fabsf(want[i]), "%s t=%d i=%d",
+                               k->name, t, i);
+    }
+}
+
+Test(ops, attend_block_matches_attend_per_token) {
+    check_attend_block(kernels_scalar());
+    const char *isas[] = {"avx2", "avx512", "neon"};
+    for (int i = 0; i < 3; i++) {
+        const kernels *k = kernels_select(isas[i]);
+        if (k) check_attend_block(k);
+    }
+}
+
+/* A token's output does not depend on the other tokens sharing its call: the
+ * masked positions of earlier tokens add exactly zero. */
+Test(ops, attend_block_independent_of_batch) {
+    enum { HD = 16, CTX = 33, NT = 5 };
+    static float kc[CTX * HD], vt[HD * CTX], q[NT * HD], all[NT * HD], one[HD], sc[NT * CTX];
+    for (int i = 0; i < CTX * HD; i++) {
+        kc[i] = sinf((float)i);
+        vt[i] = cosf(0.3f * (float)i);
+    }
+    for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
+    const kernels *k = kernels_select(NULL);
+    ops_attend_block(k, all, HD, q, HD, NT, kc, HD, vt, CTX, 20, HD, 0.25f, sc, CTX);
+    for (int t = 0; t < NT; t++) {
+        ops_attend_block(k, one, HD, q + t * HD, HD, 1, kc, HD, vt, CTX, 20 + t, HD, 0.25f, sc, CTX);
+        for (int i = 0; i < HD; i++) cr_expect_eq(all[t * HD + i], one[i], "t=%d i=%d", t, i);
+    }
+}
