@@ -17,17 +17,27 @@
  *    matmul equals bit for bit the same table's F32 matmul on the weights
  *    dequantized the way gguf-py does it: the native quantized path then gives
  *    exactly what the f32 path (HF transformers' view of a GGUF) gives;
- *  - every ISA table gives the same bits as every other (avx2 = avx512 here;
- *    `make neon-test` compares the NEON run's hash with the native one), so
- *    llmgen's output does not depend on which ISA the machine has. */
+ *  - every ISA table compiled for this machine gives the same f32-route bits as
+ *    every other (avx2 = avx512 here). Across architectures the NEON run (`make
+ *    neon-test`, under qemu) is held to the scalar reference by the same checks,
+ *    not to another machine's hash: summation orders may legitimately differ;
+ *  - MLX affine: the f32 route equals affine_scalar.c bit for bit; the int8 route
+ *    equals the scalar int8 reference bit for bit where every sum is exact in f32
+ *    and within 1e-5 of the term magnitudes on random data; quantize_act gives
+ *    the scalar bytes. On AArch64 both int8 variants (with and without vdotq_s32). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
 #include "util.h"
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 /* splitmix64: platform-independent, so every machine tests the same data. */
 static uint64_t st_next(uint64_t *s) {
@@ -312,6 +322,172 @@ static int st_check_vectors(const kernels *k, char *msg, size_t len) {
     return 0;
 }
 
+/* ---- MLX affine: f32 route bit for bit, int8 route against the scalar reference ---- */
+
+typedef struct {
+    uint8_t *q, *s, *b; /* packed rows, scales, biases (the file layout, unaligned by one byte) */
+    affine_weights aw;
+} st_affine;
+
+static void st_affine_put(uint8_t *p, int sdt, size_t i, float v) {
+    if (sdt == DT_F32) {
+        memcpy(p + 4 * i, &v, 4);
+    } else {
+        uint16_t h = sdt == DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        memcpy(p + 2 * i, &h, 2);
+    }
+}
+
+/* exact = 1: scales 2^-2..1 and integer biases, so with integer activations (below)
+ * every partial sum of the int8 route is an exact f32 (see st_affine_x). */
+static int st_affine_new(st_affine *m, int bits, int group, int sdt, int rows, int cols, int exact, uint64_t *st) {
+    size_t qb = (size_t)rows * cols * bits / 8, ng = (size_t)rows * (cols / group), es = sdt == DT_F32 ? 4 : 2;
+    m->q = malloc(qb + 1), m->s = malloc(ng * es + 1), m->b = malloc(ng * es + 1);
+    if (!m->q || !m->s || !m->b) return -1;
+    for (size_t i = 0; i < qb; i++) m->q[1 + i] = (uint8_t)st_next(st);
+    for (size_t i = 0; i < ng; i++) {
+        st_affine_put(m->s + 1, sdt, i, exact ? ldexpf(1.0f, -(int)(st_next(st) % 3)) : st_unit(st) * 0.05f);
+        st_affine_put(m->b + 1, sdt, i, exact ? (float)((int)(st_next(st) % 9) - 4) : st_unit(st));
+    }
+    m->aw = (affine_weights){m->q + 1, m->s + 1, m->b + 1, sdt, group};
+    return 0;
+}
+
+static void st_affine_free(st_affine *m) { free(m->q), free(m->s), free(m->b); }
+
+/* exact = 1: integers in [-7, 7] and one 127 per block of 32, so int8 quantization
+ * is lossless (d = 1) and, with cols <= 640, every sum stays below 2^22. */
+static void st_affine_x(float *x, int n, int exact, uint64_t *st) {
+    for (int i = 0; i < n; i++)
+        x[i] = exact ? (i % 32 == 5 ? 127.0f : (float)((int)(st_next(st) % 15) - 7)) : 3.0f * st_unit(st);
+}
+
+/* Sum over the row of |dequantized weight * dequantized activation|: the scale of the
+ * int8 route's f32 rounding error. */
+static double st_affine_mag(const st_affine *m, int bits, int cols, int r, const q8_act *a, int t) {
+    int ng = cols / m->aw.group;
+    double mag = 0.0;
+    const uint8_t *row = (const uint8_t *)m->aw.q + (size_t)r * cols * bits / 8;
+    for (int c = 0; c < cols; c++) {
+        uint8_t byte = row[(size_t)c * bits / 8];
+        int q = bits == 8 ? byte : (c & 1) ? byte >> 4 : byte & 15;
+        size_t gi = (size_t)r * ng + c / m->aw.group;
+        float sc, bi;
+        if (m->aw.sdt == DT_F32) {
+            memcpy(&sc, (const uint8_t *)m->aw.scales + 4 * gi, 4), memcpy(&bi, (const uint8_t *)m->aw.biases + 4 * gi, 4);
+        } else {
+            uint16_t hs = rd_u16((const uint8_t *)m->aw.scales + 2 * gi), hb = rd_u16((const uint8_t *)m->aw.biases + 2 * gi);
+            sc = m->aw.sdt == DT_F16 ? f16_to_f32(hs) : bf16_to_f32(hs);
+            bi = m->aw.sdt == DT_F16 ? f16_to_f32(hb) : bf16_to_f32(hb);
+        }
+        int b = c / 32, j = c % 32;
+        int xq = a->q[(size_t)t * a->quads * 128 + (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 + (size_t)(b % 4) * 16 + j % 16];
+        mag += fabs(((double)sc * q + bi) * a->d[(size_t)t * a->quads * 4 + b] * xq);
+    }
+    return mag;
+}
+
+static const int ST_AFF_COLS[] = {32, 64, 96, 128, 192, 320, 384, 640, 1152};
+static const int ST_AFF_GROUPS[] = {32, 64, 128};
+static const int ST_AFF_SDT[] = {DT_BF16, DT_F16, DT_F32};
+
+/* One shape through one table's affine kernels: the f32 matmul must equal
+ * affine_scalar.c bit for bit (rows split in two calls, nt tokens); q8 (when given)
+ * must equal the scalar int8 reference bit for bit on exact data, and within
+ * 1e-5 of the magnitude sum on random data (a sum of <= cols/32 + 2 * groups f32
+ * terms, each within a few ulps: 1e-5 is about 100 ulps of margin). */
+static int st_check_affine_case(const kernels *k, const char *name, matmul_q8_fn q8, int bits, int group, int sdt,
+                                int cols, int nt, int exact, uint64_t seed, char *msg, size_t len) {
+    int rows = 13, rc = 0;
+    uint64_t st = seed;
+    st_affine m;
+    size_t rb = (size_t)cols * bits / 8;
+    float *x = malloc(sizeof(float) * (size_t)cols * nt), *ref = malloc(sizeof(float) * (size_t)rows * nt),
+          *y = malloc(sizeof(float) * (size_t)rows * nt);
+    q8_act a = {nt, cols, q8_quads(cols), aligned_alloc(64, (size_t)nt * q8_quads(cols) * 128),
+                malloc(sizeof(float) * (size_t)nt * q8_quads(cols) * 4), malloc(sizeof(float) * (size_t)nt * q8_quads(cols) * 4)};
+    if (st_affine_new(&m, bits, group, sdt, rows, cols, exact, &st) || !x || !ref || !y || !a.q || !a.d || !a.s) {
+        snprintf(msg, len, "%s affine: out of memory", name);
+        rc = -1;
+        goto done;
+    }
+    st_affine_x(x, cols * nt, exact, &st);
+    matmul_fn f32 = k ? k->matmul[bits == 4 ? DT_AFFINE4 : DT_AFFINE8] : NULL;
+    if (f32) {
+        (bits == 4 ? affine4_matmul_scalar : affine8_matmul_scalar)(&m.aw, rb, cols, 0, rows, x, cols, nt, ref, rows);
+        f32(&m.aw, rb, cols, 0, 5, x, cols, nt, y, rows);
+        f32(&m.aw, rb, cols, 5, rows, x, cols, nt, y, rows);
+        for (int i = 0; i < rows * nt; i++)
+            if (memcmp(&y[i], &ref[i], 4)) {
+                snprintf(msg, len, "%s AFFINE%d g%d cols=%d nt=%d: y[%d] = %.9g, scalar %.9g (must be equal bits)", name,
+                         bits, group, cols, nt, i, y[i], ref[i]);
+                rc = -1;
+                goto done;
+            }
+    }
+    if (q8) {
+        kernels_scalar()->quantize_act(x, cols, 0, nt, &a);
+        (bits == 4 ? affine4_q8_scalar : affine8_q8_scalar)(&m.aw, rows, cols, 0, rows, &a, ref, rows);
+        q8(&m.aw, rows, cols, 0, 7, &a, y, rows);
+        q8(&m.aw, rows, cols, 7, rows, &a, y, rows);
+        for (int i = 0; i < rows * nt; i++) {
+            double tol = exact ? 0.0 : 1e-5 * st_affine_mag(&m, bits, cols, i % rows, &a, i / rows) + 1e-6;
+            if (!(fabs((double)y[i] - ref[i]) <= tol)) {
+                snprintf(msg, len, "%s AFFINE%d int8 g%d cols=%d nt=%d %s: y[%d] = %.9g, scalar %.9g (tolerance %.3g)",
+                         name, bits, group, cols, nt, exact ? "exact data" : "random data", i, y[i], ref[i], tol);
+                rc = -1;
+                goto done;
+            }
+        }
+    }
+done:
+    st_affine_free(&m);
+    free(x), free(ref), free(y), free(a.q), free(a.d), free(a.s);
+    return rc;
+}
+
+/* Every affine shape for table k (f32 route and its q8 entries), or for a q8 kernel
+ * given on its own (k = NULL: a variant the table does not hold, e.g. NEON without
+ * the dot-product extension). */
+static int st_check_affine(const kernels *k, const char *name, matmul_q8_fn q8_4, matmul_q8_fn q8_8, char *msg,
+                           size_t len) {
+    uint64_t seed = 4242;
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int c = 0; c < ST_COUNT(ST_AFF_COLS); c++)
+            for (int g = 0; g < ST_COUNT(ST_AFF_GROUPS); g++) {
+                int cols = ST_AFF_COLS[c], group = ST_AFF_GROUPS[g], nt = 1 + (c % 3) * 2;
+                if (cols % group) continue;
+                matmul_q8_fn q8 = bits == 4 ? q8_4 : q8_8;
+                for (int exact = 0; exact <= (cols <= 640); exact++)
+                    if (st_check_affine_case(exact ? NULL : k, name, q8, bits, group, ST_AFF_SDT[(c + g) % 3], cols,
+                                             nt, exact, ++seed, msg, len))
+                        return -1;
+            }
+    return 0;
+}
+
+/* quantize_act of table k gives the scalar one's bytes and floats (kernels.h). */
+static int st_check_quantize(const kernels *k, char *msg, size_t len) {
+    static const int cols[] = {32, 96, 128, 160, 576};
+    uint64_t st = 31337;
+    for (int c = 0; c < ST_COUNT(cols); c++) {
+        int n = cols[c], nt = 3, qd = q8_quads(n);
+        float x[3 * 576];
+        for (int i = 0; i < n * nt; i++) x[i] = (i % 37 == 3 ? 40.0f : 1.0f) * st_unit(&st);
+        int8_t q0[3 * 5 * 128], q1[3 * 5 * 128];
+        float d0[3 * 20], d1[3 * 20], s0[3 * 20], s1[3 * 20];
+        q8_act a0 = {nt, n, qd, q0, d0, s0}, a1 = {nt, n, qd, q1, d1, s1};
+        kernels_scalar()->quantize_act(x, n, 0, nt, &a0);
+        k->quantize_act(x, n, 0, nt, &a1);
+        size_t nq = (size_t)nt * qd * 128, nd = (size_t)nt * qd * 4;
+        if (memcmp(q0, q1, nq) || memcmp(d0, d1, nd * 4) || memcmp(s0, s1, nd * 4)) {
+            snprintf(msg, len, "%s quantize_act cols=%d: differs from the scalar one", k->name, n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Runs every matmul / dot case of the standard sizes through table k and hands
  * each result to `sink` (called with the y values of a case, or a dot value). */
 typedef void (*st_sink)(void *ctx, const float *v, size_t n, const char *what);
@@ -443,7 +619,27 @@ int main(int argc, char **argv) {
         int rc = st_check_vectors(k, msg, sizeof msg);
         printf("%-7s dot/axpy %s\n", k->name, rc ? msg : "ok");
         failed += rc != 0;
+        if (k->quantize_act) {
+            rc = st_check_quantize(k, msg, sizeof msg);
+            printf("%-7s quantize_act %s\n", k->name, rc ? msg : "= scalar bytes: ok");
+            failed += rc != 0;
+        }
+        if (k->matmul[DT_AFFINE4]) {
+            rc = st_check_affine(k, k->name, k->matmul_q8[DT_AFFINE4], k->matmul_q8[DT_AFFINE8], msg, sizeof msg);
+            printf("%-7s AFFINE4/8 %s%s\n", k->name, rc ? msg : "ok",
+                   rc ? "" : k->matmul_q8[DT_AFFINE4] ? " (f32 bits = scalar; int8 vs scalar reference)" : " (f32 bits = scalar)");
+            failed += rc != 0;
+        }
     }
+#if defined(__aarch64__)
+    {   /* the int8 path without the dot-product extension, whatever this CPU has */
+        printf("neon    dot-product extension (vdotq_s32 in the int8 route): %s\n",
+               (getauxval(AT_HWCAP) & (1 << 20)) ? "yes" : "no");
+        int rc = st_check_affine(NULL, "neon-nodot", affine4_q8_neon_nodot, affine8_q8_neon_nodot, msg, sizeof msg);
+        printf("neon    AFFINE4/8 int8 without vdotq_s32 %s\n", rc ? msg : "ok");
+        failed += rc != 0;
+    }
+#endif
     for (int i = 0; i < ST_COUNT(tables); i++)
         for (int j = i + 1; j < ST_COUNT(tables); j++) {
             if (!tables[i] || !tables[j]) continue;

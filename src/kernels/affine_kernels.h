@@ -48,6 +48,16 @@ void affine8_q8b_avx512(const void *w, int rows, int cols, int r0, int r1, const
 void affine4_q8v_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
 void affine8_q8v_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
 
+/* AArch64 only. _neon picks vdotq_s32 when the CPU has it; _nodot never uses it. */
+void affine4_matmul_neon(const void *w, size_t row_bytes, int cols, int r0, int r1,
+                         const float *x, int ldx, int nt, float *y, int ldy);
+void affine8_matmul_neon(const void *w, size_t row_bytes, int cols, int r0, int r1,
+                         const float *x, int ldx, int nt, float *y, int ldy);
+void affine4_q8_neon(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine8_q8_neon(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine4_q8_neon_nodot(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine8_q8_neon_nodot(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+
 /* The int8 activations of token t in the order the affine kernels pair them with a
  * weight row: 4-bit, per 128 columns (a quad of q8_act), the even columns of its 4
  * blocks (16 each, block order), then their odd columns - the low and high nibbles

@@ -12,6 +12,8 @@
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
+#include "affine_kernels.h"
+
 #if defined(__aarch64__)
 
 #include <arm_neon.h>
@@ -230,7 +232,10 @@ static const kernels NEON = {
             [DT_Q8_0] = matmul_q8_0,
             [DT_Q4_0] = matmul_q4_0,
             [DT_Q4_1] = matmul_q4_1,
+            [DT_AFFINE4] = affine4_matmul_neon, /* affine_neon.c */
+            [DT_AFFINE8] = affine8_matmul_neon,
         },
+    .matmul_q8 = {[DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon},
     .dot = dot_neon,
     .axpy = axpy_neon,
 };
