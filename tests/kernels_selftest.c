@@ -449,7 +449,8 @@ done:
 /* Every affine shape for table k (f32 route and its q8 entries), or for a q8 kernel
  * given on its own (k = NULL: a variant the table does not hold, e.g. NEON without
  * the dot-product extension). */
-static int st_check_affine(const kernels *k, const char *name, matmul_q8_fn q8_4, matmul_q8_fn q8_8, char *msg,
+/* used by main() and tests/unit/test_affine_q8.c, not by test_kernels.c */
+__attribute__((unused)) static int st_check_affine(const kernels *k, const char *name, matmul_q8_fn q8_4, matmul_q8_fn q8_8, char *msg,
                            size_t len) {
     uint64_t seed = 4242;
     for (int bits = 4; bits <= 8; bits += 4)
@@ -467,7 +468,7 @@ static int st_check_affine(const kernels *k, const char *name, matmul_q8_fn q8_4
 }
 
 /* quantize_act of table k gives the scalar one's bytes and floats (kernels.h). */
-static int st_check_quantize(const kernels *k, char *msg, size_t len) {
+__attribute__((unused)) static int st_check_quantize(const kernels *k, char *msg, size_t len) {
     static const int cols[] = {32, 96, 128, 160, 576};
     uint64_t st = 31337;
     for (int c = 0; c < ST_COUNT(cols); c++) {

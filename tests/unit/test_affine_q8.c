@@ -11,6 +11,12 @@
 #include "kernels/kernels.h"
 #include "util.h"
 
+#define KERNELS_SELFTEST_NO_MAIN
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function" /* only its affine checks are used here */
+#include "../kernels_selftest.c" /* the affine checks make neon-test runs, here for this CPU's tables */
+#pragma GCC diagnostic pop
+
 static uint64_t aq_rng(uint64_t *s) {
     *s ^= *s << 13;
     *s ^= *s >> 7;
@@ -225,5 +231,20 @@ Test(affine_q8, split_and_batch_invariant) {
         aq_act_free(&a);
         aq_act_free(&one);
         aq_free(&m);
+    }
+}
+
+/* kernels_selftest.c's affine and quantize_act checks (the ones `make neon-test`
+ * runs under qemu) on every table of this CPU. */
+Test(affine_q8, selftest_checks) {
+    const kernels *tabs[] = {kernels_avx2(), kernels_avx512(), kernels_neon()};
+    char msg[512];
+    for (int i = 0; i < 3; i++) {
+        const kernels *k = tabs[i];
+        if (!k) continue;
+        if (k->quantize_act) cr_assert(st_check_quantize(k, msg, sizeof msg) == 0, "%s", msg);
+        if (k->matmul[DT_AFFINE4])
+            cr_assert(st_check_affine(k, k->name, k->matmul_q8[DT_AFFINE4], k->matmul_q8[DT_AFFINE8], msg, sizeof msg) == 0,
+                      "%s", msg);
     }
 }
