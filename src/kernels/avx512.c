@@ -211,7 +211,8 @@ AI __m512 quad_expand(const float *v) {
 typedef struct {
     __m512i x0, x1; /* first / second halves of the 4 blocks, int8 */
     __m512 dx;      /* activation scale per block (divided by 16 where the weights carry 16x) */
-    __m512 s;       /* sum of the block's q (exact integer), for the -8 / -128 offsets */
+    __m512 s;       /* sum of the block's q (exact integer) */
+    __m512i off;    /* the weights' offset times s (Q4_0 -8, Q8_0 -128 with VNNI; x16 where the sums are), int32 */
     __m512 sx;      /* Q4_1: d * s per block */
 } quad_x;
 
@@ -230,6 +231,9 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     /* dx / 16 is exact (a power of two) short of subnormal scales */
     a.dx = sums_x16(dt, vnni) ? _mm512_mul_ps(dx, _mm512_set1_ps(0.0625f)) : dx;
     a.sx = dt == DT_Q4_1 ? _mm512_mul_ps(dx, a.s) : _mm512_setzero_ps();
+    int sh = dt == DT_Q4_0 ? (vnni ? 7 : 3) : dt == DT_Q8_0 && vnni ? 7 : -1; /* -128 = -(1 << 7), -8 */
+    a.off = sh < 0 ? _mm512_setzero_si512()
+                   : _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_cvtps_epi32(a.s), (unsigned)sh));
     return a;
 }
 
@@ -277,32 +281,26 @@ AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
 /* Both halves' integer sums for one token: lane 4 bi + ii = row 4h + ii, block bi,
  * (16 x, see sums_x16) sum_j u * q. Each broadcast activation vector serves both halves. */
 AI void half_sums(dtype dt, int vnni, const half_w w[2], const quad_x *a, __m512i acc[2]) {
-    acc[0] = acc[1] = _mm512_setzero_si512();
+    /* two chains per half (vectors 0..3 and 4..7) halve the vpdpbusd latency chain */
+    /* the offset term starts the unshifted chain: one integer sum, exact */
+    __m512i c[2][2] = {{_mm512_setzero_si512(), a->off}, {_mm512_setzero_si512(), a->off}};
     UNROLL for (int v = 0; v < 8; v++) {
-        if (v == 4 && sums_x16(dt, vnni)) { /* the high nibbles weigh 16x from here */
-            acc[0] = _mm512_slli_epi32(acc[0], 4);
-            acc[1] = _mm512_slli_epi32(acc[1], 4);
-        }
         __m512i xs = dword_bcast(v < 4 ? a->x0 : a->x1, v);
         UNROLL for (int h = 0; h < 2; h++) {
             __m512i s = xs;
             if (dt == DT_Q8_0 && !vnni) s = _mm512_mask_sub_epi8(s, w[h].neg[v], _mm512_setzero_si512(), s);
-            acc[h] = dot_u8s8(acc[h], w[h].u[v], s, vnni);
+            c[h][v / 4] = dot_u8s8(c[h][v / 4], w[h].u[v], s, vnni);
         }
     }
+    UNROLL for (int h = 0; h < 2; h++) /* with x16 sums the low nibbles count 16x too */
+        acc[h] = _mm512_add_epi32(sums_x16(dt, vnni) ? _mm512_slli_epi32(c[h][0], 4) : c[h][0], c[h][1]);
 }
 
 /* One quad's terms for one half and token: the exact integer sum (offset
- * removed: Q4_0 nibble - 8, Q8_0 stored w + 128 with VNNI) as f32, times
- * dw * dx; Q4_1 adds m * (dx * s). The offset correction is exact: every value
- * is an integer below 2^24. */
-AI __m512 half_fma(dtype dt, int vnni, const half_w *w, const quad_x *a, __m512i isum, __m512 acc) {
-    __m512 f = _mm512_cvtepi32_ps(isum);
-    float off = 0.0f;
-    if (dt == DT_Q4_0) off = vnni ? -128.0f : -8.0f;
-    if (dt == DT_Q8_0 && vnni) off = -128.0f;
-    if (off != 0.0f) f = _mm512_fmadd_ps(a->s, _mm512_set1_ps(off), f);
-    acc = _mm512_fmadd_ps(f, _mm512_mul_ps(w->sw, a->dx), acc);
+ * included: Q4_0 nibble - 8, Q8_0 stored w + 128 with VNNI) as f32 (exact:
+ * below 2^24), times dw * dx; Q4_1 adds m * (dx * s). */
+AI __m512 half_fma(dtype dt, const half_w *w, const quad_x *a, __m512i isum, __m512 acc) {
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w->sw, a->dx), acc);
     return dt == DT_Q4_1 ? _mm512_fmadd_ps(w->mw, a->sx, acc) : acc;
 }
 
@@ -342,7 +340,7 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
             quad_x a = quad_x_load(dt, vnni, x, t0 + t, q);
             __m512i isum[2];
             half_sums(dt, vnni, w, &a, isum);
-            UNROLL for (int h = 0; h < 2; h++) acc[h][t] = half_fma(dt, vnni, &w[h], &a, isum[h], acc[h][t]);
+            UNROLL for (int h = 0; h < 2; h++) acc[h][t] = half_fma(dt, &w[h], &a, isum[h], acc[h][t]);
         }
     }
     UNROLL for (int h = 0; h < 2; h++) {
