@@ -232,15 +232,6 @@ AI void q8_tile(int bits, int vnni, const affine_weights *a, int cols, int r0, c
     float sc[Q8_R][Q8_MAX_G + 16];
     const uint8_t *rows[Q8_R];
     __m512 acc[Q8_R][Q8_T];
-#ifdef Q8_PF_PARAMS
-    {
-        size_t es = a->sdt == DT_F32 ? 4 : 2, pb = (size_t)R * ng * es, o = (size_t)(r0 + R) * ng * es;
-        for (size_t i = 0; i < pb; i += 64) {
-            _mm_prefetch((const char *)a->scales + o + i, _MM_HINT_T0);
-            _mm_prefetch((const char *)a->biases + o + i, _MM_HINT_T0);
-        }
-    }
-#endif
     UNROLL for (int r = 0; r < R; r++) {
         rows[r] = (const uint8_t *)a->q + (size_t)(r0 + r) * rb;
         q8_params_f32(a->scales, a->sdt, (size_t)(r0 + r) * ng, ng, sc[r]);
