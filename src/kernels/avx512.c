@@ -352,6 +352,53 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
     }
 }
 
+/* Prefill with VNNI: Q8_PAIR_T tokens x 2 whole groups (16 rows) per tile. The
+ * group-only tile spends about as many vector ops on the activation side
+ * (broadcasts, scales) as on vpdpbusd; here each broadcast activation vector
+ * serves 4 halves instead of 2. The 16 x 4 weight vectors do not fit in
+ * registers, so they are unpacked once per quad into an L1 scratch and read
+ * back as vpdpbusd operands. Per lane the arithmetic is q8_group's exactly
+ * (the same integer sum, then the same cvt, mul, fma), so a row's result does
+ * not depend on which tile computed it. */
+#define Q8_PAIR_T 4
+
+AI void q8_pair(dtype dt, const uint8_t *g, size_t grp, int nb, const q8_act *x, int t0, float *y0, int ldy) {
+    const int bb = q8w_block_bytes(dt), T = Q8_PAIR_T;
+    __m512i wbuf[4][8];
+    __m512 swbuf[4], mwbuf[4];
+    __m512 acc[4][Q8_PAIR_T];
+    UNROLL for (int h = 0; h < 4; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        UNROLL for (int hh = 0; hh < 4; hh++) {
+            const uint8_t *ck = g + grp * (size_t)(hh / 2) + (size_t)Q8W_GROUP * 4 * q * bb;
+            half_w w = kb == 4 ? half_load(dt, 1, ck, 4, hh % 2) : half_load(dt, 1, ck, kb, hh % 2);
+            UNROLL for (int v = 0; v < 8; v++) wbuf[hh][v] = w.u[v];
+            swbuf[hh] = w.sw;
+            mwbuf[hh] = w.mw;
+        }
+        UNROLL for (int t = 0; t < T; t++) {
+            quad_x a = quad_x_load(dt, 1, x, t0 + t, q);
+            __m512i xs[8];
+            UNROLL for (int v = 0; v < 8; v++) xs[v] = dword_bcast(v < 4 ? a.x0 : a.x1, v);
+            UNROLL for (int hh = 0; hh < 4; hh++) {
+                __m512i c0 = _mm512_setzero_si512(), c1 = a.off;
+                UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, wbuf[hh][v], xs[v]);
+                UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, wbuf[hh][v], xs[v]);
+                __m512i isum = _mm512_add_epi32(sums_x16(dt, 1) ? _mm512_slli_epi32(c0, 4) : c0, c1);
+                half_w hw;
+                hw.sw = swbuf[hh];
+                hw.mw = mwbuf[hh];
+                acc[hh][t] = half_fma(dt, &hw, &a, isum, acc[hh][t]);
+            }
+        }
+    }
+    UNROLL for (int hh = 0; hh < 4; hh++)
+        UNROLL for (int t = 0; t < T; t++) _mm_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * hh, half_rows(acc[hh][t]));
+}
+
+typedef void (*q8_pair_fn)(const uint8_t *g, size_t grp, int nb, const q8_act *x, int t0, float *y0, int ldy);
+
 typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo,
                             int hi);
 
@@ -360,20 +407,24 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
                    int hi) {                                                                           \
         q8_group(DT, VNNI, g, rr, nb, x, t0, y0, ldy, lo, hi, T);                                      \
     }
-#define Q8_GROUPS(DT, VNNI, NAME)                                                                      \
+#define Q8_GROUPS(DT, VNNI, NAME, PAIR)                                                                \
     Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
     Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                               \
-        run_q8(NAME##_1, NAME##_t, DT, p, rows, cols, r0, r1, x, y, ldy);                              \
+        run_q8(NAME##_1, NAME##_t, PAIR, DT, p, rows, cols, r0, r1, x, y, ldy);                        \
+    }
+#define Q8_PAIR(DT, FN)                                                                                \
+    static void FN(const uint8_t *g, size_t grp, int nb, const q8_act *x, int t0, float *y0, int ldy) { \
+        q8_pair(DT, g, grp, nb, x, t0, y0, ldy);                                                       \
     }
 
 /* Groups outside, token tiles inside: a group's weights (its chunk, 576 to
  * 1088 bytes per quad) stay in L1/L2 while every token tile passes over them.
  * r0 / r1 need not fall on group boundaries: a group is computed whole and
  * only rows [r0, r1) are stored. */
-static void run_q8(q8_group_fn one, q8_group_fn tile, dtype dt, const void *packed, int rows, int cols, int r0,
-                   int r1, const q8_act *x, float *y, int ldy) {
+static void run_q8(q8_group_fn one, q8_group_fn tile, q8_pair_fn pair, dtype dt, const void *packed, int rows,
+                   int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
@@ -381,17 +432,29 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, dtype dt, const void *pack
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         int t = 0;
+        if (pair && x->nt >= Q8_PAIR_T && g0 >= r0 && g0 + 2 * Q8W_GROUP <= r1 && g0 + 2 * Q8W_GROUP <= rows) {
+            for (; t + Q8_PAIR_T <= x->nt; t += Q8_PAIR_T) pair(g, grp, nb, x, t, y + g0, ldy);
+            for (; t < x->nt; t++) { /* leftover tokens: both groups on their own */
+                one(g, Q8W_GROUP, nb, x, t, y + g0, ldy, 0, Q8W_GROUP);
+                one(g + grp, Q8W_GROUP, nb, x, t, y + g0 + Q8W_GROUP, ldy, 0, Q8W_GROUP);
+            }
+            g0 += Q8W_GROUP; /* the pair's second group is done */
+            continue;
+        }
         for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tile(g, rr, nb, x, t, y + g0, ldy, lo, hi);
         for (; t < x->nt; t++) one(g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }
 }
 
-Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0)
-Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1)
-Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0)
-Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0)
-Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1)
-Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0)
+Q8_PAIR(DT_Q4_0, q8v_q4_0_pair)
+Q8_PAIR(DT_Q4_1, q8v_q4_1_pair)
+Q8_PAIR(DT_Q8_0, q8v_q8_0_pair)
+Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0, q8v_q4_0_pair)
+Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1, q8v_q4_1_pair)
+Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0, q8v_q8_0_pair)
+Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0, NULL)
+Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1, NULL)
+Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0, NULL)
 
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the

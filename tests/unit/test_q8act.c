@@ -163,13 +163,14 @@ static double q8t_mag(dtype dt, const uint8_t *row, const q8_act *a, int t, int 
 static void q8t_check_matmul(int unit) {
     const kernels *ks[4];
     int nk = q8t_tables(ks);
-    static const int ROWS[] = {1, 3, 5, 17, 34, 8, 12}; /* groups of 8: partial, whole, both */
-    static const int NTS[] = {1, 2, 3, 4, 7};
+    static const int ROWS[] = {1, 3, 5, 17, 34, 8, 12, 40}; /* groups of 8: partial, whole, both; pairs of groups */
+    static const int NTS[] = {1, 2, 3, 4, 7, 9}; /* prefill tiles of 3 and 4 tokens, leftovers */
     uint64_t seed = unit ? 5 : 7;
     for (int di = 0; di < 3; di++)
         for (int ci = 0; ci < NCOLS; ci++) {
             dtype dt = DTS[di];
-            int cols = COLS[ci], rows = ROWS[(di + ci) % 7], nt = NTS[ci % 5], ldy = rows + 3;
+            int cols = COLS[ci], rows = ROWS[(di + ci) % 8], nt = NTS[(di + ci) % 6], ldy = rows + 3;
+            if (rows >= 17) nt = 4 + 3 * (ci % 2) + 2 * (ci % 3 == 2); /* 4, 7 or 9: whole pair tiles and leftovers */
             if (unit && cols > 576) continue; /* keep the integer sums below 2^24 */
             tensor t;
             uint8_t *w = q8t_weights(dt, rows, cols, unit, &seed, &t);
