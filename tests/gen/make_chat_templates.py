@@ -7,8 +7,8 @@ the special-token variables (bos_token / eos_token), as a tokenizer_config.json 
 Mistral instruct model carries it; the "-default" ones also embed a default system
 prompt (the generator's default_system_prompt option).
 
-Needs only mistral-common (pip install mistral-common==1.13.1 in a scratch venv, e.g.
-.cache/venv-mc). The other templates there are copied files (see the README).
+Needs only mistral-common, pinned with its dependencies in tests/gen/requirements-chat.txt
+(a scratch venv, e.g. .cache/venv-mc). The other templates there are copied files (see the README).
 Usage: .cache/venv-mc/bin/python tests/gen/make_chat_templates.py
 """
 import os
