@@ -163,6 +163,139 @@ void affine8_matmul_avx2(const void *w, size_t row_bytes, int cols, int r0, int 
     matmul(8, w, row_bytes, cols, r0, r1, x, ldx, nt, y, ldy);
 }
 
+/* ---- int8 activations (fast mode): affine_kernels.h's q8 contract ------------------
+ *
+ * As affine_avx512.c's, on 32 weight bytes at a time (4-bit: 64 columns, two blocks,
+ * their low nibbles against the even columns and high nibbles against the odd ones
+ * in affine_q8_order's layout; 8-bit: one block). u8 x s8 products by vpmaddubsw +
+ * vpmaddwd (8-bit values split into nibbles so the i16 pair sums never saturate). */
+
+#define Q8_MAX_COLS 16384 /* stack buffers below; wider matrices take the scalar route */
+#define Q8_MAX_G (Q8_MAX_COLS / 32)
+#define Q8_R 4
+#define Q8_T 2
+
+AI __m256i q8_dot(int bits, __m256i u, __m256i s) {
+    const __m256i one = _mm256_set1_epi16(1);
+    if (bits == 4) return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), one);
+    __m256i lo4 = _mm256_set1_epi8(0x0f);
+    __m256i lo = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(u, lo4), s), one);
+    __m256i hi = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(u, 4), lo4), s), one);
+    return _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 4));
+}
+
+/* n scales or biases as f32 into out, then 8 zeros. */
+static void q8_params_f32(const void *p, int sdt, size_t first, int n, float *out) {
+    for (int i = 0; i < n; i++) out[i] = param(p, sdt, first + (size_t)i);
+    for (int i = 0; i < 8; i++) out[n + i] = 0.0f;
+}
+
+AI float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    s = _mm_add_ps(_mm_movehl_ps(s, s), s);
+    return _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(s), s));
+}
+
+typedef struct {
+    const int8_t *q;   /* (quads * 128) in affine_q8_order's order */
+    const float *d;    /* (quads * 4) block scales */
+    const float *sg;   /* (groups) sums of d * s per group */
+} q8_tok;
+
+AI void q8_tile(int bits, const affine_weights *a, int cols, int r0, const q8_tok *xt, float *y, int ldy, int R,
+                int T) {
+    size_t rb = (size_t)cols * bits / 8;
+    int ng = cols / a->group, nc = (int)((rb + 31) / 32), half = (int)(rb % 32) != 0, g = a->group;
+    int gshift = g == 32 ? 5 : g == 64 ? 6 : 7;
+    /* relative group of each lane: 4-bit, lanes 0..3 / 4..7 are the chunk's two blocks */
+    const __m256i gidx = bits == 4 ? _mm256_setr_epi32(0, 0, 0, 0, 32 >> gshift, 32 >> gshift, 32 >> gshift, 32 >> gshift)
+                                   : _mm256_setzero_si256();
+    const __m256i bidx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    float sc[Q8_R][Q8_MAX_G + 8];
+    const uint8_t *rows[Q8_R];
+    __m256 acc[Q8_R][Q8_T];
+    UNROLL for (int r = 0; r < R; r++) {
+        rows[r] = (const uint8_t *)a->q + (size_t)(r0 + r) * rb;
+        q8_params_f32(a->scales, a->sdt, (size_t)(r0 + r) * ng, ng, sc[r]);
+        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    }
+    for (int c = 0; c < nc; c++) {
+        int last_half = half && c + 1 == nc; /* only 16 bytes left (4-bit) */
+        /* first column of the chunk: 4-bit, quad c / 2, half c % 2 (64 columns each) */
+        int col0 = bits == 4 ? c * 64 : c * 32, base = col0 >> gshift;
+        __m256i u0[Q8_R], u1[Q8_R];
+        __m256 scv[Q8_R];
+        UNROLL for (int r = 0; r < R; r++) {
+            _mm_prefetch((const char *)rows[0] + R * rb + 64 * ((size_t)c / 2 * R + r), _MM_HINT_T0);
+            const uint8_t *p = rows[r] + 32 * (size_t)c;
+            __m256i w = last_half ? _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)p))
+                                  : _mm256_loadu_si256((const __m256i *)p);
+            u0[r] = bits == 4 ? _mm256_and_si256(w, lo4) : w;
+            u1[r] = bits == 4 ? _mm256_and_si256(_mm256_srli_epi16(w, 4), lo4) : w;
+            scv[r] = _mm256_permutevar8x32_ps(_mm256_loadu_ps(sc[r] + base), gidx);
+        }
+        UNROLL for (int t = 0; t < T; t++) {
+            /* 4-bit: evens at quad*128 + half*32, odds 64 bytes further; 8-bit: block c */
+            const int8_t *xq = bits == 4 ? xt[t].q + (size_t)(c / 2) * 128 + (size_t)(c % 2) * 32 : xt[t].q + (size_t)c * 32;
+            __m256i x0 = _mm256_loadu_si256((const __m256i *)xq);
+            __m256i x1 = bits == 4 ? _mm256_loadu_si256((const __m256i *)(xq + 64)) : x0;
+            const float *d = xt[t].d + (bits == 4 ? 2 * (size_t)c : (size_t)c);
+            __m256 dx = bits == 4 ? _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)d))), bidx)
+                                  : _mm256_set1_ps(d[0]);
+            UNROLL for (int r = 0; r < R; r++) {
+                __m256i i = q8_dot(bits, u0[r], x0);
+                if (bits == 4) i = _mm256_add_epi32(i, q8_dot(bits, u1[r], x1));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), dx), scv[r], acc[r][t]);
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float bi[Q8_MAX_G + 8];
+        q8_params_f32(a->biases, a->sdt, (size_t)(r0 + r) * ng, ng, bi);
+        UNROLL for (int t = 0; t < T; t++) {
+            float side = 0.0f;
+            for (int k = 0; k < ng; k++) side += bi[k] * xt[t].sg[k];
+            y[(size_t)t * ldy + r0 + r] = hsum8(acc[r][t]) + side;
+        }
+    }
+}
+
+AI void q8_matmul(int bits, const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    const affine_weights *a = w;
+    if (cols > Q8_MAX_COLS) {
+        (bits == 4 ? affine4_q8_scalar : affine8_q8_scalar)(w, rows, cols, r0, r1, x, y, ldy);
+        return;
+    }
+    _Alignas(32) int8_t xq[Q8_T][Q8_MAX_COLS];
+    float sg[Q8_T][Q8_MAX_G];
+    for (int t0 = 0; t0 < x->nt; t0 += Q8_T) {
+        int T = x->nt - t0 < Q8_T ? x->nt - t0 : Q8_T;
+        q8_tok tok[Q8_T];
+        for (int t = 0; t < T; t++) {
+            affine_q8_order(bits, x, t0 + t, xq[t]);
+            affine_q8_group_sums(x, t0 + t, a->group, sg[t]);
+            tok[t] = (q8_tok){xq[t], x->d + (size_t)(t0 + t) * x->quads * 4, sg[t]};
+        }
+        float *yt = y + (size_t)t0 * ldy;
+        int r = r0;
+        if (T == 2) {
+            for (; r + Q8_R <= r1; r += Q8_R) q8_tile(bits, a, cols, r, tok, yt, ldy, Q8_R, 2);
+            for (; r < r1; r++) q8_tile(bits, a, cols, r, tok, yt, ldy, 1, 2);
+        } else {
+            for (; r + Q8_R <= r1; r += Q8_R) q8_tile(bits, a, cols, r, tok, yt, ldy, Q8_R, 1);
+            for (; r < r1; r++) q8_tile(bits, a, cols, r, tok, yt, ldy, 1, 1);
+        }
+    }
+}
+
+void affine4_q8_avx2(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    q8_matmul(4, w, rows, cols, r0, r1, x, y, ldy);
+}
+void affine8_q8_avx2(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    q8_matmul(8, w, rows, cols, r0, r1, x, y, ldy);
+}
+
 #else
 typedef int affine_avx2_not_built; /* keeps the translation unit non-empty */
 #endif

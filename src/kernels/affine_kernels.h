@@ -47,6 +47,8 @@ void affine4_q8b_avx512(const void *w, int rows, int cols, int r0, int r1, const
 void affine8_q8b_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
 void affine4_q8v_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
 void affine8_q8v_avx512(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine4_q8_avx2(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+void affine8_q8_avx2(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
 
 /* AArch64 only. _neon picks vdotq_s32 when the CPU has it; _nodot never uses it. */
 void affine4_matmul_neon(const void *w, size_t row_bytes, int cols, int r0, int r1,

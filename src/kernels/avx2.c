@@ -333,7 +333,8 @@ static const kernels AVX2 = {
             [DT_AFFINE4] = affine4_matmul_avx2,
             [DT_AFFINE8] = affine8_matmul_avx2,
         },
-    .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0},
+    .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
+                  [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2}, /* affine_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
 };
