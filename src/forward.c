@@ -9,12 +9,18 @@
  * f32 activations throughout; weights are read in their stored dtype by the
  * kernels. In fast mode (repacked Q4_0 / Q4_1 / Q8_0 weights) each matmul input
  * is quantized to int8 once, for all the matmuls sharing it (Q/K/V, gate/up).
- * Matmuls and attention are split over threads by output rows / heads, each
- * output computed by one thread, so results do not depend on the thread count. */
+ * A forward pass of one token is ~5 pool_runs per layer, so the elementwise
+ * stages ride on the matmul threads (post functions: residual adds, SwiGLU and
+ * the down projection's quantization, the V cache copy) instead of running on
+ * one thread between them. Matmuls are split over threads by output rows,
+ * attention by (token block, kv head); each output is computed by one thread,
+ * in an order that does not depend on the split, so results do not depend on
+ * the thread count. */
 #include "forward.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "affine.h"
 #include "ops.h"
@@ -51,23 +57,29 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     const model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
+    s->vt_stride = (ctx + 15) / 16 * 16 + 16;
     s->chunk = ctx < 256 ? ctx : 256;
-    size_t kv = (size_t)c->n_layers * (size_t)ctx * (size_t)(c->n_kv_heads * c->head_dim);
-    size_t qd = (size_t)c->n_heads * c->head_dim, ch = (size_t)s->chunk;
+    size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+    size_t kv = (size_t)c->n_layers * (size_t)ctx * kvd, ch = (size_t)s->chunk;
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
     s->k_cache = calloc(kv, sizeof(float));
-    s->v_cache = calloc(kv, sizeof(float));
+    s->v_cache = calloc((size_t)c->n_layers * kvd * s->vt_stride, sizeof(float));
     s->x = malloc(ch * c->dim * sizeof(float));
     s->xb = malloc(ch * c->dim * sizeof(float));
     s->q = malloc(ch * qd * sizeof(float));
+    s->v_new = malloc(ch * kvd * sizeof(float));
+    s->rope_cs = malloc(ch * c->head_dim * sizeof(float));
     s->att_out = malloc(ch * qd * sizeof(float));
     s->hb = malloc(ch * c->hidden_dim * sizeof(float));
     s->hb2 = malloc(ch * c->hidden_dim * sizeof(float));
-    s->scores = malloc((size_t)pool_size(m->pool) * ctx * sizeof(float));
+    size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
+    s->scores = malloc(att * s->vt_stride * sizeof(float));
+    s->att_rows = malloc(att * 2 * c->head_dim * sizeof(float));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
-    int xq_ok = !weights_packed(m) || q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim));
-    if (!s->k_cache || !s->v_cache || !s->x || !s->xb || !s->q || !s->att_out || !s->hb || !s->hb2 ||
-        !s->scores || !s->logits || !xq_ok) {
+    int xq_ok = !weights_packed(m) || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
+                                       q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
+    if (!s->k_cache || !s->v_cache || !s->x || !s->xb || !s->q || !s->v_new || !s->rope_cs || !s->att_out ||
+        !s->hb || !s->hb2 || !s->scores || !s->att_rows || !s->logits || !xq_ok) {
         fwd_state_free(s);
         return errf(err, "out of memory for a context of %d tokens", ctx);
     }
@@ -80,14 +92,20 @@ void fwd_state_free(fwd_state *s) {
     free(s->x);
     free(s->xb);
     free(s->q);
+    free(s->v_new);
+    free(s->rope_cs);
     free(s->att_out);
     free(s->hb);
     free(s->hb2);
     free(s->scores);
+    free(s->att_rows);
     free(s->logits);
     free(s->xq.q);
     free(s->xq.d);
     free(s->xq.s);
+    free(s->xq_down.q);
+    free(s->xq_down.d);
+    free(s->xq_down.s);
     memset(s, 0, sizeof *s);
 }
 
@@ -100,14 +118,27 @@ typedef struct {
     int ldy;
 } mm_out;
 
-typedef struct {
+typedef struct matmul_job matmul_job;
+
+/* Work a thread does on the rows [r0, r1) it has just computed, before the
+ * barrier: elementwise stages need no pool_run of their own this way. */
+typedef void (*mm_post_fn)(const matmul_job *j, int r0, int r1);
+
+struct matmul_job {
     const model *m;
+    fwd_state *s;
     const mm_out *out;
     int n_out, total_rows;
+    int same_rows;       /* 1: the outputs have equal rows and each thread takes the same
+                            row range of every one (gate and up: SwiGLU stays in-thread) */
+    int align;           /* row split granularity */
     const float *x;      /* (nt, ldx) f32 input */
     int ldx, nt;
     const q8_act *xq;    /* x quantized to int8 (fast mode), or NULL when no weight is packed */
-} matmul_job;
+    mm_post_fn post;     /* or NULL */
+    int layer, pos;      /* for post functions that write the cache */
+    int quantize_down;   /* post_swiglu also quantizes its rows into s->xq_down (nt = 1) */
+};
 
 /* Rows [r0, r1) of one output: repacked weights take the int8 activations,
  * the others (and exact mode) the f32 ones in the file layout. */
@@ -125,48 +156,111 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     }
 }
 
-/* The rows of all outputs, end to end, split statically over the threads: one
- * pool_run (one barrier) for Q, K and V, or for gate and up. */
+/* The rows of all outputs, end to end (or side by side with same_rows), split
+ * statically over the threads: one pool_run (one barrier) for Q, K and V, or
+ * for gate and up. */
 static void matmul_task(void *ctx, int ith, int nth) {
     const matmul_job *j = ctx;
     int b, e;
-    pool_split(j->total_rows, 16, ith, nth, &b, &e);
-    for (int i = 0, base = 0; i < j->n_out; base += (int)j->out[i].w->shape[0], i++) {
-        int rows = (int)j->out[i].w->shape[0];
-        int r0 = b - base > 0 ? b - base : 0, r1 = e - base < rows ? e - base : rows;
-        if (r0 < r1) matmul_rows(j, &j->out[i], r0, r1);
+    if (j->same_rows) {
+        pool_split((int)j->out[0].w->shape[0], j->align, ith, nth, &b, &e);
+        for (int i = 0; i < j->n_out && b < e; i++) matmul_rows(j, &j->out[i], b, e);
+    } else {
+        pool_split(j->total_rows, j->align, ith, nth, &b, &e);
+        for (int i = 0, base = 0; i < j->n_out; base += (int)j->out[i].w->shape[0], i++) {
+            int rows = (int)j->out[i].w->shape[0];
+            int r0 = b - base > 0 ? b - base : 0, r1 = e - base < rows ? e - base : rows;
+            if (r0 < r1) matmul_rows(j, &j->out[i], r0, r1);
+        }
     }
+    if (j->post && b < e) j->post(j, b, e);
+}
+
+static quantize_act_fn quantizer(const model *m) {
+    return m->kern->quantize_act ? m->kern->quantize_act : kernels_scalar()->quantize_act;
 }
 
 static void quantize_task(void *ctx, int ith, int nth) {
     const matmul_job *j = ctx;
-    const kernels *k = j->m->kern;
     int t0, t1;
     pool_split(j->nt, 1, ith, nth, &t0, &t1);
-    if (t0 < t1) (k->quantize_act ? k->quantize_act : kernels_scalar()->quantize_act)(j->x, j->ldx, t0, t1, j->xq);
+    if (t0 < t1) quantizer(j->m)(j->x, j->ldx, t0, t1, j->xq);
 }
 
-/* out[i].y = x @ out[i].w^T for weights sharing the input x (nt, ldx). In fast
- * mode x is quantized to int8 once here, for all of them. */
-static void matmuls(const model *m, fwd_state *s, const float *x, int ldx, int nt, const mm_out *out, int n_out) {
-    matmul_job j = {.m = m, .out = out, .n_out = n_out, .x = x, .ldx = ldx, .nt = nt};
+static void q8_act_shape(q8_act *a, int nt, int cols) {
+    a->nt = nt;
+    a->cols = cols;
+    a->quads = q8_quads(cols);
+}
+
+/* out[i].y = x @ out[i].w^T for the outputs of j, sharing the input j->x. In
+ * fast mode x is quantized to int8 once here for all of them, unless `pre`
+ * already holds it. */
+static void run_matmuls(matmul_job *j, const q8_act *pre) {
+    const model *m = j->m;
     int packed = 0;
-    for (int i = 0; i < n_out; i++) {
-        j.total_rows += (int)out[i].w->shape[0];
-        packed |= q8_weights(out[i].w) != NULL;
+    j->total_rows = 0;
+    for (int i = 0; i < j->n_out; i++) {
+        j->total_rows += (int)j->out[i].w->shape[0];
+        packed |= q8_weights(j->out[i].w) != NULL;
     }
-    if (packed) {
-        s->xq.nt = nt;
-        s->xq.cols = (int)out[0].w->shape[1];
-        s->xq.quads = q8_quads(s->xq.cols);
-        j.xq = &s->xq;
-        if (nt >= 2 * pool_size(m->pool)) {
-            pool_run(m->pool, quantize_task, &j);
+    if (!j->align) j->align = 16;
+    if (packed && pre) {
+        j->xq = pre;
+    } else if (packed) {
+        q8_act_shape(&j->s->xq, j->nt, (int)j->out[0].w->shape[1]);
+        j->xq = &j->s->xq;
+        if (j->nt >= 2 * pool_size(m->pool)) {
+            pool_run(m->pool, quantize_task, j);
         } else {
-            quantize_task(&j, 0, 1);
+            quantize_task(j, 0, 1);
         }
     }
-    pool_run(m->pool, matmul_task, &j);
+    pool_run(m->pool, matmul_task, j);
+}
+
+/* ---- stages fused into the matmuls' threads ------------------------------------------- */
+
+/* x += y on the rows just computed: the residual connection after wo and down. */
+static void post_residual(const matmul_job *j, int r0, int r1) {
+    int dim = j->m->cfg.dim;
+    const float *y = j->out[0].y;
+    for (int t = 0; t < j->nt; t++) {
+        float *x = j->s->x + (size_t)t * dim;
+        const float *yt = y + (size_t)t * dim;
+        for (int r = r0; r < r1; r++) x[r] += yt[r];
+    }
+}
+
+/* hb = silu(gate) * up on this thread's rows, and for one token (decode) their
+ * int8 quantization for the down projection: a 128-aligned row range is whole
+ * quads of the activation layout, so this thread fills its own slice of
+ * s->xq_down with the bytes one quantization of the full row would give. */
+static void post_swiglu(const matmul_job *j, int r0, int r1) {
+    int hid = j->m->cfg.hidden_dim;
+    fwd_state *s = j->s;
+    for (int t = 0; t < j->nt; t++)
+        ops_swiglu(s->hb + (size_t)t * hid + r0, s->hb2 + (size_t)t * hid + r0, r1 - r0);
+    if (!j->quantize_down) return;
+    q8_act part = s->xq_down;
+    q8_act_shape(&part, 1, r1 - r0);
+    part.q += (size_t)(r0 / 128) * 128;
+    part.d += (size_t)(r0 / 128) * 4;
+    part.s += (size_t)(r0 / 128) * 4;
+    quantizer(j->m)(s->hb + r0, hid, 0, 1, &part);
+}
+
+/* The values of the rows just computed into the transposed V cache. Q, K, V
+ * are stacked in that order, so V's rows start after n_heads + n_kv_heads heads. */
+static void post_store_v(const matmul_job *j, int r0, int r1) {
+    const model_config *c = &j->m->cfg;
+    fwd_state *s = j->s;
+    int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    int v0 = r0 - (qd + kvd) > 0 ? r0 - (qd + kvd) : 0, v1 = r1 - (qd + kvd) < kvd ? r1 - (qd + kvd) : kvd;
+    /* rows r of V are (kv head, dim) in order: v_cache row r of this layer */
+    float *vt = s->v_cache + (size_t)j->layer * kvd * s->vt_stride + j->pos;
+    for (int r = v0; r < v1; r++)
+        for (int t = 0; t < j->nt; t++) vt[(size_t)r * s->vt_stride + t] = s->v_new[(size_t)t * kvd + r];
 }
 
 /* ---- attention ------------------------------------------------------------------- */
@@ -177,28 +271,57 @@ typedef struct {
     int layer, n, pos;
 } attn_job;
 
-/* For token t (position pos + t) and query head h: softmax(q.K^T / sqrt(hd)) V over
- * positions 0..pos+t (the causal mask), with K/V from kv head h / (n_heads / n_kv_heads). */
+/* Tasks are (block of ATT_TOKENS tokens, kv head), dealt round-robin so the
+ * long causal rows of late tokens spread over all threads. A task runs the
+ * queries of all the kv head's query heads (its GQA group) for its tokens in
+ * one ops_attend_block, so the keys and values are read once per group, not
+ * once per head. Each output is computed by one thread in a way that does not
+ * depend on which thread or on the batching (see ops_attend_block). */
 static void attention_task(void *ctx, int ith, int nth) {
     const attn_job *j = ctx;
     const model_config *c = &j->m->cfg;
-    const kernels *k = j->m->kern;
+    const fwd_state *s = j->s;
     int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
-    int group = c->n_heads / c->n_kv_heads;
+    int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
     float scale = 1.0f / sqrtf((float)hd);
-    const float *kc = j->s->k_cache + (size_t)j->layer * j->s->ctx * kvd;
-    const float *vc = j->s->v_cache + (size_t)j->layer * j->s->ctx * kvd;
-    float *sc = j->s->scores + (size_t)ith * j->s->ctx;
-    int total = j->n * c->n_heads, b, e;
-    pool_split(total, 1, ith, nth, &b, &e);
-    for (int task = b; task < e; task++) {
-        int t = task / c->n_heads, h = task % c->n_heads, kvh = h / group;
-        ops_attend(k, j->s->att_out + (size_t)t * qd + (size_t)h * hd, j->s->q + (size_t)t * qd + (size_t)h * hd,
-                   kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, j->pos + t + 1, hd, (size_t)kvd, scale, sc);
+    const float *kc = s->k_cache + (size_t)j->layer * s->ctx * kvd;
+    const float *vt = s->v_cache + (size_t)j->layer * kvd * s->vt_stride;
+    float *sc = s->scores + (size_t)ith * rows * s->vt_stride;
+    float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
+    int blocks = (j->n + ATT_TOKENS - 1) / ATT_TOKENS, total = blocks * c->n_kv_heads;
+    for (int task = ith; task < total; task += nth) {
+        int t0 = task / c->n_kv_heads * ATT_TOKENS, kvh = task % c->n_kv_heads;
+        int nt = j->n - t0 < ATT_TOKENS ? j->n - t0 : ATT_TOKENS;
+        /* the group's heads are adjacent in a token's q row: rows (t, g) at q + t * qd + g * hd */
+        const float *q0 = s->q + (size_t)t0 * qd + (size_t)kvh * group * hd;
+        float *o0 = s->att_out + (size_t)t0 * qd + (size_t)kvh * group * hd;
+        if (nt > 1)
+            for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
+        ops_attend_block(j->m->kern, nt > 1 ? og : o0, hd, nt > 1 ? qg : q0, hd, nt * group, group,
+                         kc + (size_t)kvh * hd, (size_t)kvd, vt + (size_t)kvh * hd * s->vt_stride,
+                         (size_t)s->vt_stride, j->pos + t0 + 1, hd, scale, sc, s->vt_stride);
+        if (nt > 1)
+            for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
     }
 }
 
 /* ---- the pass --------------------------------------------------------------------- */
+
+static void rmsnorm_rows(float *out, const float *x, const float *w, int n, const model_config *c) {
+    for (int t = 0; t < n; t++) ops_rmsnorm(out + (size_t)t * c->dim, x + (size_t)t * c->dim, w, c->dim, c->rms_eps);
+}
+
+/* RoPE on the new queries and keys, with each token's angles from s->rope_cs. */
+static void rope_rows(const model_config *c, fwd_state *s, float *kc, int n) {
+    int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
+    for (int t = 0; t < n; t++) {
+        const float *cs = s->rope_cs + (size_t)t * hd;
+        for (int h = 0; h < c->n_heads; h++)
+            ops_rope_apply(s->q + (size_t)t * qd + (size_t)h * hd, hd, cs, c->rope_interleaved);
+        for (int h = 0; h < c->n_kv_heads; h++)
+            ops_rope_apply(kc + (size_t)t * kvd + (size_t)h * hd, hd, cs, c->rope_interleaved);
+    }
+}
 
 void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     const model_config *c = &m->cfg;
@@ -206,37 +329,45 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     int hid = c->hidden_dim;
 
     for (int t = 0; t < n; t++) tensor_row_f32(m->tok_embd, ids[t], s->x + (size_t)t * dim);
+    /* the angles depend on the position only: once per token, not per head and layer */
+    for (int t = 0; t < n; t++) ops_rope_angles(s->rope_cs + (size_t)t * hd, hd, m->rope_inv_freq, pos + t);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];
         float *kc = s->k_cache + ((size_t)l * s->ctx + pos) * kvd;
-        float *vc = s->v_cache + ((size_t)l * s->ctx + pos) * kvd;
 
-        for (int t = 0; t < n; t++)
-            ops_rmsnorm(s->xb + (size_t)t * dim, s->x + (size_t)t * dim, L->attn_norm, dim, c->rms_eps);
-        /* keys and values go straight to the cache */
-        matmuls(m, s, s->xb, dim, n, (mm_out[]){{L->wq, s->q, qd}, {L->wk, kc, kvd}, {L->wv, vc, kvd}}, 3);
-        for (int t = 0; t < n; t++) {
-            for (int h = 0; h < c->n_heads; h++)
-                ops_rope(s->q + (size_t)t * qd + (size_t)h * hd, hd, m->rope_inv_freq, pos + t, c->rope_interleaved);
-            for (int h = 0; h < c->n_kv_heads; h++)
-                ops_rope(kc + (size_t)t * kvd + (size_t)h * hd, hd, m->rope_inv_freq, pos + t, c->rope_interleaved);
-        }
+        rmsnorm_rows(s->xb, s->x, L->attn_norm, n, c);
+        /* keys go straight to the cache, values through v_new into its transposed layout */
+        mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, kc, kvd}, {L->wv, s->v_new, kvd}};
+        matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .x = s->xb, .ldx = dim, .nt = n,
+                         .post = post_store_v, .layer = l, .pos = pos};
+        run_matmuls(&jq, NULL);
+        rope_rows(c, s, kc, n);
         attn_job aj = {m, s, l, n, pos};
         pool_run(m->pool, attention_task, &aj);
-        matmuls(m, s, s->att_out, qd, n, (mm_out[]){{L->wo, s->xb, dim}}, 1);
-        for (size_t i = 0; i < (size_t)n * dim; i++) s->x[i] += s->xb[i];
+        mm_out o[] = {{L->wo, s->xb, dim}};
+        matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
+                         .post = post_residual};
+        run_matmuls(&jo, NULL);
 
-        for (int t = 0; t < n; t++)
-            ops_rmsnorm(s->xb + (size_t)t * dim, s->x + (size_t)t * dim, L->ffn_norm, dim, c->rms_eps);
-        matmuls(m, s, s->xb, dim, n, (mm_out[]){{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}}, 2);
-        ops_swiglu(s->hb, s->hb2, n * hid);
-        matmuls(m, s, s->hb, hid, n, (mm_out[]){{L->w_down, s->xb, dim}}, 1);
-        for (size_t i = 0; i < (size_t)n * dim; i++) s->x[i] += s->xb[i];
+        rmsnorm_rows(s->xb, s->x, L->ffn_norm, n, c);
+        /* decode: the gate/up threads also quantize the down projection's input */
+        int fuse_q = n == 1 && q8_weights(L->w_down) != NULL;
+        if (fuse_q) q8_act_shape(&s->xq_down, 1, hid);
+        mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
+        matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? 128 : 16,
+                         .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
+        run_matmuls(&jg, NULL);
+        mm_out d[] = {{L->w_down, s->xb, dim}};
+        matmul_job jd = {.m = m, .s = s, .out = d, .n_out = 1, .x = s->hb, .ldx = hid, .nt = n,
+                         .post = post_residual};
+        run_matmuls(&jd, fuse_q ? &s->xq_down : NULL);
     }
 
     /* only the last token's logits are needed: prefill and decode both sample from it */
     float *last = s->x + (size_t)(n - 1) * dim;
     ops_rmsnorm(s->xb, last, m->out_norm, dim, c->rms_eps);
-    matmuls(m, s, s->xb, dim, 1, (mm_out[]){{m->lm_head, s->logits, c->vocab_size}}, 1);
+    mm_out lm[] = {{m->lm_head, s->logits, c->vocab_size}};
+    matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = 1};
+    run_matmuls(&jl, NULL);
 }

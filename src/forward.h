@@ -4,22 +4,39 @@
 
 #include "model.h"
 
+/* Tokens of one attention task in prefill: the keys and values of a head are
+ * read once for this many queries. */
+#define ATT_TOKENS 16
+
 /* Scratch and cache of one sequence. Owned by a session. */
 typedef struct {
     int ctx;          /* KV capacity in tokens */
     int chunk;        /* most tokens per forward call */
     float *k_cache;   /* (n_layers, ctx, n_kv_heads * head_dim) */
-    float *v_cache;   /* (n_layers, ctx, n_kv_heads * head_dim) */
+    int vt_stride;    /* floats from one row of v_cache to the next: ctx plus a cache line,
+                         so that a head's head_dim rows do not all map to the same
+                         cache sets (a power-of-two stride made decode attention 2x slower) */
+    float *v_cache;   /* (n_layers, n_kv_heads, head_dim, vt_stride) transposed: row (head, d)
+                         holds positions 0..ctx, so attention's probabilities times values
+                         is one f32 matmul with rows = dims */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
     float *q;         /* (chunk, n_heads * head_dim) */
+    float *v_new;     /* (chunk, n_kv_heads * head_dim) values of this chunk, before
+                         their transposed copy into v_cache */
+    float *rope_cs;   /* (chunk, head_dim) cos then sin of each token's angles */
     float *att_out;   /* (chunk, n_heads * head_dim) attention output before wo */
     float *hb;        /* (chunk, hidden_dim) gate, then silu(gate) * up */
     float *hb2;       /* (chunk, hidden_dim) up */
-    float *scores;    /* (n_threads, ctx) attention scores, one row per thread */
+    float *scores;    /* (n_threads, ATT_TOKENS * group, vt_stride) attention scores, one block
+                         per thread (group = n_heads / n_kv_heads) */
+    float *att_rows;  /* (n_threads, 2, ATT_TOKENS * group, head_dim) per thread: a block's
+                         queries gathered (token, head of the group), then its outputs */
     float *logits;    /* (vocab) logits of the last token of the last call */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
+    q8_act xq_down;   /* fast mode: the down projection's input (chunk, hidden_dim),
+                         quantized by the gate/up threads while others still read xq */
 } fwd_state;
 
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);

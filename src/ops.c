@@ -83,14 +83,14 @@ static void softmax_masked(float *x, int len, int pad, float scale) {
     for (int p = len; p < pad; p++) x[p] = 0.0f;
 }
 
-void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, const float *kc,
-                      size_t kstride, const float *vt, size_t vt_stride, int len0, int hd, float scale,
-                      float *scores, int lds) {
+void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
+                      const float *kc, size_t kstride, const float *vt, size_t vt_stride, int len0, int hd,
+                      float scale, float *scores, int lds) {
     matmul_fn mm = k->matmul[DT_F32] ? k->matmul[DT_F32] : kernels_scalar()->matmul[DT_F32];
-    int len = len0 + nt - 1; /* the last token's length bounds every row */
+    int len = len0 + (nt - 1) / rpt; /* the last row's length bounds every row */
     /* scores (nt, len) = q . K^T: K rows are positions */
     mm(kc, kstride * sizeof(float), hd, 0, len, q, ldq, nt, scores, lds);
-    for (int t = 0; t < nt; t++) softmax_masked(scores + (size_t)t * lds, len0 + t, len, scale);
+    for (int i = 0; i < nt; i++) softmax_masked(scores + (size_t)i * lds, len0 + i / rpt, len, scale);
     /* out (nt, hd) = P . V: V^T rows are dimensions, columns positions */
     mm(vt, vt_stride * sizeof(float), len, 0, hd, scores, lds, nt, out, ldo);
 }
