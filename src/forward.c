@@ -271,10 +271,31 @@ typedef struct {
     int layer, n, pos;
 } attn_job;
 
-/* Tasks are (block of ATT_TOKENS tokens, kv head), dealt round-robin so the
- * long causal rows of late tokens spread over all threads. A task runs the
- * queries of all the kv head's query heads (its GQA group) for its tokens in
- * one ops_attend_block, so the keys and values are read once per group, not
+/* One token (decode): the query heads split into equal contiguous ranges, and
+ * within a thread's range one ops_attend_block per kv head it touches, over
+ * that kv head's queries in the range. Splitting by kv head instead would give
+ * one of 2 threads twice the other's work for 3 kv heads. */
+static void attention_decode(const attn_job *j, int ith, int nth, float scale, float *sc) {
+    const model_config *c = &j->m->cfg;
+    const fwd_state *s = j->s;
+    int hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
+    const float *kc = s->k_cache + (size_t)j->layer * s->ctx * kvd;
+    const float *vt = s->v_cache + (size_t)j->layer * kvd * s->vt_stride;
+    int h0, h1;
+    pool_split(c->n_heads, 1, ith, nth, &h0, &h1);
+    for (int h = h0; h < h1;) {
+        int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
+        ops_attend_block(j->m->kern, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h, he - h,
+                         kc + (size_t)kvh * hd, (size_t)kvd, vt + (size_t)kvh * hd * s->vt_stride,
+                         (size_t)s->vt_stride, j->pos + 1, hd, scale, sc, s->vt_stride);
+        h = he;
+    }
+}
+
+/* Prefill: tasks are (block of ATT_TOKENS tokens, kv head), dealt round-robin
+ * so the long causal rows of late tokens spread over all threads. A task runs
+ * the queries of all the kv head's query heads (its GQA group) for its tokens
+ * in one ops_attend_block, so the keys and values are read once per group, not
  * once per head. Each output is computed by one thread in a way that does not
  * depend on which thread or on the batching (see ops_attend_block). */
 static void attention_task(void *ctx, int ith, int nth) {
@@ -284,9 +305,13 @@ static void attention_task(void *ctx, int ith, int nth) {
     int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
     int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
     float scale = 1.0f / sqrtf((float)hd);
+    float *sc = s->scores + (size_t)ith * rows * s->vt_stride;
+    if (j->n == 1) {
+        attention_decode(j, ith, nth, scale, sc);
+        return;
+    }
     const float *kc = s->k_cache + (size_t)j->layer * s->ctx * kvd;
     const float *vt = s->v_cache + (size_t)j->layer * kvd * s->vt_stride;
-    float *sc = s->scores + (size_t)ith * rows * s->vt_stride;
     float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
     int blocks = (j->n + ATT_TOKENS - 1) / ATT_TOKENS, total = blocks * c->n_kv_heads;
     for (int task = ith; task < total; task += nth) {
@@ -295,13 +320,11 @@ static void attention_task(void *ctx, int ith, int nth) {
         /* the group's heads are adjacent in a token's q row: rows (t, g) at q + t * qd + g * hd */
         const float *q0 = s->q + (size_t)t0 * qd + (size_t)kvh * group * hd;
         float *o0 = s->att_out + (size_t)t0 * qd + (size_t)kvh * group * hd;
-        if (nt > 1)
-            for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
-        ops_attend_block(j->m->kern, nt > 1 ? og : o0, hd, nt > 1 ? qg : q0, hd, nt * group, group,
-                         kc + (size_t)kvh * hd, (size_t)kvd, vt + (size_t)kvh * hd * s->vt_stride,
-                         (size_t)s->vt_stride, j->pos + t0 + 1, hd, scale, sc, s->vt_stride);
-        if (nt > 1)
-            for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
+        for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
+        ops_attend_block(j->m->kern, og, hd, qg, hd, nt * group, group, kc + (size_t)kvh * hd, (size_t)kvd,
+                         vt + (size_t)kvh * hd * s->vt_stride, (size_t)s->vt_stride, j->pos + t0 + 1, hd, scale, sc,
+                         s->vt_stride);
+        for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
     }
 }
 
