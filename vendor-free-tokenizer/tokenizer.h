@@ -86,7 +86,8 @@ int tok_chat_render(const tokenizer *t, const char *name, const char *system,
 /* The same with the date the Llama 3.1+ templates print ("Today Date: ..."), in
  * their "%d %b %Y" form, e.g. "02 Jan 2025". date NULL renders what transformers
  * does: the template's literal default (Llama 3.1: "26 Jul 2024"), or today's local
- * date when the template asks for strftime_now (Llama 3.2, 3.3). Names accepted:
+ * date when the template asks for strftime_now (Llama 3.2, 3.3); a family forced by
+ * name uses "26 Jul 2024" (llama3.1) or today's date (llama3.2). Names accepted:
  * chatml, llama3, llama3.1, llama3.2, llama2, mistral-v0.1, mistral-v1, mistral-v3,
  * mistral-v3-tekken, mistral-v7. */
 int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
