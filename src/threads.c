@@ -26,6 +26,8 @@ struct thread_pool {
     atomic_uint generation;     /* bumped once per pool_run */
     atomic_int pending;         /* workers still running the current job */
     atomic_int stop;
+    atomic_int sleepers;        /* workers asleep on cv: pool_run takes the mutex only then */
+    atomic_int caller_asleep;   /* the caller sleeps on done_cv: the last worker signals only then */
     pool_fn fn;
     void *ctx;
     struct worker_arg {
@@ -62,16 +64,22 @@ static void *worker_main(void *arg) {
                 spin_wait(spins);
                 continue;
             }
+            /* sleepers before generation, pool_run the other way round (both
+             * seq_cst): either it sees a sleeper and broadcasts under the mutex
+             * we hold until cond_wait, or we see its new generation */
             pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
             while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
                 pthread_cond_wait(&p->cv, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->stop)) return NULL;
         seen = g;
         p->fn(p->ctx, wa->ith, p->n);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&p->mu); /* the caller may be asleep: wake it */
+        /* the same pairing with the caller's wait: pending before caller_asleep */
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) {
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done_cv);
             pthread_mutex_unlock(&p->mu);
         }
@@ -89,6 +97,8 @@ thread_pool *pool_new(int n_threads) {
     atomic_init(&p->generation, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->caller_asleep, 0);
     p->tids = calloc((size_t)n_threads, sizeof *p->tids);
     p->args = calloc((size_t)n_threads, sizeof *p->args);
     if (!p->tids || !p->args) {
@@ -130,11 +140,13 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
     }
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store(&p->pending, p->n - 1);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed); /* published by the generation */
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->sleepers) > 0) { /* spinning workers see the generation without a wake-up */
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
     fn(ctx, 0, p->n);
     for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
         if (spins < SPIN_ITERS) {
@@ -142,7 +154,9 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
             continue;
         }
         pthread_mutex_lock(&p->mu);
-        while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+        atomic_store(&p->caller_asleep, 1);
+        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+        atomic_store(&p->caller_asleep, 0);
         pthread_mutex_unlock(&p->mu);
     }
 }
