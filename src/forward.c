@@ -330,19 +330,47 @@ static void attention_task(void *ctx, int ith, int nth) {
 
 /* ---- the pass --------------------------------------------------------------------- */
 
-static void rmsnorm_rows(float *out, const float *x, const float *w, int n, const model_config *c) {
-    for (int t = 0; t < n; t++) ops_rmsnorm(out + (size_t)t * c->dim, x + (size_t)t * c->dim, w, c->dim, c->rms_eps);
+/* Per-token stages of a chunk (rmsnorm, RoPE): split over the threads by tokens
+ * in prefill, on the calling thread for a token or two. */
+typedef struct {
+    const model *m;
+    fwd_state *s;
+    const float *norm_w; /* (dim) rmsnorm weight */
+    float *kc;           /* the chunk's keys in the cache, for RoPE */
+    int n;
+} token_job;
+
+static void run_per_token(const token_job *j, pool_fn fn) {
+    if (j->n >= 2 * pool_size(j->m->pool)) {
+        pool_run(j->m->pool, fn, (void *)j);
+    } else {
+        fn((void *)j, 0, 1);
+    }
+}
+
+/* xb = rmsnorm(x) * norm_w for each token */
+static void rmsnorm_task(void *ctx, int ith, int nth) {
+    const token_job *j = ctx;
+    const model_config *c = &j->m->cfg;
+    int t0, t1;
+    pool_split(j->n, 1, ith, nth, &t0, &t1);
+    for (int t = t0; t < t1; t++)
+        ops_rmsnorm(j->s->xb + (size_t)t * c->dim, j->s->x + (size_t)t * c->dim, j->norm_w, c->dim, c->rms_eps);
 }
 
 /* RoPE on the new queries and keys, with each token's angles from s->rope_cs. */
-static void rope_rows(const model_config *c, fwd_state *s, float *kc, int n) {
-    int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
-    for (int t = 0; t < n; t++) {
+static void rope_task(void *ctx, int ith, int nth) {
+    const token_job *j = ctx;
+    const model_config *c = &j->m->cfg;
+    fwd_state *s = j->s;
+    int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd, t0, t1;
+    pool_split(j->n, 1, ith, nth, &t0, &t1);
+    for (int t = t0; t < t1; t++) {
         const float *cs = s->rope_cs + (size_t)t * hd;
         for (int h = 0; h < c->n_heads; h++)
             ops_rope_apply(s->q + (size_t)t * qd + (size_t)h * hd, hd, cs, c->rope_interleaved);
         for (int h = 0; h < c->n_kv_heads; h++)
-            ops_rope_apply(kc + (size_t)t * kvd + (size_t)h * hd, hd, cs, c->rope_interleaved);
+            ops_rope_apply(j->kc + (size_t)t * kvd + (size_t)h * hd, hd, cs, c->rope_interleaved);
     }
 }
 
@@ -359,13 +387,13 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         const layer_weights *L = &m->layers[l];
         float *kc = s->k_cache + ((size_t)l * s->ctx + pos) * kvd;
 
-        rmsnorm_rows(s->xb, s->x, L->attn_norm, n, c);
+        run_per_token(&(token_job){m, s, L->attn_norm, kc, n}, rmsnorm_task);
         /* keys go straight to the cache, values through v_new into its transposed layout */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, kc, kvd}, {L->wv, s->v_new, kvd}};
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .x = s->xb, .ldx = dim, .nt = n,
                          .post = post_store_v, .layer = l, .pos = pos};
         run_matmuls(&jq, NULL);
-        rope_rows(c, s, kc, n);
+        run_per_token(&(token_job){m, s, NULL, kc, n}, rope_task);
         attn_job aj = {m, s, l, n, pos};
         pool_run(m->pool, attention_task, &aj);
         mm_out o[] = {{L->wo, s->xb, dim}};
@@ -373,7 +401,7 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
                          .post = post_residual};
         run_matmuls(&jo, NULL);
 
-        rmsnorm_rows(s->xb, s->x, L->ffn_norm, n, c);
+        run_per_token(&(token_job){m, s, L->ffn_norm, kc, n}, rmsnorm_task);
         /* decode: the gate/up threads also quantize the down projection's input */
         int fuse_q = n == 1 && q8_weights(L->w_down) != NULL;
         if (fuse_q) q8_act_shape(&s->xq_down, 1, hid);
