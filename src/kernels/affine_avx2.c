@@ -170,7 +170,7 @@ void affine8_matmul_avx2(const void *w, size_t row_bytes, int cols, int r0, int 
  * in affine_q8_order's layout; 8-bit: one block). u8 x s8 products by vpmaddubsw +
  * vpmaddwd (8-bit values split into nibbles so the i16 pair sums never saturate). */
 
-#define Q8_MAX_COLS 16384 /* stack buffers below; wider matrices take the scalar route */
+#define Q8_MAX_COLS 16384 /* stack buffers below (~45 KB a call); wider matrices take the scalar route */
 #define Q8_MAX_G (Q8_MAX_COLS / 32)
 #define Q8_R 4
 #define Q8_T 2

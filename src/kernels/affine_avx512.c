@@ -160,7 +160,7 @@ void affine8_matmul_avx512(const void *w, size_t row_bytes, int cols, int r0, in
  * short dot per row at the end. Every y element takes the same operations whatever the
  * tile, so results do not depend on the row split or the token count. */
 
-#define Q8_MAX_COLS 16384 /* stack buffers below; wider matrices take the scalar route */
+#define Q8_MAX_COLS 16384 /* stack buffers below (~85 KB a call); wider matrices take the scalar route */
 #define Q8_MAX_G (Q8_MAX_COLS / 32)
 #ifndef Q8_R
 #define Q8_R 4 /* rows per decode tile (measured: 4 beat 8, 2 about equal) */
