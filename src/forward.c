@@ -62,11 +62,14 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t kv = (size_t)c->n_layers * (size_t)ctx * kvd, ch = (size_t)s->chunk;
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
-    s->k_cache = calloc(kv, sizeof(float));
-    s->v_cache = calloc((size_t)c->n_layers * kvd * s->vt_stride, sizeof(float));
+    s->kv_type = weights_packed(m) ? DT_F16 : DT_F32;
+    size_t esz = dtype_row_bytes(s->kv_type, 1);
+    s->k_cache = calloc(kv, esz);
+    s->v_cache = calloc((size_t)c->n_layers * kvd * s->vt_stride, esz);
     s->x = malloc(ch * c->dim * sizeof(float));
     s->xb = malloc(ch * c->dim * sizeof(float));
     s->q = malloc(ch * qd * sizeof(float));
+    s->k_new = malloc(ch * kvd * sizeof(float));
     s->v_new = malloc(ch * kvd * sizeof(float));
     s->rope_cs = malloc(ch * c->head_dim * sizeof(float));
     s->att_out = malloc(ch * qd * sizeof(float));
@@ -78,7 +81,7 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
     int xq_ok = !weights_packed(m) || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
-    if (!s->k_cache || !s->v_cache || !s->x || !s->xb || !s->q || !s->v_new || !s->rope_cs || !s->att_out ||
+    if (!s->k_cache || !s->v_cache || !s->x || !s->xb || !s->q || !s->k_new || !s->v_new || !s->rope_cs || !s->att_out ||
         !s->hb || !s->hb2 || !s->scores || !s->att_rows || !s->logits || !xq_ok) {
         fwd_state_free(s);
         return errf(err, "out of memory for a context of %d tokens", ctx);
@@ -92,6 +95,7 @@ void fwd_state_free(fwd_state *s) {
     free(s->x);
     free(s->xb);
     free(s->q);
+    free(s->k_new);
     free(s->v_new);
     free(s->rope_cs);
     free(s->att_out);
@@ -219,6 +223,26 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
     pool_run(m->pool, matmul_task, j);
 }
 
+/* ---- the KV cache ------------------------------------------------------------------ */
+
+/* Element i of a cache of s->kv_type, from f32. */
+static void cache_put(const fwd_state *s, void *base, size_t i, float v) {
+    if (s->kv_type == DT_F16) {
+        ((uint16_t *)base)[i] = f32_to_f16(v);
+    } else {
+        ((float *)base)[i] = v;
+    }
+}
+
+/* Layer l's keys: (ctx, kvd); values: (kvd, vt_stride) transposed. */
+static void *k_layer(const fwd_state *s, const model_config *c, int l) {
+    return (char *)s->k_cache + dtype_row_bytes(s->kv_type, (int64_t)l * s->ctx * c->n_kv_heads * c->head_dim);
+}
+
+static void *v_layer(const fwd_state *s, const model_config *c, int l) {
+    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)l * c->n_kv_heads * c->head_dim * s->vt_stride);
+}
+
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
 
 /* x += y on the rows just computed: the residual connection after wo and down. */
@@ -258,9 +282,10 @@ static void post_store_v(const matmul_job *j, int r0, int r1) {
     int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
     int v0 = r0 - (qd + kvd) > 0 ? r0 - (qd + kvd) : 0, v1 = r1 - (qd + kvd) < kvd ? r1 - (qd + kvd) : kvd;
     /* rows r of V are (kv head, dim) in order: v_cache row r of this layer */
-    float *vt = s->v_cache + (size_t)j->layer * kvd * s->vt_stride + j->pos;
+    void *vt = v_layer(s, c, j->layer);
     for (int r = v0; r < v1; r++)
-        for (int t = 0; t < j->nt; t++) vt[(size_t)r * s->vt_stride + t] = s->v_new[(size_t)t * kvd + r];
+        for (int t = 0; t < j->nt; t++)
+            cache_put(s, vt, (size_t)r * s->vt_stride + j->pos + t, s->v_new[(size_t)t * kvd + r]);
 }
 
 /* ---- attention ------------------------------------------------------------------- */
@@ -279,15 +304,15 @@ static void attention_decode(const attn_job *j, int ith, int nth, float scale, f
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
     int hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
-    const float *kc = s->k_cache + (size_t)j->layer * s->ctx * kvd;
-    const float *vt = s->v_cache + (size_t)j->layer * kvd * s->vt_stride;
+    const char *kc = k_layer(s, c, j->layer), *vt = v_layer(s, c, j->layer);
     int h0, h1;
     pool_split(c->n_heads, 1, ith, nth, &h0, &h1);
     for (int h = h0; h < h1;) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         ops_attend_block(j->m->kern, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h, he - h,
-                         kc + (size_t)kvh * hd, (size_t)kvd, vt + (size_t)kvh * hd * s->vt_stride,
-                         (size_t)s->vt_stride, j->pos + 1, hd, scale, sc, s->vt_stride);
+                         s->kv_type, kc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd,
+                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd * s->vt_stride), (size_t)s->vt_stride,
+                         j->pos + 1, hd, scale, sc, s->vt_stride);
         h = he;
     }
 }
@@ -310,8 +335,7 @@ static void attention_task(void *ctx, int ith, int nth) {
         attention_decode(j, ith, nth, scale, sc);
         return;
     }
-    const float *kc = s->k_cache + (size_t)j->layer * s->ctx * kvd;
-    const float *vt = s->v_cache + (size_t)j->layer * kvd * s->vt_stride;
+    const char *kc = k_layer(s, c, j->layer), *vt = v_layer(s, c, j->layer);
     float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
     int blocks = (j->n + ATT_TOKENS - 1) / ATT_TOKENS, total = blocks * c->n_kv_heads;
     for (int task = ith; task < total; task += nth) {
@@ -321,9 +345,10 @@ static void attention_task(void *ctx, int ith, int nth) {
         const float *q0 = s->q + (size_t)t0 * qd + (size_t)kvh * group * hd;
         float *o0 = s->att_out + (size_t)t0 * qd + (size_t)kvh * group * hd;
         for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
-        ops_attend_block(j->m->kern, og, hd, qg, hd, nt * group, group, kc + (size_t)kvh * hd, (size_t)kvd,
-                         vt + (size_t)kvh * hd * s->vt_stride, (size_t)s->vt_stride, j->pos + t0 + 1, hd, scale, sc,
-                         s->vt_stride);
+        ops_attend_block(j->m->kern, og, hd, qg, hd, nt * group, group, s->kv_type,
+                         kc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd,
+                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd * s->vt_stride), (size_t)s->vt_stride,
+                         j->pos + t0 + 1, hd, scale, sc, s->vt_stride);
         for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
     }
 }
@@ -336,8 +361,7 @@ typedef struct {
     const model *m;
     fwd_state *s;
     const float *norm_w; /* (dim) rmsnorm weight */
-    float *kc;           /* the chunk's keys in the cache, for RoPE */
-    int n;
+    int layer, pos, n;
 } token_job;
 
 static void run_per_token(const token_job *j, pool_fn fn) {
@@ -358,7 +382,8 @@ static void rmsnorm_task(void *ctx, int ith, int nth) {
         ops_rmsnorm(j->s->xb + (size_t)t * c->dim, j->s->x + (size_t)t * c->dim, j->norm_w, c->dim, c->rms_eps);
 }
 
-/* RoPE on the new queries and keys, with each token's angles from s->rope_cs. */
+/* RoPE on the new queries and keys, with each token's angles from s->rope_cs;
+ * then the keys into the cache. */
 static void rope_task(void *ctx, int ith, int nth) {
     const token_job *j = ctx;
     const model_config *c = &j->m->cfg;
@@ -369,8 +394,10 @@ static void rope_task(void *ctx, int ith, int nth) {
         const float *cs = s->rope_cs + (size_t)t * hd;
         for (int h = 0; h < c->n_heads; h++)
             ops_rope_apply(s->q + (size_t)t * qd + (size_t)h * hd, hd, cs, c->rope_interleaved);
-        for (int h = 0; h < c->n_kv_heads; h++)
-            ops_rope_apply(j->kc + (size_t)t * kvd + (size_t)h * hd, hd, cs, c->rope_interleaved);
+        float *k = s->k_new + (size_t)t * kvd;
+        for (int h = 0; h < c->n_kv_heads; h++) ops_rope_apply(k + (size_t)h * hd, hd, cs, c->rope_interleaved);
+        void *kc = k_layer(s, c, j->layer);
+        for (int i = 0; i < kvd; i++) cache_put(s, kc, (size_t)(j->pos + t) * kvd + i, k[i]);
     }
 }
 
@@ -385,15 +412,14 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];
-        float *kc = s->k_cache + ((size_t)l * s->ctx + pos) * kvd;
 
-        run_per_token(&(token_job){m, s, L->attn_norm, kc, n}, rmsnorm_task);
-        /* keys go straight to the cache, values through v_new into its transposed layout */
-        mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, kc, kvd}, {L->wv, s->v_new, kvd}};
+        run_per_token(&(token_job){m, s, L->attn_norm, l, pos, n}, rmsnorm_task);
+        /* keys and values reach the cache through k_new (after RoPE) and v_new (transposed) */
+        mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .x = s->xb, .ldx = dim, .nt = n,
                          .post = post_store_v, .layer = l, .pos = pos};
         run_matmuls(&jq, NULL);
-        run_per_token(&(token_job){m, s, NULL, kc, n}, rope_task);
+        run_per_token(&(token_job){m, s, NULL, l, pos, n}, rope_task);
         attn_job aj = {m, s, l, n, pos};
         pool_run(m->pool, attention_task, &aj);
         mm_out o[] = {{L->wo, s->xb, dim}};
@@ -401,7 +427,7 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
                          .post = post_residual};
         run_matmuls(&jo, NULL);
 
-        run_per_token(&(token_job){m, s, L->ffn_norm, kc, n}, rmsnorm_task);
+        run_per_token(&(token_job){m, s, L->ffn_norm, l, pos, n}, rmsnorm_task);
         /* decode: the gate/up threads also quantize the down projection's input */
         int fuse_q = n == 1 && q8_weights(L->w_down) != NULL;
         if (fuse_q) q8_act_shape(&s->xq_down, 1, hid);

@@ -12,16 +12,20 @@
 typedef struct {
     int ctx;          /* KV capacity in tokens */
     int chunk;        /* most tokens per forward call */
-    float *k_cache;   /* (n_layers, ctx, n_kv_heads * head_dim) */
+    dtype kv_type;    /* DT_F32 in exact mode (the f32 path stays token-exact), DT_F16 in
+                         fast mode: half the bytes decode attention streams per token */
+    void *k_cache;    /* (n_layers, ctx, n_kv_heads * head_dim) kv_type */
     int vt_stride;    /* floats from one row of v_cache to the next: ctx plus a cache line,
                          so that a head's head_dim rows do not all map to the same
                          cache sets (a power-of-two stride made decode attention 2x slower) */
-    float *v_cache;   /* (n_layers, n_kv_heads, head_dim, vt_stride) transposed: row (head, d)
+    void *v_cache;    /* (n_layers, n_kv_heads, head_dim, vt_stride) kv_type, transposed: row (head, d)
                          holds positions 0..ctx, so attention's probabilities times values
                          is one f32 matmul with rows = dims */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
     float *q;         /* (chunk, n_heads * head_dim) */
+    float *k_new;     /* (chunk, n_kv_heads * head_dim) keys of this chunk, RoPE'd here
+                         before their copy into k_cache */
     float *v_new;     /* (chunk, n_kv_heads * head_dim) values of this chunk, before
                          their transposed copy into v_cache */
     float *rope_cs;   /* (chunk, head_dim) cos then sin of each token's angles */

@@ -83,14 +83,14 @@ static void softmax_masked(float *x, int len, int pad, float scale) {
     for (int p = len; p < pad; p++) x[p] = 0.0f;
 }
 
-void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
-                      const float *kc, size_t kstride, const float *vt, size_t vt_stride, int len0, int hd,
+void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, int rpt, dtype kvt,
+                      const void *kc, size_t kstride, const void *vt, size_t vt_stride, int len0, int hd,
                       float scale, float *scores, int lds) {
-    matmul_fn mm = k->matmul[DT_F32] ? k->matmul[DT_F32] : kernels_scalar()->matmul[DT_F32];
+    matmul_fn mm = k->matmul[kvt] ? k->matmul[kvt] : kernels_scalar()->matmul[kvt];
     int len = len0 + (nt - 1) / rpt; /* the last row's length bounds every row */
     /* scores (nt, len) = q . K^T: K rows are positions */
-    mm(kc, kstride * sizeof(float), hd, 0, len, q, ldq, nt, scores, lds);
+    mm(kc, dtype_row_bytes(kvt, (int64_t)kstride), hd, 0, len, q, ldq, nt, scores, lds);
     for (int i = 0; i < nt; i++) softmax_masked(scores + (size_t)i * lds, len0 + i / rpt, len, scale);
     /* out (nt, hd) = P . V: V^T rows are dimensions, columns positions */
-    mm(vt, vt_stride * sizeof(float), len, 0, hd, scores, lds, nt, out, ldo);
+    mm(vt, dtype_row_bytes(kvt, (int64_t)vt_stride), len, 0, hd, scores, lds, nt, out, ldo);
 }

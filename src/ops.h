@@ -30,16 +30,18 @@ void ops_swiglu(float *gate, const float *up, int n);
 void ops_attend(const kernels *k, float *out, const float *q, const float *kc, const float *vc,
                 int len, int hd, size_t stride, float scale, float *scores);
 
-/* Causal attention of nt consecutive tokens of one query head, batched:
- * token t (0 <= t < nt) attends positions 0 .. len0 - 1 + t. Keys: position p at
- * kc + p * kstride (hd floats). Values transposed: dimension d of position p at
- * vt[d * vt_stride + p]. q of token t at q + t * ldq, out at out + t * ldo.
- * scores is scratch of (nt, lds) floats, lds >= len0 + nt - 1. Both products go
- * through the kernels' f32 matmul (keys and values read once for the nt tokens);
- * masked positions get probability exactly 0, which adds exactly nothing, so a
- * token's output does not depend on nt or on which tokens share its call. */
-void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, const float *kc,
-                      size_t kstride, const float *vt, size_t vt_stride, int len0, int hd, float scale,
-                      float *scores, int lds);
+/* Causal attention of nt query rows of heads that share one kv head, batched:
+ * row i belongs to token i / rpt (rpt = query rows per token, e.g. the heads of
+ * a GQA group) and attends positions 0 .. len0 - 1 + i / rpt. The cache holds
+ * kvt values (DT_F32 or DT_F16), strides count elements. Keys: position p at
+ * element p * kstride of kc (hd values). Values transposed: dimension d of
+ * position p at element d * vt_stride + p of vt. Row i of q at q + i * ldq, of out at out + i * ldo.
+ * scores is scratch of (nt, lds) floats, lds >= len0 + (nt - 1) / rpt. Both
+ * products go through the kernels' f32 matmul (keys and values read once for
+ * all nt rows); masked positions get probability exactly 0, which adds exactly
+ * nothing, so a row's output does not depend on nt or on the rows sharing its call. */
+void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, int rpt, dtype kvt,
+                      const void *kc, size_t kstride, const void *vt, size_t vt_stride, int len0, int hd,
+                      float scale, float *scores, int lds);
 
 #endif

@@ -127,7 +127,7 @@ static void check_attend_block(const kernels *k) {
         for (int r = 0; r < KVD; r++) vt[r * CTX + p] = v[p * KVD + r];
     for (int i = 0; i < NT * QD; i++) q[i] = 2.0f * sinf(0.11f * (float)i * (float)i);
     const int kvh = 1, h = 2; /* one query head of the second kv head */
-    ops_attend_block(k, out + h * HD, QD, q + h * HD, QD, NT, kc + kvh * HD, KVD, vt + kvh * HD * CTX, CTX, POS + 1,
+    ops_attend_block(k, out + h * HD, QD, q + h * HD, QD, NT, 1, DT_F32, kc + kvh * HD, KVD, vt + kvh * HD * CTX, CTX, POS + 1,
                      HD, 0.2f, sc, CTX);
     for (int t = 0; t < NT; t++) {
         ops_attend(kernels_scalar(), want, q + t * QD + h * HD, kc + kvh * HD, v + kvh * HD, POS + 1 + t, HD, KVD,
@@ -158,9 +158,28 @@ Test(ops, attend_block_independent_of_batch) {
     }
     for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
     const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, all, HD, q, HD, NT, kc, HD, vt, CTX, 20, HD, 0.25f, sc, CTX);
+    ops_attend_block(k, all, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 20, HD, 0.25f, sc, CTX);
     for (int t = 0; t < NT; t++) {
-        ops_attend_block(k, one, HD, q + t * HD, HD, 1, kc, HD, vt, CTX, 20 + t, HD, 0.25f, sc, CTX);
+        ops_attend_block(k, one, HD, q + t * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 20 + t, HD, 0.25f, sc, CTX);
         for (int i = 0; i < HD; i++) cr_expect_eq(all[t * HD + i], one[i], "t=%d i=%d", t, i);
     }
+}
+
+/* Query rows of several heads per token (a GQA group) give each head's rows
+ * bit for bit what a call per head gives. */
+Test(ops, attend_block_group_rows_equal_per_head) {
+    enum { HD = 16, CTX = 30, G = 3, NT = 4 };
+    static float kc[CTX * HD], vt[HD * CTX], q[NT * G * HD], grp[NT * G * HD], one[HD], sc[NT * G * CTX];
+    for (int i = 0; i < CTX * HD; i++) {
+        kc[i] = sinf(0.9f * (float)i);
+        vt[i] = cosf(0.4f * (float)i);
+    }
+    for (int i = 0; i < NT * G * HD; i++) q[i] = sinf(0.21f * (float)i);
+    const kernels *k = kernels_select(NULL);
+    ops_attend_block(k, grp, HD, q, HD, NT * G, G, DT_F32, kc, HD, vt, CTX, 11, HD, 0.25f, sc, CTX);
+    for (int t = 0; t < NT; t++)
+        for (int g = 0; g < G; g++) {
+            ops_attend_block(k, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 11 + t, HD, 0.25f, sc, CTX);
+            for (int i = 0; i < HD; i++) cr_expect_eq(grp[(t * G + g) * HD + i], one[i], "t=%d g=%d i=%d", t, g, i);
+        }
 }
