@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "ops.h"
+#include "util.h"
 
 Test(ops, rmsnorm_hand_checked) {
     /* x = (1, 2, 3, 4): mean(x^2) = 7.5; eps 0.5 -> 1/sqrt(8) */
@@ -182,4 +183,25 @@ Test(ops, attend_block_group_rows_equal_per_head) {
             ops_attend_block(k, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 11 + t, HD, 0.25f, sc, CTX);
             for (int i = 0; i < HD; i++) cr_expect_eq(grp[(t * G + g) * HD + i], one[i], "t=%d g=%d i=%d", t, g, i);
         }
+}
+
+/* An f16 cache (fast mode) gives the f32 cache's result to f16 precision, and
+ * keeps a row's output independent of its batch. */
+Test(ops, attend_block_f16_cache) {
+    enum { HD = 32, CTX = 40, NT = 6 };
+    static float kc[CTX * HD], vt[HD * CTX], q[NT * HD], want[NT * HD], got[NT * HD], one[HD], sc[NT * CTX];
+    static uint16_t kh[CTX * HD], vh[HD * CTX];
+    for (int i = 0; i < CTX * HD; i++) {
+        kh[i] = f32_to_f16(sinf(0.3f * (float)i));
+        vh[i] = f32_to_f16(cosf(0.7f * (float)i));
+        kc[i] = f16_to_f32(kh[i]); /* the same values, so only the kernels' f16 reads differ */
+        vt[i] = f16_to_f32(vh[i]);
+    }
+    for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.13f * (float)i);
+    const kernels *k = kernels_select(NULL);
+    ops_attend_block(k, want, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 30, HD, 0.2f, sc, CTX);
+    ops_attend_block(k, got, HD, q, HD, NT, 1, DT_F16, kh, HD, vh, CTX, 30, HD, 0.2f, sc, CTX);
+    for (int i = 0; i < NT * HD; i++) cr_expect_eq(got[i], want[i], "i=%d", i); /* f16 values are exact in f32 */
+    ops_attend_block(k, one, HD, q + 3 * HD, HD, 1, 1, DT_F16, kh, HD, vh, CTX, 33, HD, 0.2f, sc, CTX);
+    for (int i = 0; i < HD; i++) cr_expect_eq(one[i], got[3 * HD + i], "i=%d", i);
 }
