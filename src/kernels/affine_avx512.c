@@ -169,7 +169,9 @@ void affine8_matmul_avx512(const void *w, size_t row_bytes, int cols, int r0, in
  * model, 1 thread, A/B runs on a loaded machine: none 7.7 to 8.7 t/s, 1 tile 14.8 to 18.2,
  * 2 or 4 tiles no better; NTA / T1 hints and prefetching the scales too were not better. */
 #define Q8_PF_TILES 1
-#define Q8_T 4 /* tokens per prefill tile (with 4 rows) */
+#define Q8_T 4  /* tokens per prefill tile */
+#define Q8_PR 4 /* rows per prefill tile */
+#define Q8_MAXR (Q8_R > Q8_PR ? Q8_R : Q8_PR)
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. Without VNNI, vpmaddubsw's pair
  * sums must not saturate: fine for nibbles (2 * 15 * 127), so 8-bit values are split
@@ -229,9 +231,9 @@ AI void q8_tile(int bits, int vnni, const affine_weights *a, int cols, int r0, c
     const __m512i bidx = bits == 4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
                                    : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512i lo4 = _mm512_set1_epi8(0x0f);
-    float sc[Q8_R][Q8_MAX_G + 16];
-    const uint8_t *rows[Q8_R];
-    __m512 acc[Q8_R][Q8_T];
+    float sc[Q8_MAXR][Q8_MAX_G + 16];
+    const uint8_t *rows[Q8_MAXR];
+    __m512 acc[Q8_MAXR][Q8_T];
     UNROLL for (int r = 0; r < R; r++) {
         rows[r] = (const uint8_t *)a->q + (size_t)(r0 + r) * rb;
         q8_params_f32(a->scales, a->sdt, (size_t)(r0 + r) * ng, ng, sc[r]);
@@ -240,8 +242,8 @@ AI void q8_tile(int bits, int vnni, const affine_weights *a, int cols, int r0, c
     for (int c = 0; c < nc; c++) {
         __mmask64 m = c + 1 < nc || tail == 0 ? ~(__mmask64)0 : (((__mmask64)1 << tail) - 1);
         int base = (c << (bits == 4 ? 7 : 6)) >> gshift; /* first group of the chunk */
-        __m512i u0[Q8_R], u1[Q8_R];
-        __m512 scv[Q8_R];
+        __m512i u0[Q8_MAXR], u1[Q8_MAXR];
+        __m512 scv[Q8_MAXR];
         UNROLL for (int r = 0; r < R; r++) {
             /* the rows of a tile are one contiguous run, and so are the next tile's: fetch
              * that run, R lines per chunk, so it is in cache by the time it is read */
@@ -276,7 +278,7 @@ AI void q8_tile(int bits, int vnni, const affine_weights *a, int cols, int r0, c
 #define Q8_ROWS(T)                                                                                 \
     do {                                                                                           \
         int r = r0;                                                                                \
-        for (; r + 4 <= r1; r += 4) q8_tile(bits, vnni, a, cols, r, tok, yt, ldy, 4, T);           \
+        for (; r + Q8_PR <= r1; r += Q8_PR) q8_tile(bits, vnni, a, cols, r, tok, yt, ldy, Q8_PR, T); \
         for (; r < r1; r++) q8_tile(bits, vnni, a, cols, r, tok, yt, ldy, 1, T);                   \
     } while (0)
 
