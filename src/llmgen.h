@@ -132,6 +132,15 @@ llmgen_status llmgen_detokenize(const llmgen_model *m, const int32_t *ids, size_
 llmgen_status llmgen_chat_render(const llmgen_model *m, const char *system, const char *user, char **out,
                                  char *err, size_t errlen);
 
+/* The same with a forced template family and a date. `name` NULL: the model's own
+ * template, recognised from its text; else one of chatml, llama3, llama3.1, llama3.2,
+ * llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7.
+ * `date` ("%d %b %Y", e.g. "02 Jan 2025") is what the Llama 3.1+ templates print as
+ * today's date; NULL renders what transformers does (the template's default, or the
+ * local date for templates that ask for it, so such renders change from day to day). */
+llmgen_status llmgen_chat_render_as(const llmgen_model *m, const char *name, const char *date, const char *system,
+                                    const char *user, char **out, char *err, size_t errlen);
+
 /* Streaming detokenizer: feed generated ids one at a time, get back only bytes
  * that form complete UTF-8 (a character split across tokens waits for its end).
  * One per sequence; used from one thread at a time. */

@@ -59,6 +59,8 @@ typedef struct {
     const char *batch;        /* --batch FILE.jsonl ("-" = stdin) */
     const char *kernels;
     const char *system;
+    const char *template_name; /* --template NAME: force a chat template family */
+    const char *date;          /* --date "02 Jan 2025": the date Llama 3.1+ templates print */
     const char *stops[MAX_STOPS];
     int n_stops;
     int chat;
@@ -86,6 +88,9 @@ static void usage(FILE *f) {
             "      --prompt-ids LIST    prompt as comma-separated token ids (no tokenizer needed)\n"
             "      --chat               wrap the prompt in the model's chat template\n"
             "      --system TEXT        system message for --chat\n"
+            "      --template NAME      force the chat template family: chatml, llama3, llama3.1, llama3.2,\n"
+            "                           llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7\n"
+            "      --date \"DD Mon YYYY\" the date Llama 3.1+ templates print (default: as transformers)\n"
             "  -n, --max-tokens N       tokens to generate, 1..16777216 (default 128)\n"
             "      --temp T             temperature, 0..100 (default 0 = greedy)\n"
             "      --top-k K            keep the K most likely tokens (0 = off)\n"
@@ -202,9 +207,22 @@ static void unescape(char *s) {
 
 #define MAX_PREDICT (1 << 24)
 
+
+/* "%d %b %Y" as the Llama 3.1+ templates print it: "02 Jan 2025". */
+static int valid_date(const char *d) {
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    if (strlen(d) != 11 || d[2] != ' ' || d[6] != ' ') return 0;
+    for (int i = 0; i < 11; i++)
+        if ((i < 2 || i > 6) && (d[i] < '0' || d[i] > '9')) return 0;
+    int day = (d[0] - '0') * 10 + (d[1] - '0'), month = 0;
+    for (int m = 0; m < 12; m++)
+        if (!strncmp(d + 3, months[m], 3)) month = m + 1;
+    return month && day >= 1 && day <= 31;
+}
 static int parse_args(int argc, char **argv, options *o) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION,
-           O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT };
+           O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'},       {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'},        {"max-tokens", required_argument, 0, 'n'},
@@ -216,7 +234,8 @@ static int parse_args(int argc, char **argv, options *o) {
         {"version", no_argument, 0, O_VERSION},     {"top-k", required_argument, 0, O_TOPK},
         {"top-p", required_argument, 0, O_TOPP},    {"min-p", required_argument, 0, O_MINP},
         {"repeat-penalty", required_argument, 0, O_REPEAT}, {"chat", no_argument, 0, O_CHAT},
-        {"system", required_argument, 0, O_SYSTEM}, {"stop", required_argument, 0, O_STOP},
+        {"system", required_argument, 0, O_SYSTEM}, {"template", required_argument, 0, O_TEMPLATE},
+        {"date", required_argument, 0, O_DATE}, {"stop", required_argument, 0, O_STOP},
         {"echo", no_argument, 0, O_ECHO},           {"json", no_argument, 0, O_JSON},
         {"stats", no_argument, 0, O_STATS},         {"batch", required_argument, 0, O_BATCH},
         {"exact", no_argument, 0, O_EXACT},
@@ -252,6 +271,8 @@ static int parse_args(int argc, char **argv, options *o) {
         case O_EXACT: o->exact = 1; break;
         case O_CHAT: o->chat = 1; break;
         case O_SYSTEM: o->system = optarg; break;
+        case O_TEMPLATE: o->template_name = optarg; break;
+        case O_DATE: o->date = optarg; break;
         case O_STOP:
             unescape(optarg);
             if (!*optarg) return die(-1, "--stop: the stop string is empty"), -1;
@@ -277,6 +298,14 @@ static int parse_args(int argc, char **argv, options *o) {
     int sources = !!o->prompt + !!o->prompt_file + !!o->prompt_ids + !!o->batch;
     if (sources > 1) {
         fprintf(stderr, "llmgen: give only one of --prompt, --file, --prompt-ids, --batch\n");
+        return -1;
+    }
+    if (o->date && !valid_date(o->date)) {
+        fprintf(stderr, "llmgen: --date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'\n", o->date);
+        return -1;
+    }
+    if ((o->template_name || o->date) && !o->chat && !o->batch) {
+        fprintf(stderr, "llmgen: --%s needs --chat\n", o->template_name ? "template" : "date");
         return -1;
     }
     if (o->system && !o->chat && !o->batch) {
@@ -468,6 +497,8 @@ typedef struct {
     int chat;
     const char *system;
     const char *sys_source;    /* names the system message in messages */
+    const char *template_name; /* --template, or NULL: the model's own */
+    const char *date;          /* --date, or NULL */
     int n_predict;
     int ignore_eos;
     const char *stops[MAX_STOPS];
@@ -521,7 +552,7 @@ static int prompt_tokens(llmgen_model *m, const request *q, result *r, buf *echo
         size_t len = q->text_len;
         llmgen_status st;
         if (q->chat) {
-            if ((st = llmgen_chat_render(m, q->system, q->text, &chat, e, sizeof e))) {
+            if ((st = llmgen_chat_render_as(m, q->template_name, q->date, q->system, q->text, &chat, e, sizeof e))) {
                 seterr(err, "--chat: %s", e);
                 return st == LLMGEN_E_TOKENIZER ? EXIT_MODEL : exit_code(st);
             }
@@ -762,6 +793,8 @@ static int batch_parse(json_t *root, const options *o, request *q, char *err) {
     q->ignore_eos = o->ignore_eos;
     q->chat = o->chat;
     q->system = o->system;
+    q->template_name = o->template_name;
+    q->date = o->date;
     q->sp = o->sp;
     q->n_stops = o->n_stops;
     memcpy(q->stops, o->stops, sizeof q->stops);
@@ -939,7 +972,8 @@ static int read_prompt(const options *o, request *q, char **owned) {
 
 static int run_single(runner *R, int has_tokenizer, double t_load) {
     const options *o = R->o;
-    request q = {.chat = o->chat, .system = o->system, .sys_source = "--system", .n_predict = o->n_predict, .ignore_eos = o->ignore_eos,
+    request q = {.chat = o->chat, .system = o->system, .sys_source = "--system", .template_name = o->template_name,
+                 .date = o->date, .n_predict = o->n_predict, .ignore_eos = o->ignore_eos,
                  .n_stops = o->n_stops, .sp = o->sp};
     memcpy(q.stops, o->stops, sizeof q.stops);
     result r = {0};

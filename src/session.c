@@ -146,15 +146,21 @@ llmgen_status llmgen_detokenize(const llmgen_model *lm, const int32_t *ids, size
     return LLMGEN_OK;
 }
 
-llmgen_status llmgen_chat_render(const llmgen_model *lm, const char *system, const char *user, char **out,
-                                 char *err, size_t errlen) {
+llmgen_status llmgen_chat_render_as(const llmgen_model *lm, const char *name, const char *date, const char *system,
+                                    const char *user, char **out, char *err, size_t errlen) {
     char e[TOK_ERR_LEN];
     *out = NULL;
     llmgen_status st = need_tokenizer(lm, err, errlen);
     if (st) return st;
     if (!user) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render: user message is NULL");
-    if (tok_chat_render(lm->m->tok, NULL, system, user, out, e)) return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    if (tok_chat_render_at(lm->m->tok, name, system, user, date, out, e))
+        return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
     return LLMGEN_OK;
+}
+
+llmgen_status llmgen_chat_render(const llmgen_model *lm, const char *system, const char *user, char **out,
+                                 char *err, size_t errlen) {
+    return llmgen_chat_render_as(lm, NULL, NULL, system, user, out, err, errlen);
 }
 
 llmgen_status llmgen_detok_new(const llmgen_model *lm, llmgen_detok **out, char *err, size_t errlen) {
