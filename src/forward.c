@@ -57,7 +57,8 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     const model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
-    s->vt_stride = (ctx + 15) / 16 * 16 + 16;
+    s->v_blocks = (ctx + ATT_VBLOCK - 1) / ATT_VBLOCK;
+    s->score_ld = (ctx + 15) / 16 * 16 + 16;
     s->chunk = ctx < 256 ? ctx : 256;
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t kv = (size_t)c->n_layers * (size_t)ctx * kvd, ch = (size_t)s->chunk;
@@ -65,7 +66,7 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     s->kv_type = weights_packed(m) ? DT_F16 : DT_F32;
     size_t esz = dtype_row_bytes(s->kv_type, 1);
     s->k_cache = calloc(kv, esz);
-    s->v_cache = calloc((size_t)c->n_layers * kvd * s->vt_stride, esz);
+    s->v_cache = calloc((size_t)c->n_layers * kvd * s->v_blocks * ATT_VBLOCK, esz);
     s->x = malloc(ch * c->dim * sizeof(float));
     s->xb = malloc(ch * c->dim * sizeof(float));
     s->q = malloc(ch * qd * sizeof(float));
@@ -76,8 +77,8 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     s->hb = malloc(ch * c->hidden_dim * sizeof(float));
     s->hb2 = malloc(ch * c->hidden_dim * sizeof(float));
     size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
-    s->scores = malloc(att * s->vt_stride * sizeof(float));
-    s->att_rows = malloc(att * 2 * c->head_dim * sizeof(float));
+    s->scores = malloc(att * s->score_ld * sizeof(float));
+    s->att_rows = malloc(att * 3 * c->head_dim * sizeof(float));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
     int xq_ok = !weights_packed(m) || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
@@ -234,13 +235,14 @@ static void cache_put(const fwd_state *s, void *base, size_t i, float v) {
     }
 }
 
-/* Layer l's keys: (ctx, kvd); values: (kvd, vt_stride) transposed. */
+/* Layer l's keys: (ctx, kvd); values: (n_kv_heads, v_blocks, head_dim, ATT_VBLOCK). */
 static void *k_layer(const fwd_state *s, const model_config *c, int l) {
     return (char *)s->k_cache + dtype_row_bytes(s->kv_type, (int64_t)l * s->ctx * c->n_kv_heads * c->head_dim);
 }
 
 static void *v_layer(const fwd_state *s, const model_config *c, int l) {
-    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)l * c->n_kv_heads * c->head_dim * s->vt_stride);
+    return (char *)s->v_cache +
+           dtype_row_bytes(s->kv_type, (int64_t)l * c->n_kv_heads * s->v_blocks * c->head_dim * ATT_VBLOCK);
 }
 
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
@@ -281,11 +283,15 @@ static void post_store_v(const matmul_job *j, int r0, int r1) {
     fwd_state *s = j->s;
     int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
     int v0 = r0 - (qd + kvd) > 0 ? r0 - (qd + kvd) : 0, v1 = r1 - (qd + kvd) < kvd ? r1 - (qd + kvd) : kvd;
-    /* rows r of V are (kv head, dim) in order: v_cache row r of this layer */
+    /* rows r of V are (kv head, dim) in order */
     void *vt = v_layer(s, c, j->layer);
+    int hd = c->head_dim;
     for (int r = v0; r < v1; r++)
-        for (int t = 0; t < j->nt; t++)
-            cache_put(s, vt, (size_t)r * s->vt_stride + j->pos + t, s->v_new[(size_t)t * kvd + r]);
+        for (int t = 0; t < j->nt; t++) {
+            int p = j->pos + t;
+            size_t i = (((size_t)(r / hd) * s->v_blocks + p / ATT_VBLOCK) * hd + r % hd) * ATT_VBLOCK + p % ATT_VBLOCK;
+            cache_put(s, vt, i, s->v_new[(size_t)t * kvd + r]);
+        }
 }
 
 /* ---- attention ------------------------------------------------------------------- */
@@ -300,7 +306,7 @@ typedef struct {
  * within a thread's range one ops_attend_block per kv head it touches, over
  * that kv head's queries in the range. Splitting by kv head instead would give
  * one of 2 threads twice the other's work for 3 kv heads. */
-static void attention_decode(const attn_job *j, int ith, int nth, float scale, float *sc) {
+static void attention_decode(const attn_job *j, int ith, int nth, float scale, float *sc, float *tmp) {
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
     int hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
@@ -311,8 +317,8 @@ static void attention_decode(const attn_job *j, int ith, int nth, float scale, f
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         ops_attend_block(j->m->kern, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h, he - h,
                          s->kv_type, kc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd,
-                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd * s->vt_stride), (size_t)s->vt_stride,
-                         j->pos + 1, hd, scale, sc, s->vt_stride);
+                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * s->v_blocks * hd * ATT_VBLOCK), ATT_VBLOCK,
+                         j->pos + 1, hd, scale, sc, s->score_ld, tmp);
         h = he;
     }
 }
@@ -330,13 +336,13 @@ static void attention_task(void *ctx, int ith, int nth) {
     int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
     int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
     float scale = 1.0f / sqrtf((float)hd);
-    float *sc = s->scores + (size_t)ith * rows * s->vt_stride;
+    float *sc = s->scores + (size_t)ith * rows * s->score_ld;
     if (j->n == 1) {
-        attention_decode(j, ith, nth, scale, sc);
+        attention_decode(j, ith, nth, scale, sc, s->att_rows + (size_t)ith * 3 * rows * hd);
         return;
     }
     const char *kc = k_layer(s, c, j->layer), *vt = v_layer(s, c, j->layer);
-    float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
+    float *qg = s->att_rows + (size_t)ith * 3 * rows * hd, *og = qg + (size_t)rows * hd;
     int blocks = (j->n + ATT_TOKENS - 1) / ATT_TOKENS, total = blocks * c->n_kv_heads;
     for (int task = ith; task < total; task += nth) {
         int t0 = task / c->n_kv_heads * ATT_TOKENS, kvh = task % c->n_kv_heads;
@@ -347,8 +353,8 @@ static void attention_task(void *ctx, int ith, int nth) {
         for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
         ops_attend_block(j->m->kern, og, hd, qg, hd, nt * group, group, s->kv_type,
                          kc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd,
-                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd * s->vt_stride), (size_t)s->vt_stride,
-                         j->pos + t0 + 1, hd, scale, sc, s->vt_stride);
+                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * s->v_blocks * hd * ATT_VBLOCK), ATT_VBLOCK,
+                         j->pos + t0 + 1, hd, scale, sc, s->score_ld, og + (size_t)rows * hd);
         for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
     }
 }

@@ -8,6 +8,9 @@
  * read once for this many queries. */
 #define ATT_TOKENS 16
 
+/* Positions per block of the transposed value cache. */
+#define ATT_VBLOCK 64
+
 /* Scratch and cache of one sequence. Owned by a session. */
 typedef struct {
     int ctx;          /* KV capacity in tokens */
@@ -15,12 +18,15 @@ typedef struct {
     dtype kv_type;    /* DT_F32 in exact mode (the f32 path stays token-exact), DT_F16 in
                          fast mode: half the bytes decode attention streams per token */
     void *k_cache;    /* (n_layers, ctx, n_kv_heads * head_dim) kv_type */
-    int vt_stride;    /* floats from one row of v_cache to the next: ctx plus a cache line,
-                         so that a head's head_dim rows do not all map to the same
-                         cache sets (a power-of-two stride made decode attention 2x slower) */
-    void *v_cache;    /* (n_layers, n_kv_heads, head_dim, vt_stride) kv_type, transposed: row (head, d)
-                         holds positions 0..ctx, so attention's probabilities times values
-                         is one f32 matmul with rows = dims */
+    int v_blocks;     /* ceil(ctx / ATT_VBLOCK) */
+    int score_ld;     /* floats per row of scores: ctx plus a cache line, so that rows
+                         do not all map to the same cache sets */
+    void *v_cache;    /* (n_layers, n_kv_heads, v_blocks, head_dim, ATT_VBLOCK) kv_type:
+                         values transposed in blocks of positions, so attention's
+                         probabilities times values is an f32-accumulated matmul per
+                         block with rows = dims, and a new position touches one block
+                         per head (a layout with whole-context rows touched head_dim
+                         pages per head on the first token: +15 ms to a cold start) */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
     float *q;         /* (chunk, n_heads * head_dim) */
@@ -32,10 +38,11 @@ typedef struct {
     float *att_out;   /* (chunk, n_heads * head_dim) attention output before wo */
     float *hb;        /* (chunk, hidden_dim) gate, then silu(gate) * up */
     float *hb2;       /* (chunk, hidden_dim) up */
-    float *scores;    /* (n_threads, ATT_TOKENS * group, vt_stride) attention scores, one block
+    float *scores;    /* (n_threads, ATT_TOKENS * group, score_ld) attention scores, one block
                          per thread (group = n_heads / n_kv_heads) */
-    float *att_rows;  /* (n_threads, 2, ATT_TOKENS * group, head_dim) per thread: a block's
-                         queries gathered (token, head of the group), then its outputs */
+    float *att_rows;  /* (n_threads, 3, ATT_TOKENS * group, head_dim) per thread: a block's
+                         queries gathered (token, head of the group), its outputs, and
+                         one value block's partial outputs */
     float *logits;    /* (vocab) logits of the last token of the last call */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */

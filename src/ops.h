@@ -34,14 +34,18 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
  * row i belongs to token i / rpt (rpt = query rows per token, e.g. the heads of
  * a GQA group) and attends positions 0 .. len0 - 1 + i / rpt. The cache holds
  * kvt values (DT_F32 or DT_F16), strides count elements. Keys: position p at
- * element p * kstride of kc (hd values). Values transposed: dimension d of
- * position p at element d * vt_stride + p of vt. Row i of q at q + i * ldq, of out at out + i * ldo.
- * scores is scratch of (nt, lds) floats, lds >= len0 + (nt - 1) / rpt. Both
- * products go through the kernels' f32 matmul (keys and values read once for
- * all nt rows); masked positions get probability exactly 0, which adds exactly
- * nothing, so a row's output does not depend on nt or on the rows sharing its call. */
+ * element p * kstride of kc (hd values). Values transposed in blocks of vb
+ * positions: block b = p / vb is hd rows of vb, dimension d of position p at
+ * element (b * hd + d) * vb + p % vb of vt (a new position touches one block,
+ * not hd rows far apart). Row i of q at q + i * ldq, of out at out + i * ldo.
+ * scores is scratch of (nt, lds) floats, lds >= len0 + (nt - 1) / rpt rounded
+ * up to vb; tmp of (nt, hd) floats. Both products go through the kernels'
+ * matmul for kvt (keys and values read once for all nt rows; the values block
+ * by block, summed in block order); masked positions get probability exactly
+ * 0, which adds exactly nothing, so a row's output does not depend on nt or on
+ * the rows sharing its call. */
 void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, int rpt, dtype kvt,
-                      const void *kc, size_t kstride, const void *vt, size_t vt_stride, int len0, int hd,
-                      float scale, float *scores, int lds);
+                      const void *kc, size_t kstride, const void *vt, int vb, int len0, int hd, float scale,
+                      float *scores, int lds, float *tmp);
 
 #endif

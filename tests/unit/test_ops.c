@@ -129,7 +129,7 @@ static void check_attend_block(const kernels *k) {
     for (int i = 0; i < NT * QD; i++) q[i] = 2.0f * sinf(0.11f * (float)i * (float)i);
     const int kvh = 1, h = 2; /* one query head of the second kv head */
     ops_attend_block(k, out + h * HD, QD, q + h * HD, QD, NT, 1, DT_F32, kc + kvh * HD, KVD, vt + kvh * HD * CTX, CTX, POS + 1,
-                     HD, 0.2f, sc, CTX);
+                     HD, 0.2f, sc, CTX, NULL);
     for (int t = 0; t < NT; t++) {
         ops_attend(kernels_scalar(), want, q + t * QD + h * HD, kc + kvh * HD, v + kvh * HD, POS + 1 + t, HD, KVD,
                    0.2f, sc1);
@@ -159,9 +159,9 @@ Test(ops, attend_block_independent_of_batch) {
     }
     for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
     const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, all, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 20, HD, 0.25f, sc, CTX);
+    ops_attend_block(k, all, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 20, HD, 0.25f, sc, CTX, NULL);
     for (int t = 0; t < NT; t++) {
-        ops_attend_block(k, one, HD, q + t * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 20 + t, HD, 0.25f, sc, CTX);
+        ops_attend_block(k, one, HD, q + t * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 20 + t, HD, 0.25f, sc, CTX, NULL);
         for (int i = 0; i < HD; i++) cr_expect_eq(all[t * HD + i], one[i], "t=%d i=%d", t, i);
     }
 }
@@ -177,10 +177,10 @@ Test(ops, attend_block_group_rows_equal_per_head) {
     }
     for (int i = 0; i < NT * G * HD; i++) q[i] = sinf(0.21f * (float)i);
     const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, grp, HD, q, HD, NT * G, G, DT_F32, kc, HD, vt, CTX, 11, HD, 0.25f, sc, CTX);
+    ops_attend_block(k, grp, HD, q, HD, NT * G, G, DT_F32, kc, HD, vt, CTX, 11, HD, 0.25f, sc, CTX, NULL);
     for (int t = 0; t < NT; t++)
         for (int g = 0; g < G; g++) {
-            ops_attend_block(k, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 11 + t, HD, 0.25f, sc, CTX);
+            ops_attend_block(k, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 11 + t, HD, 0.25f, sc, CTX, NULL);
             for (int i = 0; i < HD; i++) cr_expect_eq(grp[(t * G + g) * HD + i], one[i], "t=%d g=%d i=%d", t, g, i);
         }
 }
@@ -199,9 +199,32 @@ Test(ops, attend_block_f16_cache) {
     }
     for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.13f * (float)i);
     const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, want, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 30, HD, 0.2f, sc, CTX);
-    ops_attend_block(k, got, HD, q, HD, NT, 1, DT_F16, kh, HD, vh, CTX, 30, HD, 0.2f, sc, CTX);
+    ops_attend_block(k, want, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 30, HD, 0.2f, sc, CTX, NULL);
+    ops_attend_block(k, got, HD, q, HD, NT, 1, DT_F16, kh, HD, vh, CTX, 30, HD, 0.2f, sc, CTX, NULL);
     for (int i = 0; i < NT * HD; i++) cr_expect_eq(got[i], want[i], "i=%d", i); /* f16 values are exact in f32 */
-    ops_attend_block(k, one, HD, q + 3 * HD, HD, 1, 1, DT_F16, kh, HD, vh, CTX, 33, HD, 0.2f, sc, CTX);
+    ops_attend_block(k, one, HD, q + 3 * HD, HD, 1, 1, DT_F16, kh, HD, vh, CTX, 33, HD, 0.2f, sc, CTX, NULL);
     for (int i = 0; i < HD; i++) cr_expect_eq(one[i], got[3 * HD + i], "i=%d", i);
+}
+
+/* Values in blocks of vb positions (the cache's layout) give one block's
+ * result up to the order of the block sums, and stay batch-independent. */
+Test(ops, attend_block_value_blocks) {
+    enum { HD = 16, CTX = 40, VB = 8, NT = 5 };
+    static float kc[CTX * HD], vt[HD * CTX], vblk[HD * CTX], q[NT * HD], want[NT * HD], got[NT * HD], one[HD];
+    static float sc[NT * CTX], tmp[NT * HD];
+    for (int i = 0; i < CTX * HD; i++) {
+        kc[i] = sinf(0.37f * (float)i);
+        vt[i] = cosf(0.71f * (float)i);
+    }
+    for (int d = 0; d < HD; d++)
+        for (int p = 0; p < CTX; p++) vblk[((p / VB) * HD + d) * VB + p % VB] = vt[d * CTX + p];
+    for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.29f * (float)i);
+    const kernels *k = kernels_select(NULL);
+    ops_attend_block(k, want, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 30, HD, 0.25f, sc, CTX, NULL);
+    ops_attend_block(k, got, HD, q, HD, NT, 1, DT_F32, kc, HD, vblk, VB, 30, HD, 0.25f, sc, CTX, tmp);
+    for (int i = 0; i < NT * HD; i++) cr_expect_float_eq(got[i], want[i], 1e-6f + 1e-5f * fabsf(want[i]), "i=%d", i);
+    for (int t = 0; t < NT; t++) {
+        ops_attend_block(k, one, HD, q + t * HD, HD, 1, 1, DT_F32, kc, HD, vblk, VB, 30 + t, HD, 0.25f, sc, CTX, tmp);
+        for (int i = 0; i < HD; i++) cr_expect_eq(one[i], got[t * HD + i], "t=%d i=%d", t, i);
+    }
 }
