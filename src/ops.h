@@ -38,8 +38,8 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
  * positions: block b = p / vb is hd rows of vb, dimension d of position p at
  * element (b * hd + d) * vb + p % vb of vt (a new position touches one block,
  * not hd rows far apart). Row i of q at q + i * ldq, of out at out + i * ldo.
- * scores is scratch of (nt, lds) floats, lds >= len0 + (nt - 1) / rpt rounded
- * up to vb; tmp of (nt, hd) floats. Both products go through the kernels'
+ * scores is scratch of (nt, lds) floats, lds >= len0 + (nt - 1) / rpt; tmp of
+ * (nt, hd) floats (unused when all positions fit in one block). Both products go through the kernels'
  * matmul for kvt (keys and values read once for all nt rows; the values block
  * by block, summed in block order); masked positions get probability exactly
  * 0, which adds exactly nothing, so a row's output does not depend on nt or on
