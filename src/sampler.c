@@ -230,6 +230,8 @@ int sampler_probs(llmgen_sampler *s, const float *logits, const int32_t *history
 
 int32_t llmgen_sample(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history) {
     int V = s->vocab;
+    /* greedy without a penalty: the filtered copy would equal the logits */
+    if (s->p.temperature <= 0.0f && s->p.repeat_penalty == 1.0f) return argmax_f32(logits, V);
     filter(s, logits, history, n_history);
     if (s->p.temperature <= 0.0f) return argmax_f32(s->w, V);
     /* walk the survivors in id order: the draw depends only on the distribution and the seed */
