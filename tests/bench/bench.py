@@ -454,7 +454,7 @@ def print_table(results):
     if loads:
         print("load average before the rounds: median %.1f, max %.1f on %s CPUs%s"
               % (statistics.median(loads), max(loads), os.cpu_count(),
-                 " (above 1: other work shared the cores during this run)" if statistics.median(loads) > 1 else ""))
+                 " (the benchmark's own threads count; above the thread count, other work shared the cores)"))
     print("ratios are llmgen / llama.cpp (> 1 is better for t/s, < 1 is better for s and MB); "
           "TTFT page cache dropped: %s" % ("yes" if results["settings"]["ttft_page_cache_dropped"] else "no"))
 
