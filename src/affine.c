@@ -25,17 +25,6 @@ struct affine_store {
 
 int affine_bits(dtype t) { return t == DT_AFFINE4 ? 4 : t == DT_AFFINE8 ? 8 : 0; }
 
-float affine_param(const void *p, int sdt, size_t i) {
-    const uint8_t *b = p;
-    if (sdt == DT_F32) {
-        float v;
-        memcpy(&v, b + 4 * i, 4);
-        return v;
-    }
-    uint16_t h = rd_u16(b + 2 * i);
-    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 static int is_param_type(dtype t) { return t == DT_F32 || t == DT_F16 || t == DT_BF16; }
 
 int affine_assemble(affine_store **store, const tensor *weight, const tensor *scales,

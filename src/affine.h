@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
 #include "tensor.h"
 
@@ -41,7 +42,5 @@ int affine_bits(dtype t);
  * (f32: scale * q, then + bias, each rounded) into out (cols floats). */
 void affine_row_f32(const tensor *t, int64_t row, float *out);
 
-/* Scale or bias i of a (rows, cols/group) array in dtype sdt, as f32. */
-float affine_param(const void *p, int sdt, size_t i);
 
 #endif

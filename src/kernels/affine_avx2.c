@@ -23,17 +23,6 @@
 #define MAX_R 8
 #define MAX_T 4
 
-AI float param(const void *p, int sdt, size_t i) {
-    const uint8_t *b = p;
-    if (sdt == DT_F32) {
-        float v;
-        memcpy(&v, b + 4 * i, 4);
-        return v;
-    }
-    uint16_t h = rd_u16(b + 2 * i);
-    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 /* 16 f32 lanes as two halves: lo = lanes 0..7, hi = lanes 8..15. */
 typedef struct {
     __m256 lo, hi;
@@ -100,7 +89,7 @@ AI void tile(int bits, const affine_weights *a, size_t rb, int cols, int r0, con
         gparams gp[MAX_R];
         UNROLL for (int r = 0; r < R; r++) {
             size_t i = (size_t)(r0 + r) * ng + g;
-            gp[r] = (gparams){_mm256_set1_ps(param(a->scales, a->sdt, i)), _mm256_set1_ps(param(a->biases, a->sdt, i))};
+            gp[r] = (gparams){_mm256_set1_ps(affine_param(a->scales, a->sdt, i)), _mm256_set1_ps(affine_param(a->biases, a->sdt, i))};
         }
         for (int c = g * a->group; c < (g + 1) * a->group; c += 32) {
             v16 xa[MAX_T], xb[MAX_T];
@@ -186,7 +175,7 @@ AI __m256i q8_dot(int bits, __m256i u, __m256i s) {
 
 /* n scales or biases as f32 into out, then 8 zeros. */
 static void q8_params_f32(const void *p, int sdt, size_t first, int n, float *out) {
-    for (int i = 0; i < n; i++) out[i] = param(p, sdt, first + (size_t)i);
+    for (int i = 0; i < n; i++) out[i] = affine_param(p, sdt, first + (size_t)i);
     for (int i = 0; i < 8; i++) out[n + i] = 0.0f;
 }
 

@@ -24,17 +24,6 @@
 #define MAX_R 8
 #define MAX_T 4
 
-AI float param(const void *p, int sdt, size_t i) {
-    const uint8_t *b = p;
-    if (sdt == DT_F32) {
-        float v;
-        memcpy(&v, b + 4 * i, 4);
-        return v;
-    }
-    uint16_t h = rd_u16(b + 2 * i);
-    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 AI float reduce16(__m512 v) {
     __m256 s8 = _mm256_add_ps(_mm512_extractf32x8_ps(v, 1), _mm512_castps512_ps256(v));
     __m128 s = _mm_add_ps(_mm256_extractf128_ps(s8, 1), _mm256_castps256_ps128(s8));
@@ -92,7 +81,7 @@ AI void tile(int bits, const affine_weights *a, size_t rb, int cols, int r0, con
         gparams gp[MAX_R];
         UNROLL for (int r = 0; r < R; r++) {
             size_t i = (size_t)(r0 + r) * ng + g;
-            gp[r] = group_params(bits, param(a->scales, a->sdt, i), param(a->biases, a->sdt, i));
+            gp[r] = group_params(bits, affine_param(a->scales, a->sdt, i), affine_param(a->biases, a->sdt, i));
         }
         for (int c = g * a->group; c < (g + 1) * a->group; c += 32) {
             __m512 xa[MAX_T], xb[MAX_T];

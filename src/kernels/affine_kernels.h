@@ -16,6 +16,19 @@
 #define LLMGEN_AFFINE_KERNELS_H
 
 #include "kernels.h"
+#include "util.h"
+
+/* Scale or bias i of a (rows, cols/group) array in dtype sdt (F32, F16, BF16), as f32. */
+static inline float affine_param(const void *p, int sdt, size_t i) {
+    const uint8_t *b = p;
+    if (sdt == DT_F32) {
+        float v;
+        memcpy(&v, b + 4 * i, 4);
+        return v;
+    }
+    uint16_t h = rd_u16(b + 2 * i);
+    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
 
 void affine4_matmul_scalar(const void *w, size_t row_bytes, int cols, int r0, int r1,
                            const float *x, int ldx, int nt, float *y, int ldy);

@@ -28,17 +28,6 @@
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
 
-static float param(const void *p, int sdt, size_t i) {
-    const uint8_t *b = p;
-    if (sdt == DT_F32) {
-        float v;
-        memcpy(&v, b + 4 * i, 4);
-        return v;
-    }
-    uint16_t h = rd_u16(b + 2 * i);
-    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 /* ---- f32 activations ------------------------------------------------------- */
 
 /* avx512.c's reduce16 on lanes held as a[0..3] = lanes 0..3, ..., a[3] = 12..15. */
@@ -65,8 +54,8 @@ static void affine_f32(int bits, const void *w, size_t rb, int cols, int r0, int
             const float *xt = x + (size_t)t * ldx;
             float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
             for (int g = 0; g < ng; g++) {
-                float32x4_t s = vdupq_n_f32(param(a->scales, a->sdt, (size_t)r * ng + g));
-                float32x4_t b = vdupq_n_f32(param(a->biases, a->sdt, (size_t)r * ng + g));
+                float32x4_t s = vdupq_n_f32(affine_param(a->scales, a->sdt, (size_t)r * ng + g));
+                float32x4_t b = vdupq_n_f32(affine_param(a->biases, a->sdt, (size_t)r * ng + g));
                 for (int c = g * a->group; c < (g + 1) * a->group; c += 32) {
                     if (bits == 4) {
                         uint8x16_t v = vld1q_u8(row + c / 2);
@@ -164,7 +153,7 @@ static void affine_q8(int bits, int sdot, const void *w, int rows, int cols, int
                     main += d[b] * (float)isum;
                 }
                 size_t i = (size_t)r * ng + g;
-                acc += param(a->scales, a->sdt, i) * main + param(a->biases, a->sdt, i) * sg[g];
+                acc += affine_param(a->scales, a->sdt, i) * main + affine_param(a->biases, a->sdt, i) * sg[g];
             }
             y[(size_t)t * ldy + r] = acc;
         }

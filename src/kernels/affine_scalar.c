@@ -8,17 +8,6 @@
 
 #include "util.h"
 
-static float param(const void *p, int sdt, size_t i) {
-    const uint8_t *b = p;
-    if (sdt == DT_F32) {
-        float v;
-        memcpy(&v, b + 4 * i, 4);
-        return v;
-    }
-    uint16_t h = rd_u16(b + 2 * i);
-    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 /* avx512.c's reduce16: halves, then quarters, then pairs. */
 static float reduce16(const float l[16]) {
     float s8[8], s4[4];
@@ -43,8 +32,8 @@ static void affine_matmul(int bits, const void *w, size_t row_bytes, int cols, i
             const float *xt = x + (size_t)t * ldx;
             float lane[16] = {0};
             for (int g = 0; g < ng; g++) {
-                float s = param(a->scales, a->sdt, (size_t)r * ng + g);
-                float b = param(a->biases, a->sdt, (size_t)r * ng + g);
+                float s = affine_param(a->scales, a->sdt, (size_t)r * ng + g);
+                float b = affine_param(a->biases, a->sdt, (size_t)r * ng + g);
                 for (int c = g * a->group; c < (g + 1) * a->group; c++) {
                     uint32_t word = rd_u32(q + 4 * (size_t)(c / per_word));
                     float v = (float)((word >> (bits * (c % per_word))) & mask) * s;
@@ -122,7 +111,7 @@ static void affine_q8(int bits, const void *w, int cols, int r0, int r1, const q
                     side += d[b] * s[b];
                 }
                 size_t i = (size_t)r * ng + g;
-                acc += param(a->scales, a->sdt, i) * main + param(a->biases, a->sdt, i) * side;
+                acc += affine_param(a->scales, a->sdt, i) * main + affine_param(a->biases, a->sdt, i) * side;
             }
             y[(size_t)t * ldy + r] = acc;
         }
