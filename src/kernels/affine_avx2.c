@@ -112,35 +112,8 @@ AI void tile(int bits, const affine_weights *a, size_t rb, int cols, int r0, con
         UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r0 + r] = reduce16(acc[r][t]);
 }
 
-/* Tiles of constant sizes (so the loops above unroll): 4 rows at a time, then the rest
- * one by one, for T tokens. */
-#define ROWS(T)                                                                              \
-    do {                                                                                     \
-        int r = r0;                                                                          \
-        for (; r + 4 <= r1; r += 4) tile(bits, a, rb, cols, r, xt, ldx, yt, ldy, 4, T);     \
-        for (; r < r1; r++) tile(bits, a, rb, cols, r, xt, ldx, yt, ldy, 1, T);             \
-    } while (0)
-
-AI void matmul(int bits, const void *w, size_t rb, int cols, int r0, int r1, const float *x, int ldx, int nt,
-               float *y, int ldy) {
-    const affine_weights *a = w;
-    if (nt == 1) {
-        int r = r0;
-        for (; r + 4 <= r1; r += 4) tile(bits, a, rb, cols, r, x, ldx, y, ldy, 4, 1);
-        for (; r < r1; r++) tile(bits, a, rb, cols, r, x, ldx, y, ldy, 1, 1);
-        return;
-    }
-    for (int t = 0; t < nt; t += MAX_T) {
-        const float *xt = x + (size_t)t * ldx;
-        float *yt = y + (size_t)t * ldy;
-        switch (nt - t < MAX_T ? nt - t : MAX_T) {
-        case 4: ROWS(4); break;
-        case 3: ROWS(3); break;
-        case 2: ROWS(2); break;
-        default: ROWS(1); break;
-        }
-    }
-}
+#define AFFINE_GEMV_R 4 /* rows per decode tile */
+#include "affine_tiles.h"
 
 void affine4_matmul_avx2(const void *w, size_t row_bytes, int cols, int r0, int r1, const float *x,
                            int ldx, int nt, float *y, int ldy) {
