@@ -183,11 +183,15 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * of a streaming sum measured just before (bench_kernels, 1 thread, loaded
  * machine). Decoding two groups at once (two streams, broadcasts shared) was
  * slower: 16.4 to 17.1 GB/s in the same alternating runs.
- * Software prefetch Q8_PF bytes ahead in the group's stream: 0, 1, 2 and 4 KB
- * were all within the machine's noise (+-20% then); kept at 2 KB. */
+ * Software prefetch Q8_PF bytes ahead in the stream, into L2 (T1): with the
+ * earlier 2 KB into L1 (T0), or none, Q8_0 GEMV streamed from DRAM at 8 to 10
+ * GB/s of a 21 GB/s streaming sum (Zen 4, 1 thread, SmolLM2's 49152 x 576
+ * lm_head and 576-column matrices); T1 at 16 KB reads them at 16.5 to 17.5 and
+ * Q4_0 / Q4_1 576-column shapes went from 12 to 16 GB/s to 16 to 21 (one
+ * alternating run; NTA and T1 at 2, 4 and 8 KB were in between). */
 #define Q8_TILE_T 3
 #ifndef Q8_PF
-#define Q8_PF 2048
+#define Q8_PF 16384
 #endif
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. With VNNI one vpdpbusd;
@@ -335,8 +339,8 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
             q8w_widen(dt, ck, rr, kb, wide, kb);
             ck = wide;
         }
-        if (Q8_PF && kb == 4 && rr == Q8W_GROUP)
-            for (int l = 0; l < Q8W_GROUP * 4 * bb; l += 64) _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T0);
+        if (Q8_PF && rr == Q8W_GROUP)
+            for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
         half_w w[2];
         if (kb == 4) {
             w[0] = half_load(dt, vnni, ck, 4, 0);
@@ -436,6 +440,12 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, q8_pair_fn pair, dtype dt,
                    int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    if (Q8_PF && x->nt == 1) { /* the in-loop prefetch runs Q8_PF ahead: start the stream's head too */
+        int gb = r0 / Q8W_GROUP, ge = (r1 + Q8W_GROUP - 1) / Q8W_GROUP;
+        size_t head = grp * (size_t)(ge - gb) < Q8_PF ? grp * (size_t)(ge - gb) : Q8_PF;
+        const char *p0 = (const char *)packed + grp * (size_t)gb;
+        for (size_t l = 0; l < head; l += 64) _mm_prefetch(p0 + l, _MM_HINT_T1);
+    }
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
