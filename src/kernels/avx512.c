@@ -22,6 +22,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <stdlib.h>
 
 #include "util.h"
 
@@ -365,52 +366,159 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
     }
 }
 
-/* Prefill with VNNI: Q8_PAIR_T tokens x 2 whole groups (16 rows) per tile. The
- * group-only tile spends about as many vector ops on the activation side
- * (broadcasts, scales) as on vpdpbusd; here each broadcast activation vector
- * serves 4 halves instead of 2. The 16 x 4 weight vectors do not fit in
- * registers, so they are unpacked once per quad into an L1 scratch and read
- * back as vpdpbusd operands. Per lane the arithmetic is q8_group's exactly
- * (the same integer sum, then the same cvt, mul, fma), so a row's result does
- * not depend on which tile computed it. */
-#define Q8_PAIR_T 4
+/* Prefill with VNNI: 16-row panels (two whole groups). A panel's weights are
+ * unpacked once per call into a scratch in the order a row-per-lane tile wants:
+ * for block b and k-step j (activation bytes 4j..4j+3 of the block in the
+ * quad order: first halves, then second halves), one vector of 16 rows x the 4
+ * u8 weights that meet them. The inner loop is then one weight load per
+ * PANEL_T vpdpbusd, each taking its activations as a 32-bit broadcast from
+ * memory: no shuffles, no reduction across lanes. (The previous tile, 16 rows
+ * x 4 tokens in the chunk order, spent more vector ops on broadcasts,
+ * offsets and unpacking than on vpdpbusd.)
+ * Per row the arithmetic is q8_group's exactly: the same integer block sums
+ * (Q4 low nibbles stored x16 like the high ones, the same offset terms), the
+ * same cvt, mul by the same dw * dx and fma into one f32 accumulator per block
+ * position bi of the quad, the same Q4_1 min term, and the same final tree
+ * ((bi 0 + 2) + (bi 1 + 3)): a row's result does not depend on the tile. */
+#define PANEL_T 4
 
-AI void q8_pair(dtype dt, const uint8_t *g, size_t grp, int nb, const q8_act *x, int t0, float *y0, int ldy) {
-    const int bb = q8w_block_bytes(dt), T = Q8_PAIR_T;
-    __m512i wbuf[4][8];
-    __m512 swbuf[4], mwbuf[4];
-    __m512 acc[4][Q8_PAIR_T];
-    UNROLL for (int h = 0; h < 4; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
+typedef struct {
+    __m512i *w;   /* (nb, 8): block b, k-step j: lane r = row r of the panel, its 4 u8 weights */
+    __m512 *sw;   /* (nb) the 16 rows' f32 block scales */
+    __m512 *mw;   /* (nb) Q4_1 block mins */
+    float *dx;    /* (nt, npad) activation block scale as q8_group uses it (/ 16 for Q4) */
+    float *sx;    /* (nt, npad) Q4_1: d * s */
+    int32_t *off; /* (nt, npad) Q4_0 / Q8_0: the offset term (-8 or -128, x16 for Q4) times s */
+} panel;
+
+/* Lane l of a[0..3]'s 128-bit lanes, for l = 0..3: out[l] = (a0.l, a1.l, a2.l, a3.l). */
+AI void lanes_transpose(__m512i a[4]) {
+    __m512i t0 = _mm512_shuffle_i64x2(a[0], a[1], 0x44), t1 = _mm512_shuffle_i64x2(a[0], a[1], 0xee);
+    __m512i t2 = _mm512_shuffle_i64x2(a[2], a[3], 0x44), t3 = _mm512_shuffle_i64x2(a[2], a[3], 0xee);
+    a[0] = _mm512_shuffle_i64x2(t0, t2, 0x88);
+    a[1] = _mm512_shuffle_i64x2(t0, t2, 0xdd);
+    a[2] = _mm512_shuffle_i64x2(t1, t3, 0x88);
+    a[3] = _mm512_shuffle_i64x2(t1, t3, 0xdd);
+}
+
+/* The panel of the two groups at g (grp bytes apart) into p->w, p->sw, p->mw. */
+AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel *p) {
+    const int bb = q8w_block_bytes(dt);
     for (int q = 0; 4 * q < nb; q++) {
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-        UNROLL for (int hh = 0; hh < 4; hh++) {
+        half_w h[4]; /* half hh: panel rows 4 hh .. 4 hh + 3 */
+        for (int hh = 0; hh < 4; hh++) {
             const uint8_t *ck = g + grp * (size_t)(hh / 2) + (size_t)Q8W_GROUP * 4 * q * bb;
-            half_w w = kb == 4 ? half_load(dt, 1, ck, 4, hh % 2) : half_load(dt, 1, ck, kb, hh % 2);
-            UNROLL for (int v = 0; v < 8; v++) wbuf[hh][v] = w.u[v];
-            swbuf[hh] = w.sw;
-            mwbuf[hh] = w.mw;
+            h[hh] = kb == 4 ? half_load(dt, 1, ck, 4, hh % 2) : half_load(dt, 1, ck, kb, hh % 2);
         }
-        UNROLL for (int t = 0; t < T; t++) {
-            quad_x a = quad_x_load(dt, 1, x, t0 + t, q);
-            __m512i xs[8];
-            UNROLL for (int v = 0; v < 8; v++) xs[v] = dword_bcast(v < 4 ? a.x0 : a.x1, v);
-            UNROLL for (int hh = 0; hh < 4; hh++) {
-                __m512i c0 = _mm512_setzero_si512(), c1 = a.off;
-                UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, wbuf[hh][v], xs[v]);
-                UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, wbuf[hh][v], xs[v]);
-                __m512i isum = _mm512_add_epi32(sums_x16(dt, 1) ? _mm512_slli_epi32(c0, 4) : c0, c1);
-                half_w hw;
-                hw.sw = swbuf[hh];
-                hw.mw = mwbuf[hh];
-                acc[hh][t] = half_fma(dt, &hw, &a, isum, acc[hh][t]);
+        for (int v = 0; v < 8; v++) {
+            __m512i a[4];
+            for (int hh = 0; hh < 4; hh++) /* low nibbles x16, as the high ones stay in place */
+                a[hh] = dt != DT_Q8_0 && v < 4 ? _mm512_slli_epi16(h[hh].u[v], 4) : h[hh].u[v];
+            lanes_transpose(a);
+            for (int bi = 0; bi < kb; bi++) _mm512_store_si512(p->w + 8 * (4 * q + bi) + v, a[bi]);
+        }
+        __m512i sc[4], mn[4];
+        for (int hh = 0; hh < 4; hh++) {
+            sc[hh] = _mm512_castps_si512(h[hh].sw);
+            mn[hh] = _mm512_castps_si512(h[hh].mw);
+        }
+        lanes_transpose(sc);
+        if (dt == DT_Q4_1) lanes_transpose(mn);
+        for (int bi = 0; bi < kb; bi++) {
+            p->sw[4 * q + bi] = _mm512_castsi512_ps(sc[bi]);
+            if (dt == DT_Q4_1) p->mw[4 * q + bi] = _mm512_castsi512_ps(mn[bi]);
+        }
+    }
+}
+
+/* The activation side of every token and block, as q8_group derives it per quad. */
+static void panel_act(dtype dt, const q8_act *x, const panel *p) {
+    size_t n = (size_t)x->nt * x->quads * 4;
+    for (size_t i = 0; i < n; i++) {
+        float d = x->d[i], s = x->s[i];
+        p->dx[i] = dt == DT_Q8_0 ? d : d * 0.0625f;
+        if (dt == DT_Q4_1) p->sx[i] = d * s;
+        else p->off[i] = -(int32_t)s * 128; /* Q4_0: -8 x 16; Q8_0: -128 */
+    }
+}
+
+/* acc + the u8 x s8 dot of w with the 4 bytes at p broadcast to every lane, as
+ * one vpdpbusd with an embedded broadcast operand (the compiler emits a
+ * separate vpbroadcastd for _mm512_set1_epi32 of a loaded dword). */
+AI __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)(const void *)p));
+    return acc;
+}
+
+/* Panel rows x tokens [t0, t0 + T); stores the rows in mask rm. */
+AI void panel_tile(dtype dt, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
+                   int T) {
+    const size_t xs = (size_t)x->quads * 128, npad = (size_t)x->quads * 4;
+    __m512 acc[4][PANEL_T];
+    UNROLL for (int bi = 0; bi < 4; bi++) UNROLL for (int t = 0; t < T; t++) acc[bi][t] = _mm512_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        UNROLL for (int bi = 0; bi < 4; bi++) {
+            int b = 4 * q + bi;
+            if (b >= nb) break;
+            const int8_t *xq = x->q + (size_t)t0 * xs + 128 * (size_t)q + 16 * bi;
+            size_t ai = (size_t)t0 * npad + (size_t)b;
+            __m512i ia[PANEL_T];
+            UNROLL for (int t = 0; t < T; t++)
+                ia[t] = dt == DT_Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(p->off[ai + t * npad]);
+            UNROLL for (int j = 0; j < 8; j++) {
+                __m512i w = _mm512_load_si512(p->w + 8 * b + j);
+                int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4);
+                UNROLL for (int t = 0; t < T; t++) ia[t] = dpbusd_bcast(ia[t], w, xq + t * xs + xo);
+            }
+            __m512 sw = p->sw[b];
+            UNROLL for (int t = 0; t < T; t++) {
+                __m512 prod = _mm512_mul_ps(sw, _mm512_set1_ps(p->dx[ai + t * npad]));
+                acc[bi][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[t]), prod, acc[bi][t]);
+                if (dt == DT_Q4_1) acc[bi][t] = _mm512_fmadd_ps(p->mw[b], _mm512_set1_ps(p->sx[ai + t * npad]), acc[bi][t]);
             }
         }
     }
-    UNROLL for (int hh = 0; hh < 4; hh++)
-        UNROLL for (int t = 0; t < T; t++) _mm_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * hh, half_rows(acc[hh][t]));
+    UNROLL for (int t = 0; t < T; t++) {
+        __m512 r = _mm512_add_ps(_mm512_add_ps(acc[0][t], acc[2][t]), _mm512_add_ps(acc[1][t], acc[3][t]));
+        _mm512_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy, rm, r);
+    }
 }
 
-typedef void (*q8_pair_fn)(const uint8_t *g, size_t grp, int nb, const q8_act *x, int t0, float *y0, int ldy);
+/* Rows [r0, r1) of the panels starting at rows pb .. pe - 16 (multiples of 16,
+ * whole groups): each panel is computed whole and its rows in range stored.
+ * 0 if the scratch could not be allocated (nothing done). */
+AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y,
+                  int ldy) {
+    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt), na = (size_t)x->nt * x->quads * 4;
+    size_t wbytes = (size_t)nb * 8 * 64, sbytes = (size_t)nb * 64;
+    uint8_t *mem = aligned_alloc(64, (wbytes + 2 * sbytes + 2 * na * 4 + 63) / 64 * 64);
+    if (!mem) return 0;
+    panel p = {(__m512i *)mem, (__m512 *)(mem + wbytes), (__m512 *)(mem + wbytes + sbytes),
+               (float *)(mem + wbytes + 2 * sbytes), NULL, NULL};
+    if (dt == DT_Q4_1) p.sx = p.dx + na;
+    else p.off = (int32_t *)(p.dx + na);
+    panel_act(dt, x, &p);
+    for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
+        const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(r / Q8W_GROUP);
+        panel_unpack(dt, g, grp, nb, &p);
+        int lo = r0 > r ? r0 - r : 0, hi = r1 - r < 16 ? r1 - r : 16;
+        __mmask16 rm = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+        int t = 0;
+        for (; t + PANEL_T <= x->nt; t += PANEL_T) panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, PANEL_T);
+        switch (x->nt - t) {
+        case 3: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 3); break;
+        case 2: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 2); break;
+        case 1: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 1); break;
+        default: break;
+        }
+    }
+    free(mem);
+    return 1;
+}
+
+typedef int (*panels_fn)(const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y,
+                         int ldy);
 
 typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo,
                             int hi);
@@ -420,23 +528,25 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
                    int hi) {                                                                           \
         q8_group(DT, VNNI, g, rr, nb, x, t0, y0, ldy, lo, hi, T);                                      \
     }
-#define Q8_GROUPS(DT, VNNI, NAME, PAIR)                                                                \
+#define Q8_GROUPS(DT, VNNI, NAME, PANELS)                                                              \
     Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
     Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                               \
-        run_q8(NAME##_1, NAME##_t, PAIR, DT, p, rows, cols, r0, r1, x, y, ldy);                        \
+        run_q8(NAME##_1, NAME##_t, PANELS, DT, p, rows, cols, r0, r1, x, y, ldy);                      \
     }
-#define Q8_PAIR(DT, FN)                                                                                \
-    static void FN(const uint8_t *g, size_t grp, int nb, const q8_act *x, int t0, float *y0, int ldy) { \
-        q8_pair(DT, g, grp, nb, x, t0, y0, ldy);                                                       \
+#define Q8_PANELS(DT, FN)                                                                              \
+    static int FN(const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y, int ldy) { \
+        return run_panels(DT, packed, nb, pb, pe, r0, r1, x, y, ldy);                                  \
     }
 
 /* Groups outside, token tiles inside: a group's weights (its chunk, 576 to
  * 1088 bytes per quad) stay in L1/L2 while every token tile passes over them.
  * r0 / r1 need not fall on group boundaries: a group is computed whole and
- * only rows [r0, r1) are stored. */
-static void run_q8(q8_group_fn one, q8_group_fn tile, q8_pair_fn pair, dtype dt, const void *packed, int rows,
+ * only rows [r0, r1) are stored. Prefill with VNNI takes the rows of whole
+ * 16-row panels (counted from row 0, so which rows a panel holds does not
+ * depend on r0 / r1) through run_panels, the rest group by group. */
+static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, dtype dt, const void *packed, int rows,
                    int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
@@ -446,31 +556,27 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, q8_pair_fn pair, dtype dt,
         const char *p0 = (const char *)packed + grp * (size_t)gb;
         for (size_t l = 0; l < head; l += 64) _mm_prefetch(p0 + l, _MM_HINT_T1);
     }
+    if (panels && x->nt >= PANEL_T) {
+        int full = rows / 16 * 16, pb = r0 / 16 * 16, pe = (r1 + 15) / 16 * 16;
+        if (pe > full) pe = full;
+        if (pb < pe && panels(packed, nb, pb, pe, r0, r1, x, y, ldy) && r0 < pe) r0 = pe;
+    }
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         int t = 0;
-        if (pair && x->nt >= Q8_PAIR_T && g0 >= r0 && g0 + 2 * Q8W_GROUP <= r1 && g0 + 2 * Q8W_GROUP <= rows) {
-            for (; t + Q8_PAIR_T <= x->nt; t += Q8_PAIR_T) pair(g, grp, nb, x, t, y + g0, ldy);
-            for (; t < x->nt; t++) { /* leftover tokens: both groups on their own */
-                one(g, Q8W_GROUP, nb, x, t, y + g0, ldy, 0, Q8W_GROUP);
-                one(g + grp, Q8W_GROUP, nb, x, t, y + g0 + Q8W_GROUP, ldy, 0, Q8W_GROUP);
-            }
-            g0 += Q8W_GROUP; /* the pair's second group is done */
-            continue;
-        }
         for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tile(g, rr, nb, x, t, y + g0, ldy, lo, hi);
         for (; t < x->nt; t++) one(g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }
 }
 
-Q8_PAIR(DT_Q4_0, q8v_q4_0_pair)
-Q8_PAIR(DT_Q4_1, q8v_q4_1_pair)
-Q8_PAIR(DT_Q8_0, q8v_q8_0_pair)
-Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0, q8v_q4_0_pair)
-Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1, q8v_q4_1_pair)
-Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0, q8v_q8_0_pair)
+Q8_PANELS(DT_Q4_0, q8v_q4_0_panels)
+Q8_PANELS(DT_Q4_1, q8v_q4_1_panels)
+Q8_PANELS(DT_Q8_0, q8v_q8_0_panels)
+Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0, q8v_q4_0_panels)
+Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1, q8v_q4_1_panels)
+Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0, q8v_q8_0_panels)
 Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0, NULL)
 Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1, NULL)
 Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0, NULL)
