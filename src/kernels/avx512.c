@@ -366,6 +366,84 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
     }
 }
 
+/* Decode with VNNI: the activation side of a quad (the 8 broadcast dwords,
+ * dx, the offset and Q4_1 terms) is the same for every group, so it is built
+ * once per call for all quads (704 bytes each, read back as vpdpbusd memory
+ * operands) instead of once per group: a third fewer vector ops per chunk,
+ * and a GEMV streaming from DRAM is partly bound by those. The arithmetic is
+ * q8_group's for T = 1 exactly (the same chains, the same cvt, mul and fma). */
+typedef struct {
+    __m512i xs[8]; /* dword v of the quad's first (v < 4) or second halves, per 128-bit lane */
+    __m512 dx, sx; /* as quad_x */
+    __m512i off;
+} quad_pre;
+
+AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
+    for (int q = 0; q < x->quads; q++) {
+        quad_x a = quad_x_load(dt, 1, x, 0, q);
+        UNROLL for (int v = 0; v < 8; v++) pre[q].xs[v] = dword_bcast(v < 4 ? a.x0 : a.x1, v);
+        pre[q].dx = a.dx;
+        pre[q].sx = a.sx;
+        pre[q].off = a.off;
+    }
+}
+
+/* Rows [lo, hi) of the group at g (rr rows), one token. */
+AI void gemv_group(dtype dt, const uint8_t *g, int rr, int nb, const quad_pre *pre, float *y0, int lo, int hi) {
+    const int bb = q8w_block_bytes(dt);
+    _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int q = 0; 4 * q < nb; q++) {
+        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+        if (rr < Q8W_GROUP) {
+            q8w_widen(dt, ck, rr, kb, wide, kb);
+            ck = wide;
+        }
+        if (Q8_PF && rr == Q8W_GROUP)
+            for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
+        half_w w[2];
+        if (kb == 4) {
+            w[0] = half_load(dt, 1, ck, 4, 0);
+            w[1] = half_load(dt, 1, ck, 4, 1);
+        } else {
+            w[0] = half_load(dt, 1, ck, kb, 0);
+            w[1] = half_load(dt, 1, ck, kb, 1);
+        }
+        const quad_pre *a = pre + q;
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m512i c0 = _mm512_setzero_si512(), c1 = a->off;
+            UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
+            UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
+            __m512i isum = _mm512_add_epi32(sums_x16(dt, 1) ? _mm512_slli_epi32(c0, 4) : c0, c1);
+            acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
+            if (dt == DT_Q4_1) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
+        }
+    }
+    UNROLL for (int h = 0; h < 2; h++) {
+        int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
+        if (a1 <= a0) continue;
+        __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
+        _mm_mask_storeu_ps(y0 + 4 * h, m, half_rows(acc[h]));
+    }
+}
+
+/* Rows [r0, r1) of a GEMV with the activation side built once; 0 if the
+ * scratch could not be allocated (nothing done). */
+AI int run_gemv(dtype dt, const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {
+    quad_pre *pre = aligned_alloc(64, sizeof(quad_pre) * (size_t)x->quads);
+    if (!pre) return 0;
+    quad_pre_fill(dt, x, pre);
+    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
+        int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
+        int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
+        gemv_group(dt, (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP), rr, nb, pre, y + g0, lo, hi);
+    }
+    free(pre);
+    return 1;
+}
+
 /* Prefill with VNNI: 16-row panels (two whole groups). A panel's weights are
  * unpacked once per call into a scratch in the order a row-per-lane tile wants:
  * for block b and k-step j (activation bytes 4j..4j+3 of the block in the
@@ -519,6 +597,7 @@ AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, 
 
 typedef int (*panels_fn)(const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y,
                          int ldy);
+typedef int (*gemv_fn)(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y);
 
 typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo,
                             int hi);
@@ -528,16 +607,20 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
                    int hi) {                                                                           \
         q8_group(DT, VNNI, g, rr, nb, x, t0, y0, ldy, lo, hi, T);                                      \
     }
-#define Q8_GROUPS(DT, VNNI, NAME, PANELS)                                                              \
+#define Q8_GROUPS(DT, VNNI, NAME, PANELS, GEMV)                                                        \
     Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
     Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                               \
-        run_q8(NAME##_1, NAME##_t, PANELS, DT, p, rows, cols, r0, r1, x, y, ldy);                      \
+        run_q8(NAME##_1, NAME##_t, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                \
     }
 #define Q8_PANELS(DT, FN)                                                                              \
     static int FN(const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y, int ldy) { \
         return run_panels(DT, packed, nb, pb, pe, r0, r1, x, y, ldy);                                  \
+    }
+#define Q8_GEMV(DT, FN)                                                                                \
+    static int FN(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {   \
+        return run_gemv(DT, packed, rows, nb, r0, r1, x, y);                                           \
     }
 
 /* Groups outside, token tiles inside: a group's weights (its chunk, 576 to
@@ -546,8 +629,8 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
  * only rows [r0, r1) are stored. Prefill with VNNI takes the rows of whole
  * 16-row panels (counted from row 0, so which rows a panel holds does not
  * depend on r0 / r1) through run_panels, the rest group by group. */
-static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, dtype dt, const void *packed, int rows,
-                   int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, gemv_fn gemv, dtype dt, const void *packed,
+                   int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
     if (Q8_PF && x->nt == 1) { /* the in-loop prefetch runs Q8_PF ahead: start the stream's head too */
@@ -555,6 +638,7 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, dtype dt
         size_t head = grp * (size_t)(ge - gb) < Q8_PF ? grp * (size_t)(ge - gb) : Q8_PF;
         const char *p0 = (const char *)packed + grp * (size_t)gb;
         for (size_t l = 0; l < head; l += 64) _mm_prefetch(p0 + l, _MM_HINT_T1);
+        if (gemv && gemv(packed, rows, nb, r0, r1, x, y)) return;
     }
     if (panels && x->nt >= PANEL_T) {
         int full = rows / 16 * 16, pb = r0 / 16 * 16, pe = (r1 + 15) / 16 * 16;
@@ -574,12 +658,15 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, dtype dt
 Q8_PANELS(DT_Q4_0, q8v_q4_0_panels)
 Q8_PANELS(DT_Q4_1, q8v_q4_1_panels)
 Q8_PANELS(DT_Q8_0, q8v_q8_0_panels)
-Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0, q8v_q4_0_panels)
-Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1, q8v_q4_1_panels)
-Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0, q8v_q8_0_panels)
-Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0, NULL)
-Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1, NULL)
-Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0, NULL)
+Q8_GEMV(DT_Q4_0, q8v_q4_0_gemv)
+Q8_GEMV(DT_Q4_1, q8v_q4_1_gemv)
+Q8_GEMV(DT_Q8_0, q8v_q8_0_gemv)
+Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0, q8v_q4_0_panels, q8v_q4_0_gemv)
+Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1, q8v_q4_1_panels, q8v_q4_1_gemv)
+Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0, q8v_q8_0_panels, q8v_q8_0_gemv)
+Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0, NULL, NULL)
+Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1, NULL, NULL)
+Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0, NULL, NULL)
 
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
