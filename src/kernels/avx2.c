@@ -272,6 +272,8 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
     for (int q = 0; 4 * q < nb; q++) {
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+        if (x->nt == 1 && rr == Q8W_GROUP) /* decode: into L2, 16 KB ahead in the stream (avx512.c, Q8_PF) */
+            for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + 16384 + l, _MM_HINT_T1);
         if (rr < Q8W_GROUP || kb < 4) {
             q8w_widen(dt, ck, rr, kb, wide, 4);
             ck = wide;
