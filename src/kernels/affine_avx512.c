@@ -131,6 +131,11 @@ void affine8_matmul_avx512(const void *w, size_t row_bytes, int cols, int r0, in
  * model, 1 thread, A/B runs on a loaded machine: none 7.7 to 8.7 t/s, 1 tile 14.8 to 18.2,
  * 2 or 4 tiles no better; NTA / T1 hints and prefetching the scales too were not better. */
 #define Q8_PF_TILES 1
+/* ... into L1 (T0) when the tile is at most this many bytes, else into L2 (T1).
+ * One 1-thread cold A/B run (bench shapes, group 64): 4-bit 2048 cols (4 KB
+ * tiles) T0 21-24 GB/s, T1 14-15; 4-bit 8192 cols (16 KB tiles) T0 10-12, T1
+ * 14-17; 8-bit tiles of 8 KB and more about equal or T1 ahead (15-19). */
+#define Q8_PF_L1_MAX 4096
 #define Q8_T 4  /* tokens per prefill tile */
 #define Q8_PR 4 /* rows per prefill tile */
 #define Q8_MAXR (Q8_R > Q8_PR ? Q8_R : Q8_PR)
@@ -209,7 +214,11 @@ AI void q8_tile(int bits, int vnni, const affine_weights *a, int cols, int r0, c
         UNROLL for (int r = 0; r < R; r++) {
             /* the rows of a tile are one contiguous run, and so are the next tile's: fetch
              * that run, R lines per chunk, so it is in cache by the time it is read */
-            if (Q8_PF_TILES) _mm_prefetch((const char *)rows[0] + Q8_PF_TILES * R * rb + 64 * ((size_t)c * R + r), _MM_HINT_T0);
+            if (Q8_PF_TILES) {
+                const char *pf = (const char *)rows[0] + Q8_PF_TILES * R * rb + 64 * ((size_t)c * R + r);
+                if (R * rb <= Q8_PF_L1_MAX) _mm_prefetch(pf, _MM_HINT_T0);
+                else _mm_prefetch(pf, _MM_HINT_T1);
+            }
             __m512i w = _mm512_maskz_loadu_epi8(m, rows[r] + 64 * (size_t)c);
             u0[r] = bits == 4 ? _mm512_and_si512(w, lo4) : w;
             u1[r] = bits == 4 ? _mm512_and_si512(_mm512_srli_epi16(w, 4), lo4) : w;
