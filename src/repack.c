@@ -13,13 +13,18 @@
  * back in from the file). */
 #include "repack.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
 #include "util.h"
+
+/* Widest MLX matrix rewritten as Q4_1 (a row of blocks is built on the stack). */
+#define Q8_MAX_AFFINE_COLS 16384
 
 int repack_supported(dtype t) { return t == DT_Q4_0 || t == DT_Q4_1 || t == DT_Q8_0; }
 
@@ -46,35 +51,35 @@ static block_place place_of(dtype dt, int rows, int nb, int r, int b) {
     return p;
 }
 
-/* Rows [r0, r1) of j->t from the file layout to the packed one, quad by quad:
- * one chunk lookup per 4 blocks (the per-byte offset arithmetic showed up as
- * 4% of a 512-token prefill run, all of it load time). */
-static void repack_rows(const repack_job *j, int r0, int r1) {
-    const tensor *t = j->t;
-    dtype dt = t->type;
-    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32);
-    int bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt), nv = (bb - hdr) / 4;
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *src = (const uint8_t *)t->data + (size_t)r * nb * bb;
-        int i = r % Q8W_GROUP;
-        for (int q = 0; 4 * q < nb; q++) {
-            q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, q);
-            uint8_t *ck = j->out + c.off;
-            size_t step = (size_t)c.kb * (c.rr - i / 4 * 4 < 4 ? c.rr - i / 4 * 4 : 4) * 4;
-            for (int bi = 0; bi < c.kb; bi++, src += bb) {
-                size_t d = 2 * (size_t)q8w_scale_idx(&c, i, bi);
-                memcpy(ck + d, src, 2);
-                if (dt == DT_Q4_1) memcpy(ck + d + 2 * (size_t)c.rr * c.kb, src + 2, 2);
-                uint8_t *pay = ck + q8w_byte(dt, &c, i, bi, 0);
-                for (int v = 0; v < nv; v++) {
-                    uint32_t w;
-                    memcpy(&w, src + hdr + 4 * v, 4);
-                    if (dt == DT_Q8_0) w ^= 0x80808080u; /* w + 128 as u8: flip the sign bits */
-                    memcpy(pay + step * v, &w, 4);
-                }
+/* Row r of a (rows, 32 nb) matrix of dtype dt from its file-layout blocks at src
+ * into the packed matrix at out, quad by quad: one chunk lookup per 4 blocks
+ * (the per-byte offset arithmetic showed up as 4% of a 512-token prefill run,
+ * all of it load time). */
+static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint8_t *out) {
+    int bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt), nv = (bb - hdr) / 4, i = r % Q8W_GROUP;
+    for (int q = 0; 4 * q < nb; q++) {
+        q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, q);
+        uint8_t *ck = out + c.off;
+        size_t step = (size_t)c.kb * (c.rr - i / 4 * 4 < 4 ? c.rr - i / 4 * 4 : 4) * 4;
+        for (int bi = 0; bi < c.kb; bi++, src += bb) {
+            size_t d = 2 * (size_t)q8w_scale_idx(&c, i, bi);
+            memcpy(ck + d, src, 2);
+            if (dt == DT_Q4_1) memcpy(ck + d + 2 * (size_t)c.rr * c.kb, src + 2, 2);
+            uint8_t *pay = ck + q8w_byte(dt, &c, i, bi, 0);
+            for (int v = 0; v < nv; v++) {
+                uint32_t w;
+                memcpy(&w, src + hdr + 4 * v, 4);
+                if (dt == DT_Q8_0) w ^= 0x80808080u; /* w + 128 as u8: flip the sign bits */
+                memcpy(pay + step * v, &w, 4);
             }
         }
     }
+}
+
+static void repack_rows(const repack_job *j, int r0, int r1) {
+    const tensor *t = j->t;
+    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32), bb = q8w_block_bytes(t->type);
+    for (int r = r0; r < r1; r++) pack_row(t->type, rows, nb, r, (const uint8_t *)t->data + (size_t)r * nb * bb, j->out);
 }
 
 void repack_matrix(const tensor *t, void *out) {
@@ -114,6 +119,78 @@ static void repack_task(void *ctx, int ith, int nth) {
     if (r0 < r1) repack_rows(j, r0, r1);
 }
 
+/* ---- MLX affine 4-bit as Q4_1 -------------------------------------------------
+ *
+ * An MLX 4-bit matrix is Q4_1 in all but layout: per group of 32, 64 or 128
+ * values w = scale * q + bias with q in 0..15, and Q4_1 is w = d * q + m per
+ * block of 32. So in fast mode a layer matrix whose scales and biases are all
+ * exactly f16 (bf16 values in f16's normal range are) is rewritten as Q4_1
+ * blocks (d = scale, m = bias of the block's group; nibbles in GGUF order, byte
+ * j = values j and j + 16 of the block) and packed like a GGUF Q4_1 matrix: it
+ * then takes the Q4_1 int8 kernels, which stream 8-row groups (the MLX
+ * layout's kernel reads 4 row streams and expands group scales per row). The
+ * copy is 20 bytes per 32 values: the file's size at group 32, 11% more at 64,
+ * 18% at 128 (see affine_same_size for which matrices); the lm_head /
+ * embedding keep the file layout. Any scale or bias that f16 cannot hold exactly
+ * leaves the matrix on the MLX-layout kernels. */
+typedef struct {
+    const tensor *t;
+    uint8_t *out;
+    atomic_int inexact; /* some scale or bias is not exactly an f16 */
+} affine_job;
+
+/* Row r of the affine matrix as Q4_1 file-layout blocks (nb * 20 bytes); 0 if a
+ * scale or bias of the row is not exactly an f16. */
+static int affine_row_q41(const affine_weights *a, int64_t cols, int64_t r, uint8_t *dst) {
+    const uint8_t *q = (const uint8_t *)a->q + (size_t)r * (size_t)(cols / 2);
+    int64_t ng = cols / a->group, bpg = a->group / 32;
+    for (int64_t g = 0; g < ng; g++) {
+        float sc = affine_param(a->scales, a->sdt, (size_t)(r * ng + g));
+        float bs = affine_param(a->biases, a->sdt, (size_t)(r * ng + g));
+        uint16_t hs = f32_to_f16(sc), hb = f32_to_f16(bs);
+        if (f16_to_f32(hs) != sc || f16_to_f32(hb) != bs) return 0;
+        for (int64_t k = 0; k < bpg; k++, q += 16, dst += 20) {
+            memcpy(dst, &hs, 2);
+            memcpy(dst + 2, &hb, 2);
+            /* MLX: value j of the block in byte j / 2, low nibble first; Q4_1: byte j
+             * holds values j (low) and j + 16 (high). With A, B the block's two
+             * 8-byte halves (values 0..15, 16..31), byte k of E = values 2k, 2k + 16
+             * and of O = values 2k + 1, 2k + 17. */
+            uint64_t A, B;
+            memcpy(&A, q, 8);
+            memcpy(&B, q + 8, 8);
+            const uint64_t lo = 0x0f0f0f0f0f0f0f0full;
+            uint64_t E = (A & lo) | (B & lo) << 4, O = (A >> 4 & lo) | (B & ~lo);
+            for (int i = 0; i < 8; i++) {
+                dst[4 + 2 * i] = (uint8_t)(E >> 8 * i);
+                dst[5 + 2 * i] = (uint8_t)(O >> 8 * i);
+            }
+        }
+    }
+    return 1;
+}
+
+static void affine_task(void *ctx, int ith, int nth) {
+    affine_job *j = ctx;
+    const tensor *t = j->t;
+    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32), r0, r1;
+    uint8_t row[Q8_MAX_AFFINE_COLS / 32 * 20];
+    pool_split(rows, Q8W_GROUP, ith, nth, &r0, &r1);
+    for (int r = r0; r < r1 && !atomic_load(&j->inexact); r++) {
+        if (!affine_row_q41(t->data, t->shape[1], r, row)) {
+            atomic_store(&j->inexact, 1);
+            return;
+        }
+        pack_row(DT_Q4_1, rows, nb, r, row, j->out);
+    }
+}
+
+int repack_affine4_matrix(const tensor *t, void *out) {
+    affine_job j = {t, out, 0};
+    affine_task(&j, 0, 1);
+    return !atomic_load(&j.inexact);
+}
+
 /* Drop the file pages wholly inside [p, p + n): the next tensor may share the edge pages. */
 static void release_pages(const void *p, size_t n) {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p, e = a + n;
@@ -145,13 +222,52 @@ static int repack_tensor(model *m, const tensor *t, char *err) {
     return 0;
 }
 
+/* Whether t is an MLX matrix whose Q4_1 form has the file's size (group 32).
+ * Larger groups grow by 11 or 18%: those are rewritten for the MLP matrices
+ * only (5/6 of a Llama layer's weights), which keeps the 1B 4-bit g64 model's
+ * peak RSS ~14 MB inside its file + KV + 10% (converting all seven left 3.6
+ * MB) at the cost of the attention projections staying on the MLX kernels. */
+static int affine_same_size(const tensor *t) {
+    return t->type == DT_AFFINE4 && ((const affine_weights *)t->data)->group == 32;
+}
+
+/* An MLX 4-bit layer matrix as packed Q4_1 (see above): on success the tensor
+ * view (owned by the model's affine store, like the reader's table not const
+ * memory) becomes a Q4_1 tensor with `packed` set and the file pages of its
+ * three parts are dropped; if a parameter is not exactly an f16, nothing
+ * changes. */
+static int repack_affine4(model *m, const tensor *t, char *err) {
+    if (t->type != DT_AFFINE4 || !m->kern->matmul_q8[DT_Q4_1] || t->shape[1] > Q8_MAX_AFFINE_COLS) return 0;
+    size_t n = (size_t)t->shape[0] * (size_t)(t->shape[1] / 32) * 20;
+    void *p = alloc_packed(n);
+    if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
+    affine_job j = {t, p, 0};
+    pool_run(m->pool, affine_task, &j);
+    if (atomic_load(&j.inexact)) {
+        munmap(p, n);
+        return 0;
+    }
+    const affine_weights *a = t->data;
+    size_t np = (size_t)t->shape[0] * (size_t)(t->shape[1] / a->group) * (size_t)dtype_row_bytes((dtype)a->sdt, 1);
+    release_pages(a->q, (size_t)t->shape[0] * (size_t)(t->shape[1] / 2));
+    release_pages(a->scales, np);
+    release_pages(a->biases, np);
+    tensor *w = (tensor *)t;
+    w->type = DT_Q4_1;
+    w->nbytes = n;
+    w->data = NULL; /* the affine view; nothing reads it once packed */
+    w->packed = p;
+    return 0;
+}
+
 int repack_weights(model *m, char *err) {
     if (repack_tensor(m, m->tok_embd, err) || repack_tensor(m, m->lm_head, err)) return -1;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const layer_weights *L = &m->layers[l];
         const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            if (repack_tensor(m, ts[i], err)) return -1;
+            if (repack_tensor(m, ts[i], err) || ((i >= 4 || affine_same_size(ts[i])) && repack_affine4(m, ts[i], err)))
+                return -1;
     }
     return 0;
 }

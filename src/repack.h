@@ -24,6 +24,12 @@ int repack_supported(dtype t);
  * (t->nbytes bytes), on the calling thread. */
 void repack_matrix(const tensor *t, void *out);
 
+/* An MLX 4-bit (DT_AFFINE4) matrix t written into out as a packed Q4_1 matrix
+ * (rows * cols / 32 * 20 bytes), on the calling thread; 0 if some scale or bias
+ * is not exactly an f16 (out is then partly written). repack_weights does
+ * this, in fast mode, to the layer matrices of MLX 4-bit models (repack.c). */
+int repack_affine4_matrix(const tensor *t, void *out);
+
 /* Row `row` of a repacked tensor dequantized to f32: the same values as
  * tensor_row_f32 gives from the file layout (embedding lookups read the
  * packed copy, so the released file pages stay released). */

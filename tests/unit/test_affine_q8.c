@@ -7,8 +7,10 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "affine.h"
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
+#include "repack.h"
 #include "util.h"
 
 #define KERNELS_SELFTEST_NO_MAIN
@@ -247,4 +249,40 @@ Test(affine_q8, selftest_checks) {
             cr_assert(st_check_affine(k, k->name, k->matmul_q8[DT_AFFINE4], k->matmul_q8[DT_AFFINE8], msg, sizeof msg) == 0,
                       "%s", msg);
     }
+}
+
+/* MLX 4-bit rewritten as packed Q4_1 (repack_affine4_matrix, fast mode): every row
+ * dequantizes to the same floats as the MLX layout (both compute q * scale, then
+ * + bias, in f32), for every group size and both 16-bit scale types, with row
+ * counts that leave partial groups of 8; and a scale f16 cannot hold exactly
+ * (bf16 2^-30, below f16's range) makes it refuse. */
+Test(affine_q8, affine4_as_q41_same_values) {
+    uint64_t st = 21;
+    static const int groups[] = {32, 64, 128}, sdts[] = {DT_BF16, DT_F16}, rowss[] = {5, 8, 19};
+    for (int gi = 0; gi < 3; gi++)
+        for (int si = 0; si < 2; si++) {
+            int rows = rowss[(gi + si) % 3], cols = 4 * groups[gi] + (groups[gi] == 32 ? 32 : 0);
+            aq_mat m;
+            aq_make(&m, 4, groups[gi], sdts[si], rows, cols, 0, &st);
+            tensor t = {.name = "w", .type = DT_AFFINE4, .ndim = 2, .shape = {rows, cols}, .data = &m.aw};
+            size_t n = (size_t)rows * (cols / 32) * 20;
+            uint8_t *p = malloc(n);
+            cr_assert(repack_affine4_matrix(&t, p), "group %d: refused exact f16 parameters", groups[gi]);
+            tensor q = {.name = "w", .type = DT_Q4_1, .ndim = 2, .shape = {rows, cols}, .nbytes = n, .packed = p};
+            float *a = malloc(sizeof(float) * cols), *b = malloc(sizeof(float) * cols);
+            for (int r = 0; r < rows; r++) {
+                affine_row_f32(&t, r, a);
+                repack_row_f32(&q, r, b);
+                cr_assert(!memcmp(a, b, sizeof(float) * cols), "group %d sdt %d row %d: values differ", groups[gi],
+                          sdts[si], r);
+            }
+            if (sdts[si] == DT_BF16) {
+                aq_put(m.s + 1, DT_BF16, (size_t)(rows - 1) * (cols / groups[gi]), ldexpf(1.0f, -30));
+                cr_assert(!repack_affine4_matrix(&t, p), "group %d: took a scale f16 cannot hold", groups[gi]);
+            }
+            free(a);
+            free(b);
+            free(p);
+            aq_free(&m);
+        }
 }
