@@ -336,31 +336,36 @@ AI __m128 half_rows(__m512 acc) {
     return _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
 }
 
+/* Both halves of quad q of the group at g (rr rows; a partial group is widened
+ * into `wide` first), with the stream prefetched Q8_PF ahead. */
+AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, uint8_t *wide, half_w w[2]) {
+    const int bb = q8w_block_bytes(dt), kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+    const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+    if (rr < Q8W_GROUP) {
+        q8w_widen(dt, ck, rr, kb, wide, kb);
+        ck = wide;
+    }
+    if (Q8_PF && rr == Q8W_GROUP)
+        for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
+    if (kb == 4) { /* the common case with constant masks and offsets */
+        w[0] = half_load(dt, vnni, ck, 4, 0);
+        w[1] = half_load(dt, vnni, ck, 4, 1);
+    } else {
+        w[0] = half_load(dt, vnni, ck, kb, 0);
+        w[1] = half_load(dt, vnni, ck, kb, 1);
+    }
+}
+
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
  * start at y0 (the group's first row). */
 AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0,
                  int ldy, int lo, int hi, int T) {
-    const int bb = q8w_block_bytes(dt);
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2][Q8_TILE_T];
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
     for (int q = 0; 4 * q < nb; q++) {
-        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
-        if (rr < Q8W_GROUP) {
-            q8w_widen(dt, ck, rr, kb, wide, kb);
-            ck = wide;
-        }
-        if (Q8_PF && rr == Q8W_GROUP)
-            for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
         half_w w[2];
-        if (kb == 4) {
-            w[0] = half_load(dt, vnni, ck, 4, 0);
-            w[1] = half_load(dt, vnni, ck, 4, 1);
-        } else {
-            w[0] = half_load(dt, vnni, ck, kb, 0);
-            w[1] = half_load(dt, vnni, ck, kb, 1);
-        }
+        chunk_load(dt, vnni, g, rr, nb, q, wide, w);
         UNROLL for (int t = 0; t < T; t++) {
             quad_x a = quad_x_load(dt, vnni, x, t0 + t, q);
             __m512i isum[2];
@@ -401,26 +406,11 @@ AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
 
 /* Rows [lo, hi) of the group at g (rr rows), one token. */
 AI void gemv_group(dtype dt, const uint8_t *g, int rr, int nb, const quad_pre *pre, float *y0, int lo, int hi) {
-    const int bb = q8w_block_bytes(dt);
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int q = 0; 4 * q < nb; q++) {
-        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
-        if (rr < Q8W_GROUP) {
-            q8w_widen(dt, ck, rr, kb, wide, kb);
-            ck = wide;
-        }
-        if (Q8_PF && rr == Q8W_GROUP)
-            for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
         half_w w[2];
-        if (kb == 4) {
-            w[0] = half_load(dt, 1, ck, 4, 0);
-            w[1] = half_load(dt, 1, ck, 4, 1);
-        } else {
-            w[0] = half_load(dt, 1, ck, kb, 0);
-            w[1] = half_load(dt, 1, ck, kb, 1);
-        }
+        chunk_load(dt, 1, g, rr, nb, q, wide, w);
         const quad_pre *a = pre + q;
         UNROLL for (int h = 0; h < 2; h++) {
             __m512i c0 = _mm512_setzero_si512(), c1 = a->off;

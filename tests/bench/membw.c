@@ -47,10 +47,13 @@ static double sum_scalar(const uint64_t *p, size_t n) {
 }
 
 #if defined(__x86_64__)
-/* 4 x 32-byte loads per iteration, 4 accumulators: 128 bytes in flight per loop. */
-__attribute__((target("avx2"))) static double sum_avx2(const uint64_t *p, size_t n) {
+/* 4 x 32-byte loads per iteration, 4 accumulators: 128 bytes in flight per loop; with pf, a
+ * prefetch into L2 PF_AHEAD bytes ahead for each cache line. */
+__attribute__((target("avx2"), always_inline)) static inline double avx2_loop(const uint64_t *p, size_t n, int pf) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i + 16 <= n; i += 16) {
+        if (pf)
+            for (int l = 0; l < 2; l++) _mm_prefetch((const char *)(p + i + 8 * l) + PF_AHEAD, _MM_HINT_T1);
         a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(p + i)));
         a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(p + i + 4)));
         a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(p + i + 8)));
@@ -63,9 +66,12 @@ __attribute__((target("avx2"))) static double sum_avx2(const uint64_t *p, size_t
 }
 
 /* 4 x 64-byte loads per iteration: one cache line per load. */
-__attribute__((target("avx512f"))) static double sum_avx512(const uint64_t *p, size_t n) {
+__attribute__((target("avx512f"), always_inline)) static inline double avx512_loop(const uint64_t *p, size_t n,
+                                                                                   int pf) {
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i + 32 <= n; i += 32) {
+        if (pf)
+            for (int l = 0; l < 4; l++) _mm_prefetch((const char *)(p + i + 8 * l) + PF_AHEAD, _MM_HINT_T1);
         a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(p + i)));
         a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(p + i + 8)));
         a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(p + i + 16)));
@@ -74,33 +80,11 @@ __attribute__((target("avx512f"))) static double sum_avx512(const uint64_t *p, s
     return (double)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
 }
 
-/* The same loops with a prefetch into L2 PF_AHEAD bytes ahead, one per cache line. */
-__attribute__((target("avx2"))) static double sum_avx2_pf(const uint64_t *p, size_t n) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 16 <= n; i += 16) {
-        _mm_prefetch((const char *)(p + i) + PF_AHEAD, _MM_HINT_T1);
-        _mm_prefetch((const char *)(p + i) + PF_AHEAD + 64, _MM_HINT_T1);
-        a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(p + i)));
-        a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(p + i + 4)));
-        a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(p + i + 8)));
-        a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(p + i + 12)));
-    }
-    __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-    uint64_t o[4];
-    _mm256_storeu_si256((__m256i *)o, s);
-    return (double)(o[0] + o[1] + o[2] + o[3]);
-}
-
+__attribute__((target("avx2"))) static double sum_avx2(const uint64_t *p, size_t n) { return avx2_loop(p, n, 0); }
+__attribute__((target("avx2"))) static double sum_avx2_pf(const uint64_t *p, size_t n) { return avx2_loop(p, n, 1); }
+__attribute__((target("avx512f"))) static double sum_avx512(const uint64_t *p, size_t n) { return avx512_loop(p, n, 0); }
 __attribute__((target("avx512f"))) static double sum_avx512_pf(const uint64_t *p, size_t n) {
-    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 32 <= n; i += 32) {
-        for (int l = 0; l < 4; l++) _mm_prefetch((const char *)(p + i + 8 * l) + PF_AHEAD, _MM_HINT_T1);
-        a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(p + i)));
-        a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(p + i + 8)));
-        a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(p + i + 16)));
-        a3 = _mm512_add_epi64(a3, _mm512_load_si512((const void *)(p + i + 24)));
-    }
-    return (double)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    return avx512_loop(p, n, 1);
 }
 
 static unsigned long long xcr0(void) {
