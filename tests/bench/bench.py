@@ -444,6 +444,11 @@ def print_table(results):
           % (p["membw"]["isa"], p["bandwidth_gbs"]["1"], p["bandwidth_gbs"]["2"]))
     print("int8 dot peak (%s, registers only, 2 ops per byte pair): %s GOPS (1 thread), %s GOPS (2 threads)"
           % (p["int8peak"]["isa"], p["int8_gops"]["1"], p["int8_gops"]["2"]))
+    if "block32_gops" in p["int8peak"]:
+        b32 = p["int8peak"]["block32_gops"]
+        print("  with the f32 step every 32 values (cvt, mul, fma per 8 vpdpbusd), registers only: %s / %s GOPS"
+              " = %.0f%% of the peak: the ceiling for formats with a scale per 32 values"
+              % (b32["1"], b32["2"], 100.0 * b32["2"] / p["int8_gops"]["2"]))
     for m in results["models"]:
         c = m["costs"]
         print("%-18s %8.1f MB streamed per decoded token, %.2f G ops per prompt token (%d-token prefill), "

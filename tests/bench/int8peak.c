@@ -11,7 +11,14 @@
  *   avx_vnni     vpdpbusd ymm (VEX): 32 byte pairs
  *   avx2         vpmaddubsw + vpmaddwd + vpaddd: 32 byte pairs per 3 instructions
  * Best of 5 runs of about 0.2 s each, for 1 and 2 threads.
- * Prints one JSON object: {"isa": ..., "gops": {"1": ..., "2": ...}, "all": {...}}. */
+ *
+ * With AVX-512 VNNI it also measures "block32": the same vpdpbusd count when every 8 of them
+ * (one block of 32 values for 16 rows and one token) are followed by the f32 step a GGUF /
+ * MLX kernel cannot avoid, cvt(int sum) * (weight scale * activation scale) added to an f32
+ * accumulator (cvt, mul, fma), still register-only: the ceiling of any int8 kernel on formats
+ * with a scale per 32 values, in vpdpbusd ops per second.
+ * Prints one JSON object: {"isa": ..., "gops": {"1": ..., "2": ...}, "all": {...},
+ * "block32_gops": {"1": ..., "2": ...} (AVX-512 VNNI only)}. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +78,31 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_avx51
 #undef SUM
     return _mm512_reduce_add_epi32(s);
 }
+
+/* 8 chains x 8 vpdpbusd, then each chain's block epilogue into its own f32 accumulator. */
+#define CHAIN8(OP) OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7)
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_block32(long iters) {
+    __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+    __m512 sw = _mm512_set1_ps(1e-3f), sx = _mm512_set1_ps(1e-3f);
+#define DECL(k) __m512i c##k = _mm512_set1_epi32(k); __m512 f##k = _mm512_setzero_ps();
+    CHAIN8(DECL)
+#undef DECL
+    for (long i = 0; i < iters; i++) {
+#define STEP(k) c##k = _mm512_dpbusd_epi32(c##k, a, b);
+        CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP)
+#undef STEP
+#define EPI(k) f##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c##k), _mm512_mul_ps(sw, sx), f##k);
+        CHAIN8(EPI)
+#undef EPI
+        __asm__ volatile("" : "+v"(a), "+v"(b), "+v"(sw), "+v"(sx));
+    }
+    __m512 s = f0;
+#define SUM(k) s = _mm512_add_ps(s, f##k);
+    CHAIN8(SUM)
+#undef SUM
+    return (int64_t)_mm512_reduce_add_ps(s);
+}
+enum { BLOCK32_PAIRS = 64 * 64 };
 
 __attribute__((target("avx2,avxvnni"))) static int64_t peak_avxvnni(long iters) {
     __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2);
@@ -201,6 +233,19 @@ int main(void) {
         for (int r = 0; r < RUNS; r++) printf("%s%.1f", r ? ", " : "", all[nt][r]);
         printf("]");
     }
-    printf("}, \"checksum\": %lld}\n", (long long)sink);
+    printf("}");
+#if defined(__x86_64__)
+    if (fn == peak_avx512vnni) { /* the block-32 ceiling, same calibration per vpdpbusd */
+        long bi = iters * (64 * CHAINS) / BLOCK32_PAIRS + 1;
+        double bb[MAX_THREADS + 1] = {0};
+        for (int nt = 1; nt <= MAX_THREADS; nt++)
+            for (int r = 0; r < RUNS; r++) {
+                double g = 2.0 * BLOCK32_PAIRS * (double)bi * nt / timed(peak_block32, bi, nt, &sink) / 1e9;
+                if (g > bb[nt]) bb[nt] = g;
+            }
+        printf(", \"block32_gops\": {\"1\": %.1f, \"2\": %.1f}", bb[1], bb[2]);
+    }
+#endif
+    printf(", \"checksum\": %lld}\n", (long long)sink);
     return 0;
 }
