@@ -24,7 +24,12 @@
  *  - MLX affine: the f32 route equals affine_scalar.c bit for bit; the int8 route
  *    equals the scalar int8 reference bit for bit where every sum is exact in f32
  *    and within 1e-5 of the term magnitudes on random data; quantize_act gives
- *    the scalar bytes. On AArch64 both int8 variants (with and without vdotq_s32). */
+ *    the scalar bytes. On AArch64 both int8 variants (with and without vdotq_s32);
+ *  - int8 activations on repacked Q4_0 / Q4_1 / Q8_0 (fast mode; st_check_q8):
+ *    every table's matmul_q8 entry (and on AArch64 the variant without sdot)
+ *    against scalar.c's, on weights repacked here from the kernels.h layout:
+ *    equal bits on integer data, a stated tolerance on random data, and equal
+ *    bits for any row split and for each token alone. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +42,8 @@
 
 #if defined(__aarch64__)
 #include <sys/auxv.h>
+
+matmul_q8_fn kernels_neon_q8_plain(dtype dt); /* neon.c: the int8 kernels without sdot */
 #endif
 
 /* splitmix64: platform-independent, so every machine tests the same data. */
@@ -489,6 +496,167 @@ __attribute__((unused)) static int st_check_quantize(const kernels *k, char *msg
     return 0;
 }
 
+/* ---- int8 activations on repacked Q4_0 / Q4_1 / Q8_0 (fast mode) ------------ */
+
+/* A (rows, cols) matrix in the file layout (blocks of 32, rows back to back)
+ * written in the repacked layout of kernels.h, placed by its own offset helpers
+ * (q8w_chunk_at, q8w_scale_idx, q8w_byte): an independent copy of src/repack.c,
+ * which this program cannot link (it needs the model loader). */
+static void st_q8_repack(dtype dt, const uint8_t *file, int rows, int cols, uint8_t *out) {
+    int nb = cols / 32, bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt), pay = dt == DT_Q8_0 ? 32 : 16;
+    for (int r = 0; r < rows; r++)
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *blk = file + ((size_t)r * nb + b) * bb;
+            q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
+            uint8_t *ck = out + c.off;
+            size_t si = (size_t)q8w_scale_idx(&c, r % Q8W_GROUP, b % 4);
+            memcpy(ck + 2 * si, blk, 2);
+            if (dt == DT_Q4_1) memcpy(ck + 2 * (si + (size_t)c.rr * c.kb), blk + 2, 2);
+            for (int jb = 0; jb < pay; jb++) {
+                uint8_t v = blk[hdr + jb];
+                ck[q8w_byte(dt, &c, r % Q8W_GROUP, b % 4, jb)] = dt == DT_Q8_0 ? (uint8_t)(v ^ 0x80) : v;
+            }
+        }
+}
+
+/* Random file-layout blocks; exact = 1: scales 1 and Q4_1 mins integers, so that
+ * with integer activations (st_q8_x) every term and partial sum is an integer. */
+static void st_q8_fill(dtype dt, uint8_t *w, int rows, int cols, int exact, uint64_t *s) {
+    int bb = q8w_block_bytes(dt);
+    for (size_t b = 0; b < (size_t)rows * (cols / 32); b++) {
+        uint8_t *blk = w + b * bb;
+        for (int j = 0; j < bb; j++) blk[j] = (uint8_t)st_next(s);
+        uint16_t d = f32_to_f16(exact ? 1.0f : 0.001f + 0.03f * fabsf(st_unit(s)));
+        memcpy(blk, &d, 2);
+        if (dt == DT_Q4_1) {
+            uint16_t m = f32_to_f16(exact ? (float)((int)(st_next(s) % 17) - 8) : 0.1f * st_unit(s));
+            memcpy(blk + 2, &m, 2);
+        }
+    }
+}
+
+/* exact = 1: integers in [-127, 127] with one 127 per block, so quantization
+ * keeps them (d = 1, q = x). */
+static void st_q8_x(float *x, int n, int exact, uint64_t *s) {
+    for (int i = 0; i < n; i++) x[i] = exact ? (float)((int)(st_next(s) % 255) - 127) : 2.0f * st_unit(s);
+    if (exact)
+        for (int b = 0; b < n / 32; b++) x[32 * b + (int)(st_next(s) % 32)] = 127.0f;
+}
+
+/* Sum over the row's blocks of |dw dx isum| (+ |m dx s| for Q4_1), isum with the
+ * true weight integers: the terms both sides add, in different orders. */
+static double st_q8_mag(dtype dt, const uint8_t *row, const q8_act *a, int t, int cols) {
+    int bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt);
+    double mag = 0.0;
+    for (int b = 0; b < cols / 32; b++, row += bb) {
+        size_t ai = (size_t)t * a->quads * 4 + b;
+        long isum = 0;
+        for (int j = 0; j < 32; j++) {
+            int w = dt == DT_Q8_0 ? (int8_t)row[hdr + j] : j < 16 ? row[hdr + j] & 15 : row[hdr + j - 16] >> 4;
+            if (dt == DT_Q4_0) w -= 8;
+            isum += (long)w * a->q[(size_t)t * a->quads * 128 + (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 +
+                                   (size_t)(b % 4) * 16 + j % 16];
+        }
+        mag += fabs((double)f16_to_f32(rd_u16(row)) * a->d[ai] * (double)isum);
+        if (dt == DT_Q4_1) mag += fabs((double)f16_to_f32(rd_u16(row + 2)) * a->d[ai] * a->s[ai]);
+    }
+    return mag;
+}
+
+/* One matrix shape through kernel f against the scalar reference:
+ *  - exact data: equal bits (every integer sum, nibble order, Q8_0 sign and
+ *    Q4_0 -8 / Q4_1 min term must be the reference's exactly);
+ *  - random data: |y - ref| <= (2 nb + 32) 2^-23 sum|term| (both add about
+ *    2 nb rounded products of exact block sums, in different orders: each errs
+ *    by at most ~2 nb 2^-24 sum|term|, and the margin doubles that);
+ *  - bit for bit: rows split into two or three calls (inside and across
+ *    groups of 8), and each token alone, give one call's result;
+ *  - rows outside [r0, r1) and the padding of ldy are never written. */
+static int st_check_q8_case(const char *name, matmul_q8_fn f, dtype dt, int rows, int cols, int nt, int exact,
+                            uint64_t seed, char *msg, size_t len) {
+    int nb = cols / 32, ldy = rows + 3, r0 = rows > 2 ? 1 : 0, rc = 0;
+    size_t nw = (size_t)rows * nb * q8w_block_bytes(dt), ny = (size_t)nt * ldy, na = (size_t)nt * q8_quads(cols) * 4;
+    uint8_t *w = malloc(nw), *p = malloc(nw);
+    float *x = malloc(sizeof(float) * (size_t)nt * cols), *ref = malloc(sizeof(float) * ny),
+          *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
+    q8_act a = {nt, cols, q8_quads(cols), malloc(na * 32), malloc(sizeof(float) * na), malloc(sizeof(float) * na)};
+    uint64_t s = seed;
+    char what[200] = "";
+    if (!w || !p || !x || !ref || !y || !y2 || !a.q || !a.d || !a.s) {
+        snprintf(what, sizeof what, "out of memory");
+        goto done;
+    }
+    st_q8_fill(dt, w, rows, cols, exact, &s);
+    st_q8_repack(dt, w, rows, cols, p);
+    st_q8_x(x, nt * cols, exact, &s);
+    kernels_scalar()->quantize_act(x, cols, 0, nt, &a);
+    for (size_t i = 0; i < ny; i++) ref[i] = y[i] = ST_UNTOUCHED;
+    kernels_scalar()->matmul_q8[dt](p, rows, cols, r0, rows, &a, ref, ldy);
+    f(p, rows, cols, r0, rows, &a, y, ldy);
+    for (int t = 0; t < nt && !what[0]; t++)
+        for (int r = 0; r < ldy && !what[0]; r++) {
+            float v = y[(size_t)t * ldy + r], e = ref[(size_t)t * ldy + r];
+            if (r < r0 || r >= rows) {
+                if (v != ST_UNTOUCHED) snprintf(what, sizeof what, "wrote row %d outside [%d, %d)", r, r0, rows);
+                continue;
+            }
+            double tol = exact ? 0.0 : (2.0 * nb + 32) * ldexp(1.0, -23) *
+                                           st_q8_mag(dt, w + (size_t)r * nb * q8w_block_bytes(dt), &a, t, cols);
+            if (!(fabs((double)v - e) <= tol))
+                snprintf(what, sizeof what, "y[t=%d][r=%d] = %.9g, scalar %.9g (tolerance %.3g, %s data)", t, r, v, e,
+                         tol, exact ? "integer" : "random");
+        }
+    const int splits[][2] = {{rows / 2, rows / 2}, {r0 + 1, rows}, {5, 9}, {3, 13}, {8, 16}};
+    for (int si = 0; si < ST_COUNT(splits) && !what[0]; si++) {
+        int s1 = splits[si][0] < r0 ? r0 : splits[si][0] > rows ? rows : splits[si][0];
+        int s2 = splits[si][1] < s1 ? s1 : splits[si][1] > rows ? rows : splits[si][1];
+        for (size_t i = 0; i < ny; i++) y2[i] = ST_UNTOUCHED;
+        f(p, rows, cols, r0, s1, &a, y2, ldy);
+        f(p, rows, cols, s1, s2, &a, y2, ldy);
+        f(p, rows, cols, s2, rows, &a, y2, ldy);
+        if (memcmp(y, y2, sizeof(float) * ny))
+            snprintf(what, sizeof what, "rows split at %d, %d change the result bits", s1, s2);
+    }
+    for (int t = 0; t < nt && nt > 1 && !what[0]; t++) {
+        q8_act one = a;
+        one.nt = 1;
+        one.q += (size_t)t * a.quads * 128, one.d += (size_t)t * a.quads * 4, one.s += (size_t)t * a.quads * 4;
+        for (int r = 0; r < ldy; r++) y2[r] = ST_UNTOUCHED;
+        f(p, rows, cols, r0, rows, &one, y2, ldy);
+        if (memcmp(y2 + r0, y + (size_t)t * ldy + r0, sizeof(float) * (size_t)(rows - r0)))
+            snprintf(what, sizeof what, "token %d alone differs from the prefill call", t);
+    }
+done:
+    if (what[0]) {
+        snprintf(msg, len, "%s %s int8 rows=%d cols=%d nt=%d: %s", name, dtype_name(dt), rows, cols, nt, what);
+        rc = -1;
+    }
+    free(w), free(p), free(x), free(ref), free(y), free(y2), free(a.q), free(a.d), free(a.s);
+    return rc;
+}
+
+/* The int8 sizes: columns not multiples of 128 (partial quads of 1 to 3
+ * blocks), rows not multiples of 8 (partial groups), token counts that leave
+ * every remainder of the prefill tiles. */
+static const int ST_Q8_COLS[] = {32, 96, 128, 160, 576, 800};
+static const int ST_Q8_ROWS[] = {1, 3, 8, 12, 17, 34};
+static const int ST_Q8_NT[] = {1, 2, 3, 5, 17};
+static const dtype ST_Q8_DTYPES[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0};
+
+/* Every int8 shape for one kernel: each column count with each token count,
+ * rows cycling through ST_Q8_ROWS, on random and on exact data. */
+__attribute__((unused)) static int st_check_q8(const char *name, matmul_q8_fn f, dtype dt, char *msg, size_t len) {
+    uint64_t seed = 777 + 100 * (uint64_t)dt;
+    for (int c = 0; c < ST_COUNT(ST_Q8_COLS); c++)
+        for (int t = 0; t < ST_COUNT(ST_Q8_NT); t++)
+            for (int exact = 0; exact <= 1; exact++) {
+                int rows = ST_Q8_ROWS[(c + t + 3 * exact) % ST_COUNT(ST_Q8_ROWS)];
+                if (st_check_q8_case(name, f, dt, rows, ST_Q8_COLS[c], ST_Q8_NT[t], exact, ++seed, msg, len))
+                    return -1;
+            }
+    return 0;
+}
+
 /* Runs every matmul / dot case of the standard sizes through table k and hands
  * each result to `sink` (called with the y values of a case, or a dot value). */
 typedef void (*st_sink)(void *ctx, const float *v, size_t n, const char *what);
@@ -625,6 +793,13 @@ int main(int argc, char **argv) {
             printf("%-7s quantize_act %s\n", k->name, rc ? msg : "= scalar bytes: ok");
             failed += rc != 0;
         }
+        for (int d = 0; d < ST_COUNT(ST_Q8_DTYPES); d++) {
+            matmul_q8_fn f = k->matmul_q8[ST_Q8_DTYPES[d]];
+            if (!f) continue;
+            rc = st_check_q8(k->name, f, ST_Q8_DTYPES[d], msg, sizeof msg);
+            printf("%-7s %-5s int8 %s\n", k->name, dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
+            failed += rc != 0;
+        }
         if (k->matmul[DT_AFFINE4]) {
             rc = st_check_affine(k, k->name, k->matmul_q8[DT_AFFINE4], k->matmul_q8[DT_AFFINE8], msg, sizeof msg);
             printf("%-7s AFFINE4/8 %s%s\n", k->name, rc ? msg : "ok",
@@ -639,6 +814,12 @@ int main(int argc, char **argv) {
         int rc = st_check_affine(NULL, "neon-nodot", affine4_q8_neon_nodot, affine8_q8_neon_nodot, msg, sizeof msg);
         printf("neon    AFFINE4/8 int8 without vdotq_s32 %s\n", rc ? msg : "ok");
         failed += rc != 0;
+        for (int d = 0; d < ST_COUNT(ST_Q8_DTYPES); d++) {
+            rc = st_check_q8("neon-nodot", kernels_neon_q8_plain(ST_Q8_DTYPES[d]), ST_Q8_DTYPES[d], msg, sizeof msg);
+            printf("neon    %-5s int8 without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(ST_Q8_DTYPES[d]),
+                   rc ? msg : "vs scalar: ok");
+            failed += rc != 0;
+        }
     }
 #endif
     for (int i = 0; i < ST_COUNT(tables); i++)

@@ -1,7 +1,9 @@
-/* neon.c - AArch64 Advanced SIMD kernels with f32 activations.
+/* neon.c - AArch64 Advanced SIMD kernels: f32 activations, and int8 activations
+ * on repacked Q4_0 / Q4_1 / Q8_0 weights (fast mode, second half of the file).
  *
  * NEON and the f16 <-> f32 conversions are part of the AArch64 baseline, so
- * this file needs no extra flags and dispatch.c needs no run-time check.
+ * this file needs no extra flags and dispatch.c needs no run-time check; the
+ * int8 kernels use sdot only where the CPU has it (checked at run time).
  *
  * Numerics: the same bits as avx512.c and avx2.c. Every y element has one
  * accumulator of 16 f32 lanes, held here as four q registers (lanes 4j..4j+3);
@@ -17,6 +19,7 @@
 #if defined(__aarch64__)
 
 #include <arm_neon.h>
+#include <sys/auxv.h>
 
 #include "util.h"
 
@@ -222,6 +225,248 @@ static void axpy_neon(float *y, float a, const float *x, int n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+/* ---- int8 activations on repacked Q4_0 / Q4_1 / Q8_0 (fast mode) ------------
+ *
+ * The layout (kernels.h, "Repacked weights") was cut for vpdpbusd, and it suits
+ * the by-element sdot just as well: in a chunk, the 16 bytes of vector v, block
+ * bi of half h are 4 rows x 4 weight bytes, and `sdot acc, w, x.4b[v % 4]`
+ * against block bi's activation half multiplies each row's 4 bytes by the same
+ * 4 activations, so acc's lane i is row 4h + i's partial sum of block bi: no
+ * horizontal adds, and each row keeps its own lane. Without the dot-product
+ * extension, vmull_s8 + vpadalq_s16 give the same integers (8 products in two
+ * widening pair sums, rows paired up by one vpaddq_s32 per block).
+ *
+ * sdot multiplies signed by signed, so the stored forms are brought to the
+ * true weight integers with exact integer terms: Q8_0 bytes (w + 128) by
+ * flipping the top bit, Q4_0 nibbles (w + 8) by adding -8 * s to the block sum
+ * (s = q8_act's exact sum of the block's activations). Q4_1 nibbles are the
+ * weights. Every integer block sum is then the scalar reference's, and below
+ * 2^24, so its f32 conversion is exact.
+ *
+ * f32 combination: per row and token one accumulator, fed in quad then block
+ * order by fma(isum, dw * dx) (then, for Q4_1, fma(m, dx * s)). That order
+ * depends only on cols: decode (T = 1) and prefill tiles (T tokens sharing the
+ * unpacked weights) give the same bits, as does any row split (a partial
+ * group is widened with zero rows, and lanes never mix). */
+
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+
+/* Prefill token tile: per (half, block) 8 weight vectors stay in registers
+ * while 4 tokens use them (8 of the 32 registers are the f32 accumulators). */
+#define Q8_TILE_T 4
+
+/* Decode prefetches this far ahead in each group's stream, into L2: the value
+ * that doubled the DRAM streaming rate of the x86 GEMV (avx512.c, Q8_PF).
+ * Not measured on an ARM core. */
+#define Q8_PF 16384
+
+/* acc lane i += sum_k w[4i + k] * x[4 lane + k], k = 0..3 (one sdot). */
+typedef int32x4_t (*sdot_fn)(int32x4_t acc, int8x16_t w, int8x16_t x, int lane);
+
+/* Only this function contains the extension's instruction. The generic code
+ * below receives it as a pointer that is a constant in the dotprod entry
+ * points, which carry the same target attribute, so it is inlined there; the
+ * plain entry points pass NULL and never reach it (GCC refuses to inline the
+ * intrinsic into functions without the attribute, hence the pointer). */
+#define DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+DOTPROD AI int32x4_t sdot_lane(int32x4_t acc, int8x16_t w, int8x16_t x, int lane) {
+    switch (lane) { /* the lane must be an immediate */
+    case 0: return vdotq_laneq_s32(acc, w, x, 0);
+    case 1: return vdotq_laneq_s32(acc, w, x, 1);
+    case 2: return vdotq_laneq_s32(acc, w, x, 2);
+    default: return vdotq_laneq_s32(acc, w, x, 3);
+    }
+}
+
+AI int32x4_t dup_dword(int32x4_t v, int lane) {
+    switch (lane) {
+    case 0: return vdupq_laneq_s32(v, 0);
+    case 1: return vdupq_laneq_s32(v, 1);
+    case 2: return vdupq_laneq_s32(v, 2);
+    default: return vdupq_laneq_s32(v, 3);
+    }
+}
+
+/* A block's integer sums for 4 rows. With sdot, lo is the sum itself; without,
+ * lo holds pair sums of rows 0 and 1 (2 lanes each), hi those of rows 2 and 3. */
+typedef struct {
+    int32x4_t lo, hi;
+} isum4;
+
+/* The plain form multiplies 8 bytes at a time into i16: |w| <= 128 and
+ * |q| <= 127, so a product fits and the pair sums are formed in i32. */
+AI isum4 isum4_dot(sdot_fn sd, isum4 c, int8x16_t w, int8x16_t x, int lane) {
+    if (sd) {
+        c.lo = sd(c.lo, w, x, lane);
+        return c;
+    }
+    int8x16_t xb = vreinterpretq_s8_s32(dup_dword(vreinterpretq_s32_s8(x), lane));
+    c.lo = vpadalq_s16(c.lo, vmull_s8(vget_low_s8(w), vget_low_s8(xb)));
+    c.hi = vpadalq_s16(c.hi, vmull_high_s8(w, xb));
+    return c;
+}
+
+/* Rows 0..3 of a block's sums, plus the offset term `off` (exact integers). */
+AI int32x4_t isum4_rows(sdot_fn sd, isum4 c, int32_t off) {
+    return vaddq_s32(sd ? c.lo : vpaddq_s32(c.lo, c.hi), vdupq_n_s32(off));
+}
+
+/* The weights of block bi, half h of a chunk of 8 rows x kb blocks, as signed
+ * bytes: Q8_0, vectors 0..7 (bytes 4v..4v+3 of the 32); Q4, vectors 0..3 the
+ * low nibbles (elements 4v..4v+3) and 4..7 the high ones (elements 16 + 4v..). */
+AI void block_weights(dtype dt, const uint8_t *ck, int kb, int h, int bi, int8x16_t w[8]) {
+    const int nv = dt == DT_Q8_0 ? 8 : 4;
+    const uint8_t *p = ck + (size_t)q8w_hdr(dt) * Q8W_GROUP * kb + (size_t)h * 4 * kb * nv * 4 + 16 * bi;
+    UNROLL for (int v = 0; v < nv; v++) {
+        uint8x16_t raw = vld1q_u8(p + (size_t)v * kb * 16);
+        if (dt == DT_Q8_0) {
+            w[v] = vreinterpretq_s8_u8(veorq_u8(raw, vdupq_n_u8(0x80))); /* w + 128 -> w */
+        } else {
+            w[v] = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f)));
+            w[v + 4] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+        }
+    }
+}
+
+/* The integer sums of one block for 4 rows against one token's block halves
+ * x1 (elements 0..15) and x2 (16..31): w[v] meets dword v of x1 and w[v + 4]
+ * dword v of x2, for Q8_0 and Q4 alike (see block_weights). */
+AI int32x4_t block_isum(sdot_fn sd, const int8x16_t w[8], int8x16_t x1, int8x16_t x2, int32_t off) {
+    isum4 c = {vdupq_n_s32(0), vdupq_n_s32(0)};
+    UNROLL for (int v = 0; v < 4; v++) {
+        c = isum4_dot(sd, c, w[v], x1, v);
+        c = isum4_dot(sd, c, w[v + 4], x2, v);
+    }
+    return isum4_rows(sd, c, off);
+}
+
+/* Quad q of one group (chunk ck, 8 rows x kb blocks) for tokens t0..t0+T-1:
+ * the weights of each (half, block) are unpacked once and used by every token. */
+AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *x, int t0, int q, int T,
+                 float32x4_t acc[2][Q8_TILE_T]) {
+    UNROLL for (int h = 0; h < 2; h++)
+        for (int bi = 0; bi < kb; bi++) {
+            int8x16_t w[8];
+            block_weights(dt, ck, kb, h, bi, w);
+            const uint8_t *sc = ck + 2 * ((size_t)4 * kb * h + 4 * bi);
+            float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
+            float32x4_t mw = dt == DT_Q4_1 ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc + 2 * Q8W_GROUP * kb))) : dw;
+            UNROLL for (int t = 0; t < T; t++) {
+                size_t tq = (size_t)(t0 + t) * x->quads;
+                const int8_t *xq = x->q + tq * 128 + 128 * (size_t)q + 16 * bi;
+                float dx = x->d[tq * 4 + 4 * q + bi], s = x->s[tq * 4 + 4 * q + bi];
+                int32_t off = dt == DT_Q4_0 ? -8 * (int32_t)s : 0; /* nibble - 8, summed exactly */
+                int32x4_t is = block_isum(sd, w, vld1q_s8(xq), vld1q_s8(xq + 64), off);
+                acc[h][t] = vfmaq_f32(acc[h][t], vcvtq_f32_s32(is), vmulq_n_f32(dw, dx));
+                if (dt == DT_Q4_1) acc[h][t] = vfmaq_n_f32(acc[h][t], mw, dx * s);
+            }
+        }
+}
+
+/* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T); y0 is the
+ * group's first row. `pf`: prefetch the stream Q8_PF ahead (decode). */
+AI void q8_group(dtype dt, sdot_fn sd, const uint8_t *g, int rr, int nb, const q8_act *x, int t0, int T, float *y0,
+                 int ldy, int lo, int hi, int pf) {
+    uint8_t wide[Q8W_GROUP * 4 * 34];
+    const int bb = q8w_block_bytes(dt);
+    float32x4_t acc[2][Q8_TILE_T];
+    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = vdupq_n_f32(0.0f);
+    for (int q = 0; 4 * q < nb; q++) {
+        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+        if (pf)
+            for (int l = 0; l < rr * kb * bb; l += 64) __builtin_prefetch(ck + Q8_PF + l, 0, 2);
+        if (rr < Q8W_GROUP) { /* the last, partial group: zero rows, same arithmetic */
+            q8w_widen(dt, ck, rr, kb, wide, kb);
+            ck = wide;
+        }
+        if (kb == 4) /* the common case, with constant offsets */
+            q8_chunk(dt, sd, ck, 4, x, t0, q, T, acc);
+        else
+            q8_chunk(dt, sd, ck, kb, x, t0, q, T, acc);
+    }
+    UNROLL for (int h = 0; h < 2; h++) {
+        int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
+        UNROLL for (int t = 0; t < T; t++) {
+            float *yt = y0 + (size_t)(t0 + t) * ldy + 4 * h, v[4];
+            if (a0 == 0 && a1 == 4) {
+                vst1q_f32(yt, acc[h][t]);
+                continue;
+            }
+            vst1q_f32(v, acc[h][t]);
+            for (int i = a0; i < a1; i++) yt[i] = v[i];
+        }
+    }
+}
+
+/* Tokens [0, nt) of one group: whole tiles of Q8_TILE_T, then one tile of the rest. */
+AI void q8_group_tokens(dtype dt, sdot_fn sd, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy,
+                        int lo, int hi) {
+    int t = 0;
+    for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) q8_group(dt, sd, g, rr, nb, x, t, Q8_TILE_T, y0, ldy, lo, hi, 0);
+    switch (x->nt - t) { /* constant tile sizes, so the accumulators stay in registers */
+    case 3: q8_group(dt, sd, g, rr, nb, x, t, 3, y0, ldy, lo, hi, 0); break;
+    case 2: q8_group(dt, sd, g, rr, nb, x, t, 2, y0, ldy, lo, hi, 0); break;
+    case 1: q8_group(dt, sd, g, rr, nb, x, t, 1, y0, ldy, lo, hi, 0); break;
+    default: break;
+    }
+}
+
+/* Rows [r0, r1), every token: the groups of 8 rows in order, one stream each. */
+AI void q8_matmul(dtype dt, sdot_fn sd, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x,
+                  float *y, int ldy) {
+    const int nb = cols / 32;
+    const size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    const uint8_t *p = packed;
+    int gfirst = r0 / Q8W_GROUP;
+    if (x->nt == 1) /* the in-loop prefetch runs Q8_PF ahead: fetch the stream's head too */
+        for (size_t l = 0; l < Q8_PF && l < grp * (size_t)((r1 + Q8W_GROUP - 1) / Q8W_GROUP - gfirst); l += 64)
+            __builtin_prefetch(p + grp * (size_t)gfirst + l, 0, 2);
+    for (int g0 = gfirst * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
+        int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
+        int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
+        const uint8_t *g = p + grp * (size_t)(g0 / Q8W_GROUP);
+        if (x->nt == 1)
+            q8_group(dt, sd, g, rr, nb, x, 0, 1, y + g0, ldy, lo, hi, 1);
+        else
+            q8_group_tokens(dt, sd, g, rr, nb, x, y + g0, ldy, lo, hi);
+    }
+}
+
+#define Q8_ENTRY(NAME, DT, ATTR, SD)                                                                  \
+    ATTR static void NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
+                          int ldy) {                                                                  \
+        q8_matmul(DT, SD, p, rows, cols, r0, r1, x, y, ldy);                                          \
+    }
+Q8_ENTRY(q8_sdot_q4_0, DT_Q4_0, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_sdot_q4_1, DT_Q4_1, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_sdot_q8_0, DT_Q8_0, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_mull_q4_0, DT_Q4_0, , NULL)
+Q8_ENTRY(q8_mull_q4_1, DT_Q4_1, , NULL)
+Q8_ENTRY(q8_mull_q8_0, DT_Q8_0, , NULL)
+
+static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+
+/* The table's entries: the variant this CPU runs, checked per call as in affine_neon.c. */
+static void matmul_q8_q4_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    (has_sdot() ? q8_sdot_q4_0 : q8_mull_q4_0)(p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q4_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    (has_sdot() ? q8_sdot_q4_1 : q8_mull_q4_1)(p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    (has_sdot() ? q8_sdot_q8_0 : q8_mull_q8_0)(p, rows, cols, r0, r1, x, y, ldy);
+}
+
+/* The variant without the dot-product extension, whatever this CPU has, so the
+ * self-test (tests/kernels_selftest.c) checks it on every machine. */
+matmul_q8_fn kernels_neon_q8_plain(dtype dt);
+matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
+    return dt == DT_Q4_0 ? q8_mull_q4_0 : dt == DT_Q4_1 ? q8_mull_q4_1 : dt == DT_Q8_0 ? q8_mull_q8_0 : NULL;
+}
+
 static const kernels NEON = {
     .name = "neon",
     .matmul =
@@ -235,7 +480,8 @@ static const kernels NEON = {
             [DT_AFFINE4] = affine4_matmul_neon, /* affine_neon.c */
             [DT_AFFINE8] = affine8_matmul_neon,
         },
-    .matmul_q8 = {[DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon},
+    .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
+                  [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon},
     .dot = dot_neon,
     .axpy = axpy_neon,
 };
