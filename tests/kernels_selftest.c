@@ -643,6 +643,18 @@ static const int ST_Q8_ROWS[] = {1, 3, 8, 12, 17, 34};
 static const int ST_Q8_NT[] = {1, 2, 3, 5, 17};
 static const dtype ST_Q8_DTYPES[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0};
 
+/* The int8 sizes and tolerances, for the log. */
+__attribute__((unused)) static void st_q8_describe(void) {
+    printf("int8 checks: Q4_0 Q4_1 Q8_0, cols");
+    for (int i = 0; i < ST_COUNT(ST_Q8_COLS); i++) printf(" %d", ST_Q8_COLS[i]);
+    printf(" x nt");
+    for (int i = 0; i < ST_COUNT(ST_Q8_NT); i++) printf(" %d", ST_Q8_NT[i]);
+    printf(", rows cycling");
+    for (int i = 0; i < ST_COUNT(ST_Q8_ROWS); i++) printf(" %d", ST_Q8_ROWS[i]);
+    printf("; integer data: equal bits, random data: |y - ref| <= (2 nb + 32) 2^-23 sum|term|;"
+           " 5 row splits and every token alone: equal bits\n");
+}
+
 /* Every int8 shape for one kernel: each column count with each token count,
  * rows cycling through ST_Q8_ROWS, on random and on exact data. */
 __attribute__((unused)) static int st_check_q8(const char *name, matmul_q8_fn f, dtype dt, char *msg, size_t len) {
@@ -776,6 +788,7 @@ int main(int argc, char **argv) {
     int failed = 0, tested = 0;
     char msg[512];
     printf("kernels_select(NULL): %s\n", best ? best->name : "(none)");
+    st_q8_describe();
     for (int i = 0; i < ST_COUNT(tables); i++) {
         const kernels *k = tables[i];
         if (!k) continue;

@@ -254,8 +254,11 @@ static void axpy_neon(float *y, float a, const float *x, int n) {
 #endif
 
 /* Prefill token tile: per (half, block) 8 weight vectors stay in registers
- * while 4 tokens use them (8 of the 32 registers are the f32 accumulators). */
+ * while 4 tokens use them (8 of the 32 registers are the f32 accumulators).
+ * Chosen by register count, not measured (no ARM machine here; qemu says
+ * nothing about speed). */
 #define Q8_TILE_T 4
+_Static_assert(Q8_TILE_T == 4, "q8_group_tokens' remainder switch covers 1 to 3 tokens");
 
 /* Decode prefetches this far ahead in each group's stream, into L2: the value
  * that doubled the DRAM streaming rate of the x86 GEMV (avx512.c, Q8_PF).
