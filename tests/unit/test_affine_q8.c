@@ -43,16 +43,6 @@ static void aq_put(uint8_t *p, int sdt, size_t i, float v) {
     }
 }
 
-static float aq_get(const uint8_t *p, int sdt, size_t i) {
-    if (sdt == DT_F32) {
-        float v;
-        memcpy(&v, p + 4 * i, 4);
-        return v;
-    }
-    uint16_t h = rd_u16(p + 2 * i);
-    return sdt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 /* exact = 1: scales and biases are small powers of two / integers, so that every
  * product and sum below stays an exactly representable f32. */
 static void aq_make(aq_mat *m, int bits, int group, int sdt, int rows, int cols, int exact, uint64_t *st) {
@@ -121,8 +111,8 @@ static double aq_ref(const aq_mat *m, const q8_act *a, int r, int t, double *mag
     double y = 0.0, s = 0.0;
     for (int c = 0; c < m->cols; c++) {
         int g = c / m->group;
-        double w = (double)aq_get(m->aw.scales, m->sdt, (size_t)r * ng + g) * aq_wq(m, r, c) +
-                   (double)aq_get(m->aw.biases, m->sdt, (size_t)r * ng + g);
+        double w = (double)affine_param(m->aw.scales, m->sdt, (size_t)r * ng + g) * aq_wq(m, r, c) +
+                   (double)affine_param(m->aw.biases, m->sdt, (size_t)r * ng + g);
         double xv = (double)a->d[(size_t)t * a->quads * 4 + c / 32] * aq_xq(a, t, c / 32, c % 32);
         y += w * xv;
         s += fabs(w * xv);
