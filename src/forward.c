@@ -57,16 +57,17 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     const model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
-    s->v_blocks = (ctx + ATT_VBLOCK - 1) / ATT_VBLOCK;
+    s->k_blocks = (ctx + ATT_KBLOCK - 1) / ATT_KBLOCK;
     s->score_ld = (ctx + 15) / 16 * 16 + 16;
     s->chunk = ctx < 256 ? ctx : 256;
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t kv = (size_t)c->n_layers * (size_t)ctx * kvd, ch = (size_t)s->chunk;
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
-    s->kv_type = weights_packed(m) ? DT_F16 : DT_F32;
+    s->fast = weights_packed(m);
+    s->kv_type = s->fast ? DT_F16 : DT_F32;
     size_t esz = dtype_row_bytes(s->kv_type, 1);
-    s->k_cache = calloc(kv, esz);
-    s->v_cache = calloc((size_t)c->n_layers * kvd * s->v_blocks * ATT_VBLOCK, esz);
+    s->k_cache = calloc((size_t)c->n_layers * kvd * s->k_blocks * ATT_KBLOCK, esz);
+    s->v_cache = calloc(kv, esz);
     s->x = malloc(ch * c->dim * sizeof(float));
     s->xb = malloc(ch * c->dim * sizeof(float));
     s->q = malloc(ch * qd * sizeof(float));
@@ -78,7 +79,7 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     s->hb2 = malloc(ch * c->hidden_dim * sizeof(float));
     size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
     s->scores = malloc(att * s->score_ld * sizeof(float));
-    s->att_rows = malloc(att * 3 * c->head_dim * sizeof(float));
+    s->att_rows = malloc(att * 2 * c->head_dim * sizeof(float));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
     int xq_ok = !weights_packed(m) || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
@@ -235,14 +236,14 @@ static void cache_put(const fwd_state *s, void *base, size_t i, float v) {
     }
 }
 
-/* Layer l's keys: (ctx, kvd); values: (n_kv_heads, v_blocks, head_dim, ATT_VBLOCK). */
-static void *k_layer(const fwd_state *s, const model_config *c, int l) {
-    return (char *)s->k_cache + dtype_row_bytes(s->kv_type, (int64_t)l * s->ctx * c->n_kv_heads * c->head_dim);
+/* Layer l's keys of kv head h: (k_blocks, head_dim, ATT_KBLOCK); values: (ctx, kvd). */
+static void *k_head(const fwd_state *s, const model_config *c, int l, int h) {
+    int64_t per_head = (int64_t)s->k_blocks * c->head_dim * ATT_KBLOCK;
+    return (char *)s->k_cache + dtype_row_bytes(s->kv_type, ((int64_t)l * c->n_kv_heads + h) * per_head);
 }
 
 static void *v_layer(const fwd_state *s, const model_config *c, int l) {
-    return (char *)s->v_cache +
-           dtype_row_bytes(s->kv_type, (int64_t)l * c->n_kv_heads * s->v_blocks * c->head_dim * ATT_VBLOCK);
+    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)l * s->ctx * c->n_kv_heads * c->head_dim);
 }
 
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
@@ -265,8 +266,17 @@ static void post_residual(const matmul_job *j, int r0, int r1) {
 static void post_swiglu(const matmul_job *j, int r0, int r1) {
     int hid = j->m->cfg.hidden_dim;
     fwd_state *s = j->s;
-    for (int t = 0; t < j->nt; t++)
-        ops_swiglu(s->hb + (size_t)t * hid + r0, s->hb2 + (size_t)t * hid + r0, r1 - r0);
+    const kernels *k = j->m->kern;
+    swiglu_fn fast = k->swiglu_fast ? k->swiglu_fast : kernels_scalar()->swiglu_fast;
+    for (int t = 0; t < j->nt; t++) {
+        float *g = s->hb + (size_t)t * hid + r0;
+        const float *u = s->hb2 + (size_t)t * hid + r0;
+        if (s->fast) {
+            fast(g, u, r1 - r0);
+        } else {
+            ops_swiglu(g, u, r1 - r0);
+        }
+    }
     if (!j->quantize_down) return;
     q8_act part = s->xq_down;
     q8_act_shape(&part, 1, r1 - r0);
@@ -276,22 +286,17 @@ static void post_swiglu(const matmul_job *j, int r0, int r1) {
     quantizer(j->m)(s->hb + r0, hid, 0, 1, &part);
 }
 
-/* The values of the rows just computed into the transposed V cache. Q, K, V
- * are stacked in that order, so V's rows start after n_heads + n_kv_heads heads. */
+/* The values of the rows just computed into the V cache. Q, K, V are stacked
+ * in that order, so V's rows start after n_heads + n_kv_heads heads. */
 static void post_store_v(const matmul_job *j, int r0, int r1) {
     const model_config *c = &j->m->cfg;
     fwd_state *s = j->s;
     int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
     int v0 = r0 - (qd + kvd) > 0 ? r0 - (qd + kvd) : 0, v1 = r1 - (qd + kvd) < kvd ? r1 - (qd + kvd) : kvd;
-    /* rows r of V are (kv head, dim) in order */
-    void *vt = v_layer(s, c, j->layer);
-    int hd = c->head_dim;
-    for (int r = v0; r < v1; r++)
-        for (int t = 0; t < j->nt; t++) {
-            int p = j->pos + t;
-            size_t i = (((size_t)(r / hd) * s->v_blocks + p / ATT_VBLOCK) * hd + r % hd) * ATT_VBLOCK + p % ATT_VBLOCK;
-            cache_put(s, vt, i, s->v_new[(size_t)t * kvd + r]);
-        }
+    /* rows r of V are (kv head, dim) in order, as a cache row */
+    void *vc = v_layer(s, c, j->layer);
+    for (int t = 0; t < j->nt; t++)
+        for (int r = v0; r < v1; r++) cache_put(s, vc, (size_t)(j->pos + t) * kvd + r, s->v_new[(size_t)t * kvd + r]);
 }
 
 /* ---- attention ------------------------------------------------------------------- */
@@ -306,19 +311,19 @@ typedef struct {
  * within a thread's range one ops_attend_block per kv head it touches, over
  * that kv head's queries in the range. Splitting by kv head instead would give
  * one of 2 threads twice the other's work for 3 kv heads. */
-static void attention_decode(const attn_job *j, int ith, int nth, float scale, float *sc, float *tmp) {
+static void attention_decode(const attn_job *j, int ith, int nth, float scale, float *sc) {
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
     int hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
-    const char *kc = k_layer(s, c, j->layer), *vt = v_layer(s, c, j->layer);
+    const char *vc = v_layer(s, c, j->layer);
     int h0, h1;
     pool_split(c->n_heads, 1, ith, nth, &h0, &h1);
     for (int h = h0; h < h1;) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
-        ops_attend_block(j->m->kern, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h, he - h,
-                         s->kv_type, kc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd,
-                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * s->v_blocks * hd * ATT_VBLOCK), ATT_VBLOCK,
-                         j->pos + 1, hd, scale, sc, s->score_ld, tmp);
+        ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
+                         he - h, s->kv_type, k_head(s, c, j->layer, kvh), ATT_KBLOCK,
+                         vc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd, j->pos + 1, hd, scale, sc,
+                         s->score_ld);
         h = he;
     }
 }
@@ -338,11 +343,11 @@ static void attention_task(void *ctx, int ith, int nth) {
     float scale = 1.0f / sqrtf((float)hd);
     float *sc = s->scores + (size_t)ith * rows * s->score_ld;
     if (j->n == 1) {
-        attention_decode(j, ith, nth, scale, sc, s->att_rows + (size_t)ith * 3 * rows * hd);
+        attention_decode(j, ith, nth, scale, sc);
         return;
     }
-    const char *kc = k_layer(s, c, j->layer), *vt = v_layer(s, c, j->layer);
-    float *qg = s->att_rows + (size_t)ith * 3 * rows * hd, *og = qg + (size_t)rows * hd;
+    const char *vc = v_layer(s, c, j->layer);
+    float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
     int blocks = (j->n + ATT_TOKENS - 1) / ATT_TOKENS, total = blocks * c->n_kv_heads;
     for (int task = ith; task < total; task += nth) {
         int t0 = task / c->n_kv_heads * ATT_TOKENS, kvh = task % c->n_kv_heads;
@@ -351,10 +356,9 @@ static void attention_task(void *ctx, int ith, int nth) {
         const float *q0 = s->q + (size_t)t0 * qd + (size_t)kvh * group * hd;
         float *o0 = s->att_out + (size_t)t0 * qd + (size_t)kvh * group * hd;
         for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
-        ops_attend_block(j->m->kern, og, hd, qg, hd, nt * group, group, s->kv_type,
-                         kc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd,
-                         vt + dtype_row_bytes(s->kv_type, (int64_t)kvh * s->v_blocks * hd * ATT_VBLOCK), ATT_VBLOCK,
-                         j->pos + t0 + 1, hd, scale, sc, s->score_ld, og + (size_t)rows * hd);
+        ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv_type,
+                         k_head(s, c, j->layer, kvh), ATT_KBLOCK, vc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd),
+                         (size_t)kvd, j->pos + t0 + 1, hd, scale, sc, s->score_ld);
         for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
     }
 }
@@ -389,7 +393,7 @@ static void rmsnorm_task(void *ctx, int ith, int nth) {
 }
 
 /* RoPE on the new queries and keys, with each token's angles from s->rope_cs;
- * then the keys into the cache. */
+ * then the keys into the cache, transposed. */
 static void rope_task(void *ctx, int ith, int nth) {
     const token_job *j = ctx;
     const model_config *c = &j->m->cfg;
@@ -402,8 +406,12 @@ static void rope_task(void *ctx, int ith, int nth) {
             ops_rope_apply(s->q + (size_t)t * qd + (size_t)h * hd, hd, cs, c->rope_interleaved);
         float *k = s->k_new + (size_t)t * kvd;
         for (int h = 0; h < c->n_kv_heads; h++) ops_rope_apply(k + (size_t)h * hd, hd, cs, c->rope_interleaved);
-        void *kc = k_layer(s, c, j->layer);
-        for (int i = 0; i < kvd; i++) cache_put(s, kc, (size_t)(j->pos + t) * kvd + i, k[i]);
+        int p = j->pos + t;
+        for (int h = 0; h < c->n_kv_heads; h++) {
+            void *kc = k_head(s, c, j->layer, h);
+            size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
+            for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[h * hd + d]);
+        }
     }
 }
 

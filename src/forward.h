@@ -8,41 +8,43 @@
  * read once for this many queries. */
 #define ATT_TOKENS 16
 
-/* Positions per block of the transposed value cache. */
-#define ATT_VBLOCK 64
+/* Positions per block of the transposed key cache. */
+#define ATT_KBLOCK 64
 
 /* Scratch and cache of one sequence. Owned by a session. */
 typedef struct {
     int ctx;          /* KV capacity in tokens */
     int chunk;        /* most tokens per forward call */
+    int fast;         /* fast mode (some weights take the int8-activation kernels): f16
+                         cache, the kernels' polynomial e^x in softmax and SwiGLU */
     dtype kv_type;    /* DT_F32 in exact mode (the f32 path stays token-exact), DT_F16 in
                          fast mode: half the bytes decode attention streams per token */
-    void *k_cache;    /* (n_layers, ctx, n_kv_heads * head_dim) kv_type */
-    int v_blocks;     /* ceil(ctx / ATT_VBLOCK) */
+    void *k_cache;    /* (n_layers, n_kv_heads, k_blocks, head_dim, ATT_KBLOCK) kv_type:
+                         keys transposed in blocks of positions, so q . K^T is a
+                         broadcast-FMA over 64 positions per vector row (kernels.h,
+                         att_scores), and a new position touches one block per head
+                         (a layout with whole-context rows touched head_dim pages per
+                         head on the first token: +15 ms to a cold start) */
+    int k_blocks;     /* ceil(ctx / ATT_KBLOCK) */
     int score_ld;     /* floats per row of scores: ctx plus a cache line, so that rows
                          do not all map to the same cache sets */
-    void *v_cache;    /* (n_layers, n_kv_heads, v_blocks, head_dim, ATT_VBLOCK) kv_type:
-                         values transposed in blocks of positions, so attention's
-                         probabilities times values is an f32-accumulated matmul per
-                         block with rows = dims, and a new position touches one block
-                         per head (a layout with whole-context rows touched head_dim
-                         pages per head on the first token: +15 ms to a cold start) */
+    void *v_cache;    /* (n_layers, ctx, n_kv_heads * head_dim) kv_type: values in rows,
+                         so probabilities times values is a broadcast-FMA over dims */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
     float *q;         /* (chunk, n_heads * head_dim) */
     float *k_new;     /* (chunk, n_kv_heads * head_dim) keys of this chunk, RoPE'd here
-                         before their copy into k_cache */
+                         before their transposed copy into k_cache */
     float *v_new;     /* (chunk, n_kv_heads * head_dim) values of this chunk, before
-                         their transposed copy into v_cache */
+                         their copy into v_cache */
     float *rope_cs;   /* (chunk, head_dim) cos then sin of each token's angles */
     float *att_out;   /* (chunk, n_heads * head_dim) attention output before wo */
     float *hb;        /* (chunk, hidden_dim) gate, then silu(gate) * up */
     float *hb2;       /* (chunk, hidden_dim) up */
     float *scores;    /* (n_threads, ATT_TOKENS * group, score_ld) attention scores, one block
                          per thread (group = n_heads / n_kv_heads) */
-    float *att_rows;  /* (n_threads, 3, ATT_TOKENS * group, head_dim) per thread: a block's
-                         queries gathered (token, head of the group), its outputs, and
-                         one value block's partial outputs */
+    float *att_rows;  /* (n_threads, 2, ATT_TOKENS * group, head_dim) per thread: a block's
+                         queries gathered (token, head of the group) and its outputs */
     float *logits;    /* (vocab) logits of the last token of the last call */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */

@@ -83,23 +83,22 @@ static void softmax_masked(float *x, int len, int pad, float scale) {
     for (int p = len; p < pad; p++) x[p] = 0.0f;
 }
 
-void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, int rpt, dtype kvt,
-                      const void *kc, size_t kstride, const void *vt, int vb, int len0, int hd, float scale,
-                      float *scores, int lds, float *tmp) {
-    matmul_fn mm = k->matmul[kvt] ? k->matmul[kvt] : kernels_scalar()->matmul[kvt];
+void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
+                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int hd,
+                      float scale, float *scores, int lds) {
+    const kernels *ref = kernels_scalar();
+    att_scores_fn sc = k->att_scores[kvt] ? k->att_scores[kvt] : ref->att_scores[kvt];
+    att_values_fn va = k->att_values[kvt] ? k->att_values[kvt] : ref->att_values[kvt];
+    softmax_fn sm = k->softmax_fast ? k->softmax_fast : ref->softmax_fast;
     int len = len0 + (nt - 1) / rpt; /* the last row's length bounds every row */
-    /* scores (nt, len) = q . K^T: K rows are positions */
-    mm(kc, dtype_row_bytes(kvt, (int64_t)kstride), hd, 0, len, q, ldq, nt, scores, lds);
-    for (int i = 0; i < nt; i++) softmax_masked(scores + (size_t)i * lds, len0 + i / rpt, len, scale);
-    /* out (nt, hd) = sum over blocks of P_b . V_b: V^T rows are dimensions */
-    for (int p0 = 0; p0 < len; p0 += vb) {
-        const char *blk = (const char *)vt + dtype_row_bytes(kvt, (int64_t)p0 * hd);
-        int cols = len - p0 < vb ? len - p0 : vb;
-        float *y = p0 == 0 ? out : tmp;
-        int ldy = p0 == 0 ? ldo : hd;
-        mm(blk, dtype_row_bytes(kvt, vb), cols, 0, hd, scores + p0, lds, nt, y, ldy);
-        if (p0 == 0) continue;
-        for (int i = 0; i < nt; i++)
-            for (int d = 0; d < hd; d++) out[(size_t)i * ldo + d] += tmp[(size_t)i * hd + d];
+    sc(kt, kb, hd, len, q, ldq, nt, scores, lds);
+    for (int i = 0; i < nt; i++) {
+        float *row = scores + (size_t)i * lds;
+        if (fast) {
+            sm(row, len0 + i / rpt, len, scale);
+        } else {
+            softmax_masked(row, len0 + i / rpt, len, scale);
+        }
     }
+    va(vc, vstride, hd, len, scores, lds, nt, out, ldo);
 }

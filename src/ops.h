@@ -33,19 +33,17 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
 /* Causal attention of nt query rows of heads that share one kv head, batched:
  * row i belongs to token i / rpt (rpt = query rows per token, e.g. the heads of
  * a GQA group) and attends positions 0 .. len0 - 1 + i / rpt. The cache holds
- * kvt values (DT_F32 or DT_F16), strides count elements. Keys: position p at
- * element p * kstride of kc (hd values). Values transposed in blocks of vb
- * positions: block b = p / vb is hd rows of vb, dimension d of position p at
- * element (b * hd + d) * vb + p % vb of vt (a new position touches one block,
- * not hd rows far apart). Row i of q at q + i * ldq, of out at out + i * ldo.
- * scores is scratch of (nt, lds) floats, lds >= len0 + (nt - 1) / rpt; tmp of
- * (nt, hd) floats (unused when all positions fit in one block). Both products go through the kernels'
- * matmul for kvt (keys and values read once for all nt rows; the values block
- * by block, summed in block order); masked positions get probability exactly
- * 0, which adds exactly nothing, so a row's output does not depend on nt or on
- * the rows sharing its call. */
-void ops_attend_block(const kernels *k, float *out, int ldo, const float *q, int ldq, int nt, int rpt, dtype kvt,
-                      const void *kc, size_t kstride, const void *vt, int vb, int len0, int hd, float scale,
-                      float *scores, int lds, float *tmp);
+ * kvt values (DT_F32 or DT_F16) in the layout of kernels.h's att_scores /
+ * att_values: keys transposed in blocks of kb positions (kt holds whole
+ * blocks), values in rows vstride elements apart. Row i of q at q + i * ldq,
+ * of out at out + i * ldo. scores is scratch of (nt, lds) floats, lds >= len0 +
+ * (nt - 1) / rpt. fast = 0: softmax with libm's expf (exact mode); 1: the
+ * kernels' softmax_fast. Keys and values are read once for all nt rows;
+ * masked positions get probability exactly 0, which adds exactly nothing, so
+ * a row's output does not depend on nt or on the rows sharing its call, and
+ * (fast = 0) not on the ISA either. */
+void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
+                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int hd,
+                      float scale, float *scores, int lds);
 
 #endif

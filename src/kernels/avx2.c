@@ -322,6 +322,44 @@ static void axpy_avx2(float *y, float a, const float *x, int n) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+/* Attention, fast softmax and SwiGLU: attn_tiles.h over 8-lane vectors, a
+ * register tile of 4 query rows x 16 positions (or dimensions) = 8 ymm. */
+static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+static inline float hmax8(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+#define AV __m256
+#define AVI __m256i
+#define AW 8
+#define ATT_NV 2
+#define ATT_SUFFIX avx2
+#define av_zero() _mm256_setzero_ps()
+#define av_set1(x) _mm256_set1_ps(x)
+#define av_load(p) _mm256_loadu_ps(p)
+#define av_load_h(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define av_store(p, v) _mm256_storeu_ps(p, v)
+#define av_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define av_add(a, b) _mm256_add_ps(a, b)
+#define av_sub(a, b) _mm256_sub_ps(a, b)
+#define av_mul(a, b) _mm256_mul_ps(a, b)
+#define av_div(a, b) _mm256_div_ps(a, b)
+#define av_min(a, b) _mm256_min_ps(a, b)
+#define av_max(a, b) _mm256_max_ps(a, b)
+#define av_round(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define av_hsum(v) hsum8(v)
+#define av_hmax(v) hmax8(v)
+#define av_cvt_i(v) _mm256_cvtps_epi32(v)
+#define av_shr1(v) _mm256_srai_epi32(v, 1)
+#define av_isub(a, b) _mm256_sub_epi32(a, b)
+#define av_pow2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23))
+#include "attn_tiles.h"
+
 static const kernels AVX2 = {
     .name = "avx2",
     .matmul =
@@ -339,6 +377,10 @@ static const kernels AVX2 = {
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2}, /* affine_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
+    .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_F16] = att_scores_f16_avx2},
+    .att_values = {[DT_F32] = att_values_f32_avx2, [DT_F16] = att_values_f16_avx2},
+    .softmax_fast = softmax_fast_avx2,
+    .swiglu_fast = swiglu_fast_avx2,
 };
 
 /* The table, without any CPU check: dispatch.c calls this only after checking. */

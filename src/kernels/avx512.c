@@ -725,6 +725,34 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
     }
 }
 
+/* Attention, fast softmax and SwiGLU: attn_tiles.h over 16-lane vectors, a
+ * register tile of 4 query rows x 64 positions (or dimensions) = 16 zmm. */
+#define AV __m512
+#define AVI __m512i
+#define AW 16
+#define ATT_NV 4
+#define ATT_SUFFIX avx512
+#define av_zero() _mm512_setzero_ps()
+#define av_set1(x) _mm512_set1_ps(x)
+#define av_load(p) _mm512_loadu_ps(p)
+#define av_load_h(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define av_store(p, v) _mm512_storeu_ps(p, v)
+#define av_fma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define av_add(a, b) _mm512_add_ps(a, b)
+#define av_sub(a, b) _mm512_sub_ps(a, b)
+#define av_mul(a, b) _mm512_mul_ps(a, b)
+#define av_div(a, b) _mm512_div_ps(a, b)
+#define av_min(a, b) _mm512_min_ps(a, b)
+#define av_max(a, b) _mm512_max_ps(a, b)
+#define av_round(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define av_hsum(v) _mm512_reduce_add_ps(v)
+#define av_hmax(v) _mm512_reduce_max_ps(v)
+#define av_cvt_i(v) _mm512_cvtps_epi32(v)
+#define av_shr1(v) _mm512_srai_epi32(v, 1)
+#define av_isub(a, b) _mm512_sub_epi32(a, b)
+#define av_pow2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23))
+#include "attn_tiles.h"
+
 #define AVX512_TABLE(NAME, Q8)                                                                      \
     static const kernels NAME = {                                                                   \
         .name = "avx512",                                                                           \
@@ -744,6 +772,10 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512},  \
         .dot = dot_avx512,                                                                          \
         .axpy = axpy_avx512,                                                                        \
+        .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_F16] = att_scores_f16_avx512},         \
+        .att_values = {[DT_F32] = att_values_f32_avx512, [DT_F16] = att_values_f16_avx512},         \
+        .softmax_fast = softmax_fast_avx512,                                                        \
+        .swiglu_fast = swiglu_fast_avx512,                                                          \
     };
 
 AVX512_TABLE(AVX512, q8b)      /* int8 dot products by vpmaddubsw + vpmaddwd */

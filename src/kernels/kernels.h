@@ -137,6 +137,34 @@ static inline void q8w_widen(dtype dt, const uint8_t *src, int rr, int kb, uint8
         }
 }
 
+/* ---- attention over the KV cache -------------------------------------------
+ *
+ * Keys of one kv head are stored transposed in blocks of kb positions (block b
+ * is hd rows of kb elements: dimension d of position p at (p / kb * hd + d) * kb
+ * + p % kb), values in natural rows (dimension d of position p at p * vstride +
+ * d). Both products are then broadcast-FMAs over contiguous lanes (positions,
+ * or dimensions), with no horizontal sums. Elements are F32 or F16.
+ *
+ * att_scores: s[i*lds + p] = sum_d q[i*ldq + d] * K[p][d] for p < len;
+ * att_values: out[i*ldo + d] = sum_{p < len} pr[i*ldp + p] * V[p][d].
+ * Each output is ONE accumulator, started at 0 and fed by fused multiply-adds
+ * in d (resp. p) order: every ISA gives the scalar version's bits (which uses
+ * fmaf), and an output depends on nothing but its own row and the cache. */
+typedef void (*att_scores_fn)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
+                              float *s, int lds);
+typedef void (*att_values_fn)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
+                              int nt, float *out, int ldo);
+
+/* Fast mode's softmax of one attention row: x[p] = e^(x[p] * scale - max) / sum
+ * for p < len (scale > 0), x[p] = 0 for len <= p < pad. e^ is a polynomial
+ * (relative error ~2e-7, see scalar.c) instead of libm's expf; exact mode keeps
+ * expf (ops.c). The sum's order differs by ISA (tested with a tolerance). */
+typedef void (*softmax_fn)(float *x, int len, int pad, float scale);
+
+/* Fast mode's SwiGLU: gate[i] = gate[i] / (1 + e^-gate[i]) * up[i], with the
+ * same polynomial e^. */
+typedef void (*swiglu_fn)(float *gate, const float *up, int n);
+
 typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
@@ -144,6 +172,10 @@ typedef struct {
     matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0 on repacked weights; NULL: scalar */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
+    att_scores_fn att_scores[DT_COUNT]; /* F32, F16; NULL: scalar */
+    att_values_fn att_values[DT_COUNT]; /* F32, F16; NULL: scalar */
+    softmax_fn softmax_fast;            /* NULL: scalar */
+    swiglu_fn swiglu_fast;              /* NULL: scalar */
 } kernels;
 
 /* The portable reference table (every entry set for F32, F16, BF16, Q8_0, Q4_0, Q4_1). */

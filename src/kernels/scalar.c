@@ -4,6 +4,7 @@
 #include "kernels.h"
 
 #include "affine_kernels.h" /* the MLX affine kernels live in affine_scalar.c */
+#include "attn_kernels.h"   /* attention and fast softmax / SwiGLU: attn_scalar.c */
 
 #include <math.h>
 
@@ -209,6 +210,10 @@ static const kernels SCALAR = {
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
+    .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_F16] = att_scores_f16_scalar},
+    .att_values = {[DT_F32] = att_values_f32_scalar, [DT_F16] = att_values_f16_scalar},
+    .softmax_fast = softmax_fast_scalar,
+    .swiglu_fast = swiglu_fast_scalar,
 };
 
 const kernels *kernels_scalar(void) { return &SCALAR; }

@@ -2,6 +2,9 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include <stdlib.h>
+
+#include "kernels/attn_kernels.h"
 #include "ops.h"
 #include "util.h"
 
@@ -114,117 +117,168 @@ Test(ops, rope_angles_then_apply_equals_rope) {
     }
 }
 
+/* Keys of ctx positions (rows kstride apart) into the cache's transposed
+ * blocks of kb positions (whole blocks, the tail zero), as f32 or f16. */
+static void *key_blocks(const float *k, size_t kstride, int ctx, int hd, int kb, int f16) {
+    int blocks = (ctx + kb - 1) / kb;
+    size_t n = (size_t)blocks * hd * kb;
+    void *kt = calloc(n, f16 ? 2 : 4);
+    for (int p = 0; p < ctx; p++)
+        for (int d = 0; d < hd; d++) {
+            size_t at = ((size_t)(p / kb) * hd + d) * kb + p % kb;
+            float v = k[p * kstride + d];
+            if (f16) {
+                ((uint16_t *)kt)[at] = f32_to_f16(v);
+            } else {
+                ((float *)kt)[at] = v;
+            }
+        }
+    return kt;
+}
+
+static const kernels *isa_table(int i) {
+    static const char *names[] = {"scalar", "avx2", "avx512", "neon"};
+    return kernels_select(names[i]);
+}
+
 /* The batched causal attention against ops_attend token by token, for every
- * kernel table on this machine: keys in rows of stride kvd, values transposed. */
-static void check_attend_block(const kernels *k) {
-    enum { HD = 24, KVD = 2 * HD, QD = 3 * HD, CTX = 40, NT = 7, POS = 29 };
-    static float kc[CTX * KVD], v[CTX * KVD], vt[KVD * CTX], q[NT * QD], out[NT * QD], sc[NT * CTX];
-    float want[HD], sc1[CTX];
-    for (int i = 0; i < CTX * KVD; i++) {
+ * kernel table on this machine, exact and fast softmax: keys in the cache's
+ * blocks, values in rows of stride kvd. hd 64 with 64-position blocks takes
+ * the SIMD tiles; hd 24 with 8-position blocks their scalar fallback. */
+static void check_attend_block(const kernels *k, int fast, int hd, int kb) {
+    enum { CTX = 100, NT = 7, POS = 70, MAXHD = 64 };
+    int kvd = 2 * hd, qd = 3 * hd;
+    float *kc = malloc(sizeof(float) * CTX * kvd), *v = malloc(sizeof(float) * CTX * kvd);
+    float *q = malloc(sizeof(float) * NT * qd), *out = malloc(sizeof(float) * NT * qd);
+    float *sc = malloc(sizeof(float) * NT * CTX), want[MAXHD], sc1[CTX];
+    for (int i = 0; i < CTX * kvd; i++) {
         kc[i] = sinf(0.7f * (float)i);
         v[i] = cosf(1.3f * (float)i + 0.2f);
     }
-    for (int p = 0; p < CTX; p++)
-        for (int r = 0; r < KVD; r++) vt[r * CTX + p] = v[p * KVD + r];
-    for (int i = 0; i < NT * QD; i++) q[i] = 2.0f * sinf(0.11f * (float)i * (float)i);
+    for (int i = 0; i < NT * qd; i++) q[i] = 2.0f * sinf(0.11f * (float)i * (float)i);
     const int kvh = 1, h = 2; /* one query head of the second kv head */
-    ops_attend_block(k, out + h * HD, QD, q + h * HD, QD, NT, 1, DT_F32, kc + kvh * HD, KVD, vt + kvh * HD * CTX, CTX, POS + 1,
-                     HD, 0.2f, sc, CTX, NULL);
+    void *kt = key_blocks(kc + kvh * hd, kvd, CTX, hd, kb, 0);
+    ops_attend_block(k, fast, out + h * hd, qd, q + h * hd, qd, NT, 1, DT_F32, kt, kb, v + kvh * hd, kvd, POS + 1, hd,
+                     0.2f, sc, CTX);
+    float tol = fast ? 1e-5f : 1e-6f;
     for (int t = 0; t < NT; t++) {
-        ops_attend(kernels_scalar(), want, q + t * QD + h * HD, kc + kvh * HD, v + kvh * HD, POS + 1 + t, HD, KVD,
+        ops_attend(kernels_scalar(), want, q + t * qd + h * hd, kc + kvh * hd, v + kvh * hd, POS + 1 + t, hd, kvd,
                    0.2f, sc1);
-        for (int i = 0; i < HD; i++)
-            cr_expect_float_eq(out[t * QD + h * HD + i], want[i], 1e-6f + 1e-5f * fabsf(want[i]), "%s t=%d i=%d",
-                               k->name, t, i);
+        for (int i = 0; i < hd; i++)
+            cr_expect_float_eq(out[t * qd + h * hd + i], want[i], tol + 10 * tol * fabsf(want[i]),
+                               "%s fast=%d hd=%d t=%d i=%d", k->name, fast, hd, t, i);
     }
+    free(kt);
+    free(kc);
+    free(v);
+    free(q);
+    free(out);
+    free(sc);
 }
 
 Test(ops, attend_block_matches_attend_per_token) {
-    check_attend_block(kernels_scalar());
-    const char *isas[] = {"avx2", "avx512", "neon"};
-    for (int i = 0; i < 3; i++) {
-        const kernels *k = kernels_select(isas[i]);
-        if (k) check_attend_block(k);
+    for (int i = 0; i < 4; i++) {
+        const kernels *k = isa_table(i);
+        if (!k) continue;
+        for (int fast = 0; fast < 2; fast++) {
+            check_attend_block(k, fast, 64, 64);
+            check_attend_block(k, fast, 24, 8);
+        }
     }
 }
 
-/* A token's output does not depend on the other tokens sharing its call: the
- * masked positions of earlier tokens add exactly zero. */
-Test(ops, attend_block_independent_of_batch) {
-    enum { HD = 16, CTX = 33, NT = 5 };
-    static float kc[CTX * HD], vt[HD * CTX], q[NT * HD], all[NT * HD], one[HD], sc[NT * CTX];
+/* A token's output does not depend on the other tokens sharing its call (the
+ * masked positions of earlier tokens add exactly zero), nor on the ISA in
+ * exact mode. */
+Test(ops, attend_block_independent_of_batch_and_isa) {
+    enum { HD = 64, CTX = 150, NT = 9, KB = 64 };
+    static float kc[CTX * HD], v[CTX * HD], q[NT * HD], all[NT * HD], one[HD], ref[NT * HD], sc[NT * CTX];
     for (int i = 0; i < CTX * HD; i++) {
         kc[i] = sinf((float)i);
-        vt[i] = cosf(0.3f * (float)i);
+        v[i] = cosf(0.3f * (float)i);
     }
     for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
-    const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, all, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 20, HD, 0.25f, sc, CTX, NULL);
-    for (int t = 0; t < NT; t++) {
-        ops_attend_block(k, one, HD, q + t * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 20 + t, HD, 0.25f, sc, CTX, NULL);
-        for (int i = 0; i < HD; i++) cr_expect_eq(all[t * HD + i], one[i], "t=%d i=%d", t, i);
+    void *kt = key_blocks(kc, HD, CTX, HD, KB, 0);
+    ops_attend_block(kernels_scalar(), 0, ref, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, HD, 0.25f, sc, CTX);
+    for (int i = 0; i < 4; i++) {
+        const kernels *k = isa_table(i);
+        if (!k) continue;
+        for (int fast = 0; fast < 2; fast++) {
+            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, HD, 0.25f, sc, CTX);
+            for (int t = 0; t < NT; t++) {
+                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, 120 + t, HD, 0.25f, sc,
+                                 CTX);
+                for (int d = 0; d < HD; d++) {
+                    cr_expect_eq(all[t * HD + d], one[d], "%s fast=%d t=%d d=%d", k->name, fast, t, d);
+                    if (!fast)
+                        cr_expect_eq(all[t * HD + d], ref[t * HD + d], "%s vs scalar t=%d d=%d", k->name, t, d);
+                }
+            }
+        }
     }
+    free(kt);
 }
 
 /* Query rows of several heads per token (a GQA group) give each head's rows
  * bit for bit what a call per head gives. */
 Test(ops, attend_block_group_rows_equal_per_head) {
-    enum { HD = 16, CTX = 30, G = 3, NT = 4 };
-    static float kc[CTX * HD], vt[HD * CTX], q[NT * G * HD], grp[NT * G * HD], one[HD], sc[NT * G * CTX];
+    enum { HD = 64, CTX = 30, G = 3, NT = 4, KB = 64 };
+    static float kc[CTX * HD], v[CTX * HD], q[NT * G * HD], grp[NT * G * HD], one[HD], sc[NT * G * CTX];
     for (int i = 0; i < CTX * HD; i++) {
         kc[i] = sinf(0.9f * (float)i);
-        vt[i] = cosf(0.4f * (float)i);
+        v[i] = cosf(0.4f * (float)i);
     }
     for (int i = 0; i < NT * G * HD; i++) q[i] = sinf(0.21f * (float)i);
     const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, grp, HD, q, HD, NT * G, G, DT_F32, kc, HD, vt, CTX, 11, HD, 0.25f, sc, CTX, NULL);
+    void *kt = key_blocks(kc, HD, CTX, HD, KB, 1);
+    uint16_t vh[CTX * HD];
+    for (int i = 0; i < CTX * HD; i++) vh[i] = f32_to_f16(v[i]);
+    ops_attend_block(k, 1, grp, HD, q, HD, NT * G, G, DT_F16, kt, KB, vh, HD, 11, HD, 0.25f, sc, CTX);
     for (int t = 0; t < NT; t++)
         for (int g = 0; g < G; g++) {
-            ops_attend_block(k, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F32, kc, HD, vt, CTX, 11 + t, HD, 0.25f, sc, CTX, NULL);
+            ops_attend_block(k, 1, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F16, kt, KB, vh, HD, 11 + t, HD, 0.25f,
+                             sc, CTX);
             for (int i = 0; i < HD; i++) cr_expect_eq(grp[(t * G + g) * HD + i], one[i], "t=%d g=%d i=%d", t, g, i);
         }
+    free(kt);
 }
 
-/* An f16 cache (fast mode) gives the f32 cache's result to f16 precision, and
- * keeps a row's output independent of its batch. */
+/* An f16 cache (fast mode) gives the f32 cache's result for the same values. */
 Test(ops, attend_block_f16_cache) {
-    enum { HD = 32, CTX = 40, NT = 6 };
-    static float kc[CTX * HD], vt[HD * CTX], q[NT * HD], want[NT * HD], got[NT * HD], one[HD], sc[NT * CTX];
-    static uint16_t kh[CTX * HD], vh[HD * CTX];
+    enum { HD = 64, CTX = 80, NT = 6, KB = 64 };
+    static float kc[CTX * HD], v[CTX * HD], q[NT * HD], want[NT * HD], got[NT * HD], sc[NT * CTX];
+    static uint16_t vh[CTX * HD];
     for (int i = 0; i < CTX * HD; i++) {
-        kh[i] = f32_to_f16(sinf(0.3f * (float)i));
+        kc[i] = f16_to_f32(f32_to_f16(sinf(0.3f * (float)i))); /* f16 values, exact in f32 */
         vh[i] = f32_to_f16(cosf(0.7f * (float)i));
-        kc[i] = f16_to_f32(kh[i]); /* the same values, so only the kernels' f16 reads differ */
-        vt[i] = f16_to_f32(vh[i]);
+        v[i] = f16_to_f32(vh[i]);
     }
     for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.13f * (float)i);
-    const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, want, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 30, HD, 0.2f, sc, CTX, NULL);
-    ops_attend_block(k, got, HD, q, HD, NT, 1, DT_F16, kh, HD, vh, CTX, 30, HD, 0.2f, sc, CTX, NULL);
-    for (int i = 0; i < NT * HD; i++) cr_expect_eq(got[i], want[i], "i=%d", i); /* f16 values are exact in f32 */
-    ops_attend_block(k, one, HD, q + 3 * HD, HD, 1, 1, DT_F16, kh, HD, vh, CTX, 33, HD, 0.2f, sc, CTX, NULL);
-    for (int i = 0; i < HD; i++) cr_expect_eq(one[i], got[3 * HD + i], "i=%d", i);
+    void *k32 = key_blocks(kc, HD, CTX, HD, KB, 0), *k16 = key_blocks(kc, HD, CTX, HD, KB, 1);
+    for (int i = 0; i < 4; i++) {
+        const kernels *k = isa_table(i);
+        if (!k) continue;
+        ops_attend_block(k, 0, want, HD, q, HD, NT, 1, DT_F32, k32, KB, v, HD, 70, HD, 0.2f, sc, CTX);
+        ops_attend_block(k, 0, got, HD, q, HD, NT, 1, DT_F16, k16, KB, vh, HD, 70, HD, 0.2f, sc, CTX);
+        for (int j = 0; j < NT * HD; j++) cr_expect_eq(got[j], want[j], "%s j=%d", k->name, j);
+    }
+    free(k32);
+    free(k16);
 }
 
-/* Values in blocks of vb positions (the cache's layout) give one block's
- * result up to the order of the block sums, and stay batch-independent. */
-Test(ops, attend_block_value_blocks) {
-    enum { HD = 16, CTX = 40, VB = 8, NT = 5 };
-    static float kc[CTX * HD], vt[HD * CTX], vblk[HD * CTX], q[NT * HD], want[NT * HD], got[NT * HD], one[HD];
-    static float sc[NT * CTX], tmp[NT * HD];
-    for (int i = 0; i < CTX * HD; i++) {
-        kc[i] = sinf(0.37f * (float)i);
-        vt[i] = cosf(0.71f * (float)i);
+/* The polynomial e^x against libm's expf: relative error within 3e-7 over
+ * the range softmax and SwiGLU use, and the clamped ends. */
+Test(ops, exp_poly_close_to_expf) {
+    float worst = 0.0f;
+    for (int i = -200000; i <= 200000; i++) {
+        float x = (float)i * 4.4e-4f;
+        float e = expf(x), g = exp_poly(x);
+        float rel = fabsf(g - e) / e;
+        if (rel > worst) worst = rel;
     }
-    for (int d = 0; d < HD; d++)
-        for (int p = 0; p < CTX; p++) vblk[((p / VB) * HD + d) * VB + p % VB] = vt[d * CTX + p];
-    for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.29f * (float)i);
-    const kernels *k = kernels_select(NULL);
-    ops_attend_block(k, want, HD, q, HD, NT, 1, DT_F32, kc, HD, vt, CTX, 30, HD, 0.25f, sc, CTX, NULL);
-    ops_attend_block(k, got, HD, q, HD, NT, 1, DT_F32, kc, HD, vblk, VB, 30, HD, 0.25f, sc, CTX, tmp);
-    for (int i = 0; i < NT * HD; i++) cr_expect_float_eq(got[i], want[i], 1e-6f + 1e-5f * fabsf(want[i]), "i=%d", i);
-    for (int t = 0; t < NT; t++) {
-        ops_attend_block(k, one, HD, q + t * HD, HD, 1, 1, DT_F32, kc, HD, vblk, VB, 30 + t, HD, 0.25f, sc, CTX, tmp);
-        for (int i = 0; i < HD; i++) cr_expect_eq(one[i], got[t * HD + i], "t=%d i=%d", t, i);
-    }
+    cr_expect_lt(worst, 3e-7f, "worst relative error %g", (double)worst);
+    cr_expect_eq(exp_poly(0.0f), 1.0f);
+    cr_expect_eq(exp_poly(-200.0f), 0.0f);
+    cr_expect(isinf(exp_poly(100.0f)));
+    cr_expect_float_eq(exp_poly(-100.0f), expf(-100.0f), 2e-45f); /* subnormal */
 }

@@ -1,0 +1,215 @@
+/* attn_tiles.h - the SIMD attention kernels and fast-mode softmax / SwiGLU of
+ * kernels.h, written once over a small vector vocabulary. Included by avx2.c
+ * and avx512.c (which have the ISA flags), after defining:
+ *   AV, AVI, AW         f32 vector type, int32 vector type, lanes;
+ *   ATT_NV              vectors per register tile column (positions or dims);
+ *   av_zero() av_set1(x) av_load(p) av_load_h(p: uint16_t *, AW f16 values)
+ *   av_store(p, v) av_fma(a, b, c) = a*b + c in one rounding, av_add av_sub av_mul
+ *   av_min av_max av_round (to nearest even) av_hsum av_hmax
+ *   av_cvt_i(v) (f32 holding an integer -> int32) av_pow2(vi) (2^vi, vi in [-126, 127])
+ *   ATT_SUFFIX          the name suffix (avx2, avx512).
+ * Each lane does exactly the scalar version's operations (attn_scalar.c), so
+ * scores, values, e^x and SwiGLU are bit-identical to it; only softmax's sum
+ * of exponentials is added in a different order. Private to src/kernels/. */
+#ifndef LLMGEN_KERNELS_ATTN_TILES_H
+#define LLMGEN_KERNELS_ATTN_TILES_H
+
+#include "attn_kernels.h"
+
+#define ATT_CAT2(a, b) a##_##b
+#define ATT_CAT(a, b) ATT_CAT2(a, b)
+#define ATT_FN(name) ATT_CAT(name, ATT_SUFFIX)
+#define ATT_R 4 /* query rows per register tile */
+#define ATT_AI static inline __attribute__((always_inline))
+#define ATT_UNROLL _Pragma("GCC unroll 4") /* the tile loops: accumulators stay in registers */
+
+ATT_AI AV att_ld(int f16, const void *p, size_t i) {
+    return f16 ? av_load_h((const uint16_t *)p + i) : av_load((const float *)p + i);
+}
+
+/* Store the first n lanes of ATT_NV vectors (n <= ATT_NV * AW). */
+ATT_AI void att_store(float *dst, const AV *v, int n) {
+    if (n == ATT_NV * AW) {
+        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) av_store(dst + j * AW, v[j]);
+        return;
+    }
+    float tmp[ATT_NV * AW];
+    ATT_UNROLL for (int j = 0; j < ATT_NV; j++) av_store(tmp + j * AW, v[j]);
+    memcpy(dst, tmp, (size_t)n * sizeof(float));
+}
+
+/* R rows x ATT_NV * AW positions of one key block (columns c0.. of block blk):
+ * the block is read whole (the cache holds whole blocks), n columns stored. */
+ATT_AI void att_scores_tile(int f16, const void *blk, int kb, int hd, const float *q, int ldq, int R, float *s,
+                            int lds, int n) {
+    AV acc[ATT_R][ATT_NV];
+    ATT_UNROLL for (int r = 0; r < R; r++)
+        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_zero();
+    for (int d = 0; d < hd; d++) {
+        AV k[ATT_NV];
+        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) k[j] = att_ld(f16, blk, (size_t)d * kb + (size_t)j * AW);
+        ATT_UNROLL for (int r = 0; r < R; r++) {
+            AV qb = av_set1(q[(size_t)r * ldq + d]);
+            ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_fma(qb, k[j], acc[r][j]);
+        }
+    }
+    ATT_UNROLL for (int r = 0; r < R; r++) att_store(s + (size_t)r * lds, acc[r], n);
+}
+
+/* R rows x ATT_NV * AW dimensions of the values, over positions 0..len. */
+ATT_AI void att_values_tile(int f16, const void *v, size_t vstride, int len, const float *pr, int ldp, int R,
+                            float *out, int ldo) {
+    AV acc[ATT_R][ATT_NV];
+    ATT_UNROLL for (int r = 0; r < R; r++)
+        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_zero();
+    for (int p = 0; p < len; p++) {
+        AV x[ATT_NV];
+        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) x[j] = att_ld(f16, v, (size_t)p * vstride + (size_t)j * AW);
+        ATT_UNROLL for (int r = 0; r < R; r++) {
+            AV pb = av_set1(pr[(size_t)r * ldp + p]);
+            ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_fma(pb, x[j], acc[r][j]);
+        }
+    }
+    ATT_UNROLL for (int r = 0; r < R; r++) att_store(out + (size_t)r * ldo, acc[r], ATT_NV * AW);
+}
+
+/* The row tiles, R a constant in each call so the tile's loops unroll. */
+#define ATT_ROWS(CALL)        \
+    switch (R) {              \
+    case 4: CALL(4); break;   \
+    case 3: CALL(3); break;   \
+    case 2: CALL(2); break;   \
+    default: CALL(1); break;  \
+    }
+
+ATT_AI void att_scores_simd(int f16, const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
+                            float *s, int lds) {
+    int cw = ATT_NV * AW, esz = f16 ? 2 : 4;
+    for (int p0 = 0; p0 < len; p0 += kb) {
+        const char *blk = (const char *)kt + (size_t)(p0 / kb) * hd * kb * esz;
+        int cols = len - p0 < kb ? len - p0 : kb;
+        for (int c0 = 0; c0 < cols; c0 += cw) {
+            int n = cols - c0 < cw ? cols - c0 : cw;
+            for (int i = 0; i < nt; i += ATT_R) {
+                int R = nt - i < ATT_R ? nt - i : ATT_R;
+#define ATT_SC(RR) \
+    att_scores_tile(f16, blk + (size_t)c0 * esz, kb, hd, q + (size_t)i * ldq, ldq, RR, s + (size_t)i * lds + p0 + c0, lds, n)
+                ATT_ROWS(ATT_SC)
+#undef ATT_SC
+            }
+        }
+    }
+}
+
+ATT_AI void att_values_simd(int f16, const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
+                            int nt, float *out, int ldo) {
+    int cw = ATT_NV * AW, esz = f16 ? 2 : 4;
+    for (int d0 = 0; d0 < hd; d0 += cw)
+        for (int i = 0; i < nt; i += ATT_R) {
+            int R = nt - i < ATT_R ? nt - i : ATT_R;
+#define ATT_VA(RR)                                                                                      \
+    att_values_tile(f16, (const char *)v + (size_t)d0 * esz, vstride, len, pr + (size_t)i * ldp, ldp, RR, \
+                    out + (size_t)i * ldo + d0, ldo)
+            ATT_ROWS(ATT_VA)
+#undef ATT_VA
+        }
+}
+
+static void ATT_FN(att_scores_f32)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
+                                   float *s, int lds) {
+    if (kb % (ATT_NV * AW)) {
+        att_scores_f32_scalar(kt, kb, hd, len, q, ldq, nt, s, lds);
+        return;
+    }
+    att_scores_simd(0, kt, kb, hd, len, q, ldq, nt, s, lds);
+}
+
+static void ATT_FN(att_scores_f16)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
+                                   float *s, int lds) {
+    if (kb % (ATT_NV * AW)) {
+        att_scores_f16_scalar(kt, kb, hd, len, q, ldq, nt, s, lds);
+        return;
+    }
+    att_scores_simd(1, kt, kb, hd, len, q, ldq, nt, s, lds);
+}
+
+static void ATT_FN(att_values_f32)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
+                                   int nt, float *out, int ldo) {
+    if (hd % (ATT_NV * AW)) {
+        att_values_f32_scalar(v, vstride, hd, len, pr, ldp, nt, out, ldo);
+        return;
+    }
+    att_values_simd(0, v, vstride, hd, len, pr, ldp, nt, out, ldo);
+}
+
+static void ATT_FN(att_values_f16)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
+                                   int nt, float *out, int ldo) {
+    if (hd % (ATT_NV * AW)) {
+        att_values_f16_scalar(v, vstride, hd, len, pr, ldp, nt, out, ldo);
+        return;
+    }
+    att_values_simd(1, v, vstride, hd, len, pr, ldp, nt, out, ldo);
+}
+
+/* exp_poly (attn_kernels.h) lane by lane. 2^n as 2^(n/2) * 2^(n - n/2): both
+ * factors are normal floats for n in [-150, 129], the first product is exact
+ * and the second rounds once, so the result is ldexpf's, subnormals included. */
+ATT_AI AV att_exp(AV x) {
+    x = av_min(av_max(x, av_set1(EXPP_LO)), av_set1(EXPP_HI));
+    AV n = av_round(av_mul(x, av_set1(EXPP_LOG2E)));
+    AV r = av_fma(n, av_set1(-EXPP_LN2_HI), x);
+    r = av_fma(n, av_set1(-EXPP_LN2_LO), r);
+    AV p = av_fma(av_set1(EXPP_C7), r, av_set1(EXPP_C6));
+    p = av_fma(p, r, av_set1(EXPP_C5));
+    p = av_fma(p, r, av_set1(EXPP_C4));
+    p = av_fma(p, r, av_set1(EXPP_C3));
+    p = av_fma(p, r, av_set1(EXPP_C2));
+    p = av_fma(p, r, av_set1(1.0f));
+    p = av_fma(p, r, av_set1(1.0f));
+    AVI ni = av_cvt_i(n), n1 = av_shr1(ni), n2 = av_isub(ni, n1);
+    return av_mul(av_mul(p, av_pow2(n1)), av_pow2(n2));
+}
+
+static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
+    AV vs = av_set1(scale), vm = av_set1(-INFINITY);
+    int p = 0;
+    for (; p + AW <= len; p += AW) {
+        AV t = av_mul(av_load(x + p), vs);
+        av_store(x + p, t);
+        vm = av_max(vm, t);
+    }
+    float mx = av_hmax(vm);
+    for (; p < len; p++) {
+        x[p] *= scale;
+        if (x[p] > mx) mx = x[p];
+    }
+    AV vmx = av_set1(mx), sum = av_zero();
+    for (p = 0; p + AW <= len; p += AW) {
+        AV e = att_exp(av_sub(av_load(x + p), vmx));
+        av_store(x + p, e);
+        sum = av_add(sum, e);
+    }
+    float tail = 0.0f;
+    for (; p < len; p++) {
+        x[p] = exp_poly(x[p] - mx);
+        tail += x[p];
+    }
+    float inv = 1.0f / (av_hsum(sum) + tail);
+    AV vi = av_set1(inv);
+    for (p = 0; p + AW <= len; p += AW) av_store(x + p, av_mul(av_load(x + p), vi));
+    for (; p < len; p++) x[p] *= inv;
+    for (p = len; p < pad; p++) x[p] = 0.0f;
+}
+
+static void ATT_FN(swiglu_fast)(float *gate, const float *up, int n) {
+    int i = 0;
+    AV one = av_set1(1.0f);
+    for (; i + AW <= n; i += AW) {
+        AV g = av_load(gate + i);
+        AV e = att_exp(av_sub(av_zero(), g));
+        av_store(gate + i, av_mul(av_div(g, av_add(one, e)), av_load(up + i)));
+    }
+    for (; i < n; i++) gate[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
+}
+
+#endif
