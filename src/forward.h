@@ -32,6 +32,8 @@ typedef struct {
                          so probabilities times values is a broadcast-FMA over dims */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
+    float *shared;    /* one allocation for q, att_out, k_new, v_new (attention phase of a
+                         layer) and hb2 (its MLP phase, when those four are dead) */
     float *q;         /* (chunk, n_heads * head_dim) */
     float *k_new;     /* (chunk, n_kv_heads * head_dim) keys of this chunk, RoPE'd here
                          before their transposed copy into k_cache */
@@ -40,7 +42,7 @@ typedef struct {
     float *rope_cs;   /* (chunk, head_dim) cos then sin of each token's angles */
     float *att_out;   /* (chunk, n_heads * head_dim) attention output before wo */
     float *hb;        /* (chunk, hidden_dim) gate, then silu(gate) * up */
-    float *hb2;       /* (chunk, hidden_dim) up */
+    float *hb2;       /* (chunk, hidden_dim) up; overlaps q .. v_new (see shared) */
     float *scores;    /* (n_threads, ATT_TOKENS * group, score_ld) attention scores, one block
                          per thread (group = n_heads / n_kv_heads) */
     float *att_rows;  /* (n_threads, 2, ATT_TOKENS * group, head_dim) per thread: a block's
@@ -48,7 +50,7 @@ typedef struct {
     float *logits;    /* (vocab) logits of the last token of the last call */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
-    q8_act xq_down;   /* fast mode: the down projection's input (chunk, hidden_dim),
+    q8_act xq_down;   /* fast mode, decode: the down projection's input (1, hidden_dim),
                          quantized by the gate/up threads while others still read xq */
 } fwd_state;
 

@@ -471,6 +471,34 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
     return dt == DT_Q4_0 ? q8_mull_q4_0 : dt == DT_Q4_1 ? q8_mull_q4_1 : dt == DT_Q8_0 ? q8_mull_q8_0 : NULL;
 }
 
+/* Attention, fast softmax and SwiGLU: attn_tiles.h over 4-lane vectors, a
+ * register tile of 4 query rows x 16 positions (or dimensions) = 16 q registers. */
+#define AV float32x4_t
+#define AVI int32x4_t
+#define AW 4
+#define ATT_NV 4
+#define ATT_SUFFIX neon
+#define av_zero() vdupq_n_f32(0.0f)
+#define av_set1(x) vdupq_n_f32(x)
+#define av_load(p) vld1q_f32(p)
+#define av_load_h(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+#define av_store(p, v) vst1q_f32(p, v)
+#define av_fma(a, b, c) vfmaq_f32(c, a, b)
+#define av_add(a, b) vaddq_f32(a, b)
+#define av_sub(a, b) vsubq_f32(a, b)
+#define av_mul(a, b) vmulq_f32(a, b)
+#define av_div(a, b) vdivq_f32(a, b)
+#define av_min(a, b) vminq_f32(a, b)
+#define av_max(a, b) vmaxq_f32(a, b)
+#define av_round(x) vrndnq_f32(x)
+#define av_hsum(v) vaddvq_f32(v)
+#define av_hmax(v) vmaxvq_f32(v)
+#define av_cvt_i(v) vcvtnq_s32_f32(v)
+#define av_shr1(v) vshrq_n_s32(v, 1)
+#define av_isub(a, b) vsubq_s32(a, b)
+#define av_pow2(n) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n, vdupq_n_s32(127)), 23))
+#include "attn_tiles.h"
+
 static const kernels NEON = {
     .name = "neon",
     .matmul =
@@ -488,6 +516,10 @@ static const kernels NEON = {
                   [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon},
     .dot = dot_neon,
     .axpy = axpy_neon,
+    .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_F16] = att_scores_f16_neon},
+    .att_values = {[DT_F32] = att_values_f32_neon, [DT_F16] = att_values_f16_neon},
+    .softmax_fast = softmax_fast_neon,
+    .swiglu_fast = swiglu_fast_neon,
 };
 
 /* The table; dispatch.c hands it out on every AArch64 CPU. */
