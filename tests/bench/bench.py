@@ -30,7 +30,11 @@ What one run does, per model and thread count:
 Bounds, measured in the same run by build/bench/membw and build/bench/int8peak (at the start and at
 the end; the best pass counts):
   decode floor   = read bandwidth / weight bytes streamed per token (every 2-D weight once, the
-                   lm_head included; the embedding lookup reads one row and is not counted)
+                   lm_head included; the embedding lookup reads one row and is not counted).
+                   The bandwidth of a shared host moves (30 to 56 GB/s at 2 threads in one hour
+                   here), so the probe also runs before every round, and the
+                   share against that round's bandwidth (median over rounds) is printed beside
+                   the strict one; the targets use the strict one (best pass)
   prefill ceiling = int8 dot peak / ops per prompt token (2 per weight of every linear layer, the
                    attention score and value products for a causal 512-token prompt, the lm_head
                    once per prompt)
@@ -240,8 +244,8 @@ def model_costs(path):
 
 # ---- machine probes ------------------------------------------------------------------------------
 
-def probe(name):
-    rc, out, err, _, _ = run([os.path.join(BENCH_BIN, name)])
+def probe(name, *args):
+    rc, out, err, _, _ = run([os.path.join(BENCH_BIN, name)] + list(args))
     if rc:
         raise SystemExit("bench: %s failed: %s" % (name, err))
     return json.loads(out)
@@ -426,6 +430,10 @@ def print_table(results):
             pct = lambda k: "%.0f%%" % (100 * b[k]) if b.get(k) else "-"  # noqa: E731
             rows.append((m["key"], t, "share of decode floor (%.1f t/s)" % b["decode_floor_tps"],
                          pct("llmgen_decode_share"), pct("llama_decode_share"), "", pct("exact_decode_share")))
+            if b.get("bandwidth_rounds_gbs"):
+                rows.append((m["key"], t, "  same, each round's bandwidth (median %.1f GB/s)"
+                             % statistics.median(b["bandwidth_rounds_gbs"]), pct("llmgen_decode_share_rounds"),
+                             pct("llama_decode_share_rounds"), "", pct("exact_decode_share_rounds")))
             rows.append((m["key"], t, "share of prefill ceiling (%.1f t/s)" % b["prefill_ceiling_tps"],
                          pct("llmgen_prefill_share"), pct("llama_prefill_share"), "", pct("exact_prefill_share")))
     widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
@@ -554,11 +562,13 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
         llmgen_sample(path, t, pp=(16,), tg=4, warm=0)
         if peer:
             llama_sample(path, t, pp=(16,), tg=4)
-        a_rounds, b_rounds, x_rounds, loads = [], [], [], []
+        a_rounds, b_rounds, x_rounds, loads, bw_rounds = [], [], [], [], []
         for r in range(reps):
             # Other work on the machine disturbs both engines (llama.cpp's OpenMP threads most):
             # the 1-minute load average before each round is kept with the results.
             loads.append(os.getloadavg()[0])
+            # this host's bandwidth moves between runs: a quick probe beside every round
+            bw_rounds.append(probe("membw")["gbs"][str(t)])
             a = llmgen_sample(path, t)
             b = llama_sample(path, t) if peer else {}
             if exact:
@@ -595,6 +605,13 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
             bounds["exact_decode_share"] = med(X, TG_KEY) / floor
         if med(X, PP_KEY):
             bounds["exact_prefill_share"] = med(X, PP_KEY) / ceiling
+        # the same share against the bandwidth probed in each round, median over rounds
+        bounds["bandwidth_rounds_gbs"] = bw_rounds
+        for name, rounds in (("llmgen", a_rounds), ("llama", b_rounds), ("exact", x_rounds)):
+            per = [x[TG_KEY] * costs["bytes_per_token"] / (g * 1e9)
+                   for x, g in zip(rounds, bw_rounds) if x.get(TG_KEY)]
+            if per:
+                bounds[name + "_decode_share_rounds"] = statistics.median(per)
         ratios = {k: med(A, k) / med(B, k) for k in A if med(B, k)}
         entry["threads"][str(t)] = {
             "llmgen": A, "llama.cpp": B, "llmgen_exact": X, "ratio": ratios, "bounds": bounds, "loadavg_before_rounds": loads,
