@@ -1,6 +1,8 @@
 /* ops.c - per-token stages of the forward pass (see ops.h). */
 #include "ops.h"
 
+#include "kernels/attn_kernels.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -66,23 +68,6 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
     for (int p = 0; p < len; p++) k->axpy(out, scores[p] * inv, vc + (size_t)p * stride, hd);
 }
 
-/* softmax(x[0..len) * scale) in place, then zeros up to x[pad): the masked tail. */
-static void softmax_masked(float *x, int len, int pad, float scale) {
-    float mx = -INFINITY;
-    for (int p = 0; p < len; p++) {
-        x[p] *= scale;
-        if (x[p] > mx) mx = x[p];
-    }
-    float sum = 0.0f;
-    for (int p = 0; p < len; p++) {
-        x[p] = expf(x[p] - mx);
-        sum += x[p];
-    }
-    float inv = 1.0f / sum;
-    for (int p = 0; p < len; p++) x[p] *= inv;
-    for (int p = len; p < pad; p++) x[p] = 0.0f;
-}
-
 void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
                       dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int hd,
                       float scale, float *scores, int lds) {
@@ -97,7 +82,7 @@ void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const flo
         if (fast) {
             sm(row, len0 + i / rpt, len, scale);
         } else {
-            softmax_masked(row, len0 + i / rpt, len, scale);
+            softmax_with(row, len0 + i / rpt, len, scale, expf); /* exact mode: libm */
         }
     }
     va(vc, vstride, hd, len, scores, lds, nt, out, ldo);

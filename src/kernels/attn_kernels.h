@@ -45,6 +45,25 @@ static inline float exp_poly(float x) {
     return ldexpf(p, (int)n);
 }
 
+/* softmax(x[0..len) * scale) in place, e^ by `ex`, then zeros up to x[pad): the
+ * masked tail. ops.c runs it with libm's expf (exact mode), attn_scalar.c with
+ * exp_poly (the scalar softmax_fast). */
+static inline void softmax_with(float *x, int len, int pad, float scale, float (*ex)(float)) {
+    float mx = -INFINITY;
+    for (int p = 0; p < len; p++) {
+        x[p] *= scale;
+        if (x[p] > mx) mx = x[p];
+    }
+    float sum = 0.0f;
+    for (int p = 0; p < len; p++) {
+        x[p] = ex(x[p] - mx);
+        sum += x[p];
+    }
+    float inv = 1.0f / sum;
+    for (int p = 0; p < len; p++) x[p] *= inv;
+    for (int p = len; p < pad; p++) x[p] = 0.0f;
+}
+
 void att_scores_f32_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
                            int lds);
 void att_scores_f16_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,

@@ -51,21 +51,7 @@ void att_values_f16_scalar(const void *v, size_t vstride, int hd, int len, const
     values(1, v, vstride, hd, len, pr, ldp, nt, out, ldo);
 }
 
-void softmax_fast_scalar(float *x, int len, int pad, float scale) {
-    float mx = -INFINITY;
-    for (int p = 0; p < len; p++) {
-        x[p] *= scale;
-        if (x[p] > mx) mx = x[p];
-    }
-    float sum = 0.0f;
-    for (int p = 0; p < len; p++) {
-        x[p] = exp_poly(x[p] - mx);
-        sum += x[p];
-    }
-    float inv = 1.0f / sum;
-    for (int p = 0; p < len; p++) x[p] *= inv;
-    for (int p = len; p < pad; p++) x[p] = 0.0f;
-}
+void softmax_fast_scalar(float *x, int len, int pad, float scale) { softmax_with(x, len, pad, scale, exp_poly); }
 
 void swiglu_fast_scalar(float *gate, const float *up, int n) {
     for (int i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
