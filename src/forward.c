@@ -88,7 +88,7 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     s->scores = malloc(att * s->score_ld * sizeof(float));
     s->att_rows = malloc(att * 2 * c->head_dim * sizeof(float));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
-    int xq_ok = !weights_packed(m) || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
+    int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, 1, c->hidden_dim));
     if (!s->k_cache || !s->v_cache || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
         !s->att_rows || !s->logits || !xq_ok) {
@@ -269,17 +269,8 @@ static void post_residual(const matmul_job *j, int r0, int r1) {
 static void post_swiglu(const matmul_job *j, int r0, int r1) {
     int hid = j->m->cfg.hidden_dim;
     fwd_state *s = j->s;
-    const kernels *k = j->m->kern;
-    swiglu_fn fast = k->swiglu_fast ? k->swiglu_fast : kernels_scalar()->swiglu_fast;
-    for (int t = 0; t < j->nt; t++) {
-        float *g = s->hb + (size_t)t * hid + r0;
-        const float *u = s->hb2 + (size_t)t * hid + r0;
-        if (s->fast) {
-            fast(g, u, r1 - r0);
-        } else {
-            ops_swiglu(g, u, r1 - r0);
-        }
-    }
+    swiglu_fn swiglu = s->fast ? j->m->kern->swiglu_fast : ops_swiglu;
+    for (int t = 0; t < j->nt; t++) swiglu(s->hb + (size_t)t * hid + r0, s->hb2 + (size_t)t * hid + r0, r1 - r0);
     if (!j->quantize_down) return;
     q8_act part = s->xq_down;
     q8_act_shape(&part, 1, r1 - r0);

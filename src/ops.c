@@ -53,37 +53,24 @@ void ops_swiglu(float *gate, const float *up, int n) {
 
 void ops_attend(const kernels *k, float *out, const float *q, const float *kc, const float *vc,
                 int len, int hd, size_t stride, float scale, float *scores) {
-    float mx = -INFINITY;
-    for (int p = 0; p < len; p++) {
-        scores[p] = k->dot(q, kc + (size_t)p * stride, hd) * scale;
-        if (scores[p] > mx) mx = scores[p];
-    }
-    float sum = 0.0f;
-    for (int p = 0; p < len; p++) {
-        scores[p] = expf(scores[p] - mx);
-        sum += scores[p];
-    }
-    float inv = 1.0f / sum;
+    for (int p = 0; p < len; p++) scores[p] = k->dot(q, kc + (size_t)p * stride, hd);
+    softmax_with(scores, len, len, scale, expf);
     memset(out, 0, (size_t)hd * sizeof(float));
-    for (int p = 0; p < len; p++) k->axpy(out, scores[p] * inv, vc + (size_t)p * stride, hd);
+    for (int p = 0; p < len; p++) k->axpy(out, scores[p], vc + (size_t)p * stride, hd);
 }
 
 void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
                       dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int hd,
                       float scale, float *scores, int lds) {
-    const kernels *ref = kernels_scalar();
-    att_scores_fn sc = k->att_scores[kvt] ? k->att_scores[kvt] : ref->att_scores[kvt];
-    att_values_fn va = k->att_values[kvt] ? k->att_values[kvt] : ref->att_values[kvt];
-    softmax_fn sm = k->softmax_fast ? k->softmax_fast : ref->softmax_fast;
     int len = len0 + (nt - 1) / rpt; /* the last row's length bounds every row */
-    sc(kt, kb, hd, len, q, ldq, nt, scores, lds);
+    k->att_scores[kvt](kt, kb, hd, len, q, ldq, nt, scores, lds);
     for (int i = 0; i < nt; i++) {
         float *row = scores + (size_t)i * lds;
         if (fast) {
-            sm(row, len0 + i / rpt, len, scale);
+            k->softmax_fast(row, len0 + i / rpt, len, scale);
         } else {
             softmax_with(row, len0 + i / rpt, len, scale, expf); /* exact mode: libm */
         }
     }
-    va(vc, vstride, hd, len, scores, lds, nt, out, ldo);
+    k->att_values[kvt](vc, vstride, hd, len, scores, lds, nt, out, ldo);
 }

@@ -31,8 +31,8 @@
  *    equal bits on integer data, a stated tolerance on random data, and equal
  *    bits for any row split and for each token alone;
  *  - attention (att_scores / att_values, F32 and F16 caches) and fast SwiGLU:
- *    the scalar bits; fast softmax within 1e-6 relative (main only: the unit
- *    tests have tests/unit/test_attn.c). */
+ *    the scalar bits; fast softmax within 1e-6 relative (the unit
+ *    tests run the same check, tests/unit/test_kernels.c). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -777,71 +777,77 @@ static int st_check_same_bits(const kernels *a, const kernels *b, char *msg, siz
     return rc;
 }
 
-#ifndef KERNELS_SELFTEST_NO_MAIN
-/* `kernels_selftest --hash` prints only the result hash of the auto-selected
- * table (for comparing a qemu run with a native one); without arguments it
- * runs every check and prints one line per table and dtype. */
-/* Attention kernels and fast softmax / SwiGLU (kernels.h): scores, values and
- * SwiGLU equal the scalar bits (each lane does the scalar fmaf sequence),
- * softmax within 1e-6 relative (its sum is ordered by lanes). */
+/* Attention kernels and fast softmax / SwiGLU (kernels.h) against scalar.c's:
+ * scores, values and SwiGLU bit for bit (each lane does the scalar fmaf
+ * sequence), softmax within 1e-6 relative (its sum is ordered by lanes). Shapes:
+ * head dims 32 / 64 / 128 with 32- or 64-position key blocks (the SIMD tiles; a
+ * block narrower than a tile takes the scalar fallback), lengths across block
+ * edges, 1 to 9 query rows, values inside wider rows (vstride 3 hd), SwiGLU
+ * through both clamps of e^x with and without a scalar tail. */
 static int st_check_attn(const kernels *k, char *msg, size_t len) {
     const kernels *ref = kernels_scalar();
-    enum { NT = 6, LDS = 208, MAXLEN = 200 };
-    static const int hds[] = {64, 128}, lens[] = {1, 17, 64, 65, 200};
+    enum { NT = 9, LDS = 208, MAXLEN = 200 };
+    static const int hds[] = {64, 128, 32}, kbs[] = {64, 64, 32}, lens[] = {1, 15, 63, 64, 65, 130, 200};
     uint64_t st = 99;
     int bad = 0;
-    for (int c = 0; c < 2 && !bad; c++) {
-        int hd = hds[c], kb = 64;
-        size_t kn = (size_t)((MAXLEN + kb - 1) / kb) * hd * kb, vn = (size_t)MAXLEN * 2 * hd;
+    for (int c = 0; c < ST_COUNT(hds) && !bad; c++) {
+        int hd = hds[c], kb = kbs[c];
+        size_t kn = (size_t)((MAXLEN + kb - 1) / kb) * hd * kb, vn = (size_t)MAXLEN * 3 * hd;
         size_t on = (size_t)NT * (LDS > 2 * hd ? LDS : 2 * hd);
-        float *kf = malloc(kn * 4), *vf = malloc(vn * 4), *q = malloc((size_t)NT * hd * 4);
+        float *kf = malloc(kn * 4), *vf = malloc(vn * 4), *q = malloc((size_t)NT * 2 * hd * 4);
         float *pr = malloc((size_t)NT * LDS * 4), *want = calloc(on, 4), *got = calloc(on, 4);
         uint16_t *kh = malloc(kn * 2), *vh = malloc(vn * 2);
-        for (size_t i = 0; i < kn; i++) kh[i] = f32_to_f16(kf[i] = st_unit(&st));
-        for (size_t i = 0; i < vn; i++) vh[i] = f32_to_f16(vf[i] = st_unit(&st));
-        for (int i = 0; i < NT * hd; i++) q[i] = st_unit(&st);
-        for (int i = 0; i < NT * LDS; i++) pr[i] = st_unit(&st);
+        for (size_t i = 0; i < kn; i++) kh[i] = f32_to_f16(kf[i] = 2 * st_unit(&st));
+        for (size_t i = 0; i < vn; i++) vh[i] = f32_to_f16(vf[i] = 2 * st_unit(&st));
+        for (int i = 0; i < NT * 2 * hd; i++) q[i] = 2 * st_unit(&st);
+        for (int i = 0; i < NT * LDS; i++) pr[i] = 2 * st_unit(&st);
         for (int f16 = 0; f16 < 2 && !bad; f16++) {
             dtype dt = f16 ? DT_F16 : DT_F32;
             const void *kt = f16 ? (const void *)kh : kf, *v = f16 ? (const void *)vh : vf;
-            for (int li = 0; li < 5 && !bad; li++)
+            for (int li = 0; li < ST_COUNT(lens) && !bad; li++)
                 for (int nt = 1; nt <= NT && !bad; nt += 2) {
-                    ref->att_scores[dt](kt, kb, hd, lens[li], q, hd, nt, want, LDS);
-                    k->att_scores[dt](kt, kb, hd, lens[li], q, hd, nt, got, LDS);
-                    for (int t = 0; t < nt && !bad; t++)
-                        bad = memcmp(got + t * LDS, want + t * LDS, (size_t)lens[li] * 4) != 0;
+                    int n = lens[li];
+                    ref->att_scores[dt](kt, kb, hd, n, q, 2 * hd, nt, want, LDS);
+                    k->att_scores[dt](kt, kb, hd, n, q, 2 * hd, nt, got, LDS);
+                    for (int t = 0; t < nt && !bad; t++) bad = memcmp(got + t * LDS, want + t * LDS, (size_t)n * 4) != 0;
                     if (bad) {
-                        snprintf(msg, len, "att_scores %s hd %d len %d nt %d differs from scalar", dtype_name(dt), hd,
-                                 lens[li], nt);
+                        snprintf(msg, len, "att_scores %s hd %d len %d nt %d differs from scalar", dtype_name(dt), hd, n, nt);
                         break;
                     }
-                    ref->att_values[dt](v, 2 * (size_t)hd, hd, lens[li], pr, LDS, nt, want, 2 * hd);
-                    k->att_values[dt](v, 2 * (size_t)hd, hd, lens[li], pr, LDS, nt, got, 2 * hd);
+                    ref->att_values[dt](v, 3 * (size_t)hd, hd, n, pr, LDS, nt, want, 2 * hd);
+                    k->att_values[dt](v, 3 * (size_t)hd, hd, n, pr, LDS, nt, got, 2 * hd);
                     for (int t = 0; t < nt && !bad; t++) bad = memcmp(got + t * 2 * hd, want + t * 2 * hd, (size_t)hd * 4) != 0;
-                    if (bad)
-                        snprintf(msg, len, "att_values %s hd %d len %d nt %d differs from scalar", dtype_name(dt), hd,
-                                 lens[li], nt);
+                    if (bad) snprintf(msg, len, "att_values %s hd %d len %d nt %d differs from scalar", dtype_name(dt), hd, n, nt);
                 }
         }
         free(kf), free(vf), free(q), free(pr), free(want), free(got), free(kh), free(vh);
     }
     if (bad) return 1;
-    float g[333], u[333], a[333], b[333];
-    for (int i = 0; i < 333; i++) g[i] = 60.0f * st_unit(&st), u[i] = st_unit(&st);
-    memcpy(a, g, sizeof g), memcpy(b, g, sizeof g);
-    ref->swiglu_fast(a, u, 333);
-    k->swiglu_fast(b, u, 333);
-    if (memcmp(a, b, sizeof a)) return snprintf(msg, len, "swiglu_fast differs from scalar"), 1;
-    for (int i = 0; i < 333; i++) g[i] = 40.0f * st_unit(&st);
-    memcpy(a, g, sizeof g), memcpy(b, g, sizeof g);
-    ref->softmax_fast(a, 301, 333, 0.125f);
-    k->softmax_fast(b, 301, 333, 0.125f);
-    for (int i = 0; i < 333; i++)
-        if (fabsf(a[i] - b[i]) > 1e-9f + 1e-6f * a[i])
-            return snprintf(msg, len, "softmax_fast [%d] %g vs scalar %g", i, (double)b[i], (double)a[i]), 1;
+    enum { SN = 1000, SPAD = 352 };
+    static float g[SN], u[SN], a[SN], b[SN];
+    for (int i = 0; i < SN; i++) g[i] = 60.0f * st_unit(&st), u[i] = st_unit(&st); /* through both clamps */
+    for (int n = SN - 7; n <= SN; n += 7) { /* a scalar tail and none */
+        memcpy(a, g, sizeof g), memcpy(b, g, sizeof g);
+        ref->swiglu_fast(a, u, n);
+        k->swiglu_fast(b, u, n);
+        if (memcmp(a, b, (size_t)n * 4)) return snprintf(msg, len, "swiglu_fast n %d differs from scalar", n), 1;
+    }
+    for (int n = 1; n <= 333; n += 37) {
+        for (int i = 0; i < SPAD; i++) g[i] = 40.0f * st_unit(&st); /* logits over +-40 */
+        memcpy(a, g, SPAD * 4), memcpy(b, g, SPAD * 4);
+        ref->softmax_fast(a, n, SPAD, 0.125f);
+        k->softmax_fast(b, n, SPAD, 0.125f);
+        for (int i = 0; i < SPAD; i++)
+            if (fabsf(a[i] - b[i]) > 1e-9f + 1e-6f * a[i])
+                return snprintf(msg, len, "softmax_fast len %d [%d] %g vs scalar %g", n, i, (double)b[i], (double)a[i]), 1;
+    }
     return 0;
 }
 
+#ifndef KERNELS_SELFTEST_NO_MAIN
+/* `kernels_selftest --hash` prints only the result hash of the auto-selected
+ * table (for comparing a qemu run with a native one); without arguments it
+ * runs every check and prints one line per table and dtype. */
 int main(int argc, char **argv) {
     const kernels *tables[] = {kernels_avx2(), kernels_avx512(), kernels_neon()};
     const kernels *best = kernels_select(NULL);

@@ -172,10 +172,11 @@ typedef struct {
     matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0 on repacked weights; NULL: scalar */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
-    att_scores_fn att_scores[DT_COUNT]; /* F32, F16; NULL: scalar */
-    att_values_fn att_values[DT_COUNT]; /* F32, F16; NULL: scalar */
-    softmax_fn softmax_fast;            /* NULL: scalar */
-    swiglu_fn swiglu_fast;              /* NULL: scalar */
+    /* set in every table (tested), so callers need no scalar fallback: */
+    att_scores_fn att_scores[DT_COUNT]; /* F32, F16 */
+    att_values_fn att_values[DT_COUNT]; /* F32, F16 */
+    softmax_fn softmax_fast;
+    swiglu_fn swiglu_fast;
 } kernels;
 
 /* The portable reference table (every entry set for F32, F16, BF16, Q8_0, Q4_0, Q4_1). */

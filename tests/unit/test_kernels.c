@@ -31,6 +31,13 @@ static void check_table_vectors(const char *isa) {
     cr_assert_eq(st_check_vectors(k, msg, sizeof msg), 0, "%s", msg);
 }
 
+static void check_table_attn(const char *isa) {
+    const kernels *k = table_named(isa);
+    if (!k) cr_skip_test("%s kernels not available on this CPU / build", isa);
+    char msg[512] = "";
+    cr_assert_eq(st_check_attn(k, msg, sizeof msg), 0, "%s", msg);
+}
+
 #define ISA_TESTS(ISA)                                                          \
     Test(kernels_##ISA, f32) { check_table_dtype(#ISA, DT_F32); }               \
     Test(kernels_##ISA, f16) { check_table_dtype(#ISA, DT_F16); }               \
@@ -38,7 +45,8 @@ static void check_table_vectors(const char *isa) {
     Test(kernels_##ISA, q8_0) { check_table_dtype(#ISA, DT_Q8_0); }             \
     Test(kernels_##ISA, q4_0) { check_table_dtype(#ISA, DT_Q4_0); }             \
     Test(kernels_##ISA, q4_1) { check_table_dtype(#ISA, DT_Q4_1); }             \
-    Test(kernels_##ISA, dot_axpy) { check_table_vectors(#ISA); }
+    Test(kernels_##ISA, dot_axpy) { check_table_vectors(#ISA); }                \
+    Test(kernels_##ISA, attention) { check_table_attn(#ISA); }
 
 ISA_TESTS(avx2)
 ISA_TESTS(avx512)
@@ -96,5 +104,12 @@ Test(kernels_dispatch, every_table_is_complete) {
                                dtype_name(ST_DTYPES[d]));
         cr_assert_not_null(tables[i]->dot);
         cr_assert_not_null(tables[i]->axpy);
+        /* callers use these without a scalar fallback */
+        cr_assert_not_null(tables[i]->att_scores[DT_F32]);
+        cr_assert_not_null(tables[i]->att_scores[DT_F16]);
+        cr_assert_not_null(tables[i]->att_values[DT_F32]);
+        cr_assert_not_null(tables[i]->att_values[DT_F16]);
+        cr_assert_not_null(tables[i]->softmax_fast);
+        cr_assert_not_null(tables[i]->swiglu_fast);
     }
 }

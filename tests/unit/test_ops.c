@@ -282,3 +282,36 @@ Test(ops, exp_poly_close_to_expf) {
     cr_expect(isinf(exp_poly(100.0f)));
     cr_expect_float_eq(exp_poly(-100.0f), expf(-100.0f), 2e-45f); /* subnormal */
 }
+
+/* Fast mode's softmax (the polynomial e^x) against one with libm's expf in the
+ * same order; the masked tail is exactly 0. The ISA versions are held to this
+ * scalar one by st_check_attn (test_kernels.c). */
+Test(ops, softmax_fast_close_to_expf) {
+    enum { N = 333, PAD = 352 };
+    float x[PAD], got[PAD], exact[PAD];
+    for (int len = 1; len <= N; len += 37) {
+        for (int i = 0; i < PAD; i++) x[i] = 40.0f * sinf(0.37f * (float)(i * len)); /* logits over +-40 */
+        memcpy(got, x, sizeof x);
+        kernels_scalar()->softmax_fast(got, len, PAD, 0.125f);
+        memcpy(exact, x, sizeof x);
+        softmax_with(exact, len, PAD, 0.125f, expf);
+        for (int p = 0; p < len; p++)
+            cr_expect_float_eq(got[p], exact[p], 1e-9f + 2e-6f * exact[p], "len=%d p=%d", len, p);
+        for (int p = len; p < PAD; p++) cr_expect_eq(got[p], 0.0f);
+    }
+}
+
+/* Fast mode's SwiGLU against ops_swiglu (libm expf), through both clamps of e^x. */
+Test(ops, swiglu_fast_close_to_expf) {
+    enum { N = 1000 };
+    static float g[N], u[N], got[N], exact[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = 60.0f * sinf(0.731f * (float)i);
+        u[i] = cosf(0.291f * (float)i);
+    }
+    memcpy(got, g, sizeof g);
+    kernels_scalar()->swiglu_fast(got, u, N);
+    memcpy(exact, g, sizeof g);
+    ops_swiglu(exact, u, N);
+    for (int i = 0; i < N; i++) cr_expect_float_eq(got[i], exact[i], 1e-30f + 1e-6f * fabsf(exact[i]), "i=%d", i);
+}
