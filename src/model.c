@@ -19,12 +19,12 @@
 
 void tensor_row_f32(const tensor *t, int64_t row, float *out) {
     int64_t cols = t->shape[t->ndim - 1];
-    size_t rb = dtype_row_bytes(t->type, cols);
-    const uint8_t *p = (const uint8_t *)t->data + (size_t)row * rb;
     if (t->packed) { /* fast mode: the file pages were released, read the repacked copy */
         repack_row_f32(t, row, out);
         return;
     }
+    size_t rb = dtype_row_bytes(t->type, cols);
+    const uint8_t *p = (const uint8_t *)t->data + (size_t)row * rb;
     switch (t->type) {
     case DT_F32: memcpy(out, p, (size_t)cols * 4); break;
     case DT_F16: for (int64_t i = 0; i < cols; i++) out[i] = f16_to_f32(rd_u16(p + 2 * i)); break;

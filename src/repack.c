@@ -44,31 +44,35 @@ static block_place place_of(dtype dt, int rows, int nb, int r, int b) {
     block_place p;
     p.c = q8w_chunk_at(dt, rows, nb, r, b / 4);
     int i = r % Q8W_GROUP, bi = b % 4, rh = p.c.rr - i / 4 * 4 < 4 ? p.c.rr - i / 4 * 4 : 4;
-    p.d = p.c.off + 2 * (size_t)q8w_scale_idx(&p.c, i, bi);
-    p.m = p.d + 2 * (size_t)p.c.rr * p.c.kb;
+    p.d = p.c.off + 2 * (size_t)q8w_scale_idx(dt, &p.c, i, bi);
+    p.m = p.d + 2 * (size_t)q8w_nscales(dt, &p.c);
     p.pay = p.c.off + q8w_byte(dt, &p.c, i, bi, 0);
     p.step = (size_t)p.c.kb * rh * 4;
     return p;
 }
 
-/* Row r of a (rows, 32 nb) matrix of dtype dt from its file-layout blocks at src
- * into the packed matrix at out, quad by quad: one chunk lookup per 4 blocks
- * (the per-byte offset arithmetic showed up as 4% of a 512-token prefill run,
- * all of it load time). */
+/* Row r of a (rows, 32 nb) matrix of dtype dt from file-layout blocks at src
+ * (GGUF blocks of dt; for Q4_1G64 / Q4_1G128, Q4_1 blocks whose scale and min
+ * repeat over each group) into the packed matrix at out, quad by quad: one
+ * chunk lookup per 4 blocks (the per-byte offset arithmetic showed up as 4% of
+ * a 512-token prefill run, all of it load time). */
 static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint8_t *out) {
-    int bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt), nv = (bb - hdr) / 4, i = r % Q8W_GROUP;
+    int pay_bytes = dt == DT_Q8_0 ? 32 : 16, nv = pay_bytes / 4, gb = q8w_gb(dt), i = r % Q8W_GROUP;
+    int sbb = dtype_block_bytes(gb > 1 ? DT_Q4_1 : dt), shdr = sbb - pay_bytes;
     for (int q = 0; 4 * q < nb; q++) {
         q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, q);
         uint8_t *ck = out + c.off;
         size_t step = (size_t)c.kb * (c.rr - i / 4 * 4 < 4 ? c.rr - i / 4 * 4 : 4) * 4;
-        for (int bi = 0; bi < c.kb; bi++, src += bb) {
-            size_t d = 2 * (size_t)q8w_scale_idx(&c, i, bi);
-            memcpy(ck + d, src, 2);
-            if (dt == DT_Q4_1) memcpy(ck + d + 2 * (size_t)c.rr * c.kb, src + 2, 2);
+        for (int bi = 0; bi < c.kb; bi++, src += sbb) {
+            if (bi % gb == 0) { /* a group's first block carries its scale and min */
+                size_t d = 2 * (size_t)q8w_scale_idx(dt, &c, i, bi);
+                memcpy(ck + d, src, 2);
+                if (q8w_has_min(dt)) memcpy(ck + d + 2 * (size_t)q8w_nscales(dt, &c), src + 2, 2);
+            }
             uint8_t *pay = ck + q8w_byte(dt, &c, i, bi, 0);
             for (int v = 0; v < nv; v++) {
                 uint32_t w;
-                memcpy(&w, src + hdr + 4 * v, 4);
+                memcpy(&w, src + shdr + 4 * v, 4);
                 if (dt == DT_Q8_0) w ^= 0x80808080u; /* w + 128 as u8: flip the sign bits */
                 memcpy(pay + step * v, &w, 4);
             }
@@ -78,7 +82,7 @@ static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint
 
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
-    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32), bb = q8w_block_bytes(t->type);
+    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32), bb = dtype_block_bytes(t->type);
     for (int r = r0; r < r1; r++) pack_row(t->type, rows, nb, r, (const uint8_t *)t->data + (size_t)r * nb * bb, j->out);
 }
 
@@ -94,7 +98,7 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
     for (int b = 0; b < nb; b++, out += 32) {
         block_place p = place_of(dt, rows, nb, (int)row, b);
         float db = f16_to_f32(rd_u16(pk + p.d));
-        float mb = dt == DT_Q4_1 ? f16_to_f32(rd_u16(pk + p.m)) : 0.0f;
+        float mb = q8w_has_min(dt) ? f16_to_f32(rd_u16(pk + p.m)) : 0.0f;
         uint8_t q[32];
         for (int v = 0; v < (dt == DT_Q8_0 ? 8 : 4); v++) memcpy(q + 4 * v, pk + p.pay + p.step * v, 4);
         for (int j = 0; j < 16; j++) {
@@ -123,18 +127,18 @@ static void repack_task(void *ctx, int ith, int nth) {
  *
  * An MLX 4-bit matrix is Q4_1 in all but layout: per group of 32, 64 or 128
  * values w = scale * q + bias with q in 0..15, and Q4_1 is w = d * q + m per
- * block of 32. So in fast mode a layer matrix whose scales and biases are all
- * exactly f16 (bf16 values in f16's normal range are) is rewritten as Q4_1
- * blocks (d = scale, m = bias of the block's group; nibbles in GGUF order, byte
- * j = values j and j + 16 of the block) and packed like a GGUF Q4_1 matrix: it
- * then takes the Q4_1 int8 kernels, which stream 8-row groups (the MLX
- * layout's kernel reads 4 row streams and expands group scales per row). The
- * copy is 20 bytes per 32 values: the file's size at group 32, 11% more at 64,
- * 18% at 128 (see affine_same_size for which matrices); the lm_head /
- * embedding keep the file layout. Any scale or bias that f16 cannot hold exactly
- * leaves the matrix on the MLX-layout kernels. */
+ * block of 32. So in fast mode a matrix whose scales and biases are all exactly
+ * f16 (bf16 values in f16's normal range are) is rewritten in the repacked
+ * Q4_1 layout with one scale and bias per group (DT_Q4_1 for group 32,
+ * DT_Q4_1G64 / DT_Q4_1G128 otherwise; nibbles in GGUF order, byte j = values
+ * j and j + 16 of the block): it then takes the int8 kernels of GGUF Q4_1,
+ * which stream 8-row groups (the MLX layout's kernel reads 4 row streams and
+ * expands group scales per row). The copy has the file's size, so every
+ * matrix is rewritten, the lm_head / embedding too. Any scale or bias that f16
+ * cannot hold exactly leaves the matrix on the MLX-layout kernels. */
 typedef struct {
     const tensor *t;
+    dtype dt; /* DT_Q4_1, DT_Q4_1G64 or DT_Q4_1G128, by the group */
     uint8_t *out;
     atomic_int inexact; /* some scale or bias is not exactly an f16 */
 } affine_job;
@@ -181,12 +185,12 @@ static void affine_task(void *ctx, int ith, int nth) {
             atomic_store(&j->inexact, 1);
             return;
         }
-        pack_row(DT_Q4_1, rows, nb, r, row, j->out);
+        pack_row(j->dt, rows, nb, r, row, j->out);
     }
 }
 
 int repack_affine4_matrix(const tensor *t, void *out) {
-    affine_job j = {t, out, 0};
+    affine_job j = {t, repack_affine4_type(t), out, 0};
     affine_task(&j, 0, 1);
     return !atomic_load(&j.inexact);
 }
@@ -222,26 +226,25 @@ static int repack_tensor(model *m, const tensor *t, char *err) {
     return 0;
 }
 
-/* Whether t is an MLX matrix whose Q4_1 form has the file's size (group 32).
- * Larger groups grow by 11 or 18%: those are rewritten for the MLP matrices
- * only (5/6 of a Llama layer's weights), which keeps the 1B 4-bit g64 model's
- * peak RSS ~14 MB inside its file + KV + 10% (converting all seven left 3.6
- * MB) at the cost of the attention projections staying on the MLX kernels. */
-static int affine_same_size(const tensor *t) {
-    return t->type == DT_AFFINE4 && ((const affine_weights *)t->data)->group == 32;
+dtype repack_affine4_type(const tensor *t) {
+    int g = t->type == DT_AFFINE4 ? ((const affine_weights *)t->data)->group : 0;
+    return g == 32 ? DT_Q4_1 : g == 64 ? DT_Q4_1G64 : g == 128 ? DT_Q4_1G128 : DT_COUNT;
 }
 
-/* An MLX 4-bit layer matrix as packed Q4_1 (see above): on success the tensor
- * view (owned by the model's affine store, like the reader's table not const
- * memory) becomes a Q4_1 tensor with `packed` set and the file pages of its
- * three parts are dropped; if a parameter is not exactly an f16, nothing
- * changes. */
+/* An MLX 4-bit matrix in the packed layout of repack_affine4_type (see above):
+ * on success the tensor view (owned by the model's affine store, like the
+ * reader's table not const memory) becomes a tensor of that type with `packed`
+ * set and the file pages of its three parts are dropped; if a parameter is not
+ * exactly an f16, or this kernel table has no int8 kernel for the type,
+ * nothing changes. */
 static int repack_affine4(model *m, const tensor *t, char *err) {
-    if (t->type != DT_AFFINE4 || !m->kern->matmul_q8[DT_Q4_1] || t->shape[1] > Q8_MAX_AFFINE_COLS) return 0;
-    size_t n = (size_t)t->shape[0] * (size_t)(t->shape[1] / 32) * 20;
+    if (t->type != DT_AFFINE4 || t->shape[1] > Q8_MAX_AFFINE_COLS) return 0;
+    dtype dt = repack_affine4_type(t);
+    if (dt == DT_COUNT || !m->kern->matmul_q8[dt]) return 0;
+    size_t n = (size_t)t->shape[0] * (size_t)(t->shape[1] / 32) * (size_t)q8w_block_bytes(dt);
     void *p = alloc_packed(n);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
-    affine_job j = {t, p, 0};
+    affine_job j = {t, dt, p, 0};
     pool_run(m->pool, affine_task, &j);
     if (atomic_load(&j.inexact)) {
         munmap(p, n);
@@ -253,7 +256,7 @@ static int repack_affine4(model *m, const tensor *t, char *err) {
     release_pages(a->scales, np);
     release_pages(a->biases, np);
     tensor *w = (tensor *)t;
-    w->type = DT_Q4_1;
+    w->type = dt;
     w->nbytes = n;
     w->data = NULL; /* the affine view; nothing reads it once packed */
     w->packed = p;
@@ -261,12 +264,14 @@ static int repack_affine4(model *m, const tensor *t, char *err) {
 }
 
 int repack_weights(model *m, char *err) {
-    if (repack_tensor(m, m->tok_embd, err) || repack_tensor(m, m->lm_head, err)) return -1;
+    if (repack_tensor(m, m->tok_embd, err) || repack_tensor(m, m->lm_head, err) ||
+        repack_affine4(m, m->tok_embd, err) || repack_affine4(m, m->lm_head, err))
+        return -1;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const layer_weights *L = &m->layers[l];
         const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-            if (repack_tensor(m, ts[i], err) || ((i >= 4 || affine_same_size(ts[i])) && repack_affine4(m, ts[i], err)))
+            if (repack_tensor(m, ts[i], err) || repack_affine4(m, ts[i], err))
                 return -1;
     }
     return 0;

@@ -24,10 +24,15 @@ int repack_supported(dtype t);
  * (t->nbytes bytes), on the calling thread. */
 void repack_matrix(const tensor *t, void *out);
 
-/* An MLX 4-bit (DT_AFFINE4) matrix t written into out as a packed Q4_1 matrix
- * (rows * cols / 32 * 20 bytes), on the calling thread; 0 if some scale or bias
- * is not exactly an f16 (out is then partly written). repack_weights does
- * this, in fast mode, to the layer matrices of MLX 4-bit models (repack.c). */
+/* The packed type an MLX 4-bit (DT_AFFINE4) matrix takes in fast mode: DT_Q4_1
+ * for group 32, DT_Q4_1G64 / DT_Q4_1G128 (one scale and bias per group, the
+ * file's size); DT_COUNT for anything else. */
+dtype repack_affine4_type(const tensor *t);
+
+/* An MLX 4-bit matrix t written into out in that packed layout (rows * cols / 32
+ * * q8w_block_bytes(type) bytes), on the calling thread; 0 if some scale or bias
+ * is not exactly an f16 (out is then partly written). repack_weights does this,
+ * in fast mode, to every MLX 4-bit matrix (repack.c). */
 int repack_affine4_matrix(const tensor *t, void *out);
 
 /* Row `row` of a repacked tensor dequantized to f32: the same values as

@@ -12,6 +12,9 @@ static const struct {
     [DT_U32] = {"U32", 1, 4},     [DT_BOOL] = {"BOOL", 1, 1},
     /* MLX affine: a "block" is one u32 word of packed values (scales live apart) */
     [DT_AFFINE4] = {"AFFINE4", 8, 4}, [DT_AFFINE8] = {"AFFINE8", 4, 4},
+    /* repacked MLX 4-bit: 32 values in 16 bytes of nibbles plus a share of the group's
+       f16 scale and bias (4 bytes per 64 or 128 values) */
+    [DT_Q4_1G64] = {"Q4_1G64", 32, 18}, [DT_Q4_1G128] = {"Q4_1G128", 32, 17},
 };
 
 const char *dtype_name(dtype t) { return (unsigned)t < DT_COUNT ? DTYPES[t].name : "?"; }

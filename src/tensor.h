@@ -24,6 +24,11 @@ typedef enum {
     DT_AFFINE4, /* MLX affine 4-bit: u32 words of 8 values, low bits first; x = s*q + b per group.
                    A tensor of this type is assembled by affine.c: see affine_weights below. */
     DT_AFFINE8, /* MLX affine 8-bit: u32 words of 4 values, low bits first; x = s*q + b per group */
+    /* In memory only (fast mode): an MLX 4-bit matrix of group 64 or 128 rewritten at load
+       into the repacked Q4_1 layout of kernels/kernels.h with ONE f16 scale and bias per
+       group instead of per block of 32, so the copy has the file's size (repack.c). */
+    DT_Q4_1G64,
+    DT_Q4_1G128,
     DT_COUNT
 } dtype;
 

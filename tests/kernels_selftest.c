@@ -25,7 +25,8 @@
  *    equals the scalar int8 reference bit for bit where every sum is exact in f32
  *    and within 1e-5 of the term magnitudes on random data; quantize_act gives
  *    the scalar bytes. On AArch64 both int8 variants (with and without vdotq_s32);
- *  - int8 activations on repacked Q4_0 / Q4_1 / Q8_0 (fast mode; st_check_q8):
+ *  - int8 activations on repacked Q4_0 / Q4_1 / Q8_0 and Q4_1G64 / Q4_1G128 (MLX
+ *    4-bit: one scale and min per 64 / 128 columns) (fast mode; st_check_q8):
  *    every table's matmul_q8 entry (and on AArch64 the variant without sdot)
  *    against scalar.c's, on weights repacked here from the kernels.h layout:
  *    equal bits on integer data, a stated tolerance on random data, and equal
@@ -501,20 +502,24 @@ __attribute__((unused)) static int st_check_quantize(const kernels *k, char *msg
 
 /* ---- int8 activations on repacked Q4_0 / Q4_1 / Q8_0 (fast mode) ------------ */
 
+/* Bytes of a "file" block: GGUF blocks, and for Q4_1G64 / Q4_1G128 Q4_1 blocks
+ * whose scale and min repeat over each group of gb blocks (st_q8_fill). */
+static int st_q8_file_bb(dtype dt) { return dtype_block_bytes(q8w_gb(dt) > 1 ? DT_Q4_1 : dt); }
+
 /* A (rows, cols) matrix in the file layout (blocks of 32, rows back to back)
  * written in the repacked layout of kernels.h, placed by its own offset helpers
  * (q8w_chunk_at, q8w_scale_idx, q8w_byte): an independent copy of src/repack.c,
  * which this program cannot link (it needs the model loader). */
 static void st_q8_repack(dtype dt, const uint8_t *file, int rows, int cols, uint8_t *out) {
-    int nb = cols / 32, bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt), pay = dt == DT_Q8_0 ? 32 : 16;
+    int nb = cols / 32, bb = st_q8_file_bb(dt), pay = dt == DT_Q8_0 ? 32 : 16, hdr = bb - pay;
     for (int r = 0; r < rows; r++)
         for (int b = 0; b < nb; b++) {
             const uint8_t *blk = file + ((size_t)r * nb + b) * bb;
             q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
             uint8_t *ck = out + c.off;
-            size_t si = (size_t)q8w_scale_idx(&c, r % Q8W_GROUP, b % 4);
+            size_t si = (size_t)q8w_scale_idx(dt, &c, r % Q8W_GROUP, b % 4);
             memcpy(ck + 2 * si, blk, 2);
-            if (dt == DT_Q4_1) memcpy(ck + 2 * (si + (size_t)c.rr * c.kb), blk + 2, 2);
+            if (q8w_has_min(dt)) memcpy(ck + 2 * (si + (size_t)q8w_nscales(dt, &c)), blk + 2, 2);
             for (int jb = 0; jb < pay; jb++) {
                 uint8_t v = blk[hdr + jb];
                 ck[q8w_byte(dt, &c, r % Q8W_GROUP, b % 4, jb)] = dt == DT_Q8_0 ? (uint8_t)(v ^ 0x80) : v;
@@ -525,16 +530,17 @@ static void st_q8_repack(dtype dt, const uint8_t *file, int rows, int cols, uint
 /* Random file-layout blocks; exact = 1: scales 1 and Q4_1 mins integers, so that
  * with integer activations (st_q8_x) every term and partial sum is an integer. */
 static void st_q8_fill(dtype dt, uint8_t *w, int rows, int cols, int exact, uint64_t *s) {
-    int bb = q8w_block_bytes(dt);
+    int bb = st_q8_file_bb(dt), gb = q8w_gb(dt);
     for (size_t b = 0; b < (size_t)rows * (cols / 32); b++) {
         uint8_t *blk = w + b * bb;
         for (int j = 0; j < bb; j++) blk[j] = (uint8_t)st_next(s);
         uint16_t d = f32_to_f16(exact ? 1.0f : 0.001f + 0.03f * fabsf(st_unit(s)));
         memcpy(blk, &d, 2);
-        if (dt == DT_Q4_1) {
+        if (q8w_has_min(dt)) {
             uint16_t m = f32_to_f16(exact ? (float)((int)(st_next(s) % 17) - 8) : 0.1f * st_unit(s));
             memcpy(blk + 2, &m, 2);
         }
+        if (b % (size_t)gb) memcpy(blk, blk - bb * (b % (size_t)gb), 4); /* the group's scale and min */
     }
 }
 
@@ -549,7 +555,7 @@ static void st_q8_x(float *x, int n, int exact, uint64_t *s) {
 /* Sum over the row's blocks of |dw dx isum| (+ |m dx s| for Q4_1), isum with the
  * true weight integers: the terms both sides add, in different orders. */
 static double st_q8_mag(dtype dt, const uint8_t *row, const q8_act *a, int t, int cols) {
-    int bb = q8w_block_bytes(dt), hdr = q8w_hdr(dt);
+    int bb = st_q8_file_bb(dt), hdr = bb - (dt == DT_Q8_0 ? 32 : 16);
     double mag = 0.0;
     for (int b = 0; b < cols / 32; b++, row += bb) {
         size_t ai = (size_t)t * a->quads * 4 + b;
@@ -561,7 +567,7 @@ static double st_q8_mag(dtype dt, const uint8_t *row, const q8_act *a, int t, in
                                    (size_t)(b % 4) * 16 + j % 16];
         }
         mag += fabs((double)f16_to_f32(rd_u16(row)) * a->d[ai] * (double)isum);
-        if (dt == DT_Q4_1) mag += fabs((double)f16_to_f32(rd_u16(row + 2)) * a->d[ai] * a->s[ai]);
+        if (q8w_has_min(dt)) mag += fabs((double)f16_to_f32(rd_u16(row + 2)) * a->d[ai] * a->s[ai]);
     }
     return mag;
 }
@@ -578,7 +584,7 @@ static double st_q8_mag(dtype dt, const uint8_t *row, const q8_act *a, int t, in
 static int st_check_q8_case(const char *name, matmul_q8_fn f, dtype dt, int rows, int cols, int nt, int exact,
                             uint64_t seed, char *msg, size_t len) {
     int nb = cols / 32, ldy = rows + 3, r0 = rows > 2 ? 1 : 0, rc = 0;
-    size_t nw = (size_t)rows * nb * q8w_block_bytes(dt), ny = (size_t)nt * ldy, na = (size_t)nt * q8_quads(cols) * 4;
+    size_t nw = (size_t)rows * nb * st_q8_file_bb(dt), ny = (size_t)nt * ldy, na = (size_t)nt * q8_quads(cols) * 4;
     uint8_t *w = malloc(nw), *p = malloc(nw);
     float *x = malloc(sizeof(float) * (size_t)nt * cols), *ref = malloc(sizeof(float) * ny),
           *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
@@ -604,7 +610,7 @@ static int st_check_q8_case(const char *name, matmul_q8_fn f, dtype dt, int rows
                 continue;
             }
             double tol = exact ? 0.0 : (2.0 * nb + 32) * ldexp(1.0, -23) *
-                                           st_q8_mag(dt, w + (size_t)r * nb * q8w_block_bytes(dt), &a, t, cols);
+                                           st_q8_mag(dt, w + (size_t)r * nb * st_q8_file_bb(dt), &a, t, cols);
             if (!(fabs((double)v - e) <= tol))
                 snprintf(what, sizeof what, "y[t=%d][r=%d] = %.9g, scalar %.9g (tolerance %.3g, %s data)", t, r, v, e,
                          tol, exact ? "integer" : "random");
@@ -644,13 +650,13 @@ done:
 static const int ST_Q8_COLS[] = {32, 96, 128, 160, 576, 800};
 static const int ST_Q8_ROWS[] = {1, 3, 8, 12, 17, 34};
 static const int ST_Q8_NT[] = {1, 2, 3, 5, 17};
-static const dtype ST_Q8_DTYPES[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0};
+static const dtype ST_Q8_DTYPES[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64, DT_Q4_1G128};
 
 /* The int8 sizes and tolerances, for the log. */
 __attribute__((unused)) static void st_q8_describe(void) {
-    printf("int8 checks: Q4_0 Q4_1 Q8_0, cols");
+    printf("int8 checks: Q4_0 Q4_1 Q8_0 Q4_1G64 Q4_1G128, cols");
     for (int i = 0; i < ST_COUNT(ST_Q8_COLS); i++) printf(" %d", ST_Q8_COLS[i]);
-    printf(" x nt");
+    printf(" (rounded up to the group for Q4_1G64 / G128) x nt");
     for (int i = 0; i < ST_COUNT(ST_Q8_NT); i++) printf(" %d", ST_Q8_NT[i]);
     printf(", rows cycling");
     for (int i = 0; i < ST_COUNT(ST_Q8_ROWS); i++) printf(" %d", ST_Q8_ROWS[i]);
@@ -665,8 +671,9 @@ __attribute__((unused)) static int st_check_q8(const char *name, matmul_q8_fn f,
     for (int c = 0; c < ST_COUNT(ST_Q8_COLS); c++)
         for (int t = 0; t < ST_COUNT(ST_Q8_NT); t++)
             for (int exact = 0; exact <= 1; exact++) {
-                int rows = ST_Q8_ROWS[(c + t + 3 * exact) % ST_COUNT(ST_Q8_ROWS)];
-                if (st_check_q8_case(name, f, dt, rows, ST_Q8_COLS[c], ST_Q8_NT[t], exact, ++seed, msg, len))
+                int rows = ST_Q8_ROWS[(c + t + 3 * exact) % ST_COUNT(ST_Q8_ROWS)], g = 32 * q8w_gb(dt);
+                int cols = (ST_Q8_COLS[c] + g - 1) / g * g;
+                if (st_check_q8_case(name, f, dt, rows, cols, ST_Q8_NT[t], exact, ++seed, msg, len))
                     return -1;
             }
     return 0;

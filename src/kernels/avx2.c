@@ -230,12 +230,21 @@ AI __m256 part_expand(const float *v, int p) {
     return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)(v + 2 * p)))), idx);
 }
 
+/* 8 f16 scales (or mins) of a part as f32, lane 4 bi + ii; with gb > 1 both
+ * blocks share the 4 at p. */
+AI __m256 scales8(const uint8_t *p, int gb) {
+    if (gb == 1) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    __m128 v = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(v), v, 1);
+}
+
 /* Part p of half h of a full chunk (8 rows x 4 blocks) for one token: acc plus
  * the quad's terms, as in avx512.c's half_fma (the integer sums exact). */
 AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq, const float *xd, const float *xs,
                     __m256 acc) {
-    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = dt == DT_Q4_1 ? 4 : 2;
-    const uint8_t *sc = ck + 2 * 16 * h + 16 * p, *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
+    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt);
+    /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
+    const uint8_t *sc = ck + 2 * (16 / gb) * h + 2 * (2 * p / gb) * 4, *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i isum = _mm256_setzero_si256();
@@ -253,10 +262,10 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
     if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
-    __m256 sw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)sc));
+    __m256 sw = scales8(sc, gb);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
-    if (dt == DT_Q4_1) {
-        __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 64)));
+    if (q8w_has_min(dt)) {
+        __m256 mw = scales8(sc + 2 * 32 / gb, gb);
         acc = _mm256_fmadd_ps(mw, _mm256_mul_ps(dx, s), acc);
     }
     return acc;
@@ -312,6 +321,8 @@ AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1,
 MATMUL_Q8(q8_q4_0, DT_Q4_0)
 MATMUL_Q8(q8_q4_1, DT_Q4_1)
 MATMUL_Q8(q8_q8_0, DT_Q8_0)
+MATMUL_Q8(q8_q4_1g64, DT_Q4_1G64)
+MATMUL_Q8(q8_q4_1g128, DT_Q4_1G128)
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
 static void axpy_avx2(float *y, float a, const float *x, int n) {
@@ -374,6 +385,7 @@ static const kernels AVX2 = {
             [DT_AFFINE8] = affine8_matmul_avx2,
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2}, /* affine_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,

@@ -263,7 +263,7 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     a.s = quad_expand(x->s + xo);
     /* dx / 16 is exact (a power of two) short of subnormal scales */
     a.dx = sums_x16(dt, vnni) ? _mm512_mul_ps(dx, _mm512_set1_ps(0.0625f)) : dx;
-    a.sx = dt == DT_Q4_1 ? _mm512_mul_ps(dx, a.s) : _mm512_setzero_ps();
+    a.sx = q8w_has_min(dt) ? _mm512_mul_ps(dx, a.s) : _mm512_setzero_ps();
     int sh = dt == DT_Q4_0 ? (vnni ? 7 : 3) : dt == DT_Q8_0 && vnni ? 7 : -1; /* -128 = -(1 << 7), -8 */
     a.off = sh < 0 ? _mm512_setzero_si512()
                    : _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_cvtps_epi32(a.s), (unsigned)sh));
@@ -283,15 +283,21 @@ typedef struct {
 /* Half h of a chunk `ck` of 8 rows x kb blocks. */
 AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
     half_w w;
-    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = dt == DT_Q4_1 ? 4 : 2;
-    const uint8_t *sc = ck + 2 * 4 * kb * h, *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * nv * 4;
-    __mmask16 m16 = (__mmask16)((1u << (4 * kb)) - 1);
-    w.sw = kb == 4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc))
-                   : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, sc));
+    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), ns = 4 * kb / gb;
+    const uint8_t *sc = ck + 2 * ns * h, *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * nv * 4;
+    __mmask16 m16 = (__mmask16)((1u << (4 * kb)) - 1), ms = (__mmask16)((1u << ns) - 1);
+    w.sw = ns == 16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc))
+                    : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(ms, sc));
     w.mw = _mm512_setzero_ps();
-    if (dt == DT_Q4_1)
-        w.mw = kb == 4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 16 * kb)))
-                       : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m16, sc + 16 * kb));
+    if (q8w_has_min(dt))
+        w.mw = ns == 16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 16 * kb / gb)))
+                        : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(ms, sc + 16 * kb / gb));
+    if (gb > 1) { /* one scale per gb blocks: lane 4 bi + ii takes entry 4 (bi / gb) + ii */
+        const __m512i ex = gb == 2 ? _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7)
+                                   : _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+        w.sw = _mm512_permutexvar_ps(ex, w.sw);
+        w.mw = _mm512_permutexvar_ps(ex, w.mw);
+    }
     UNROLL for (int v = 0; v < nv; v++) {
         const uint8_t *p = pay + (size_t)v * kb * 16;
         __m512i raw = kb == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi32(m16, p);
@@ -334,7 +340,7 @@ AI void half_sums(dtype dt, int vnni, const half_w w[2], const quad_x *a, __m512
  * below 2^24), times dw * dx; Q4_1 adds m * (dx * s). */
 AI __m512 half_fma(dtype dt, const half_w *w, const quad_x *a, __m512i isum, __m512 acc) {
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w->sw, a->dx), acc);
-    return dt == DT_Q4_1 ? _mm512_fmadd_ps(w->mw, a->sx, acc) : acc;
+    return q8w_has_min(dt) ? _mm512_fmadd_ps(w->mw, a->sx, acc) : acc;
 }
 
 /* Rows 4h..4h+3 from an accumulator: lane 4 bi + ii summed over bi by a fixed
@@ -429,7 +435,7 @@ AI void gemv_group(dtype dt, const uint8_t *g, int rr, int nb, const quad_pre *p
             UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
             __m512i isum = _mm512_add_epi32(sums_x16(dt, 1) ? _mm512_slli_epi32(c0, 4) : c0, c1);
             acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
-            if (dt == DT_Q4_1) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
+            if (q8w_has_min(dt)) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
         }
     }
     UNROLL for (int h = 0; h < 2; h++) {
@@ -514,10 +520,10 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
             mn[hh] = _mm512_castps_si512(h[hh].mw);
         }
         lanes_transpose(sc);
-        if (dt == DT_Q4_1) lanes_transpose(mn);
+        if (q8w_has_min(dt)) lanes_transpose(mn);
         for (int bi = 0; bi < kb; bi++) {
             p->sw[4 * q + bi] = _mm512_castsi512_ps(sc[bi]);
-            if (dt == DT_Q4_1) p->mw[4 * q + bi] = _mm512_castsi512_ps(mn[bi]);
+            if (q8w_has_min(dt)) p->mw[4 * q + bi] = _mm512_castsi512_ps(mn[bi]);
         }
     }
 }
@@ -528,7 +534,7 @@ static void panel_act(dtype dt, const q8_act *x, const panel *p) {
     for (size_t i = 0; i < n; i++) {
         float d = x->d[i], s = x->s[i];
         p->dx[i] = dt == DT_Q8_0 ? d : d * 0.0625f;
-        if (dt == DT_Q4_1) p->sx[i] = d * s;
+        if (q8w_has_min(dt)) p->sx[i] = d * s;
         else p->off[i] = -(int32_t)s * 128; /* Q4_0: -8 x 16; Q8_0: -128 */
     }
 }
@@ -555,7 +561,7 @@ AI void panel_tile(dtype dt, const panel *p, int nb, const q8_act *x, int t0, fl
             size_t ai = (size_t)t0 * npad + (size_t)b;
             __m512i ia[PANEL_T];
             UNROLL for (int t = 0; t < T; t++)
-                ia[t] = dt == DT_Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(p->off[ai + t * npad]);
+                ia[t] = q8w_has_min(dt) ? _mm512_setzero_si512() : _mm512_set1_epi32(p->off[ai + t * npad]);
             UNROLL for (int j = 0; j < 8; j++) {
                 __m512i w = _mm512_load_si512(p->w + 8 * b + j);
                 int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4);
@@ -565,7 +571,7 @@ AI void panel_tile(dtype dt, const panel *p, int nb, const q8_act *x, int t0, fl
             UNROLL for (int t = 0; t < T; t++) {
                 __m512 prod = _mm512_mul_ps(sw, _mm512_set1_ps(p->dx[ai + t * npad]));
                 acc[bi][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[t]), prod, acc[bi][t]);
-                if (dt == DT_Q4_1) acc[bi][t] = _mm512_fmadd_ps(p->mw[b], _mm512_set1_ps(p->sx[ai + t * npad]), acc[bi][t]);
+                if (q8w_has_min(dt)) acc[bi][t] = _mm512_fmadd_ps(p->mw[b], _mm512_set1_ps(p->sx[ai + t * npad]), acc[bi][t]);
             }
         }
     }
@@ -586,7 +592,7 @@ AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, 
     if (!mem) return 0;
     panel p = {(__m512i *)mem, (__m512 *)(mem + wbytes), (__m512 *)(mem + wbytes + sbytes),
                (float *)(mem + wbytes + 2 * sbytes), NULL, NULL};
-    if (dt == DT_Q4_1) p.sx = p.dx + na;
+    if (q8w_has_min(dt)) p.sx = p.dx + na;
     else p.off = (int32_t *)(p.dx + na);
     panel_act(dt, x, &p);
     for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
@@ -679,6 +685,14 @@ Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0, q8v_q8_0_panels, q8v_q8_0_gemv)
 Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0, NULL, NULL)
 Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1, NULL, NULL)
 Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0, NULL, NULL)
+Q8_PANELS(DT_Q4_1G64, q8v_q4_1g64_panels)
+Q8_PANELS(DT_Q4_1G128, q8v_q4_1g128_panels)
+Q8_GEMV(DT_Q4_1G64, q8v_q4_1g64_gemv)
+Q8_GEMV(DT_Q4_1G128, q8v_q4_1g128_gemv)
+Q8_GROUPS(DT_Q4_1G64, 1, q8v_q4_1g64, q8v_q4_1g64_panels, q8v_q4_1g64_gemv)
+Q8_GROUPS(DT_Q4_1G128, 1, q8v_q4_1g128, q8v_q4_1g128_panels, q8v_q4_1g128_gemv)
+Q8_GROUPS(DT_Q4_1G64, 0, q8b_q4_1g64, NULL, NULL)
+Q8_GROUPS(DT_Q4_1G128, 0, q8b_q4_1g128, NULL, NULL)
 
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
@@ -779,7 +793,8 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
             },                                                                                      \
         .quantize_act = quantize_act_avx512,                                                        \
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
-                      [DT_Q8_0] = matmul_##Q8##_q8_0,                                               \
+                      [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
+                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128,                                       \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512},  \
         .dot = dot_avx512,                                                                          \
         .axpy = axpy_avx512,                                                                        \

@@ -50,22 +50,25 @@ static inline int q8_quads(int cols) { return (cols / 32 + 3) / 4; }
 typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q8_act *a);
 
 /* Repacked weights (src/repack.c) of a (rows, cols) Q4_0 / Q4_1 / Q8_0 matrix,
- * nb = cols / 32 blocks per row, in one allocation of exactly the file's size.
+ * nb = cols / 32 blocks per row, in one allocation of exactly the file's size;
+ * also Q4_1G64 / Q4_1G128 (an MLX 4-bit matrix of group 64 / 128: Q4_1 whose
+ * scale and min are shared by gb = 2 / 4 consecutive blocks, stored once).
  *
  * Rows are taken in groups of 8 (the last group has rr = rows % 8 rows if that
  * is not 0), and each group is ONE contiguous stream: its quads one after the
  * other, each quad a "chunk" of the group's rr rows x kb blocks (kb = 4, or
  * nb % 4 for a last partial quad), scales first, then the payload:
- *   d  rr * kb f16 block scales;
- *   m  rr * kb f16 block mins (Q4_1 only);
+ *   d  rr * kb / gb f16 scales (gb = 1 but for Q4_1G64 / Q4_1G128);
+ *   m  rr * kb / gb f16 mins (Q4_1, Q4_1G64, Q4_1G128);
  *   payload: rr * kb * 16 bytes (Q4_0, Q4_1) or rr * kb * 32 bytes (Q8_0).
- * A full chunk is 576 (Q4_0), 640 (Q4_1) or 1088 (Q8_0) bytes: 64-byte lines.
+ * A full chunk is 576 (Q4_0, Q4_1G64), 640 (Q4_1) or 1088 (Q8_0) bytes, 64-byte
+ * lines (544 for Q4_1G128). kb is a multiple of gb (cols, of the group).
  * Inside a chunk the rows form two halves h (rows 4h..4h+3 of the group), and
  * each half is a set of 16-lane vectors whose int32 lane 4 * bi + ii belongs to
  * row 4h + ii, block bi of the quad: the kernels load a vector, and one
  * vpdpbusd against the activations' 128-bit lane bi (block bi) broadcast to 4
  * dwords gives 4 rows x 4 blocks of partial sums with no horizontal adds.
- *   scales of half h: index 4 kb h + bi rh + ii (rh = rows in half h);
+ *   scales of half h: index 4 (kb / gb) h + (bi / gb) rh + ii (rh = rows in half h);
  *   payload of half h at 4 kb nv 4 h bytes (nv = 4 vectors for Q4, 8 for Q8),
  *   vector v of it at v kb rh 4, and in it the 4 bytes of (bi, ii) at (bi rh + ii) 4:
  *     Q4_0 / Q4_1: bytes 4v..4v+3 of the block's 16 nibble bytes as in the file
@@ -75,7 +78,7 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
  * Absent rows and blocks (rh < 4, kb < 4) are simply left out, so full chunks
  * have fixed offsets and partial ones are dense. q8w_* below give the offsets.
  *
- * y[t*ldy + r] = sum_b (dw[b] * d[b]) * isum[b]  (+ Q4_1: sum_b m[b] * (d[b] * s[b])),
+ * y[t*ldy + r] = sum_b (dw[b] * d[b]) * isum[b]  (+ with mins: sum_b m[b] * (d[b] * s[b])),
  * isum[b] = sum_j wq[b][j] * q[b][j] with the true weight integers (Q4_0:
  * nibble - 8, Q4_1: nibble, Q8_0: int8): the integer sums are exact in every
  * ISA, the f32 combination order differs (tested with a tolerance). A y
@@ -93,8 +96,12 @@ typedef struct {
     int rr, kb;   /* rows in the group (<= 8), blocks in the quad (<= 4) */
 } q8w_chunk;
 
-static inline int q8w_block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
-static inline int q8w_hdr(dtype dt) { return dt == DT_Q4_1 ? 4 : 2; }
+/* Blocks sharing one scale (and min); whether there are mins. */
+static inline int q8w_gb(dtype dt) { return dt == DT_Q4_1G64 ? 2 : dt == DT_Q4_1G128 ? 4 : 1; }
+static inline int q8w_has_min(dtype dt) { return dt == DT_Q4_1 || dt == DT_Q4_1G64 || dt == DT_Q4_1G128; }
+/* Header bytes per row and block (scale and min shares), and all bytes per row and block. */
+static inline int q8w_hdr(dtype dt) { return (q8w_has_min(dt) ? 4 : 2) / q8w_gb(dt); }
+static inline int q8w_block_bytes(dtype dt) { return q8w_hdr(dt) + (dt == DT_Q8_0 ? 32 : 16); }
 
 static inline q8w_chunk q8w_chunk_at(dtype dt, int rows, int nb, int r, int q) {
     int g0 = r / Q8W_GROUP * Q8W_GROUP, bb = q8w_block_bytes(dt);
@@ -105,11 +112,13 @@ static inline q8w_chunk q8w_chunk_at(dtype dt, int rows, int nb, int r, int q) {
     return c;
 }
 
-/* Index of (row i of the group, block bi of the quad) among the chunk's scales. */
-static inline int q8w_scale_idx(const q8w_chunk *c, int i, int bi) {
-    int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4;
-    return 4 * c->kb * h + bi * rh + i % 4;
+/* Index of (row i of the group, block bi of the quad) among the chunk's scales;
+ * its min (if any) is q8w_nscales entries further. */
+static inline int q8w_scale_idx(dtype dt, const q8w_chunk *c, int i, int bi) {
+    int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4, gb = q8w_gb(dt);
+    return 4 * (c->kb / gb) * h + bi / gb * rh + i % 4;
 }
+static inline int q8w_nscales(dtype dt, const q8w_chunk *c) { return c->rr * c->kb / q8w_gb(dt); }
 
 /* Byte offset in the chunk of payload byte jb (Q4: 0..15, Q8: 0..31) of (i, bi). */
 static inline size_t q8w_byte(dtype dt, const q8w_chunk *c, int i, int bi, int jb) {
@@ -129,9 +138,10 @@ static inline void q8w_widen(dtype dt, const uint8_t *src, int rr, int kb, uint8
     memset(dst, 0, (size_t)Q8W_GROUP * dkb * q8w_block_bytes(dt));
     for (int i = 0; i < rr; i++)
         for (int bi = 0; bi < kb; bi++) {
-            size_t si = 2 * (size_t)q8w_scale_idx(&s, i, bi), di = 2 * (size_t)q8w_scale_idx(&d, i, bi);
+            size_t si = 2 * (size_t)q8w_scale_idx(dt, &s, i, bi), di = 2 * (size_t)q8w_scale_idx(dt, &d, i, bi);
             memcpy(dst + di, src + si, 2);
-            if (dt == DT_Q4_1) memcpy(dst + di + 2 * (size_t)Q8W_GROUP * dkb, src + si + 2 * (size_t)rr * kb, 2);
+            if (q8w_has_min(dt))
+                memcpy(dst + di + 2 * (size_t)q8w_nscales(dt, &d), src + si + 2 * (size_t)q8w_nscales(dt, &s), 2);
             for (int v = 0; v < nv; v++)
                 memcpy(dst + q8w_byte(dt, &d, i, bi, 4 * v), src + q8w_byte(dt, &s, i, bi, 4 * v), 4);
         }
@@ -169,7 +179,7 @@ typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
     quantize_act_fn quantize_act;  /* NULL: use the scalar one */
-    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0 on repacked weights; NULL: scalar */
+    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128 on repacked weights; NULL: scalar */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
     /* set in every table (tested), so callers need no scalar fallback: */

@@ -354,9 +354,11 @@ AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *
         for (int bi = 0; bi < kb; bi++) {
             int8x16_t w[8];
             block_weights(dt, ck, kb, h, bi, w);
-            const uint8_t *sc = ck + 2 * ((size_t)4 * kb * h + 4 * bi);
+            const int gb = q8w_gb(dt); /* blocks per scale */
+            const uint8_t *sc = ck + 2 * ((size_t)4 * (kb / gb) * h + 4 * (bi / gb));
             float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
-            float32x4_t mw = dt == DT_Q4_1 ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc + 2 * Q8W_GROUP * kb))) : dw;
+            float32x4_t mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc + 2 * Q8W_GROUP * kb / gb)))
+                                             : dw;
             UNROLL for (int t = 0; t < T; t++) {
                 size_t tq = (size_t)(t0 + t) * x->quads;
                 const int8_t *xq = x->q + tq * 128 + 128 * (size_t)q + 16 * bi;
@@ -364,7 +366,7 @@ AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *
                 int32_t off = dt == DT_Q4_0 ? -8 * (int32_t)s : 0; /* nibble - 8, summed exactly */
                 int32x4_t is = block_isum(sd, w, vld1q_s8(xq), vld1q_s8(xq + 64), off);
                 acc[h][t] = vfmaq_f32(acc[h][t], vcvtq_f32_s32(is), vmulq_n_f32(dw, dx));
-                if (dt == DT_Q4_1) acc[h][t] = vfmaq_n_f32(acc[h][t], mw, dx * s);
+                if (q8w_has_min(dt)) acc[h][t] = vfmaq_n_f32(acc[h][t], mw, dx * s);
             }
         }
 }
@@ -450,6 +452,10 @@ Q8_ENTRY(q8_sdot_q8_0, DT_Q8_0, DOTPROD, sdot_lane)
 Q8_ENTRY(q8_mull_q4_0, DT_Q4_0, , NULL)
 Q8_ENTRY(q8_mull_q4_1, DT_Q4_1, , NULL)
 Q8_ENTRY(q8_mull_q8_0, DT_Q8_0, , NULL)
+Q8_ENTRY(q8_sdot_q4_1g64, DT_Q4_1G64, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_sdot_q4_1g128, DT_Q4_1G128, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_mull_q4_1g64, DT_Q4_1G64, , NULL)
+Q8_ENTRY(q8_mull_q4_1g128, DT_Q4_1G128, , NULL)
 
 static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
@@ -463,12 +469,27 @@ static void matmul_q8_q4_1(const void *p, int rows, int cols, int r0, int r1, co
 static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     (has_sdot() ? q8_sdot_q8_0 : q8_mull_q8_0)(p, rows, cols, r0, r1, x, y, ldy);
 }
+static void matmul_q8_q4_1g64(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
+                              int ldy) {
+    (has_sdot() ? q8_sdot_q4_1g64 : q8_mull_q4_1g64)(p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q4_1g128(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
+                               int ldy) {
+    (has_sdot() ? q8_sdot_q4_1g128 : q8_mull_q4_1g128)(p, rows, cols, r0, r1, x, y, ldy);
+}
 
 /* The variant without the dot-product extension, whatever this CPU has, so the
  * self-test (tests/kernels_selftest.c) checks it on every machine. */
 matmul_q8_fn kernels_neon_q8_plain(dtype dt);
 matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
-    return dt == DT_Q4_0 ? q8_mull_q4_0 : dt == DT_Q4_1 ? q8_mull_q4_1 : dt == DT_Q8_0 ? q8_mull_q8_0 : NULL;
+    switch (dt) {
+    case DT_Q4_0: return q8_mull_q4_0;
+    case DT_Q4_1: return q8_mull_q4_1;
+    case DT_Q8_0: return q8_mull_q8_0;
+    case DT_Q4_1G64: return q8_mull_q4_1g64;
+    case DT_Q4_1G128: return q8_mull_q4_1g128;
+    default: return NULL;
+    }
 }
 
 /* Attention, fast softmax and SwiGLU: attn_tiles.h over 4-lane vectors, a
@@ -513,6 +534,7 @@ static const kernels NEON = {
             [DT_AFFINE8] = affine8_matmul_neon,
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
                   [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon},
     .dot = dot_neon,
     .axpy = axpy_neon,

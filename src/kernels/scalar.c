@@ -143,15 +143,15 @@ static int packed_weight(dtype dt, const uint8_t *pk, int rows, int nb, int r, i
     return dt == DT_Q4_0 ? u - 8 : u;
 }
 
-/* The f16 scale (which = 0) or Q4_1 min (which = 1) of block b of row r. */
+/* The f16 scale (which = 0) or min (which = 1) of block b of row r. */
 static float packed_scale(dtype dt, const uint8_t *pk, int rows, int nb, int r, int b, int which) {
     q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
-    size_t idx = (size_t)q8w_scale_idx(&c, r % Q8W_GROUP, b % 4) + (size_t)which * c.rr * c.kb;
+    size_t idx = (size_t)q8w_scale_idx(dt, &c, r % Q8W_GROUP, b % 4) + (size_t)which * q8w_nscales(dt, &c);
     return f16_to_f32(rd_u16(pk + c.off + 2 * idx));
 }
 
 /* One row and token: main = sum_b (dw*dx)[b] * isum[b] in block order, then,
- * for Q4_1, side = sum_b m[b] * (dx[b] * s[b]). */
+ * with mins, side = sum_b m[b] * (dx[b] * s[b]). */
 static float dot_q8_row(dtype dt, const uint8_t *pk, int rows, int nb, int r, const int8_t *xq, const float *xd,
                         const float *xs) {
     float main = 0.0f, side = 0.0f;
@@ -159,7 +159,7 @@ static float dot_q8_row(dtype dt, const uint8_t *pk, int rows, int nb, int r, co
         int isum = 0;
         for (int j = 0; j < 32; j++) isum += packed_weight(dt, pk, rows, nb, r, b, j) * xq[quad_pos(b, j)];
         main += packed_scale(dt, pk, rows, nb, r, b, 0) * xd[b] * (float)isum;
-        if (dt == DT_Q4_1) side += packed_scale(dt, pk, rows, nb, r, b, 1) * (xd[b] * xs[b]);
+        if (q8w_has_min(dt)) side += packed_scale(dt, pk, rows, nb, r, b, 1) * (xd[b] * xs[b]);
     }
     return main + side;
 }
@@ -181,6 +181,14 @@ static void matmul_q8_q4_1(const void *p, int rows, int cols, int r0, int r1, co
 }
 static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     matmul_q8_rows(DT_Q8_0, p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q4_1g64(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
+                              int ldy) {
+    matmul_q8_rows(DT_Q4_1G64, p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q4_1g128(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
+                               int ldy) {
+    matmul_q8_rows(DT_Q4_1G128, p, rows, cols, r0, r1, x, y, ldy);
 }
 
 static float dot_scalar(const float *a, const float *b, int n) {
@@ -207,7 +215,8 @@ static const kernels SCALAR = {
             [DT_AFFINE8] = affine8_matmul_scalar,
         },
     .quantize_act = quantize_act_scalar,
-    .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0},
+    .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_F16] = att_scores_f16_scalar},

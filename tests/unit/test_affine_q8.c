@@ -241,7 +241,36 @@ Test(affine_q8, selftest_checks) {
     }
 }
 
-/* MLX 4-bit rewritten as packed Q4_1 (repack_affine4_matrix, fast mode): every row
+#if defined(__x86_64__)
+const kernels *kernels_avx512_table(int vnni);
+#endif
+
+/* The int8 kernels of the shared-scale Q4_1 layouts (MLX 4-bit groups 64 and 128,
+ * repacked) in every table of this CPU, the AVX-512 one without VNNI too, against
+ * scalar.c's: kernels_selftest.c's st_check_q8 (integer data: equal bits; random:
+ * the stated tolerance; row splits and single tokens: equal bits). */
+Test(affine_q8, shared_scale_q4_1_kernels) {
+    const kernels *tabs[] = {kernels_avx2(), kernels_avx512(), kernels_neon(),
+#if defined(__x86_64__)
+                             kernels_avx512() ? kernels_avx512_table(0) : NULL
+#else
+                             NULL
+#endif
+    };
+    static const dtype dts[] = {DT_Q4_1G64, DT_Q4_1G128};
+    char msg[512];
+    int checked = 0;
+    for (int i = 0; i < 4; i++)
+        for (int d = 0; d < 2 && tabs[i]; d++) {
+            cr_assert(tabs[i]->matmul_q8[dts[d]], "%s has no %s int8 kernel", tabs[i]->name, dtype_name(dts[d]));
+            cr_assert(st_check_q8(tabs[i]->name, tabs[i]->matmul_q8[dts[d]], dts[d], msg, sizeof msg) == 0, "%s", msg);
+            checked++;
+        }
+    cr_assert(checked > 0 || !kernels_avx2(), "no table checked");
+}
+
+/* MLX 4-bit rewritten as packed Q4_1 / Q4_1G64 / Q4_1G128 (repack_affine4_matrix,
+ * fast mode), the file's size: every row
  * dequantizes to the same floats as the MLX layout (both compute q * scale, then
  * + bias, in f32), for every group size and both 16-bit scale types, with row
  * counts that leave partial groups of 8; and a scale f16 cannot hold exactly
@@ -251,14 +280,19 @@ Test(affine_q8, affine4_as_q41_same_values) {
     static const int groups[] = {32, 64, 128}, sdts[] = {DT_BF16, DT_F16}, rowss[] = {5, 8, 19};
     for (int gi = 0; gi < 3; gi++)
         for (int si = 0; si < 2; si++) {
-            int rows = rowss[(gi + si) % 3], cols = 4 * groups[gi] + (groups[gi] == 32 ? 32 : 0);
+            /* 160 and 320 columns end in a partial quad (1 and 2 blocks) */
+            int rows = rowss[(gi + si) % 3], cols = 4 * groups[gi] + (groups[gi] <= 64 ? groups[gi] : 0);
             aq_mat m;
             aq_make(&m, 4, groups[gi], sdts[si], rows, cols, 0, &st);
             tensor t = {.name = "w", .type = DT_AFFINE4, .ndim = 2, .shape = {rows, cols}, .data = &m.aw};
-            size_t n = (size_t)rows * (cols / 32) * 20;
+            dtype pt = repack_affine4_type(&t);
+            cr_assert_eq(pt, groups[gi] == 32 ? DT_Q4_1 : groups[gi] == 64 ? DT_Q4_1G64 : DT_Q4_1G128);
+            /* the file's size: 16 bytes of nibbles per 32 values, 4 bytes of scale and bias per group */
+            size_t n = (size_t)rows * (cols / 32) * q8w_block_bytes(pt);
+            cr_assert_eq(n, (size_t)rows * (cols / 2 + cols / groups[gi] * 4));
             uint8_t *p = malloc(n);
             cr_assert(repack_affine4_matrix(&t, p), "group %d: refused exact f16 parameters", groups[gi]);
-            tensor q = {.name = "w", .type = DT_Q4_1, .ndim = 2, .shape = {rows, cols}, .nbytes = n, .packed = p};
+            tensor q = {.name = "w", .type = pt, .ndim = 2, .shape = {rows, cols}, .nbytes = n, .packed = p};
             float *a = malloc(sizeof(float) * cols), *b = malloc(sizeof(float) * cols);
             for (int r = 0; r < rows; r++) {
                 affine_row_f32(&t, r, a);
