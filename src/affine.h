@@ -26,9 +26,10 @@ int affine_assemble(affine_store **store, const tensor *weight, const tensor *sc
 void affine_store_free(affine_store *s);
 
 /* Fast mode: the matrices of s whose dtype has an int8-activation kernel in k
- * (matmul_q8) take it from now on, reading the file layout in place (so, unlike the
- * GGUF types, nothing is repacked). Without this call (--exact) they keep the f32
- * kernels. Call at load, before any session runs. */
+ * (matmul_q8) take it from now on, reading the file layout in place. (repack.c then
+ * rewrites the 4-bit ones it can into the packed Q4_1 layouts; what it leaves, 8-bit
+ * and 4-bit with scales f16 cannot hold, stays here.) Without this call (--exact)
+ * they keep the f32 kernels. Call at load, before any session runs. */
 void affine_store_use_q8(affine_store *s, const kernels *k);
 
 /* What to pass as `packed` to matmul_q8[t->type] for t, or NULL when t is not an

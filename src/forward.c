@@ -26,8 +26,9 @@
 #include "ops.h"
 #include "util.h"
 
-/* The weights as the int8-activation kernels take them (fast mode): GGUF types
- * repacked at load (repack.c), MLX affine ones in place (affine.c); NULL: f32 route. */
+/* The weights as the int8-activation kernels take them (fast mode): GGUF types and
+ * MLX 4-bit repacked at load (repack.c), MLX 8-bit (and 4-bit whose scales f16 cannot
+ * hold) in place (affine.c); NULL: f32 route. */
 static const void *q8_weights(const tensor *w) { return w->packed ? w->packed : affine_q8_weights(w); }
 
 /* Fast mode: some matrix takes the int8-activation kernels. */
