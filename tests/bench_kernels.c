@@ -11,7 +11,7 @@
  * (nt = 16) is reported in GFLOP/s. The read bandwidth of a plain streaming
  * sum over 512 MiB is printed first: the floor a decode step cannot beat.
  * Then the fast-mode int8-activation kernels (matmul_q8 on repacked Q4_0 /
- * Q4_1 / Q8_0, kernels.h) the same way, prefill at nt = 64 in GOP/s.
+ * Q4_1 / Q8_0 / Q4_1G64 (MLX 4-bit g64), kernels.h) the same way, prefill at nt = 64 in GOP/s.
  * Optional arguments filter what runs: dtype names and/or ISA names
  * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part).
  * Not part of `make test`; numbers are for comparison within one run. */
@@ -129,9 +129,9 @@ static void fill_packed(dtype dt, uint8_t *p, size_t n, int rows, int cols, uint
     for (int r = 0; r < rows; r++)
         for (int b = 0; b < nb; b++) {
             q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
-            size_t at = c.off + 2 * (size_t)q8w_scale_idx(&c, r % Q8W_GROUP, b % 4);
+            size_t at = c.off + 2 * (size_t)q8w_scale_idx(dt, &c, r % Q8W_GROUP, b % 4);
             memcpy(p + at, &d, 2);
-            if (dt == DT_Q4_1) memcpy(p + at + 2 * (size_t)c.rr * c.kb, &m, 2);
+            if (q8w_has_min(dt)) memcpy(p + at + 2 * (size_t)q8w_nscales(dt, &c), &m, 2);
         }
 }
 
@@ -161,7 +161,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     const shape big = {2048, 8192}, small = {576, 1536};
     const int ntp = 64;
     const size_t cold_total = (size_t)512 << 20;
-    const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0};
+    const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64};
     struct {
         const kernels *k;
         const char *label;
@@ -170,9 +170,9 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
 #endif
     printf("\nint8 activations (fast mode), repacked weights\n");
-    printf("%-5s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
+    printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
            "prefill nt=64", "prefill nt=64");
-    printf("%-5s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
+    printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
            "2048x8192 GOP/s", "576x1536");
     uint64_t seed = 7;
     float *xf = malloc(sizeof(float) * (size_t)big.cols * ntp), *y = malloc(sizeof(float) * (size_t)big.rows * ntp);
@@ -186,9 +186,9 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     xs = x;
     xs.cols = small.cols;
     xs.quads = q8_quads(small.cols); /* the same buffers read with the small shape's stride */
-    for (int d = 0; d < 3; d++) {
+    for (int d = 0; d < 4; d++) {
         dtype dt = dts[d];
-        if (!wanted(argc, argv, dtype_name(dt), dt_names, 6)) continue;
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 7)) continue;
         size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;
         uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = aligned_alloc(64, (bytes_small + 63) / 64 * 64);
@@ -210,7 +210,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
             double pf = time_q8(f, wb, 1, big, &x, y, 0.4);
             double pf_s = time_q8(f, &ws, 1, small, &xs, y, 0.2);
             double ops_big = 2.0 * big.rows * big.cols * ntp, ops_small = 2.0 * small.rows * small.cols * ntp;
-            printf("%-5s %-14s %10.1f %6.0f%% %10.1f %10.1f %14.1f %14.1f\n", dtype_name(dt), tabs[k].label,
+            printf("%-7s %-14s %10.1f %6.0f%% %10.1f %10.1f %14.1f %14.1f\n", dtype_name(dt), tabs[k].label,
                    bytes_big / cold / 1e9, 100.0 * bytes_big / cold / 1e9 / bw, bytes_big / warm / 1e9,
                    bytes_small / warm_s / 1e9, ops_big / pf / 1e9, ops_small / pf_s / 1e9);
             fflush(stdout);
@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
     const int nt_prefill = 16;
     const size_t cold_total = (size_t)512 << 20; /* well above any L3 seen here (32 to 260 MiB) */
 
-    static const char *const dt_names[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"};
+    static const char *const dt_names[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_1G64"};
     static const char *const isa_names[] = {"scalar", "avx2", "avx512", "neon"};
     printf("streaming-sum read bandwidth, 512 MiB, 1 thread: %.1f GB/s\n", stream_bandwidth(512, 5));
     printf("auto-selected table: %s\n", kernels_select(NULL)->name);
@@ -254,7 +254,7 @@ int main(int argc, char **argv) {
 
     for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
         dtype dt = dts[d];
-        if (!wanted(argc, argv, dtype_name(dt), dt_names, 6)) continue;
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 7)) continue;
         size_t rb_big = dtype_row_bytes(dt, big.cols), rb_small = dtype_row_bytes(dt, small.cols);
         size_t bytes_big = rb_big * big.rows, bytes_small = rb_small * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;
