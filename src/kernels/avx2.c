@@ -243,8 +243,10 @@ AI __m256 scales8(const uint8_t *p, int gb) {
 AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq, const float *xd, const float *xs,
                     __m256 acc) {
     const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt);
+    const q8w_chunk c = {0, Q8W_GROUP, 4};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
-    const uint8_t *sc = ck + 2 * (16 / gb) * h + 2 * (2 * p / gb) * 4, *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
+    const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + 2 * q8w_nscales(dt, &c);
+    const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i isum = _mm256_setzero_si256();
@@ -265,7 +267,7 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
     __m256 sw = scales8(sc, gb);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
     if (q8w_has_min(dt)) {
-        __m256 mw = scales8(sc + 2 * 32 / gb, gb);
+        __m256 mw = scales8(mn, gb);
         acc = _mm256_fmadd_ps(mw, _mm256_mul_ps(dx, s), acc);
     }
     return acc;

@@ -284,14 +284,16 @@ typedef struct {
 AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
     half_w w;
     const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), ns = 4 * kb / gb;
-    const uint8_t *sc = ck + 2 * ns * h, *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * nv * 4;
+    const q8w_chunk c = {0, Q8W_GROUP, kb};
+    const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 0), *mn = sc + 2 * q8w_nscales(dt, &c);
+    const uint8_t *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * nv * 4;
     __mmask16 m16 = (__mmask16)((1u << (4 * kb)) - 1), ms = (__mmask16)((1u << ns) - 1);
     w.sw = ns == 16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc))
                     : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(ms, sc));
     w.mw = _mm512_setzero_ps();
     if (q8w_has_min(dt))
-        w.mw = ns == 16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 16 * kb / gb)))
-                        : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(ms, sc + 16 * kb / gb));
+        w.mw = ns == 16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mn))
+                        : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(ms, mn));
     if (gb > 1) { /* one scale per gb blocks: lane 4 bi + ii takes entry 4 (bi / gb) + ii */
         const __m512i ex = gb == 2 ? _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7)
                                    : _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
@@ -673,26 +675,17 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, gemv_fn 
     }
 }
 
-Q8_PANELS(DT_Q4_0, q8v_q4_0_panels)
-Q8_PANELS(DT_Q4_1, q8v_q4_1_panels)
-Q8_PANELS(DT_Q8_0, q8v_q8_0_panels)
-Q8_GEMV(DT_Q4_0, q8v_q4_0_gemv)
-Q8_GEMV(DT_Q4_1, q8v_q4_1_gemv)
-Q8_GEMV(DT_Q8_0, q8v_q8_0_gemv)
-Q8_GROUPS(DT_Q4_0, 1, q8v_q4_0, q8v_q4_0_panels, q8v_q4_0_gemv)
-Q8_GROUPS(DT_Q4_1, 1, q8v_q4_1, q8v_q4_1_panels, q8v_q4_1_gemv)
-Q8_GROUPS(DT_Q8_0, 1, q8v_q8_0, q8v_q8_0_panels, q8v_q8_0_gemv)
-Q8_GROUPS(DT_Q4_0, 0, q8b_q4_0, NULL, NULL)
-Q8_GROUPS(DT_Q4_1, 0, q8b_q4_1, NULL, NULL)
-Q8_GROUPS(DT_Q8_0, 0, q8b_q8_0, NULL, NULL)
-Q8_PANELS(DT_Q4_1G64, q8v_q4_1g64_panels)
-Q8_PANELS(DT_Q4_1G128, q8v_q4_1g128_panels)
-Q8_GEMV(DT_Q4_1G64, q8v_q4_1g64_gemv)
-Q8_GEMV(DT_Q4_1G128, q8v_q4_1g128_gemv)
-Q8_GROUPS(DT_Q4_1G64, 1, q8v_q4_1g64, q8v_q4_1g64_panels, q8v_q4_1g64_gemv)
-Q8_GROUPS(DT_Q4_1G128, 1, q8v_q4_1g128, q8v_q4_1g128_panels, q8v_q4_1g128_gemv)
-Q8_GROUPS(DT_Q4_1G64, 0, q8b_q4_1g64, NULL, NULL)
-Q8_GROUPS(DT_Q4_1G128, 0, q8b_q4_1g128, NULL, NULL)
+/* Per dtype: matmul_q8v_NAME (VNNI: panels, GEMV, groups) and matmul_q8b_NAME (groups). */
+#define Q8_DTYPE(DT, NAME)                                                                             \
+    Q8_PANELS(DT, q8v_##NAME##_panels)                                                                 \
+    Q8_GEMV(DT, q8v_##NAME##_gemv)                                                                     \
+    Q8_GROUPS(DT, 1, q8v_##NAME, q8v_##NAME##_panels, q8v_##NAME##_gemv)                               \
+    Q8_GROUPS(DT, 0, q8b_##NAME, NULL, NULL)
+Q8_DTYPE(DT_Q4_0, q4_0)
+Q8_DTYPE(DT_Q4_1, q4_1)
+Q8_DTYPE(DT_Q8_0, q8_0)
+Q8_DTYPE(DT_Q4_1G64, q4_1g64)
+Q8_DTYPE(DT_Q4_1G128, q4_1g128)
 
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the

@@ -139,9 +139,11 @@ static inline void q8w_widen(dtype dt, const uint8_t *src, int rr, int kb, uint8
     for (int i = 0; i < rr; i++)
         for (int bi = 0; bi < kb; bi++) {
             size_t si = 2 * (size_t)q8w_scale_idx(dt, &s, i, bi), di = 2 * (size_t)q8w_scale_idx(dt, &d, i, bi);
-            memcpy(dst + di, src + si, 2);
-            if (q8w_has_min(dt))
-                memcpy(dst + di + 2 * (size_t)q8w_nscales(dt, &d), src + si + 2 * (size_t)q8w_nscales(dt, &s), 2);
+            if (bi % q8w_gb(dt) == 0) { /* a group's scale and min, once */
+                memcpy(dst + di, src + si, 2);
+                if (q8w_has_min(dt))
+                    memcpy(dst + di + 2 * (size_t)q8w_nscales(dt, &d), src + si + 2 * (size_t)q8w_nscales(dt, &s), 2);
+            }
             for (int v = 0; v < nv; v++)
                 memcpy(dst + q8w_byte(dt, &d, i, bi, 4 * v), src + q8w_byte(dt, &s, i, bi, 4 * v), 4);
         }

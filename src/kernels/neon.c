@@ -354,11 +354,10 @@ AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *
         for (int bi = 0; bi < kb; bi++) {
             int8x16_t w[8];
             block_weights(dt, ck, kb, h, bi, w);
-            const int gb = q8w_gb(dt); /* blocks per scale */
-            const uint8_t *sc = ck + 2 * ((size_t)4 * (kb / gb) * h + 4 * (bi / gb));
+            const q8w_chunk c = {0, Q8W_GROUP, kb};
+            const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, bi), *mn = sc + 2 * q8w_nscales(dt, &c);
             float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
-            float32x4_t mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc + 2 * Q8W_GROUP * kb / gb)))
-                                             : dw;
+            float32x4_t mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(mn))) : dw;
             UNROLL for (int t = 0; t < T; t++) {
                 size_t tq = (size_t)(t0 + t) * x->quads;
                 const int8_t *xq = x->q + tq * 128 + 128 * (size_t)q + 16 * bi;
