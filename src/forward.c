@@ -148,6 +148,7 @@ struct matmul_job {
     mm_post_fn post;     /* or NULL */
     int layer, pos;      /* for post functions that write the cache */
     int quantize_down;   /* post_swiglu also quantizes its rows into s->xq_down (nt = 1) */
+    pool_queue queue;    /* the row chunks, set up by run_matmuls */
 };
 
 /* Rows [r0, r1) of one output: repacked weights take the int8 activations,
@@ -166,24 +167,33 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     }
 }
 
-/* The rows of all outputs, end to end (or side by side with same_rows), split
- * statically over the threads: one pool_run (one barrier) for Q, K and V, or
- * for gate and up. */
+/* The smallest piece of a matmul a thread claims, as a fraction of its share
+ * of the rows: smaller evens out the finish better, larger keeps the calls
+ * (each restarts the weight stream and rebuilds the activation side) few. */
+#define MM_MIN_PIECE 16
+
+/* The rows of all outputs, end to end (or side by side with same_rows), in
+ * pieces claimed from j->queue: one pool_run (one barrier) for Q, K and V, or
+ * for gate and up. Each thread starts on its own static share, so its weights
+ * stream contiguously, and takes over pieces of the other's share when done
+ * first: the threads finish together even when one gets less memory bandwidth
+ * for a while. */
 static void matmul_task(void *ctx, int ith, int nth) {
-    const matmul_job *j = ctx;
+    matmul_job *j = ctx;
     int b, e;
-    if (j->same_rows) {
-        pool_split((int)j->out[0].w->shape[0], j->align, ith, nth, &b, &e);
-        for (int i = 0; i < j->n_out && b < e; i++) matmul_rows(j, &j->out[i], b, e);
-    } else {
-        pool_split(j->total_rows, j->align, ith, nth, &b, &e);
-        for (int i = 0, base = 0; i < j->n_out; base += (int)j->out[i].w->shape[0], i++) {
-            int rows = (int)j->out[i].w->shape[0];
-            int r0 = b - base > 0 ? b - base : 0, r1 = e - base < rows ? e - base : rows;
-            if (r0 < r1) matmul_rows(j, &j->out[i], r0, r1);
+    (void)nth;
+    while (pool_claim(&j->queue, ith, &b, &e)) {
+        if (j->same_rows) {
+            for (int i = 0; i < j->n_out; i++) matmul_rows(j, &j->out[i], b, e);
+        } else {
+            for (int i = 0, base = 0; i < j->n_out; base += (int)j->out[i].w->shape[0], i++) {
+                int rows = (int)j->out[i].w->shape[0];
+                int r0 = b - base > 0 ? b - base : 0, r1 = e - base < rows ? e - base : rows;
+                if (r0 < r1) matmul_rows(j, &j->out[i], r0, r1);
+            }
         }
+        if (j->post) j->post(j, b, e);
     }
-    if (j->post && b < e) j->post(j, b, e);
 }
 
 static quantize_act_fn quantizer(const model *m) {
@@ -226,6 +236,9 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
             quantize_task(j, 0, 1);
         }
     }
+    int n = j->same_rows ? (int)j->out[0].w->shape[0] : j->total_rows;
+    int nth = pool_size(m->pool), share = (n + j->align - 1) / j->align / nth;
+    pool_queue_init(&j->queue, n, j->align, nth > 1 ? share / MM_MIN_PIECE : share, nth);
     pool_run(m->pool, matmul_task, j);
 }
 

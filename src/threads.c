@@ -170,3 +170,32 @@ void pool_split(int n, int align, int ith, int nth, int *begin, int *end) {
     *begin = u0 * align < n ? u0 * align : n;
     *end = u1 * align < n ? u1 * align : n;
 }
+
+void pool_queue_init(pool_queue *q, int n, int align, int min, int nth) {
+    q->n = n;
+    q->align = align < 1 ? 1 : align;
+    q->min = min < 1 ? 1 : min;
+    q->nth = nth > POOL_MAX_THREADS ? POOL_MAX_THREADS : nth;
+    for (int i = 0; i < q->nth; i++) atomic_init(&q->taken[i], 0);
+}
+
+int pool_claim(pool_queue *q, int ith, int *begin, int *end) {
+    for (int k = 0; k < q->nth; k++) {
+        int part = (ith + k) % q->nth, p0, p1;
+        pool_split(q->n, q->align, part, q->nth, &p0, &p1);
+        int units = (p1 - p0 + q->align - 1) / q->align;
+        int t = atomic_load_explicit(&q->taken[part], memory_order_relaxed), want;
+        do {
+            if (t >= units) break;
+            want = (units - t + 1) / 2;
+            if (want < q->min) want = q->min;
+            if (want > units - t) want = units - t;
+        } while (!atomic_compare_exchange_weak_explicit(&q->taken[part], &t, t + want, memory_order_relaxed,
+                                                        memory_order_relaxed));
+        if (t >= units) continue;
+        *begin = p0 + t * q->align;
+        *end = p0 + (t + want) * q->align < p1 ? p0 + (t + want) * q->align : p1;
+        return 1;
+    }
+    return 0;
+}

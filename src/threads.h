@@ -20,4 +20,23 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx);
 /* Static split of [0, n) into nth parts aligned to `align`: the part of thread ith. */
 void pool_split(int n, int align, int ith, int nth, int *begin, int *end);
 
+/* A split that balances itself: [0, n) is cut as pool_split would cut it,
+ * and a thread takes its own part in pieces of half what is left of it (at
+ * least `min` units of `align`), then pieces of the others' parts the same
+ * way. The owner's rows stay one contiguous stream for most of the work, and
+ * the last pieces are small enough to even out the finish. Which thread
+ * computes a piece varies from run to run, so this is for work whose every
+ * output does not depend on that (the matmuls: each row is computed whole,
+ * the same way, whoever computes it). Set up by one thread before pool_run;
+ * pool_claim from inside the job. */
+#define POOL_MAX_THREADS 256
+typedef struct {
+    int n, align, min, nth;
+    _Atomic int taken[POOL_MAX_THREADS]; /* units of part i handed out */
+} pool_queue;
+
+void pool_queue_init(pool_queue *q, int n, int align, int min, int nth);
+/* The next range [*begin, *end) for thread ith; 0 when all is taken. */
+int pool_claim(pool_queue *q, int ith, int *begin, int *end);
+
 #endif

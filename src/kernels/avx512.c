@@ -450,8 +450,10 @@ AI void gemv_group(dtype dt, const uint8_t *g, int rr, int nb, const quad_pre *p
 
 /* Rows [r0, r1) of a GEMV with the activation side built once; 0 if the
  * scratch could not be allocated (nothing done). */
+#define GEMV_STACK_QUADS 32 /* K up to 4096: the activation side on the stack (22 KB), no malloc per call */
 AI int run_gemv(dtype dt, const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {
-    quad_pre *pre = aligned_alloc(64, sizeof(quad_pre) * (size_t)x->quads);
+    quad_pre local[GEMV_STACK_QUADS];
+    quad_pre *pre = x->quads <= GEMV_STACK_QUADS ? local : aligned_alloc(64, sizeof(quad_pre) * (size_t)x->quads);
     if (!pre) return 0;
     quad_pre_fill(dt, x, pre);
     size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
@@ -460,7 +462,7 @@ AI int run_gemv(dtype dt, const void *packed, int rows, int nb, int r0, int r1, 
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         gemv_group(dt, (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP), rr, nb, pre, y + g0, lo, hi);
     }
-    free(pre);
+    if (pre != local) free(pre);
     return 1;
 }
 

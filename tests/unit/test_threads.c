@@ -67,3 +67,82 @@ Test(threads, sleeping_workers_and_caller_are_woken, .timeout = 30) {
     }
     pool_free(tp);
 }
+
+/* pool_claim: pieces are aligned, never overlap and cover [0, n) exactly once,
+ * whatever the order in which threads ask; the owner's first piece starts its
+ * part; a thread that finishes early takes over what is left of another's. */
+Test(threads, claims_cover_once_in_any_order) {
+    static pool_queue q;
+    int sizes[] = {1, 15, 16, 17, 100, 1000, 4096 + 48};
+    for (int si = 0; si < 7; si++) {
+        for (int nth = 1; nth <= 4; nth++) {
+            for (int min = 1; min <= 8; min *= 2) {
+                int n = sizes[si], cover[4200] = {0}, b, e;
+                pool_queue_init(&q, n, 16, min, nth);
+                int first0 = -1, calls = 0;
+                /* thread 0 asks three times as often as the others */
+                for (int k = 0;; k++) {
+                    int ith = k % 4 < 3 ? 0 : (k / 4) % nth, got = pool_claim(&q, ith, &b, &e);
+                    if (!got) {
+                        int any = 0;
+                        for (int i = 0; i < nth; i++) any |= pool_claim(&q, i, &b, &e) ? (e - b) : 0;
+                        cr_assert_eq(any, 0, "all taken but a claim succeeded");
+                        break;
+                    }
+                    if (first0 < 0 && ith == 0) first0 = b;
+                    cr_assert(b < e && e <= n && b % 16 == 0 && (e % 16 == 0 || e == n), "[%d, %d) n=%d", b, e, n);
+                    for (int i = b; i < e; i++) cover[i]++;
+                    cr_assert(++calls < 10000);
+                }
+                for (int i = 0; i < n; i++) cr_assert_eq(cover[i], 1, "n=%d nth=%d min=%d i=%d", n, nth, min, i);
+                cr_expect_eq(first0, 0);
+            }
+        }
+    }
+}
+
+typedef struct {
+    pool_queue q;
+    atomic_int cover[5000];
+} claim_probe;
+
+static void claim_task(void *ctx, int ith, int nth) {
+    (void)nth;
+    claim_probe *p = ctx;
+    int b, e;
+    while (pool_claim(&p->q, ith, &b, &e)) {
+        if (ith == 1) sleep_ms(1); /* a slow thread: the others take over its part */
+        for (int i = b; i < e; i++) atomic_fetch_add(&p->cover[i], 1);
+    }
+}
+
+Test(threads, claims_cover_once_with_threads) {
+    static claim_probe p;
+    for (int n = 2; n <= 3; n++) {
+        thread_pool *tp = pool_new(n);
+        cr_assert_not_null(tp);
+        for (int rep = 0; rep < 5; rep++) {
+            for (int i = 0; i < 5000; i++) atomic_init(&p.cover[i], 0);
+            pool_queue_init(&p.q, 5000, 16, 2, n);
+            pool_run(tp, claim_task, &p);
+            for (int i = 0; i < 5000; i++) cr_assert_eq(atomic_load(&p.cover[i]), 1, "n=%d i=%d", n, i);
+        }
+        pool_free(tp);
+    }
+}
+
+/* Each thread's first piece is the start of its own static part, and the
+ * first piece is half of it (the owner's stream stays contiguous). */
+Test(threads, claims_start_on_own_part) {
+    static pool_queue q;
+    for (int nth = 1; nth <= 4; nth++) {
+        pool_queue_init(&q, 4096, 16, 1, nth);
+        for (int ith = 0; ith < nth; ith++) {
+            int b, e, p0, p1;
+            pool_split(4096, 16, ith, nth, &p0, &p1);
+            cr_assert(pool_claim(&q, ith, &b, &e));
+            cr_expect_eq(b, p0, "nth=%d ith=%d", nth, ith);
+            cr_expect_eq(e - b, ((p1 - p0) / 16 + 1) / 2 * 16, "nth=%d ith=%d", nth, ith); /* half, rounded up to whole units */
+        }
+    }
+}
