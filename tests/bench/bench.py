@@ -454,7 +454,8 @@ def print_table(results):
           % (p["int8peak"]["isa"], p["int8_gops"]["1"], p["int8_gops"]["2"]))
     if "block32_gops" in p["int8peak"]:
         b32 = p["int8peak"]["block32_gops"]
-        print("  with the f32 step every 32 values (cvt, mul, fma per 8 vpdpbusd), registers only: %s / %s GOPS"
+        print("  with the f32 step every 32 values (cvt, mul, fma per 8 vpdpbusd, the activation scale"
+              " broadcast from memory), no other memory traffic: %s / %s GOPS"
               " = %.0f%% of the peak: the ceiling for formats with a scale per 32 values"
               % (b32["1"], b32["2"], 100.0 * b32["2"] / p["int8_gops"]["2"]))
     for m in results["models"]:

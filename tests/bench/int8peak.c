@@ -15,8 +15,10 @@
  * With AVX-512 VNNI it also measures "block32": the same vpdpbusd count when every 8 of them
  * (one block of 32 values for 16 rows and one token) are followed by the f32 step a GGUF /
  * MLX kernel cannot avoid, cvt(int sum) * (weight scale * activation scale) added to an f32
- * accumulator (cvt, mul, fma), still register-only: the ceiling of any int8 kernel on formats
- * with a scale per 32 values, in vpdpbusd ops per second.
+ * accumulator (cvt, mul, fma; the activation scale broadcast from memory, one per chain, as the
+ * kernels do), with no other memory traffic: the ceiling of any int8 kernel on formats with a
+ * scale per 32 values, in vpdpbusd ops per second. (Until this version the compiler hoisted
+ * the mul out of the loop, so the figure was a ceiling for cvt + fma only.)
  * Prints one JSON object: {"isa": ..., "gops": {"1": ..., "2": ...}, "all": {...},
  * "block32_gops": {"1": ..., "2": ...} (AVX-512 VNNI only)}. */
 #include <pthread.h>
@@ -83,7 +85,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_avx51
 #define CHAIN8(OP) OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7)
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_block32(long iters) {
     __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
-    __m512 sw = _mm512_set1_ps(1e-3f), sx = _mm512_set1_ps(1e-3f);
+    __m512 sw = _mm512_set1_ps(1e-3f);
+    float dx[8] = {1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f, 8e-3f};
+    const float *dxp = dx;
 #define DECL(k) __m512i c##k = _mm512_set1_epi32(k); __m512 f##k = _mm512_setzero_ps();
     CHAIN8(DECL)
 #undef DECL
@@ -91,10 +95,12 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_block
 #define STEP(k) c##k = _mm512_dpbusd_epi32(c##k, a, b);
         CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP) CHAIN8(STEP)
 #undef STEP
-#define EPI(k) f##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c##k), _mm512_mul_ps(sw, sx), f##k);
+        /* each chain (token) its own activation scale, broadcast from memory as the kernels
+         * read it: one real mul per block, which the compiler can neither hoist nor share */
+#define EPI(k) f##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c##k), _mm512_mul_ps(sw, _mm512_set1_ps(dxp[k])), f##k);
         CHAIN8(EPI)
 #undef EPI
-        __asm__ volatile("" : "+v"(a), "+v"(b), "+v"(sw), "+v"(sx));
+        __asm__ volatile("" : "+v"(a), "+v"(b), "+v"(sw), "+r"(dxp)::"memory");
     }
     __m512 s = f0;
 #define SUM(k) s = _mm512_add_ps(s, f##k);
