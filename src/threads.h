@@ -1,10 +1,11 @@
 /* threads.h - one persistent pool of worker threads per model.
  *
  * pool_run(fn, ctx) runs fn(ctx, ith, nth) on every thread (the caller is
- * thread 0) and returns when all are done. Work is split statically by ith,
- * so which thread computes what depends only on nth, and kernels compute
- * each output element entirely in one thread: results do not depend on the
- * thread count. One pool_run at a time per pool. */
+ * thread 0) and returns when all are done. Work is split by ith
+ * (pool_split), or handed out in pieces to whichever thread asks (pool_claim,
+ * the matmuls); either way each output element is computed entirely in one
+ * thread, the same way whichever thread it is: results do not depend on the
+ * thread count or the timing. One pool_run at a time per pool. */
 #ifndef LLMGEN_THREADS_H
 #define LLMGEN_THREADS_H
 
