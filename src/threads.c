@@ -184,7 +184,7 @@ int pool_claim(pool_queue *q, int ith, int *begin, int *end) {
         int part = (ith + k) % q->nth, p0, p1;
         pool_split(q->n, q->align, part, q->nth, &p0, &p1);
         int units = (p1 - p0 + q->align - 1) / q->align;
-        int t = atomic_load_explicit(&q->taken[part], memory_order_relaxed), want;
+        int t = atomic_load_explicit(&q->taken[part], memory_order_relaxed), want = 0;
         do {
             if (t >= units) break;
             want = (units - t + 1) / 2;
