@@ -167,8 +167,8 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     }
 }
 
-/* The smallest piece of a matmul a thread claims, as a fraction of its share
- * of the rows: smaller evens out the finish better, larger keeps the calls
+/* The smallest piece of a matmul a thread claims is 1 / MM_MIN_PIECE of its
+ * share of the rows: smaller evens out the finish better, larger keeps the calls
  * (each restarts the weight stream and rebuilds the activation side) few. */
 #define MM_MIN_PIECE 16
 
@@ -237,8 +237,8 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
         }
     }
     int n = j->same_rows ? (int)j->out[0].w->shape[0] : j->total_rows;
-    int nth = pool_size(m->pool), share = (n + j->align - 1) / j->align / nth;
-    pool_queue_init(&j->queue, n, j->align, nth > 1 ? share / MM_MIN_PIECE : share, nth);
+    int nth = pool_size(m->pool);
+    pool_queue_init(&j->queue, n, j->align, nth > 1 ? MM_MIN_PIECE : 1, nth);
     pool_run(m->pool, matmul_task, j);
 }
 

@@ -171,11 +171,13 @@ void pool_split(int n, int align, int ith, int nth, int *begin, int *end) {
     *end = u1 * align < n ? u1 * align : n;
 }
 
-void pool_queue_init(pool_queue *q, int n, int align, int min, int nth) {
+void pool_queue_init(pool_queue *q, int n, int align, int pieces, int nth) {
     q->n = n;
     q->align = align < 1 ? 1 : align;
-    q->min = min < 1 ? 1 : min;
-    q->nth = nth > POOL_MAX_THREADS ? POOL_MAX_THREADS : nth;
+    q->nth = nth < 1 ? 1 : nth > POOL_MAX_THREADS ? POOL_MAX_THREADS : nth;
+    int part = ((n + q->align - 1) / q->align + q->nth - 1) / q->nth; /* units of the largest part */
+    q->min = pieces < 1 ? part : part / pieces;
+    if (q->min < 1) q->min = 1;
     for (int i = 0; i < q->nth; i++) atomic_init(&q->taken[i], 0);
 }
 

@@ -23,8 +23,8 @@ void pool_split(int n, int align, int ith, int nth, int *begin, int *end);
 
 /* A split that balances itself: [0, n) is cut as pool_split would cut it,
  * and a thread takes its own part in pieces of half what is left of it (at
- * least `min` units of `align`), then pieces of the others' parts the same
- * way. The owner's rows stay one contiguous stream for most of the work, and
+ * least 1 / `pieces` of a part, in whole units of `align`; pieces = 1: each
+ * part in one piece), then pieces of the others' parts the same way. The owner's rows stay one contiguous stream for most of the work, and
  * the last pieces are small enough to even out the finish. Which thread
  * computes a piece varies from run to run, so this is for work whose every
  * output does not depend on that (the matmuls: each row is computed whole,
@@ -32,11 +32,11 @@ void pool_split(int n, int align, int ith, int nth, int *begin, int *end);
  * pool_claim from inside the job. */
 #define POOL_MAX_THREADS 256
 typedef struct {
-    int n, align, min, nth;
+    int n, align, min, nth; /* min: the smallest piece, in units of align */
     _Atomic int taken[POOL_MAX_THREADS]; /* units of part i handed out */
 } pool_queue;
 
-void pool_queue_init(pool_queue *q, int n, int align, int min, int nth);
+void pool_queue_init(pool_queue *q, int n, int align, int pieces, int nth);
 /* The next range [*begin, *end) for thread ith; 0 when all is taken. */
 int pool_claim(pool_queue *q, int ith, int *begin, int *end);
 

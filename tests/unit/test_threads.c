@@ -76,9 +76,9 @@ Test(threads, claims_cover_once_in_any_order) {
     int sizes[] = {1, 15, 16, 17, 100, 1000, 4096 + 48};
     for (int si = 0; si < 7; si++) {
         for (int nth = 1; nth <= 4; nth++) {
-            for (int min = 1; min <= 8; min *= 2) {
+            for (int pieces = 1; pieces <= 64; pieces *= 4) {
                 int n = sizes[si], cover[4200] = {0}, b, e;
-                pool_queue_init(&q, n, 16, min, nth);
+                pool_queue_init(&q, n, 16, pieces, nth);
                 int first0 = -1, calls = 0;
                 /* thread 0 asks three times as often as the others */
                 for (int k = 0;; k++) {
@@ -94,7 +94,7 @@ Test(threads, claims_cover_once_in_any_order) {
                     for (int i = b; i < e; i++) cover[i]++;
                     cr_assert(++calls < 10000);
                 }
-                for (int i = 0; i < n; i++) cr_assert_eq(cover[i], 1, "n=%d nth=%d min=%d i=%d", n, nth, min, i);
+                for (int i = 0; i < n; i++) cr_assert_eq(cover[i], 1, "n=%d nth=%d pieces=%d i=%d", n, nth, pieces, i);
                 cr_expect_eq(first0, 0);
             }
         }
@@ -123,7 +123,7 @@ Test(threads, claims_cover_once_with_threads) {
         cr_assert_not_null(tp);
         for (int rep = 0; rep < 5; rep++) {
             for (int i = 0; i < 5000; i++) atomic_init(&p.cover[i], 0);
-            pool_queue_init(&p.q, 5000, 16, 2, n);
+            pool_queue_init(&p.q, 5000, 16, 8, n);
             pool_run(tp, claim_task, &p);
             for (int i = 0; i < 5000; i++) cr_assert_eq(atomic_load(&p.cover[i]), 1, "n=%d i=%d", n, i);
         }
@@ -136,7 +136,7 @@ Test(threads, claims_cover_once_with_threads) {
 Test(threads, claims_start_on_own_part) {
     static pool_queue q;
     for (int nth = 1; nth <= 4; nth++) {
-        pool_queue_init(&q, 4096, 16, 1, nth);
+        pool_queue_init(&q, 4096, 16, 1000, nth); /* smallest piece: 1 unit */
         for (int ith = 0; ith < nth; ith++) {
             int b, e, p0, p1;
             pool_split(4096, 16, ith, nth, &p0, &p1);
