@@ -43,6 +43,17 @@ static int weights_packed(const model *m) {
     return 0;
 }
 
+/* The least common multiple of 16 and n > 0. */
+static int lcm16(int n) {
+    int a = 16, b = n;
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return 16 / a * n;
+}
+
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
 /* Buffers of a q8_act for up to nt tokens of up to cols columns; 1 on success. */
@@ -294,17 +305,31 @@ static void post_swiglu(const matmul_job *j, int r0, int r1) {
     quantizer(j->m)(s->hb + r0, hid, 0, 1, &part);
 }
 
-/* The values of the rows just computed into the V cache. Q, K, V are stacked
- * in that order, so V's rows start after n_heads + n_kv_heads heads. */
-static void post_store_v(const matmul_job *j, int r0, int r1) {
+/* The rows just computed of Q, K and V (stacked in that order; the split is in
+ * whole heads): RoPE on the query and key heads, then the keys into the cache,
+ * transposed, and the values as they are. In-thread, on rows still in this
+ * core's cache, and no serial stage between the matmul and attention. */
+static void post_qkv(const matmul_job *j, int r0, int r1) {
     const model_config *c = &j->m->cfg;
     fwd_state *s = j->s;
-    int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
-    int v0 = r0 - (qd + kvd) > 0 ? r0 - (qd + kvd) : 0, v1 = r1 - (qd + kvd) < kvd ? r1 - (qd + kvd) : kvd;
-    /* rows r of V are (kv head, dim) in order, as a cache row */
+    int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
     void *vc = v_layer(s, c, j->layer);
-    for (int t = 0; t < j->nt; t++)
-        for (int r = v0; r < v1; r++) cache_put(s, vc, (size_t)(j->pos + t) * kvd + r, s->v_new[(size_t)t * kvd + r]);
+    for (int t = 0; t < j->nt; t++) {
+        const float *cs = s->rope_cs + (size_t)t * hd;
+        int p = j->pos + t;
+        for (int r = r0; r < r1 && r < qd; r += hd) ops_rope_apply(s->q + (size_t)t * qd + r, hd, cs, c->rope_interleaved);
+        for (int r = r0 > qd ? r0 : qd; r < r1 && r < qd + kvd; r += hd) {
+            int h = (r - qd) / hd;
+            float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
+            ops_rope_apply(k, hd, cs, c->rope_interleaved);
+            void *kc = k_head(s, c, j->layer, h);
+            size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
+            for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[d]);
+        }
+        /* rows r of V are (kv head, dim) in order, as a cache row */
+        for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r++)
+            cache_put(s, vc, (size_t)p * kvd + (r - qd - kvd), s->v_new[(size_t)t * kvd + (r - qd - kvd)]);
+    }
 }
 
 /* ---- attention ------------------------------------------------------------------- */
@@ -373,26 +398,18 @@ static void attention_task(void *ctx, int ith, int nth) {
 
 /* ---- the pass --------------------------------------------------------------------- */
 
-/* Per-token stages of a chunk (rmsnorm, RoPE): split over the threads by tokens
- * in prefill, on the calling thread for a token or two. */
+/* The rmsnorm of a chunk: split over the threads by tokens in prefill, on the
+ * calling thread for a token or two. */
 typedef struct {
     const model *m;
     fwd_state *s;
     const float *norm_w; /* (dim) rmsnorm weight */
-    int layer, pos, n;
-} token_job;
-
-static void run_per_token(const token_job *j, pool_fn fn) {
-    if (j->n >= 2 * pool_size(j->m->pool)) {
-        pool_run(j->m->pool, fn, (void *)j);
-    } else {
-        fn((void *)j, 0, 1);
-    }
-}
+    int n;
+} norm_job;
 
 /* xb = rmsnorm(x) * norm_w for each token */
 static void rmsnorm_task(void *ctx, int ith, int nth) {
-    const token_job *j = ctx;
+    const norm_job *j = ctx;
     const model_config *c = &j->m->cfg;
     int t0, t1;
     pool_split(j->n, 1, ith, nth, &t0, &t1);
@@ -400,26 +417,12 @@ static void rmsnorm_task(void *ctx, int ith, int nth) {
         ops_rmsnorm(j->s->xb + (size_t)t * c->dim, j->s->x + (size_t)t * c->dim, j->norm_w, c->dim, c->rms_eps);
 }
 
-/* RoPE on the new queries and keys, with each token's angles from s->rope_cs;
- * then the keys into the cache, transposed. */
-static void rope_task(void *ctx, int ith, int nth) {
-    const token_job *j = ctx;
-    const model_config *c = &j->m->cfg;
-    fwd_state *s = j->s;
-    int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd, t0, t1;
-    pool_split(j->n, 1, ith, nth, &t0, &t1);
-    for (int t = t0; t < t1; t++) {
-        const float *cs = s->rope_cs + (size_t)t * hd;
-        for (int h = 0; h < c->n_heads; h++)
-            ops_rope_apply(s->q + (size_t)t * qd + (size_t)h * hd, hd, cs, c->rope_interleaved);
-        float *k = s->k_new + (size_t)t * kvd;
-        for (int h = 0; h < c->n_kv_heads; h++) ops_rope_apply(k + (size_t)h * hd, hd, cs, c->rope_interleaved);
-        int p = j->pos + t;
-        for (int h = 0; h < c->n_kv_heads; h++) {
-            void *kc = k_head(s, c, j->layer, h);
-            size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
-            for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[h * hd + d]);
-        }
+static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n) {
+    norm_job j = {m, s, norm_w, n};
+    if (n >= 2 * pool_size(m->pool)) {
+        pool_run(m->pool, rmsnorm_task, &j);
+    } else {
+        rmsnorm_task(&j, 0, 1);
     }
 }
 
@@ -427,6 +430,7 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     const model_config *c = &m->cfg;
     int dim = c->dim, hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
     int hid = c->hidden_dim;
+    int head_align = lcm16(hd); /* Q, K, V split in whole heads (post_qkv) and whole 16-row groups */
 
     for (int t = 0; t < n; t++) tensor_row_f32(m->tok_embd, ids[t], s->x + (size_t)t * dim);
     /* the angles depend on the position only: once per token, not per head and layer */
@@ -435,13 +439,12 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];
 
-        run_per_token(&(token_job){m, s, L->attn_norm, l, pos, n}, rmsnorm_task);
-        /* keys and values reach the cache through k_new (after RoPE) and v_new (transposed) */
+        run_rmsnorm(m, s, L->attn_norm, n);
+        /* keys and values reach the cache through k_new and v_new, RoPE on the way */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
-        matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .x = s->xb, .ldx = dim, .nt = n,
-                         .post = post_store_v, .layer = l, .pos = pos};
+        matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
+                         .nt = n, .post = post_qkv, .layer = l, .pos = pos};
         run_matmuls(&jq, NULL);
-        run_per_token(&(token_job){m, s, NULL, l, pos, n}, rope_task);
         attn_job aj = {m, s, l, n, pos};
         pool_run(m->pool, attention_task, &aj);
         mm_out o[] = {{L->wo, s->xb, dim}};
@@ -449,7 +452,7 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
                          .post = post_residual};
         run_matmuls(&jo, NULL);
 
-        run_per_token(&(token_job){m, s, L->ffn_norm, l, pos, n}, rmsnorm_task);
+        run_rmsnorm(m, s, L->ffn_norm, n);
         /* decode: the gate/up threads also quantize the down projection's input */
         int fuse_q = n == 1 && q8_weights(L->w_down) != NULL;
         if (fuse_q) q8_act_shape(&s->xq_down, 1, hid);
