@@ -264,14 +264,14 @@ static void cache_put(const fwd_state *s, void *base, size_t i, float v) {
     }
 }
 
-/* Layer l's keys of kv head h: (k_blocks, head_dim, ATT_KBLOCK); values: (ctx, kvd). */
+/* Layer l's keys of kv head h: (k_blocks, head_dim, ATT_KBLOCK); values: (ctx, head_dim). */
 static void *k_head(const fwd_state *s, const model_config *c, int l, int h) {
     int64_t per_head = (int64_t)s->k_blocks * c->head_dim * ATT_KBLOCK;
     return (char *)s->k_cache + dtype_row_bytes(s->kv_type, ((int64_t)l * c->n_kv_heads + h) * per_head);
 }
 
-static void *v_layer(const fwd_state *s, const model_config *c, int l) {
-    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)l * s->ctx * c->n_kv_heads * c->head_dim);
+static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
+    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, ((int64_t)l * c->n_kv_heads + h) * s->ctx * c->head_dim);
 }
 
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
@@ -313,7 +313,6 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
     const model_config *c = &j->m->cfg;
     fwd_state *s = j->s;
     int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
-    void *vc = v_layer(s, c, j->layer);
     for (int t = 0; t < j->nt; t++) {
         const float *cs = s->rope_cs + (size_t)t * hd;
         int p = j->pos + t;
@@ -326,9 +325,11 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
             for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[d]);
         }
-        /* rows r of V are (kv head, dim) in order, as a cache row */
-        for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r++)
-            cache_put(s, vc, (size_t)p * kvd + (r - qd - kvd), s->v_new[(size_t)t * kvd + (r - qd - kvd)]);
+        /* rows r of V are (kv head, dim) in order */
+        for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r++) {
+            int v = r - qd - kvd;
+            cache_put(s, v_head(s, c, j->layer, v / hd), (size_t)p * hd + v % hd, s->v_new[(size_t)t * kvd + v]);
+        }
     }
 }
 
@@ -347,16 +348,14 @@ typedef struct {
 static void attention_decode(const attn_job *j, int ith, int nth, float scale, float *sc) {
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
-    int hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
-    const char *vc = v_layer(s, c, j->layer);
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
     int h0, h1;
     pool_split(c->n_heads, 1, ith, nth, &h0, &h1);
     for (int h = h0; h < h1;) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
-                         he - h, s->kv_type, k_head(s, c, j->layer, kvh), ATT_KBLOCK,
-                         vc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd), (size_t)kvd, j->pos + 1, hd, scale, sc,
-                         s->score_ld);
+                         he - h, s->kv_type, k_head(s, c, j->layer, kvh), ATT_KBLOCK, v_head(s, c, j->layer, kvh),
+                         (size_t)hd, j->pos + 1, hd, scale, sc, s->score_ld);
         h = he;
     }
 }
@@ -371,7 +370,7 @@ static void attention_task(void *ctx, int ith, int nth) {
     const attn_job *j = ctx;
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
-    int hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
+    int hd = c->head_dim, qd = c->n_heads * hd;
     int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
     float scale = 1.0f / sqrtf((float)hd);
     float *sc = s->scores + (size_t)ith * rows * s->score_ld;
@@ -379,7 +378,6 @@ static void attention_task(void *ctx, int ith, int nth) {
         attention_decode(j, ith, nth, scale, sc);
         return;
     }
-    const char *vc = v_layer(s, c, j->layer);
     float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
     int blocks = (j->n + ATT_TOKENS - 1) / ATT_TOKENS, total = blocks * c->n_kv_heads;
     for (int task = ith; task < total; task += nth) {
@@ -390,8 +388,8 @@ static void attention_task(void *ctx, int ith, int nth) {
         float *o0 = s->att_out + (size_t)t0 * qd + (size_t)kvh * group * hd;
         for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
         ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv_type,
-                         k_head(s, c, j->layer, kvh), ATT_KBLOCK, vc + dtype_row_bytes(s->kv_type, (int64_t)kvh * hd),
-                         (size_t)kvd, j->pos + t0 + 1, hd, scale, sc, s->score_ld);
+                         k_head(s, c, j->layer, kvh), ATT_KBLOCK, v_head(s, c, j->layer, kvh), (size_t)hd,
+                         j->pos + t0 + 1, hd, scale, sc, s->score_ld);
         for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
     }
 }

@@ -28,8 +28,9 @@ typedef struct {
     int k_blocks;     /* ceil(ctx / ATT_KBLOCK) */
     int score_ld;     /* floats per row of scores: ctx plus a cache line, so that rows
                          do not all map to the same cache sets */
-    void *v_cache;    /* (n_layers, ctx, n_kv_heads * head_dim) kv_type: values in rows,
-                         so probabilities times values is a broadcast-FMA over dims */
+    void *v_cache;    /* (n_layers, n_kv_heads, ctx, head_dim) kv_type: values in rows,
+                         so probabilities times values is a broadcast-FMA over dims,
+                         and one kv head's values are one contiguous stream */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
     float *shared;    /* one allocation for q, att_out, k_new, v_new (attention phase of a
