@@ -325,10 +325,12 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
             for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[d]);
         }
-        /* rows r of V are (kv head, dim) in order */
-        for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r++) {
-            int v = r - qd - kvd;
-            cache_put(s, v_head(s, c, j->layer, v / hd), (size_t)p * hd + v % hd, s->v_new[(size_t)t * kvd + v]);
+        /* rows of V are (kv head, dim) in order: whole heads, as the split is */
+        for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r += hd) {
+            int h = (r - qd - kvd) / hd;
+            const float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
+            void *vc = v_head(s, c, j->layer, h);
+            for (int d = 0; d < hd; d++) cache_put(s, vc, (size_t)p * hd + d, v[d]);
         }
     }
 }
