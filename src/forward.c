@@ -11,7 +11,7 @@
  * is quantized to int8 once, for all the matmuls sharing it (Q/K/V, gate/up).
  * A forward pass of one token is ~5 pool_runs per layer, so the elementwise
  * stages ride on the matmul threads (post functions: residual adds, SwiGLU and
- * the down projection's quantization, the V cache copy) instead of running on
+ * the down projection's quantization, RoPE and the KV cache copy) instead of running on
  * one thread between them. Matmuls are split over threads by output rows,
  * attention by (token block, kv head); each output is computed by one thread,
  * in an order that does not depend on the split, so results do not depend on
