@@ -18,6 +18,28 @@ Test(ops, rmsnorm_hand_checked) {
     for (int i = 0; i < 4; i++) cr_expect_float_eq(out[i], want[i], 1e-6f, "i=%d", i);
 }
 
+/* Lengths that take the 16 partial sums, their tree and a tail: every
+ * element must count once, squared (a lane summed twice or skipped, or a
+ * tail dropped, is off by far more than rounding), against a double sum. */
+Test(ops, rmsnorm_long_rows_match_double) {
+    static const int ns[] = {16, 17, 64, 100, 576, 2048};
+    float x[2048], w[2048], out[2048];
+    for (int i = 0; i < 2048; i++) {
+        x[i] = (float)((i * 37) % 101 - 50) / 25.0f + (i % 16 == 5 ? 3.0f : 0.0f);
+        w[i] = 0.5f + (float)(i % 7) / 7.0f;
+    }
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+        int n = ns[c];
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+        double r = 1.0 / sqrt(ss / n + 1e-5);
+        ops_rmsnorm(out, x, w, n, 1e-5f);
+        for (int i = 0; i < n; i++)
+            cr_expect(fabs(out[i] - w[i] * x[i] * r) <= 1e-5 * (fabs(w[i] * x[i] * r) + 1e-3), "n=%d i=%d: %g vs %g",
+                      n, i, out[i], w[i] * x[i] * r);
+    }
+}
+
 Test(ops, rope_rotate_half_layout) {
     /* hd 4: pairs (0,2) with freq f0 and (1,3) with freq f1 */
     float v[4] = {1, 0, 0, 1};
