@@ -24,6 +24,7 @@
 
 #include "affine.h"
 #include "ops.h"
+#include "repack.h"
 #include "util.h"
 
 /* The weights as the int8-activation kernels take them (fast mode): GGUF types and
@@ -169,7 +170,14 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     const kernels *k = j->m->kern, *ref = kernels_scalar();
     int rows = (int)w->shape[0], cols = (int)w->shape[1];
     const void *q8w = q8_weights(w);
-    if (q8w) {
+    if (q8w && w->nparts) { /* each run of rows stored apart: the kernel sees it as a matrix of its own */
+        matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
+        for (int i = 0; i < w->nparts; i++) {
+            int p0 = w->parts[i].row0, p1 = i + 1 < w->nparts ? w->parts[i + 1].row0 : rows;
+            int lo = r0 > p0 ? r0 : p0, hi = r1 < p1 ? r1 : p1;
+            if (lo < hi) fn(w->parts[i].data, p1 - p0, cols, lo - p0, hi - p0, j->xq, o->y + p0, o->ldy);
+        }
+    } else if (q8w) {
         matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
         fn(q8w, rows, cols, r0, r1, j->xq, o->y, o->ldy);
     } else {
@@ -177,6 +185,12 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
         fn(w->data, dtype_row_bytes(w->type, cols), cols, r0, r1, j->x, j->ldx, j->nt, o->y, o->ldy);
     }
 }
+
+/* Row split granularity of the matmuls: whole 16-row panels; gate and up in
+ * decode: whole 128-column quads of the down projection's int8 input, which
+ * post_swiglu quantizes piece by piece. */
+#define MM_ALIGN 16
+#define MM_ALIGN_SWIGLU_Q 128
 
 /* The smallest piece of a matmul a thread claims is 1 / MM_MIN_PIECE of its
  * share of the rows: smaller evens out the finish better, larger keeps the calls
@@ -235,7 +249,7 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
         j->total_rows += (int)j->out[i].w->shape[0];
         packed |= q8_weights(j->out[i].w) != NULL;
     }
-    if (!j->align) j->align = 16;
+    if (!j->align) j->align = MM_ALIGN;
     if (packed && pre) {
         j->xq = pre;
     } else if (packed) {
@@ -457,7 +471,7 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         int fuse_q = n == 1 && q8_weights(L->w_down) != NULL;
         if (fuse_q) q8_act_shape(&s->xq_down, 1, hid);
         mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
-        matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? 128 : 16,
+        matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN,
                          .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
         run_matmuls(&jg, NULL);
         mm_out d[] = {{L->w_down, s->xb, dim}};
@@ -472,4 +486,37 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     mm_out lm[] = {{m->lm_head, s->logits, c->vocab_size}};
     matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = 1};
     run_matmuls(&jl, NULL);
+}
+
+/* The rows [b, e) of the outputs ws[0..n) stacked end to end, tensor by tensor. */
+static void emit_stacked(const tensor *const *ws, int n, int b, int e, fwd_rows_fn emit, void *ctx) {
+    for (int i = 0, base = 0; i < n; base += (int)ws[i]->shape[0], i++) {
+        int rows = (int)ws[i]->shape[0], r0 = b - base > 0 ? b - base : 0, r1 = e - base < rows ? e - base : rows;
+        if (r0 < r1) emit(ctx, ws[i], r0, r1);
+    }
+}
+
+/* Mirrors forward() for one token: run_matmuls' first piece for thread `part`
+ * is that thread's pool_split share, with the alignments forward() uses. */
+void fwd_decode_rows(const model *m, int part, int nth, fwd_rows_fn emit, void *ctx) {
+    const model_config *c = &m->cfg;
+    int b, e;
+    for (int l = 0; l < c->n_layers; l++) {
+        const layer_weights *L = &m->layers[l];
+        const tensor *qkv[] = {L->wq, L->wk, L->wv};
+        int n_qkv = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+        pool_split(n_qkv, lcm16(c->head_dim), part, nth, &b, &e);
+        emit_stacked(qkv, 3, b, e, emit, ctx);
+        pool_split((int)L->wo->shape[0], MM_ALIGN, part, nth, &b, &e);
+        emit_stacked(&L->wo, 1, b, e, emit, ctx);
+        /* as forward(): gate and up quantize for the down projection when it takes int8 */
+        int fuse_q = q8_weights(L->w_down) || (repack_supported(L->w_down->type) && m->kern->matmul_q8[L->w_down->type]);
+        pool_split((int)L->w_gate->shape[0], fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN, part, nth, &b, &e);
+        emit_stacked(&L->w_gate, 1, b, e, emit, ctx);
+        emit_stacked(&L->w_up, 1, b, e, emit, ctx);
+        pool_split((int)L->w_down->shape[0], MM_ALIGN, part, nth, &b, &e);
+        emit_stacked(&L->w_down, 1, b, e, emit, ctx);
+    }
+    pool_split((int)m->lm_head->shape[0], MM_ALIGN, part, nth, &b, &e);
+    emit_stacked(&m->lm_head, 1, b, e, emit, ctx);
 }

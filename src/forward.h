@@ -62,4 +62,12 @@ void fwd_state_free(fwd_state *s);
  * appending their keys and values to the cache; fills s->logits for the last token. */
 void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos);
 
+/* The rows of each weight matrix that thread `part` of `nth` starts on in a
+ * decode step (its own share of each matmul, before it helps with the others'),
+ * in the order forward() reads them: emit(ctx, w, row0, row1) for each
+ * non-empty range. repack.c lays the packed weights out part after part in
+ * this order, so each thread streams one contiguous run of memory per token. */
+typedef void (*fwd_rows_fn)(void *ctx, const tensor *w, int row0, int row1);
+void fwd_decode_rows(const model *m, int part, int nth, fwd_rows_fn emit, void *ctx);
+
 #endif

@@ -40,6 +40,9 @@ typedef struct model {
     thread_pool *pool;
     const char *format;      /* "gguf" or "safetensors" */
     char weight_types[64];   /* e.g. "Q4_1+Q8_0+F32": distinct dtypes of the weights */
+    void *arena;             /* fast mode: the repacked layer matrices and lm_head (repack.c) */
+    size_t arena_bytes;
+    packed_part *part_table; /* the tensors' packed_part runs, all in one allocation */
 } model;
 
 typedef struct {

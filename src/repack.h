@@ -10,8 +10,10 @@
 #include "model.h"
 
 /* Repack every Q4_0 / Q4_1 / Q8_0 matrix of m (layers, lm_head / embeddings),
- * in parallel over m->pool, setting tensor.packed. -1 with a message if memory
- * runs out (what was repacked stays valid and is freed by repack_free). */
+ * in parallel over m->pool, setting tensor.packed: the layers' and the lm_head
+ * into one arena laid out in the order the threads stream them (tensor.parts,
+ * see repack.c), anything else on its own. -1 with a message if memory runs
+ * out (what was repacked stays valid and is freed by repack_free). */
 int repack_weights(model *m, char *err);
 
 /* Release what repack_weights allocated (tensor.packed back to NULL). */

@@ -58,6 +58,13 @@ typedef struct {
     int group;            /* values per scale and bias: 32, 64 or 128 */
 } affine_weights;
 
+/* A run of a packed matrix's rows stored apart: rows [row0, the next part's row0
+ * or shape[0]) packed as a matrix of their own (repack.c's weight arena). */
+typedef struct {
+    int row0;
+    const void *data;
+} packed_part;
+
 typedef struct {
     const char *name;                /* owned by the reader */
     dtype type;
@@ -70,6 +77,10 @@ typedef struct {
                                         nbytes repacked for the int8-activation kernels: payload
                                         rows then f16 scales, layout in kernels/kernels.h; owned
                                         by the model (repack.c) */
+    const packed_part *parts;        /* NULL, or `packed` in nparts runs of rows (in row order;
+                                        parts[0].data == packed), stored where the threads
+                                        stream them (repack.c); owned by the model */
+    int nparts;
 } tensor;
 
 /* Number of elements (product of shape). */

@@ -301,3 +301,59 @@ Test(q8act, packed_rows_equal_file_rows) {
             free(w);
         }
 }
+
+/* The weight arena (repack.c) stores runs of a matrix's rows apart, each packed
+ * as a matrix of its own (tensor.parts): rows read back and each run's matmul
+ * (rows relative to the run, output shifted to its first row) must give what
+ * the whole packed matrix gives, bit for bit. */
+Test(q8act, rows_packed_in_parts_equal_whole) {
+    static const int CUTS[] = {0, 16, 24, 40}; /* runs of 16, 8 and 16 rows of a 40-row matrix */
+    enum { ROWS = 40, NPART = 3, NT = 5 };
+    const kernels *k = kernels_select(NULL);
+    uint64_t seed = 21;
+    for (int di = 0; di < 3; di++)
+        for (int ci = 0; ci < NCOLS; ci += 3) {
+            dtype dt = DTS[di];
+            int cols = COLS[ci], nb = cols / 32, bb = dtype_block_bytes(dt);
+            tensor t;
+            uint8_t *w = q8t_weights(dt, ROWS, cols, 0, &seed, &t);
+            uint8_t *whole = aligned_alloc(64, (t.nbytes + 63) / 64 * 64);
+            repack_matrix(&t, whole);
+            packed_part parts[NPART];
+            for (int i = 0; i < NPART; i++) {
+                tensor sub = t;
+                sub.shape[0] = CUTS[i + 1] - CUTS[i];
+                sub.data = w + (size_t)CUTS[i] * nb * bb;
+                sub.nbytes = (size_t)sub.shape[0] * nb * bb;
+                uint8_t *p = aligned_alloc(64, (sub.nbytes + 63) / 64 * 64);
+                repack_matrix(&sub, p);
+                parts[i] = (packed_part){CUTS[i], p};
+            }
+            tensor tp = t;
+            tp.packed = parts[0].data;
+            tp.parts = parts;
+            tp.nparts = NPART;
+            float *a = malloc(sizeof(float) * (size_t)cols), *b = malloc(sizeof(float) * (size_t)cols);
+            for (int r = 0; r < ROWS; r++) {
+                tensor_row_f32(&t, r, a);
+                tensor_row_f32(&tp, r, b);
+                cr_assert(!memcmp(a, b, sizeof(float) * (size_t)cols), "%s cols %d row %d", dtype_name(dt), cols, r);
+            }
+            float *x = q8t_x(NT, cols, 0, &seed), *y = malloc(sizeof(float) * NT * ROWS), *y2 = malloc(sizeof(float) * NT * ROWS);
+            q8_act act;
+            q8t_act_new(&act, NT, cols);
+            k->quantize_act(x, cols, 0, NT, &act);
+            for (int nt = 1; nt <= NT; nt += NT - 1) { /* one token (GEMV) and a prefill tile */
+                act.nt = nt;
+                q8t_mm(k, dt)(whole, ROWS, cols, 0, ROWS, &act, y, ROWS);
+                for (int i = 0; i < NPART; i++)
+                    q8t_mm(k, dt)(parts[i].data, CUTS[i + 1] - CUTS[i], cols, 0, CUTS[i + 1] - CUTS[i], &act,
+                                  y2 + CUTS[i], ROWS);
+                cr_assert(!memcmp(y, y2, sizeof(float) * (size_t)nt * ROWS), "%s cols %d nt %d: parts differ",
+                          dtype_name(dt), cols, nt);
+            }
+            q8t_act_free(&act);
+            for (int i = 0; i < NPART; i++) free((void *)parts[i].data);
+            free(a), free(b), free(x), free(y), free(y2), free(whole), free(w);
+        }
+}
