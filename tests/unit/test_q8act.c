@@ -276,6 +276,19 @@ Test(q8act, reference_matches_dequantized_weights) {
     }
 }
 
+/* Every row of `packed` (a repacked view of `file`) reads back as the file's row, bit for bit. */
+static void q8t_expect_same_rows(const tensor *file, const tensor *packed) {
+    int rows = (int)file->shape[0], cols = (int)file->shape[1];
+    float *a = malloc(sizeof(float) * (size_t)cols), *b = malloc(sizeof(float) * (size_t)cols);
+    for (int r = 0; r < rows; r++) {
+        tensor_row_f32(file, r, a);
+        tensor_row_f32(packed, r, b);
+        cr_assert(!memcmp(a, b, sizeof(float) * (size_t)cols), "%s cols %d row %d", dtype_name(file->type), cols, r);
+    }
+    free(a);
+    free(b);
+}
+
 /* Embedding rows read from the repacked copy are the file layout's values, bit for bit. */
 Test(q8act, packed_rows_equal_file_rows) {
     uint64_t seed = 9;
@@ -289,14 +302,7 @@ Test(q8act, packed_rows_equal_file_rows) {
             repack_matrix(&t, p);
             tensor tp = t;
             tp.packed = p;
-            float *a = malloc(sizeof(float) * (size_t)cols), *b = malloc(sizeof(float) * (size_t)cols);
-            for (int r = 0; r < rows; r++) {
-                tensor_row_f32(&t, r, a);
-                tensor_row_f32(&tp, r, b);
-                cr_assert(!memcmp(a, b, sizeof(float) * (size_t)cols), "%s cols %d row %d", dtype_name(dt), cols, r);
-            }
-            free(a);
-            free(b);
+            q8t_expect_same_rows(&t, &tp);
             free(p);
             free(w);
         }
@@ -333,12 +339,7 @@ Test(q8act, rows_packed_in_parts_equal_whole) {
             tp.packed = parts[0].data;
             tp.parts = parts;
             tp.nparts = NPART;
-            float *a = malloc(sizeof(float) * (size_t)cols), *b = malloc(sizeof(float) * (size_t)cols);
-            for (int r = 0; r < ROWS; r++) {
-                tensor_row_f32(&t, r, a);
-                tensor_row_f32(&tp, r, b);
-                cr_assert(!memcmp(a, b, sizeof(float) * (size_t)cols), "%s cols %d row %d", dtype_name(dt), cols, r);
-            }
+            q8t_expect_same_rows(&t, &tp);
             float *x = q8t_x(NT, cols, 0, &seed), *y = malloc(sizeof(float) * NT * ROWS), *y2 = malloc(sizeof(float) * NT * ROWS);
             q8_act act;
             q8t_act_new(&act, NT, cols);
@@ -354,6 +355,6 @@ Test(q8act, rows_packed_in_parts_equal_whole) {
             }
             q8t_act_free(&act);
             for (int i = 0; i < NPART; i++) free((void *)parts[i].data);
-            free(a), free(b), free(x), free(y), free(y2), free(whole), free(w);
+            free(x), free(y), free(y2), free(whole), free(w);
         }
 }
