@@ -170,16 +170,16 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     const kernels *k = j->m->kern, *ref = kernels_scalar();
     int rows = (int)w->shape[0], cols = (int)w->shape[1];
     const void *q8w = q8_weights(w);
-    if (q8w && w->nparts) { /* each run of rows stored apart: the kernel sees it as a matrix of its own */
+    if (q8w) {
         matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
-        for (int i = 0; i < w->nparts; i++) {
-            int p0 = w->parts[i].row0, p1 = i + 1 < w->nparts ? w->parts[i + 1].row0 : rows;
+        /* each run of rows stored apart (the weight arena) is a matrix of its own to the kernel */
+        const packed_part whole = {0, q8w}, *parts = w->nparts ? w->parts : &whole;
+        int np = w->nparts ? w->nparts : 1;
+        for (int i = 0; i < np; i++) {
+            int p0 = parts[i].row0, p1 = i + 1 < np ? parts[i + 1].row0 : rows;
             int lo = r0 > p0 ? r0 : p0, hi = r1 < p1 ? r1 : p1;
-            if (lo < hi) fn(w->parts[i].data, p1 - p0, cols, lo - p0, hi - p0, j->xq, o->y + p0, o->ldy);
+            if (lo < hi) fn(parts[i].data, p1 - p0, cols, lo - p0, hi - p0, j->xq, o->y + p0, o->ldy);
         }
-    } else if (q8w) {
-        matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
-        fn(q8w, rows, cols, r0, r1, j->xq, o->y, o->ldy);
     } else {
         matmul_fn fn = k->matmul[w->type] ? k->matmul[w->type] : ref->matmul[w->type];
         fn(w->data, dtype_row_bytes(w->type, cols), cols, r0, r1, j->x, j->ldx, j->nt, o->y, o->ldy);
@@ -510,7 +510,7 @@ void fwd_decode_rows(const model *m, int part, int nth, fwd_rows_fn emit, void *
         pool_split((int)L->wo->shape[0], MM_ALIGN, part, nth, &b, &e);
         emit_stacked(&L->wo, 1, b, e, emit, ctx);
         /* as forward(): gate and up quantize for the down projection when it takes int8 */
-        int fuse_q = q8_weights(L->w_down) || (repack_supported(L->w_down->type) && m->kern->matmul_q8[L->w_down->type]);
+        int fuse_q = q8_weights(L->w_down) || repack_will_pack(m, L->w_down);
         pool_split((int)L->w_gate->shape[0], fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN, part, nth, &b, &e);
         emit_stacked(&L->w_gate, 1, b, e, emit, ctx);
         emit_stacked(&L->w_up, 1, b, e, emit, ctx);

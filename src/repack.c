@@ -30,8 +30,15 @@
 
 int repack_supported(dtype t) { return t == DT_Q4_0 || t == DT_Q4_1 || t == DT_Q8_0; }
 
+/* no int8 kernel in this table (NEON for now): such a matrix keeps the file layout and the f32 path */
+int repack_will_pack(const model *m, const tensor *t) {
+    return repack_supported(t->type) && m->kern->matmul_q8[t->type] != NULL;
+}
+
+/* Rows [row0, row1) of t, packed into out as a matrix of their own (all of t: 0, rows). */
 typedef struct {
     const tensor *t;
+    int row0, row1;
     uint8_t *out;
 } repack_job;
 
@@ -82,15 +89,17 @@ static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint
     }
 }
 
+/* Rows [r0, r1) of j's matrix, counted from j->row0. */
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
-    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32), bb = dtype_block_bytes(t->type);
-    for (int r = r0; r < r1; r++) pack_row(t->type, rows, nb, r, (const uint8_t *)t->data + (size_t)r * nb * bb, j->out);
+    int rows = j->row1 - j->row0, nb = (int)(t->shape[1] / 32), bb = dtype_block_bytes(t->type);
+    const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * nb * bb;
+    for (int r = r0; r < r1; r++) pack_row(t->type, rows, nb, r, src + (size_t)r * nb * bb, j->out);
 }
 
 void repack_matrix(const tensor *t, void *out) {
-    repack_job j = {t, out};
-    repack_rows(&j, 0, (int)t->shape[0]);
+    repack_job j = {t, 0, (int)t->shape[0], out};
+    repack_rows(&j, 0, j.row1);
 }
 
 void repack_row_f32(const tensor *t, int64_t row, float *out) {
@@ -128,7 +137,7 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
 static void repack_task(void *ctx, int ith, int nth) {
     const repack_job *j = ctx;
     int r0, r1;
-    pool_split((int)j->t->shape[0], Q8W_GROUP, ith, nth, &r0, &r1);
+    pool_split(j->row1 - j->row0, Q8W_GROUP, ith, nth, &r0, &r1);
     if (r0 < r1) repack_rows(j, r0, r1);
 }
 
@@ -224,11 +233,10 @@ static void *alloc_packed(size_t n) {
 /* The tensor table belongs to the reader and is not const memory: the model
  * only hands out const views. Setting `packed` is the one write, at load. */
 static int repack_tensor(model *m, const tensor *t, char *err) {
-    /* no int8 kernel in this table (NEON for now): keep the file layout and the f32 path */
-    if (!repack_supported(t->type) || t->packed || !m->kern->matmul_q8[t->type]) return 0;
+    if (t->packed || !repack_will_pack(m, t)) return 0;
     void *p = alloc_packed(t->nbytes);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, t->nbytes);
-    repack_job j = {t, p};
+    repack_job j = {t, 0, (int)t->shape[0], p};
     pool_run(m->pool, repack_task, &j);
     release_pages(t->data, t->nbytes);
     ((tensor *)t)->packed = p;
@@ -303,7 +311,7 @@ static size_t packed_bytes(const tensor *t, int rows) {
 
 static void plan_run(void *ctx, const tensor *t, int row0, int row1) {
     arena_plan *p = ctx;
-    if (p->oom || !repack_supported(t->type) || t->packed || !p->m->kern->matmul_q8[t->type]) return;
+    if (p->oom || t->packed || !repack_will_pack(p->m, t)) return;
     if (p->n == p->cap) {
         int cap = p->cap ? 2 * p->cap : 256;
         arena_run *r = realloc(p->runs, (size_t)cap * sizeof *r);
@@ -316,20 +324,6 @@ static void plan_run(void *ctx, const tensor *t, int row0, int row1) {
     }
     p->runs[p->n++] = (arena_run){t, row0, row1, p->bytes};
     p->bytes += (packed_bytes(t, row1 - row0) + 63) / 64 * 64; /* runs start on cache lines */
-}
-
-typedef struct {
-    const arena_run *run;
-    uint8_t *out;
-} run_job;
-
-static void run_task(void *ctx, int ith, int nth) {
-    const run_job *j = ctx;
-    const tensor *t = j->run->t;
-    int n = j->run->row1 - j->run->row0, nb = (int)(t->shape[1] / 32), bb = dtype_block_bytes(t->type), r0, r1;
-    pool_split(n, Q8W_GROUP, ith, nth, &r0, &r1);
-    const uint8_t *src = (const uint8_t *)t->data + (size_t)j->run->row0 * nb * bb;
-    for (int r = r0; r < r1; r++) pack_row(t->type, n, nb, r, src + (size_t)r * nb * bb, j->out);
 }
 
 /* Fault in the pages of [p, p + n) in one call (see alloc_packed), where the kernel can. */
@@ -351,8 +345,8 @@ static void pack_runs(model *m, const arena_plan *p, int i, packed_part *parts) 
         if (p->runs[k].t != t) continue;
         uint8_t *out = (uint8_t *)m->arena + p->runs[k].off;
         populate(out, packed_bytes(t, p->runs[k].row1 - p->runs[k].row0));
-        run_job j = {&p->runs[k], out};
-        pool_run(m->pool, run_task, &j);
+        repack_job j = {t, p->runs[k].row0, p->runs[k].row1, out};
+        pool_run(m->pool, repack_task, &j);
         parts[np++] = (packed_part){p->runs[k].row0, out};
     }
     release_pages(t->data, t->nbytes);
@@ -383,14 +377,17 @@ static int repack_arena(model *m, char *err) {
     }
     /* the lm_head (the largest matrix) first: its file pages are dropped before
      * the arena fills, so peak memory stays near one copy of the weights */
-    int used = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < p.n; i++) {
-            const tensor *t = p.runs[i].t;
-            if (t->parts || (pass == 0) != (t == m->lm_head)) continue;
-            pack_runs(m, &p, i, m->part_table + used);
-            used += t->nparts;
-        }
+    int used = 0, first = 0;
+    while (first < p.n && p.runs[first].t != m->lm_head) first++;
+    if (first < p.n) {
+        pack_runs(m, &p, first, m->part_table);
+        used = m->lm_head->nparts;
+    }
+    for (int i = 0; i < p.n; i++) {
+        if (p.runs[i].t->parts) continue;
+        pack_runs(m, &p, i, m->part_table + used);
+        used += p.runs[i].t->nparts;
+    }
     free(p.runs);
     return 0;
 }

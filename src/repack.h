@@ -22,6 +22,9 @@ void repack_free(model *m);
 /* Whether repack_weights handles this dtype. */
 int repack_supported(dtype t);
 
+/* Whether repack_weights packs t: a dtype it handles, with an int8 kernel in m's table. */
+int repack_will_pack(const model *m, const tensor *t);
+
 /* The packed form of a whole 2-D Q4_0 / Q4_1 / Q8_0 tensor t into out
  * (t->nbytes bytes), on the calling thread. */
 void repack_matrix(const tensor *t, void *out);
