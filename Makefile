@@ -73,7 +73,7 @@ $(BUILD)/unit_tests_san: $(SAN_UNIT_OBJ) $(SAN_LIB_OBJ)
 
 # Tokenizer alone (no weights): used by tests/cli/check_tokenizer.py and bench.
 TOK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard vendor-free-tokenizer/*.c))
-$(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o $(BUILD)/src/util.o $(BUILD)/src/tensor.o
+$(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o $(BUILD)/src/util.o $(BUILD)/src/tensor.o $(BUILD)/src/quant.o
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- set-up -------------------------------------------------------------------
@@ -119,6 +119,11 @@ refs: $(REF_VENV)/.ok fixtures  ## regenerate tests/refs/ with HF transformers (
 	$(REF_VENV)/bin/python tests/gen/make_refs.py $(CACHE)
 	$(REF_VENV)/bin/python tests/gen/make_sampler_refs.py
 
+# Dequantization references of every GGUF block type (gguf-py, in the tools venv): tests/refs/quant.
+.PHONY: quant-refs
+quant-refs: $(TOOLS_VENV)/.ok  ## regenerate tests/refs/quant (gguf-py dequantizations) for tests/unit/test_quant.c
+	$(TOOLS_VENV)/bin/python tests/gen/gen_quant_refs.py
+
 # MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
 MLX_VENV := $(CACHE)/venv-mlx
 $(MLX_VENV)/.ok: tests/gen/requirements-mlx.txt
@@ -143,7 +148,7 @@ unit-san: $(BUILD)/unit_tests_san  ## unit tests under ASan + UBSan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/unit_tests_san
 
 # Kernel microbenchmark (GB/s per dtype and ISA, one thread); not run by `make test`.
-KERNEL_OBJ := $(filter $(BUILD)/src/kernels/%,$(LIB_OBJ)) $(BUILD)/src/util.o $(BUILD)/src/tensor.o
+KERNEL_OBJ := $(filter $(BUILD)/src/kernels/%,$(LIB_OBJ)) $(BUILD)/src/util.o $(BUILD)/src/tensor.o $(BUILD)/src/quant.o
 $(BUILD)/bench_kernels: $(BUILD)/tests/bench_kernels.o $(KERNEL_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
@@ -157,7 +162,7 @@ QEMU_A64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
 neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (with and without dotprod)
 	@mkdir -p $(BUILD)/aarch64
 	aarch64-linux-gnu-gcc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
-	  -o $(BUILD)/aarch64/kernels_selftest tests/kernels_selftest.c $(wildcard src/kernels/*.c) src/util.c src/tensor.c -lm
+	  -o $(BUILD)/aarch64/kernels_selftest tests/kernels_selftest.c $(wildcard src/kernels/*.c) src/util.c src/tensor.c src/quant.c -lm
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 

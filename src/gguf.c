@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant.h"
 #include "util.h"
 
 #define GGUF_MAGIC 0x46554747u          /* "GGUF" read as a little-endian u32 */
@@ -206,33 +207,6 @@ static int read_kv(cursor *c, gguf_kv *kv) {
 
 /* ---- tensor infos ---------------------------------------------------------------- */
 
-/* ggml type ids, for messages about the ones we do not support. */
-static const char *ggml_type_name(uint32_t t) {
-    static const char *names[] = {
-        [0] = "F32",      [1] = "F16",      [2] = "Q4_0",     [3] = "Q4_1",    [6] = "Q5_0",
-        [7] = "Q5_1",     [8] = "Q8_0",     [9] = "Q8_1",     [10] = "Q2_K",   [11] = "Q3_K",
-        [12] = "Q4_K",    [13] = "Q5_K",    [14] = "Q6_K",    [15] = "Q8_K",   [16] = "IQ2_XXS",
-        [17] = "IQ2_XS",  [18] = "IQ3_XXS", [19] = "IQ1_S",   [20] = "IQ4_NL", [21] = "IQ3_S",
-        [22] = "IQ2_S",   [23] = "IQ4_XS",  [24] = "I8",      [25] = "I16",    [26] = "I32",
-        [27] = "I64",     [28] = "F64",     [29] = "IQ1_M",   [30] = "BF16",   [34] = "TQ1_0",
-        [35] = "TQ2_0",   [39] = "MXFP4",
-    };
-    if (t < sizeof names / sizeof names[0] && names[t]) return names[t];
-    return "unknown";
-}
-
-static int ggml_to_dtype(uint32_t t, dtype *out) {
-    switch (t) {
-    case 0: *out = DT_F32; return 0;
-    case 1: *out = DT_F16; return 0;
-    case 2: *out = DT_Q4_0; return 0;
-    case 3: *out = DT_Q4_1; return 0;
-    case 8: *out = DT_Q8_0; return 0;
-    case 30: *out = DT_BF16; return 0;
-    default: return -1;
-    }
-}
-
 /* Read one tensor info; the data offset is returned relative to the data section
  * and checked later, once the section's start is known. */
 static int read_tensor_info(cursor *c, tensor *t, uint64_t *offset) {
@@ -253,10 +227,12 @@ static int read_tensor_info(cursor *c, tensor *t, uint64_t *offset) {
                         i, (unsigned long long)ne[i]);
     }
     if (rd32(c, &gt, name) || rd64(c, offset, name)) return -1;
-    if (ggml_to_dtype(gt, &t->type))
-        return errf(c->err,
-                    "%s: tensor '%s' has ggml type %u (%s); supported: F32 F16 BF16 Q8_0 Q4_0 Q4_1",
-                    c->path, name, gt, ggml_type_name(gt));
+    if (dtype_from_ggml(gt, &t->type)) {
+        char types[160];
+        dtype_gguf_supported(types, sizeof types);
+        return errf(c->err, "%s: tensor '%s' has ggml type %u (%s); supported: %s", c->path, name, gt,
+                    ggml_type_name(gt), types);
+    }
     /* numel and byte size, overflow-checked: a row of ne[0] elements is a whole
      * number of blocks, rows multiply by the outer dims. */
     uint64_t be = (uint64_t)dtype_block_elems(t->type), bb = (uint64_t)dtype_block_bytes(t->type);

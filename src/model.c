@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "affine.h"
+#include "quant.h"
 #include "repack.h"
 #include "util.h"
 
@@ -23,40 +24,10 @@ void tensor_row_f32(const tensor *t, int64_t row, float *out) {
         repack_row_f32(t, row, out);
         return;
     }
-    size_t rb = dtype_row_bytes(t->type, cols);
-    const uint8_t *p = (const uint8_t *)t->data + (size_t)row * rb;
-    switch (t->type) {
-    case DT_F32: memcpy(out, p, (size_t)cols * 4); break;
-    case DT_F16: for (int64_t i = 0; i < cols; i++) out[i] = f16_to_f32(rd_u16(p + 2 * i)); break;
-    case DT_BF16: for (int64_t i = 0; i < cols; i++) out[i] = bf16_to_f32(rd_u16(p + 2 * i)); break;
-    case DT_Q8_0:
-        for (int64_t b = 0; b < cols / 32; b++, p += 34) {
-            float d = f16_to_f32(rd_u16(p));
-            for (int j = 0; j < 32; j++) out[b * 32 + j] = d * (float)(int8_t)p[2 + j];
-        }
-        break;
-    case DT_Q4_0:
-        for (int64_t b = 0; b < cols / 32; b++, p += 18) {
-            float d = f16_to_f32(rd_u16(p));
-            for (int j = 0; j < 16; j++) {
-                out[b * 32 + j] = d * (float)((p[2 + j] & 0x0f) - 8);
-                out[b * 32 + j + 16] = d * (float)((p[2 + j] >> 4) - 8);
-            }
-        }
-        break;
-    case DT_Q4_1:
-        for (int64_t b = 0; b < cols / 32; b++, p += 20) {
-            float d = f16_to_f32(rd_u16(p)), m = f16_to_f32(rd_u16(p + 2));
-            for (int j = 0; j < 16; j++) {
-                out[b * 32 + j] = d * (float)(p[4 + j] & 0x0f) + m;
-                out[b * 32 + j + 16] = d * (float)(p[4 + j] >> 4) + m;
-            }
-        }
-        break;
-    case DT_AFFINE4:
-    case DT_AFFINE8: affine_row_f32(t, row, out); break;
-    default: memset(out, 0, (size_t)cols * sizeof(float)); break;
-    }
+    if (t->type == DT_AFFINE4 || t->type == DT_AFFINE8)
+        affine_row_f32(t, row, out);
+    else
+        dtype_dequant_row(t->type, t->data, cols, row, out);
 }
 
 /* ---- finding tensors ------------------------------------------------------------- */
@@ -68,11 +39,6 @@ typedef struct {
 
 static const tensor *find_tensor(const model *m, const char *name) {
     return m->gguf ? gguf_find_tensor(m->gguf, name) : st_find_tensor(m->st, name);
-}
-
-static int is_matmul_type(dtype t) {
-    return t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1 ||
-           t == DT_AFFINE4 || t == DT_AFFINE8;
 }
 
 /* An MLX quantized linear: name is "X.weight" (U32); X.scales and X.biases sit beside it. */
@@ -103,9 +69,12 @@ static int get_matrix(model *m, const char *name, int64_t rows, int64_t cols,
                     m->path, name, t->ndim == 2 ? "(" : "[ndim ", (long long)t->shape[0],
                     t->ndim == 2 ? ", " : "] ", (long long)(t->ndim > 1 ? t->shape[1] : 0),
                     (long long)rows, (long long)cols);
-    if (!is_matmul_type(t->type))
-        return errf(err, "%s: tensor %s has dtype %s; weights must be F32, F16, BF16, Q8_0, Q4_0 or Q4_1",
-                    m->path, name, dtype_name(t->type));
+    if (!dtype_info(t->type)->weight) {
+        char types[160];
+        dtype_gguf_supported(types, sizeof types);
+        return errf(err, "%s: tensor %s has dtype %s; weights must be one of %s", m->path, name,
+                    dtype_name(t->type), types);
+    }
     *out = t;
     return 0;
 }

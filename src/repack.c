@@ -23,12 +23,13 @@
 #include "forward.h"
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
+#include "quant.h"
 #include "util.h"
 
 /* Widest MLX matrix rewritten as Q4_1 (a row of blocks is built on the stack). */
 #define Q8_MAX_AFFINE_COLS 16384
 
-int repack_supported(dtype t) { return t == DT_Q4_0 || t == DT_Q4_1 || t == DT_Q8_0; }
+int repack_supported(dtype t) { return dtype_info(t)->repack; }
 
 /* no int8 kernel in this table (NEON for now): such a matrix keeps the file layout and the f32 path */
 int repack_will_pack(const model *m, const tensor *t) {

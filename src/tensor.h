@@ -29,8 +29,20 @@ typedef enum {
        group instead of per block of 32, so the copy has the file's size (repack.c). */
     DT_Q4_1G64,
     DT_Q4_1G128,
+    /* GGUF types read in place (layouts and facts in quant.h) */
+    DT_Q5_0,
+    DT_Q5_1,
+    DT_Q2_K,
+    DT_Q3_K,
+    DT_Q4_K,
+    DT_Q5_K,
+    DT_Q6_K,
+    DT_IQ4_NL,
+    DT_IQ4_XS,
     DT_COUNT
 } dtype;
+
+/* Facts per dtype: quant.h has the whole table (dtype_info); these three read it. */
 
 /* Name as printed in messages ("F32", "BF16", "Q4_1", ...). */
 const char *dtype_name(dtype t);

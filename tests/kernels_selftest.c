@@ -35,6 +35,7 @@
  *    the scalar bits; fast softmax within 1e-6 relative (the unit
  *    tests run the same check, tests/unit/test_kernels.c). */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
+#include "quant.h"
 #include "util.h"
 
 #if defined(__aarch64__)
@@ -61,7 +63,25 @@ static uint64_t st_next(uint64_t *s) {
 /* Uniform in [-1, 1). */
 static float st_unit(uint64_t *s) { return (float)((double)(st_next(s) >> 40) / (double)(1ull << 23) - 1.0); }
 
-static int st_block_elems(dtype dt) { return dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1 ? 32 : 1; }
+static int st_block_elems(dtype dt) { return dtype_block_elems(dt); }
+
+/* The types read through the type table's dequantizers (quant.h) rather than
+ * decoded by hand here: the f32 route's reference is that table, itself held to
+ * gguf-py's values by tests/unit/test_quant.c. */
+static int st_table_type(dtype dt) {
+    return dtype_info(dt)->dequant32 && dt != DT_Q8_0 && dt != DT_Q4_0 && dt != DT_Q4_1;
+}
+
+/* Offsets of the f16 scale fields of a block (filled with realistic values). */
+static int st_scale_fields(dtype dt, int off[2]) {
+    switch (dt) {
+    case DT_Q2_K: off[0] = offsetof(block_q2_K, d), off[1] = offsetof(block_q2_K, dmin); return 2;
+    case DT_Q3_K: off[0] = offsetof(block_q3_K, d); return 1;
+    case DT_Q6_K: off[0] = offsetof(block_q6_K, d); return 1;
+    case DT_Q4_1: case DT_Q5_1: case DT_Q4_K: case DT_Q5_K: off[0] = 0, off[1] = 2; return 2;
+    default: off[0] = 0; return 1;
+    }
+}
 
 /* One random row of `cols` weights in dtype dt's stored layout. Scales are
  * realistic fp16 values (about 1e-3 to 3e-2, as in trained checkpoints); the
@@ -76,15 +96,16 @@ static void st_fill_row(dtype dt, uint8_t *row, int cols, uint64_t *s) {
         }
         return;
     }
-    int bb = dtype_block_bytes(dt);
-    for (int b = 0; b < cols / 32; b++) {
+    int bb = dtype_block_bytes(dt), off[2];
+    for (int b = 0; b < cols / st_block_elems(dt); b++) {
         uint8_t *blk = row + (size_t)b * bb;
         for (int j = 0; j < bb; j++) blk[j] = (uint8_t)st_next(s);
+        int nf = st_scale_fields(dt, off);
         uint16_t d = f32_to_f16(0.001f + 0.03f * fabsf(st_unit(s)));
-        memcpy(blk, &d, 2);
-        if (dt == DT_Q4_1) {
-            uint16_t m = f32_to_f16(0.1f * st_unit(s));
-            memcpy(blk + 2, &m, 2);
+        memcpy(blk + off[0], &d, 2);
+        if (nf > 1) { /* Q4_1 / Q5_1: a signed min; K-quants: a positive dmin */
+            uint16_t m = f32_to_f16(dt == DT_Q4_1 || dt == DT_Q5_1 ? 0.1f * st_unit(s) : 0.001f + 0.01f * fabsf(st_unit(s)));
+            memcpy(blk + off[1], &m, 2);
         }
     }
 }
@@ -103,6 +124,11 @@ static double st_magnitude(dtype dt, const uint8_t *row, const float *x, int col
             m += fabs((double)f16_to_f32(rd_u16(row + 2 * (size_t)c))) * ax;
         } else if (dt == DT_BF16) {
             m += fabs((double)bf16_to_f32(rd_u16(row + 2 * (size_t)c))) * ax;
+        } else if (st_table_type(dt)) { /* scalar.c sums the dequantized products: |w x| */
+            float w[QK_K];
+            int be = st_block_elems(dt);
+            dtype_dequant_row(dt, row + (size_t)(c / be) * dtype_block_bytes(dt), be, 0, w);
+            m += fabs((double)w[c % be]) * ax;
         } else {
             int bb = dtype_block_bytes(dt), j = c % 32;
             const uint8_t *blk = row + (size_t)(c / 32) * bb;
@@ -124,6 +150,10 @@ static double st_magnitude(dtype dt, const uint8_t *row, const float *x, int col
 /* One row dequantized as gguf-py does: d*q, d*(q-8), d*q + m in f32 (d*q is
  * exact in f32, so each value is rounded at most once, with or without FMA). */
 static void st_dequant_row(dtype dt, const uint8_t *row, int cols, float *out) {
+    if (st_table_type(dt)) {
+        dtype_dequant_row(dt, row, cols, 0, out);
+        return;
+    }
     int bb = dtype_block_bytes(dt);
     for (int c = 0; c < cols; c++) {
         const uint8_t *blk = row + (size_t)(c / 32) * bb;
@@ -308,16 +338,18 @@ done:
  * 16, 4) nor of the row / token tiles. */
 static const int ST_DENSE_COLS[] = {1, 7, 33, 96, 576, 1000};
 static const int ST_BLOCK_COLS[] = {32, 64, 96, 576};
+static const int ST_SUPER_COLS[] = {256, 512, 1280}; /* QK_K blocks: K-quants, IQ4_XS */
 static const int ST_ROWS[] = {1, 2, 5, 13};
 static const int ST_NT[] = {1, 2, 3, 5, 17};
-static const dtype ST_DTYPES[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1};
+static const dtype ST_DTYPES[] = {DT_F32,  DT_F16,  DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1,   DT_Q5_0,  DT_Q5_1,
+                                  DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
 #define ST_COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 /* Every size for one table and dtype; stops at the first failure. */
 static int st_check_dtype(const kernels *k, dtype dt, char *msg, size_t len) {
-    int blk = st_block_elems(dt) > 1;
-    const int *cols = blk ? ST_BLOCK_COLS : ST_DENSE_COLS;
-    int ncols = blk ? ST_COUNT(ST_BLOCK_COLS) : ST_COUNT(ST_DENSE_COLS);
+    int blk = st_block_elems(dt) > 1, sup = st_block_elems(dt) == QK_K;
+    const int *cols = sup ? ST_SUPER_COLS : blk ? ST_BLOCK_COLS : ST_DENSE_COLS;
+    int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : blk ? ST_COUNT(ST_BLOCK_COLS) : ST_COUNT(ST_DENSE_COLS);
     uint64_t seed = 1000 * (uint64_t)dt;
     for (int c = 0; c < ncols; c++)
         for (int r = 0; r < ST_COUNT(ST_ROWS); r++)
@@ -687,9 +719,9 @@ static int st_run_all(const kernels *k, st_sink sink, void *ctx) {
     static const int nts[] = {1, 3};
     for (int d = 0; d < ST_COUNT(ST_DTYPES); d++) {
         dtype dt = ST_DTYPES[d];
-        int blk = st_block_elems(dt) > 1;
-        const int *cols = blk ? ST_BLOCK_COLS : ST_DENSE_COLS;
-        int ncols = blk ? ST_COUNT(ST_BLOCK_COLS) : ST_COUNT(ST_DENSE_COLS);
+        int blk = st_block_elems(dt) > 1, sup = st_block_elems(dt) == QK_K;
+        const int *cols = sup ? ST_SUPER_COLS : blk ? ST_BLOCK_COLS : ST_DENSE_COLS;
+        int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : blk ? ST_COUNT(ST_BLOCK_COLS) : ST_COUNT(ST_DENSE_COLS);
         for (int c = 0; c < ncols; c++)
             for (int t = 0; t < ST_COUNT(nts); t++) {
                 int rows = 5, nt = nts[t], n = cols[c];

@@ -12,6 +12,8 @@
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
+#include "dequant.h"
+
 #include "affine_kernels.h" /* MLX affine kernels: affine_avx2.c */
 
 #if defined(__x86_64__)
@@ -50,7 +52,6 @@ AI __m256 dense8(dtype dt, const uint8_t *p) {
 /* The fp16 scale at p broadcast to 8 lanes. */
 AI __m256 f16_bcast(const uint8_t *p) { return _mm256_cvtph_ps(_mm_set1_epi16((short)rd_u16(p))); }
 
-AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
 
 AI __m256 i32_to_ps(__m256i v) { return _mm256_cvtepi32_ps(v); }
 
@@ -58,7 +59,13 @@ AI __m256 i32_to_ps(__m256i v) { return _mm256_cvtepi32_ps(v); }
  * 8k..8k+7. The values are bit-identical to what gguf-py (and so HF
  * transformers) dequantizes: d*q and d*(q-8) are exact in f32, and d*q + m is
  * rounded once, by the FMA. */
-AI void block32(dtype dt, const uint8_t *blk, __m256 q[4]) {
+AI void block32(dtype dt, const uint8_t *blk, int j, __m256 q[4]) {
+    if (dt != DT_Q8_0 && dt != DT_Q4_0 && dt != DT_Q4_1) { /* the table's decoder (dequant.h) */
+        float v[32];
+        dq_ref32(dt, blk, j, v);
+        UNROLL for (int k = 0; k < 4; k++) q[k] = _mm256_loadu_ps(v + 8 * k);
+        return;
+    }
     __m256 d = f16_bcast(blk);
     if (dt == DT_Q8_0) {
         UNROLL for (int k = 0; k < 4; k++) {
@@ -150,15 +157,15 @@ AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
-    const int bb = block_bytes(dt);
     v16 acc[MAX_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_zero();
     for (int b = 0; b < cols / 32; b++) {
         const float *xb = x + 32 * (size_t)b;
-        const uint8_t *blk0 = w + (size_t)b * bb;
+        int j = 0;
+        const uint8_t *blk0 = dq_sub_block(dt, w, b, &j);
         UNROLL for (int r = 0; r < R; r++) {
             __m256 q[4];
-            block32(dt, blk0 + r * rb, q);
+            block32(dt, blk0 + r * rb, j, q);
             UNROLL for (int t = 0; t < T; t++) {
                 const float *xt = xb + (size_t)t * ldx;
                 acc[r][t] = v16_fma(q[0], q[1], _mm256_loadu_ps(xt), _mm256_loadu_ps(xt + 8), acc[r][t]);
@@ -383,6 +390,7 @@ static const kernels AVX2 = {
             [DT_Q8_0] = matmul_q8_0,
             [DT_Q4_0] = matmul_q4_0,
             [DT_Q4_1] = matmul_q4_1,
+            DQ_MATMULS,
             [DT_AFFINE4] = affine4_matmul_avx2,
             [DT_AFFINE8] = affine8_matmul_avx2,
         },

@@ -18,6 +18,7 @@
 #include "kernels.h"
 
 #include "affine_kernels.h" /* MLX affine kernels: affine_avx512.c */
+#include "dequant.h"
 
 #if defined(__x86_64__)
 
@@ -71,15 +72,20 @@ AI __m512 dense16_tail(dtype dt, const uint8_t *p, __mmask16 m) {
 /* The fp16 scale at p broadcast to 16 lanes (word broadcast, then one conversion). */
 AI __m512 f16_bcast(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_set1_epi16((short)rd_u16(p))); }
 
-AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
-
 /* The 32 weights of one block dequantized to f32: elements 0..15 in *lo,
  * 16..31 in *hi. The values are bit-identical to what gguf-py (and so HF
  * transformers) dequantizes: d*q and d*(q-8) are exact in f32, and d*q + m is
  * rounded once, here by the FMA that builds the table. 4-bit values go through
  * a 16-entry table of dequantized values with vpermps, which reads only the low
  * 4 bits of each index: the scale is applied once per 16 entries, not per weight. */
-AI void block32(dtype dt, const uint8_t *blk, __m512 *lo, __m512 *hi) {
+AI void block32(dtype dt, const uint8_t *blk, int j, __m512 *lo, __m512 *hi) {
+    if (dt != DT_Q8_0 && dt != DT_Q4_0 && dt != DT_Q4_1) { /* the table's decoder (dequant.h) */
+        float v[32];
+        dq_ref32(dt, blk, j, v);
+        *lo = _mm512_loadu_ps(v);
+        *hi = _mm512_loadu_ps(v + 16);
+        return;
+    }
     if (dt == DT_Q8_0) {
         const uint8_t *q = blk + 2;
         __m512 d = f16_bcast(blk);
@@ -153,7 +159,6 @@ AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * its dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
-    const int bb = block_bytes(dt);
     __m512 acc[MAX_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     for (int b = 0; b < cols / 32; b++) {
@@ -162,12 +167,13 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
             xl[t] = _mm512_loadu_ps(x + (size_t)t * ldx + 32 * b);
             xh[t] = _mm512_loadu_ps(x + (size_t)t * ldx + 32 * b + 16);
         }
-        const uint8_t *blk0 = w + (size_t)b * bb;
-        if (T == 1 && R == GEMV_R) /* decode: the next tile, as this one is read */
+        int j = 0;
+        const uint8_t *blk0 = dq_sub_block(dt, w, b, &j);
+        if (T == 1 && R == GEMV_R && j == 0) /* decode: the next tile, as this one is read */
             UNROLL for (int r = 0; r < R; r++) _mm_prefetch((const char *)blk0 + (R + r) * rb, GEMV_PF_HINT);
         UNROLL for (int r = 0; r < R; r++) {
             __m512 lo, hi;
-            block32(dt, blk0 + r * rb, &lo, &hi);
+            block32(dt, blk0 + r * rb, j, &lo, &hi);
             UNROLL for (int t = 0; t < T; t++) {
                 acc[r][t] = _mm512_fmadd_ps(lo, xl[t], acc[r][t]);
                 acc[r][t] = _mm512_fmadd_ps(hi, xh[t], acc[r][t]);
@@ -784,6 +790,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                 [DT_Q8_0] = matmul_q8_0,                                                            \
                 [DT_Q4_0] = matmul_q4_0,                                                            \
                 [DT_Q4_1] = matmul_q4_1,                                                            \
+                DQ_MATMULS,                                                                         \
                 [DT_AFFINE4] = affine4_matmul_avx512, [DT_AFFINE8] = affine8_matmul_avx512,         \
             },                                                                                      \
         .quantize_act = quantize_act_avx512,                                                        \

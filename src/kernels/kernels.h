@@ -191,7 +191,7 @@ typedef struct {
     swiglu_fn swiglu_fast;
 } kernels;
 
-/* The portable reference table (every entry set for F32, F16, BF16, Q8_0, Q4_0, Q4_1). */
+/* The portable reference table (a matmul for every weight type of the type table, quant.h). */
 const kernels *kernels_scalar(void);
 
 /* Best table for this CPU, decided by CPUID once; `force` ("scalar", "avx2",

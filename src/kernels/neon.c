@@ -14,6 +14,8 @@
  * gguf-py produces, then accumulated like F32 rows (see block32). */
 #include "kernels.h"
 
+#include "dequant.h"
+
 #include "affine_kernels.h"
 
 #if defined(__aarch64__)
@@ -55,7 +57,6 @@ static inline float f16_at(const uint8_t *p) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(rd_u16(p)))), 0);
 }
 
-AI int block_bytes(dtype dt) { return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : 20; }
 
 /* 16 signed bytes to 4 vectors of f32 (elements in order), dequantized:
  * d*q, or d*q + m rounded once (fused) when `affine`. */
@@ -70,7 +71,13 @@ AI void s8x16_dequant(int8x16_t v, float32x4_t d, float32x4_t m, int affine, flo
  * 4k..4k+3. The values are bit-identical to what gguf-py (and so HF
  * transformers) dequantizes: d*q and d*(q-8) are exact in f32, and d*q + m is
  * rounded once, by the FMA. */
-AI void block32(dtype dt, const uint8_t *blk, float32x4_t q[8]) {
+AI void block32(dtype dt, const uint8_t *blk, int j, float32x4_t q[8]) {
+    if (dt != DT_Q8_0 && dt != DT_Q4_0 && dt != DT_Q4_1) { /* the table's decoder (dequant.h) */
+        float v[32];
+        dq_ref32(dt, blk, j, v);
+        UNROLL for (int k = 0; k < 8; k++) q[k] = vld1q_f32(v + 4 * k);
+        return;
+    }
     float32x4_t d = vdupq_n_f32(f16_at(blk));
     if (dt == DT_Q8_0) {
         s8x16_dequant(vld1q_s8((const int8_t *)(blk + 2)), d, d, 0, q);
@@ -159,15 +166,15 @@ AI void dense_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * dequantized copy. */
 AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx,
                    float *y, int ldy, int R, int T) {
-    const int bb = block_bytes(dt);
     v16 acc[MAX_R][TILE_T];
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = v16_zero();
     for (int b = 0; b < cols / 32; b++) {
         const float *xb = x + 32 * (size_t)b;
-        const uint8_t *blk0 = w + (size_t)b * bb;
+        int j = 0;
+        const uint8_t *blk0 = dq_sub_block(dt, w, b, &j);
         UNROLL for (int r = 0; r < R; r++) {
             float32x4_t q[8];
-            block32(dt, blk0 + r * rb, q);
+            block32(dt, blk0 + r * rb, j, q);
             UNROLL for (int t = 0; t < T; t++) {
                 const float *xt = xb + (size_t)t * ldx;
                 UNROLL for (int h = 0; h < 2; h++) {
@@ -529,6 +536,7 @@ static const kernels NEON = {
             [DT_Q8_0] = matmul_q8_0,
             [DT_Q4_0] = matmul_q4_0,
             [DT_Q4_1] = matmul_q4_1,
+            DQ_MATMULS,
             [DT_AFFINE4] = affine4_matmul_neon, /* affine_neon.c */
             [DT_AFFINE8] = affine8_matmul_neon,
         },

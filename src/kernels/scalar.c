@@ -5,6 +5,7 @@
 
 #include "affine_kernels.h" /* the MLX affine kernels live in affine_scalar.c */
 #include "attn_kernels.h"   /* attention and fast softmax / SwiGLU: attn_scalar.c */
+#include "dequant.h"
 
 #include <math.h>
 
@@ -82,6 +83,34 @@ static float dot_q4_1_row(const uint8_t *w, const float *x, int cols) {
     return s;
 }
 
+/* The other GGUF types: each sub-block of 32 decoded by the type table's
+ * reference dequantizer (the exact gguf-py values), summed in element order,
+ * then added to the row's sum. */
+static float dot_dq_row(dtype dt, const uint8_t *w, const float *x, int cols) {
+    float s = 0.0f, v[32];
+    for (int b = 0; b < cols / 32; b++, x += 32) {
+        int j = 0;
+        const uint8_t *blk = dq_sub_block(dt, w, b, &j);
+        dq_ref32(dt, blk, j, v);
+        float acc = 0.0f;
+        for (int l = 0; l < 32; l++) acc += v[l] * x[l];
+        s += acc;
+    }
+    return s;
+}
+
+#define DEFINE_DQ_DOT(NAME, DT) \
+    static float NAME(const uint8_t *w, const float *x, int cols) { return dot_dq_row(DT, w, x, cols); }
+DEFINE_DQ_DOT(dot_q5_0_row, DT_Q5_0)
+DEFINE_DQ_DOT(dot_q5_1_row, DT_Q5_1)
+DEFINE_DQ_DOT(dot_q2_k_row, DT_Q2_K)
+DEFINE_DQ_DOT(dot_q3_k_row, DT_Q3_K)
+DEFINE_DQ_DOT(dot_q4_k_row, DT_Q4_K)
+DEFINE_DQ_DOT(dot_q5_k_row, DT_Q5_K)
+DEFINE_DQ_DOT(dot_q6_k_row, DT_Q6_K)
+DEFINE_DQ_DOT(dot_iq4_nl_row, DT_IQ4_NL)
+DEFINE_DQ_DOT(dot_iq4_xs_row, DT_IQ4_XS)
+
 static void matmul_rows(row_dot_fn dot, const void *w, size_t row_bytes, int cols, int r0, int r1,
                         const float *x, int ldx, int nt, float *y, int ldy) {
     for (int r = r0; r < r1; r++) {
@@ -102,6 +131,15 @@ DEFINE_MATMUL(matmul_bf16, dot_bf16_row)
 DEFINE_MATMUL(matmul_q8_0, dot_q8_0_row)
 DEFINE_MATMUL(matmul_q4_0, dot_q4_0_row)
 DEFINE_MATMUL(matmul_q4_1, dot_q4_1_row)
+DEFINE_MATMUL(matmul_q5_0, dot_q5_0_row)
+DEFINE_MATMUL(matmul_q5_1, dot_q5_1_row)
+DEFINE_MATMUL(matmul_q2_k, dot_q2_k_row)
+DEFINE_MATMUL(matmul_q3_k, dot_q3_k_row)
+DEFINE_MATMUL(matmul_q4_k, dot_q4_k_row)
+DEFINE_MATMUL(matmul_q5_k, dot_q5_k_row)
+DEFINE_MATMUL(matmul_q6_k, dot_q6_k_row)
+DEFINE_MATMUL(matmul_iq4_nl, dot_iq4_nl_row)
+DEFINE_MATMUL(matmul_iq4_xs, dot_iq4_xs_row)
 
 /* ---- int8 activations, repacked weights (the contract in kernels.h) --------- */
 
@@ -211,6 +249,7 @@ static const kernels SCALAR = {
             [DT_Q8_0] = matmul_q8_0,
             [DT_Q4_0] = matmul_q4_0,
             [DT_Q4_1] = matmul_q4_1,
+            DQ_MATMULS,
             [DT_AFFINE4] = affine4_matmul_scalar,
             [DT_AFFINE8] = affine8_matmul_scalar,
         },

@@ -3,8 +3,8 @@
  * Included once by avx2.c, avx512.c and neon.c after they define GEMV_R (rows per
  * decode step), TILE_R x TILE_T (the prefill register tile) and the tile kernels
  * `dense_tile(dt, w, rb, cols, x, ldx, y, ldy, R, T)` and `quant_tile(...)`. It
- * instantiates the fixed-size tiles and defines matmul_f32 ... matmul_q4_1, which
- * the including file puts in its table. Private to src/kernels/. */
+ * instantiates the fixed-size tiles and defines matmul_f32 ... matmul_q4_1 and the
+ * DQ_MATMULS of dequant.h, which the including file puts in its table. Private to src/kernels/. */
 #ifndef LLMGEN_KERNELS_TILES_H
 #define LLMGEN_KERNELS_TILES_H
 
@@ -36,6 +36,15 @@ TILES(dense, DT_BF16, bf16)
 TILES(quant, DT_Q8_0, q8_0)
 TILES(quant, DT_Q4_0, q4_0)
 TILES(quant, DT_Q4_1, q4_1)
+TILES(quant, DT_Q5_0, q5_0)
+TILES(quant, DT_Q5_1, q5_1)
+TILES(quant, DT_Q2_K, q2_k)
+TILES(quant, DT_Q3_K, q3_k)
+TILES(quant, DT_Q4_K, q4_k)
+TILES(quant, DT_Q5_K, q5_k)
+TILES(quant, DT_Q6_K, q6_k)
+TILES(quant, DT_IQ4_NL, iq4_nl)
+TILES(quant, DT_IQ4_XS, iq4_xs)
 
 static void run_rows(tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols, const float *x,
                      int ldx, int nt, float *y, int ldy) {
@@ -71,5 +80,14 @@ MATMUL(bf16)
 MATMUL(q8_0)
 MATMUL(q4_0)
 MATMUL(q4_1)
+MATMUL(q5_0)
+MATMUL(q5_1)
+MATMUL(q2_k)
+MATMUL(q3_k)
+MATMUL(q4_k)
+MATMUL(q5_k)
+MATMUL(q6_k)
+MATMUL(iq4_nl)
+MATMUL(iq4_xs)
 
 #endif

@@ -45,6 +45,15 @@ static void check_table_attn(const char *isa) {
     Test(kernels_##ISA, q8_0) { check_table_dtype(#ISA, DT_Q8_0); }             \
     Test(kernels_##ISA, q4_0) { check_table_dtype(#ISA, DT_Q4_0); }             \
     Test(kernels_##ISA, q4_1) { check_table_dtype(#ISA, DT_Q4_1); }             \
+    Test(kernels_##ISA, q5_0) { check_table_dtype(#ISA, DT_Q5_0); }             \
+    Test(kernels_##ISA, q5_1) { check_table_dtype(#ISA, DT_Q5_1); }             \
+    Test(kernels_##ISA, q2_k) { check_table_dtype(#ISA, DT_Q2_K); }             \
+    Test(kernels_##ISA, q3_k) { check_table_dtype(#ISA, DT_Q3_K); }             \
+    Test(kernels_##ISA, q4_k) { check_table_dtype(#ISA, DT_Q4_K); }             \
+    Test(kernels_##ISA, q5_k) { check_table_dtype(#ISA, DT_Q5_K); }             \
+    Test(kernels_##ISA, q6_k) { check_table_dtype(#ISA, DT_Q6_K); }             \
+    Test(kernels_##ISA, iq4_nl) { check_table_dtype(#ISA, DT_IQ4_NL); }         \
+    Test(kernels_##ISA, iq4_xs) { check_table_dtype(#ISA, DT_IQ4_XS); }         \
     Test(kernels_##ISA, dot_axpy) { check_table_vectors(#ISA); }                \
     Test(kernels_##ISA, attention) { check_table_attn(#ISA); }
 
