@@ -56,10 +56,12 @@ $(BUILD)/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/src/kernels/affine_avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/src/kernels/affine_avx512.o: CFLAGS += $(ISA_AVX512)
+$(BUILD)/src/kernels/inplace_avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/san/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/san/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/san/src/kernels/affine_avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/san/src/kernels/affine_avx512.o: CFLAGS += $(ISA_AVX512)
+$(BUILD)/san/src/kernels/inplace_avx512.o: CFLAGS += $(ISA_AVX512)
 
 $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -184,6 +186,7 @@ $(BUILD)/pic/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/pic/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/pic/src/kernels/affine_avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/pic/src/kernels/affine_avx512.o: CFLAGS += $(ISA_AVX512)
+$(BUILD)/pic/src/kernels/inplace_avx512.o: CFLAGS += $(ISA_AVX512)
 libllmgen.a: $(PIC_OBJ)
 	rm -f $@ && ar rcs $@ $^
 libllmgen.so: $(PIC_OBJ)
@@ -222,6 +225,7 @@ $(BUILD)/fuzz/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/fuzz/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/fuzz/src/kernels/affine_avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/fuzz/src/kernels/affine_avx512.o: CFLAGS += $(ISA_AVX512)
+$(BUILD)/fuzz/src/kernels/inplace_avx512.o: CFLAGS += $(ISA_AVX512)
 .PRECIOUS: $(BUILD)/fuzz/tests/fuzz/%.o $(BUILD)/san/tests/fuzz/%.o
 $(BUILD)/fuzz/libllmgen.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

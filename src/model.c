@@ -20,7 +20,7 @@
 
 void tensor_row_f32(const tensor *t, int64_t row, float *out) {
     int64_t cols = t->shape[t->ndim - 1];
-    if (t->packed) { /* fast mode: the file pages were released, read the repacked copy */
+    if (t->packed && t->packed != t->data) { /* fast mode: the file pages were released, read the repacked copy */
         repack_row_f32(t, row, out);
         return;
     }

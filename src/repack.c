@@ -393,7 +393,24 @@ static int repack_arena(model *m, char *err) {
     return 0;
 }
 
+/* A GGUF type the int8 kernels read in place (dequant.h): its "packed" form is the
+ * file layout itself, so tensor.packed = tensor.data and nothing is copied or
+ * released. Only where this table has the kernel: otherwise the f32 route is faster
+ * than the scalar int8 reference. */
+static void use_in_place(const model *m, const tensor *t) {
+    if (t && !t->packed && dtype_info(t->type)->dequant32 && !repack_supported(t->type) &&
+        m->kern->matmul_q8[t->type])
+        ((tensor *)t)->packed = t->data;
+}
+
 int repack_weights(model *m, char *err) {
+    /* first: the arena's plan (fwd_decode_rows) sees which matrices take int8 inputs */
+    use_in_place(m, m->lm_head);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const layer_weights *L = &m->layers[l];
+        const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) use_in_place(m, ts[i]);
+    }
     if (repack_arena(m, err)) return -1;
     if (repack_tensor(m, m->tok_embd, err) || repack_tensor(m, m->lm_head, err) ||
         repack_affine4(m, m->tok_embd, err) || repack_affine4(m, m->lm_head, err))
@@ -410,7 +427,7 @@ int repack_weights(model *m, char *err) {
 
 static void unpack_tensor(const tensor *t) {
     if (!t || !t->packed) return;
-    if (!t->parts) munmap((void *)t->packed, t->nbytes); /* parts live in the arena */
+    if (!t->parts && t->packed != t->data) munmap((void *)t->packed, t->nbytes); /* parts live in the arena */
     tensor *w = (tensor *)t;
     w->packed = NULL;
     w->parts = NULL;

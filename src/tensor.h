@@ -88,7 +88,8 @@ typedef struct {
     const void *packed;              /* NULL, or (fast mode, Q4_0/Q4_1/Q8_0 matrices) the same
                                         nbytes repacked for the int8-activation kernels: payload
                                         rows then f16 scales, layout in kernels/kernels.h; owned
-                                        by the model (repack.c) */
+                                        by the model (repack.c); == data for the GGUF types the
+                                        int8 kernels read in place (kernels/dequant.h) */
     const packed_part *parts;        /* NULL, or `packed` in nparts runs of rows (in row order;
                                         parts[0].data == packed), stored where the threads
                                         stream them (repack.c); owned by the model */

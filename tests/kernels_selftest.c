@@ -883,6 +883,101 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
     return 0;
 }
 
+/* ---- int8 activations on GGUF blocks read in place (dequant.h) ----------------
+ *
+ * The types fast mode does not repack (Q5_0 ... IQ4_XS) have matmul_q8 entries
+ * that read the file layout. Reference: a double sum of w * (dx * q) with w the
+ * type table's dequantized weights (held to gguf-py by tests/unit/test_quant.c)
+ * and dx * q the int8 activations, which is what the int8 route computes up to
+ * f32 rounding: the integer sums are exact and only the per-half f32 terms
+ * (2 per sub-block, each a product of 3 to 4 factors) round, hence check_close
+ * with n = cols (2 nb terms of at most 4 roundings each is well inside). Checked
+ * for the scalar reference and for a table's kernel (when it has one), plus the
+ * determinism contract bit for bit: a row split, and each token alone. */
+static const dtype ST_INPLACE_DTYPES[] = {DT_Q5_0, DT_Q5_1, DT_Q2_K, DT_Q3_K, DT_Q4_K,
+                                          DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
+
+static size_t st_quad_pos(int b, int j) {
+    return (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 + (size_t)(b % 4) * 16 + (size_t)(j % 16);
+}
+
+static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols, int nt, uint64_t seed, char *msg,
+                                 size_t len) {
+    matmul_q8_fn f = k->matmul_q8[dt], fr = kernels_scalar()->matmul_q8[dt];
+    if (!fr) return st_fail(msg, len, k, dt, rows, cols, nt, "scalar table has no in-place int8 kernel");
+    size_t rb = dtype_row_bytes(dt, cols);
+    int qd = q8_quads(cols), ny = nt * rows;
+    uint8_t *w = malloc(rb * (size_t)rows);
+    float *x = malloc(sizeof(float) * (size_t)nt * cols), *wf = malloc(sizeof(float) * (size_t)cols);
+    float *y = malloc(sizeof(float) * ny), *yr = malloc(sizeof(float) * ny), *ys = malloc(sizeof(float) * ny);
+    q8_act a = {nt, cols, qd, malloc((size_t)nt * qd * 128), malloc(sizeof(float) * nt * qd * 4),
+                malloc(sizeof(float) * nt * qd * 4)};
+    int rc = 0;
+    if (!w || !x || !wf || !y || !yr || !ys || !a.q || !a.d || !a.s) {
+        rc = st_fail(msg, len, k, dt, rows, cols, nt, "out of memory");
+        goto done;
+    }
+    uint64_t s = seed;
+    for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, cols, &s);
+    for (int i = 0; i < nt * cols; i++) x[i] = st_unit(&s) * (i % 97 == 0 ? 8.0f : 1.0f); /* some outliers */
+    kernels_scalar()->quantize_act(x, cols, 0, nt, &a);
+    int mid = rows / 2;
+    fr(w, rows, cols, 0, rows, &a, yr, rows);
+    if (f) {
+        f(w, rows, cols, 0, rows, &a, y, rows);
+        f(w, rows, cols, 0, mid, &a, ys, rows);
+        f(w, rows, cols, mid, rows, &a, ys, rows);
+    }
+    for (int r = 0; r < rows && !rc; r++) {
+        dtype_dequant_row(dt, w, cols, r, wf);
+        for (int t = 0; t < nt && !rc; t++) {
+            double ref = 0, mag = 0;
+            for (int c = 0; c < cols; c++) {
+                double xv = (double)a.d[(size_t)t * qd * 4 + c / 32] * a.q[(size_t)t * qd * 128 + st_quad_pos(c / 32, c % 32)];
+                ref += wf[c] * xv;
+                mag += fabs(wf[c] * xv);
+            }
+            int i = t * rows + r;
+            char what[200];
+            if (!check_close(yr[i], (float)ref, mag, cols)) {
+                snprintf(what, sizeof what, "scalar int8 y[t=%d][r=%d] = %.9g, dequantized weights x int8 activations %.9g",
+                         t, r, yr[i], ref);
+                rc = st_fail(msg, len, kernels_scalar(), dt, rows, cols, nt, what);
+            } else if (f && !check_close(y[i], (float)ref, mag, cols)) {
+                snprintf(what, sizeof what, "int8 y[t=%d][r=%d] = %.9g, dequantized weights x int8 activations %.9g", t,
+                         r, y[i], ref);
+                rc = st_fail(msg, len, k, dt, rows, cols, nt, what);
+            } else if (f && memcmp(&y[i], &ys[i], 4)) {
+                snprintf(what, sizeof what, "int8 row split at %d changes y[t=%d][r=%d]", mid, t, r);
+                rc = st_fail(msg, len, k, dt, rows, cols, nt, what);
+            }
+        }
+    }
+    for (int t = 0; f && t < nt && !rc && nt > 1; t++) { /* each token alone = its prefill value */
+        q8_act one = {1, cols, qd, a.q + (size_t)t * qd * 128, a.d + (size_t)t * qd * 4, a.s + (size_t)t * qd * 4};
+        f(w, rows, cols, 0, rows, &one, ys, rows);
+        for (int r = 0; r < rows && !rc; r++)
+            if (memcmp(&ys[r], &y[t * rows + r], 4)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "int8 token alone differs from prefill");
+    }
+done:
+    free(w), free(x), free(wf), free(y), free(yr), free(ys), free(a.q), free(a.d), free(a.s);
+    return rc;
+}
+
+/* Every size for one table and in-place type (rows not multiples of 256 where the type allows). */
+__attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
+    static const int rows[] = {1, 3, 9}, nts[] = {1, 2, 5};
+    int sup = st_block_elems(dt) == QK_K;
+    const int *cols = sup ? ST_SUPER_COLS : ST_BLOCK_COLS;
+    int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : ST_COUNT(ST_BLOCK_COLS);
+    uint64_t seed = 77000 + 1000 * (uint64_t)dt;
+    for (int c = 0; c < ncols; c++)
+        for (int r = 0; r < ST_COUNT(rows); r++)
+            for (int t = 0; t < ST_COUNT(nts); t++)
+                if (st_check_inplace_case(k, dt, rows[r], cols[c], nts[t], ++seed, msg, len)) return -1;
+    return 0;
+}
+
 #ifndef KERNELS_SELFTEST_NO_MAIN
 /* `kernels_selftest --hash` prints only the result hash of the auto-selected
  * table (for comparing a qemu run with a native one); without arguments it
@@ -920,6 +1015,13 @@ int main(int argc, char **argv) {
             if (!f) continue;
             rc = st_check_q8(k->name, f, ST_Q8_DTYPES[d], msg, sizeof msg);
             printf("%-7s %-5s int8 %s\n", k->name, dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
+            failed += rc != 0;
+        }
+        for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++) {
+            dtype dt = ST_INPLACE_DTYPES[d];
+            rc = st_check_inplace(k, dt, msg, sizeof msg);
+            printf("%-7s %-6s int8 in place %s\n", k->name, dtype_name(dt),
+                   rc ? msg : k->matmul_q8[dt] ? "vs reference: ok" : "(no kernel here: f32 route; scalar reference ok)");
             failed += rc != 0;
         }
         if (k->att_scores[DT_F32]) {

@@ -19,6 +19,7 @@
 
 #include "affine_kernels.h" /* MLX affine kernels: affine_avx512.c */
 #include "dequant.h"
+#include "inplace_kernels.h"
 
 #if defined(__x86_64__)
 
@@ -797,7 +798,8 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
                       [DT_Q4_1G128] = matmul_##Q8##_q4_1g128,                                       \
-                      [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512},  \
+                      [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
+                      INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \
         .axpy = axpy_avx512,                                                                        \
         .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_F16] = att_scores_f16_avx512},         \
@@ -805,6 +807,10 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .softmax_fast = softmax_fast_avx512,                                                        \
         .swiglu_fast = swiglu_fast_avx512,                                                          \
     };
+
+/* The GGUF types read in place (inplace_avx512.c) need VNNI; without it they take the f32 route. */
+#define INPLACE_q8v , DQ_Q8_MATMULS(inplace_avx512)
+#define INPLACE_q8b
 
 AVX512_TABLE(AVX512, q8b)      /* int8 dot products by vpmaddubsw + vpmaddwd */
 AVX512_TABLE(AVX512_VNNI, q8v) /* ... by vpdpbusd */

@@ -229,6 +229,51 @@ static void matmul_q8_q4_1g128(const void *p, int rows, int cols, int r0, int r1
     matmul_q8_rows(DT_Q4_1G128, p, rows, cols, r0, r1, x, y, ldy);
 }
 
+/* The GGUF types read in place (dequant.h): per half of each sub-block, the
+ * exact integer sums sum(u q) and sum(q), then dx * (f * isum + mn * qsum),
+ * added in half order. */
+static void matmul_q8_inplace(dtype dt, const void *w, int rows, int cols, int r0, int r1, const q8_act *x,
+                              float *y, int ldy) {
+    (void)rows;
+    size_t rb = dtype_row_bytes(dt, cols);
+    dq_int8 dq;
+    for (int r = r0; r < r1; r++)
+        for (int t = 0; t < x->nt; t++) {
+            const int8_t *xq = x->q + (size_t)t * x->quads * 128;
+            const float *xd = x->d + (size_t)t * x->quads * 4;
+            float acc = 0.0f;
+            for (int b = 0; b < cols / 32; b++) {
+                int j = 0;
+                const uint8_t *blk = dq_sub_block(dt, (const uint8_t *)w + (size_t)r * rb, b, &j);
+                dq_int8_decode(dt, blk, j, &dq);
+                for (int h = 0; h < 2; h++) {
+                    int isum = 0, qsum = 0;
+                    for (int l = 16 * h; l < 16 * h + 16; l++) {
+                        int q = xq[quad_pos(b, l)];
+                        isum += dq.u[l] * q;
+                        qsum += q;
+                    }
+                    acc += xd[b] * (dq.f[h] * (float)isum + dq.mn[h] * (float)qsum);
+                }
+            }
+            y[(size_t)t * ldy + r] = acc;
+        }
+}
+
+#define DEFINE_Q8_INPLACE(NAME, DT)                                                                       \
+    static void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) { \
+        matmul_q8_inplace(DT, w, rows, cols, r0, r1, x, y, ldy);                                          \
+    }
+DEFINE_Q8_INPLACE(q8in_q5_0, DT_Q5_0)
+DEFINE_Q8_INPLACE(q8in_q5_1, DT_Q5_1)
+DEFINE_Q8_INPLACE(q8in_q2_k, DT_Q2_K)
+DEFINE_Q8_INPLACE(q8in_q3_k, DT_Q3_K)
+DEFINE_Q8_INPLACE(q8in_q4_k, DT_Q4_K)
+DEFINE_Q8_INPLACE(q8in_q5_k, DT_Q5_K)
+DEFINE_Q8_INPLACE(q8in_q6_k, DT_Q6_K)
+DEFINE_Q8_INPLACE(q8in_iq4_nl, DT_IQ4_NL)
+DEFINE_Q8_INPLACE(q8in_iq4_xs, DT_IQ4_XS)
+
 static float dot_scalar(const float *a, const float *b, int n) {
     float s = 0.0f;
     for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -255,7 +300,7 @@ static const kernels SCALAR = {
         },
     .quantize_act = quantize_act_scalar,
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
-                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128},
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, DQ_Q8_MATMULS(q8in)},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_F16] = att_scores_f16_scalar},

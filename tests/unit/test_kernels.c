@@ -31,6 +31,14 @@ static void check_table_vectors(const char *isa) {
     cr_assert_eq(st_check_vectors(k, msg, sizeof msg), 0, "%s", msg);
 }
 
+static void check_table_inplace(const char *isa) {
+    const kernels *k = !strcmp(isa, "scalar") ? kernels_scalar() : table_named(isa);
+    if (!k) cr_skip_test("%s kernels not available on this CPU / build", isa);
+    char msg[512] = "";
+    for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++)
+        cr_assert_eq(st_check_inplace(k, ST_INPLACE_DTYPES[d], msg, sizeof msg), 0, "%s", msg);
+}
+
 static void check_table_attn(const char *isa) {
     const kernels *k = table_named(isa);
     if (!k) cr_skip_test("%s kernels not available on this CPU / build", isa);
@@ -55,11 +63,15 @@ static void check_table_attn(const char *isa) {
     Test(kernels_##ISA, iq4_nl) { check_table_dtype(#ISA, DT_IQ4_NL); }         \
     Test(kernels_##ISA, iq4_xs) { check_table_dtype(#ISA, DT_IQ4_XS); }         \
     Test(kernels_##ISA, dot_axpy) { check_table_vectors(#ISA); }                \
+    Test(kernels_##ISA, int8_in_place) { check_table_inplace(#ISA); }           \
     Test(kernels_##ISA, attention) { check_table_attn(#ISA); }
 
 ISA_TESTS(avx2)
 ISA_TESTS(avx512)
 ISA_TESTS(neon)
+
+/* The scalar in-place int8 reference against dequantized weights x int8 activations. */
+Test(kernels_scalar, int8_in_place) { check_table_inplace("scalar"); }
 
 /* The scalar table checked against itself still exercises the harness
  * (strides, untouched cells, row splits) on every machine. */

@@ -1,0 +1,442 @@
+/* inplace_avx512.c - fast mode's int8-activation matmuls (AVX-512 VNNI) for the
+ * GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS
+ * (the contract and the decoding are in dequant.h; scalar.c has the reference).
+ *
+ * Weights are decoded one quad (4 sub-blocks of 32, 128 columns) at a time into
+ * the order of the activations' quad layout (kernels.h): vector A holds values
+ * 0..15 of the 4 sub-blocks, vector B values 16..31, as unsigned bytes. One
+ * vpdpbusd per vector then leaves, in int32 lanes 4 bi .. 4 bi + 3, partial
+ * sums of sub-block bi's half: the lanes of a half never mix with another
+ * half's, so the per-half scale and min are applied lane by lane (scale and min
+ * spread over the half's 4 lanes, the activations' per-lane sums of q for the
+ * min) and the lanes are summed once per row, by avx512.c's fixed tree. Every
+ * (row, token) output runs the same operations whatever the row range, the
+ * token count or the tile: results do not depend on the thread count.
+ *
+ * Every type has a vector decoder (dec_generic, through dequant.h's scalar
+ * decoder, is the fallback for a type added without one). Only the
+ * VNNI table uses these (dispatch.c); without VNNI the types take the f32 route. */
+#include "kernels.h"
+
+#include "dequant.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+#include <stdlib.h>
+
+#include "inplace_kernels.h"
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+#define IP_T 4  /* tokens per prefill tile */
+#define IP_RB 8 /* rows per block: the activation side is rebuilt per block of rows in prefill */
+#define IP_STACK_QUADS 96
+
+/* The activation side of one quad for one token: the int8 halves and, per lane,
+ * the block scale and dx times the lane's partial sum of q (for the mins). */
+typedef struct {
+    __m512 dx, sa, sb;
+} ip_x;
+
+/* One quad of one row, decoded: unsigned weights of the halves, scale and min per lane. */
+typedef struct {
+    __m512i wa, wb;
+    __m512 fa, fb, ma, mb;
+} ip_w;
+
+AI int ip_halves(dtype dt) { return dt == DT_Q6_K || dt == DT_Q2_K || dt == DT_Q3_K; }
+
+/* 4 f32 (one per sub-block of the quad) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
+AI __m512 expand4(__m128 v) {
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                 _mm512_castps128_ps512(v));
+}
+
+static void ip_prep(const q8_act *x, int t, int quads, ip_x *out) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    const int8_t *q = x->q + (size_t)t * x->quads * 128;
+    const float *d = x->d + (size_t)t * x->quads * 4;
+    for (int k = 0; k < quads; k++) {
+        __m512 dx = expand4(_mm_loadu_ps(d + 4 * k));
+        __m512i xa = _mm512_loadu_si512(q + 128 * k), xb = _mm512_loadu_si512(q + 128 * k + 64);
+        out[k].dx = dx;
+        out[k].sa = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xa)), dx);
+        out[k].sb = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xb)), dx);
+    }
+}
+
+/* ---- decoders ---------------------------------------------------------------------- */
+
+/* The f16 at p as f32, in registers (F16C), not util.c's out-of-line conversion. */
+AI float h2f(const uint8_t *p) { return _cvtsh_ss(rd_u16(p)); }
+
+/* The f16s at p, p + stride, ... (4 of them) as f32. */
+AI __m128 h2f4(const uint8_t *p, int stride) {
+    return _mm_cvtph_ps(_mm_setr_epi16((short)rd_u16(p), (short)rd_u16(p + stride), (short)rd_u16(p + 2 * stride),
+                                       (short)rd_u16(p + 3 * stride), 0, 0, 0, 0));
+}
+
+
+/* Any type through dequant.h's scalar decoder (absent sub-blocks of a last partial quad are zero). */
+AI ip_w dec_generic(dtype dt, const uint8_t *row, int q, int nb) {
+    uint8_t ua[64], ub[64];
+    float fa[4], fb[4], ma[4], mb[4];
+    for (int bi = 0; bi < 4; bi++) {
+        int b = 4 * q + bi, j = 0;
+        dq_int8 o;
+        if (b < nb) {
+            const uint8_t *blk = dq_sub_block(dt, row, b, &j);
+            dq_int8_decode(dt, blk, j, &o);
+        } else {
+            memset(&o, 0, sizeof o);
+        }
+        memcpy(ua + 16 * bi, o.u, 16);
+        memcpy(ub + 16 * bi, o.u + 16, 16);
+        fa[bi] = o.f[0], fb[bi] = o.f[1], ma[bi] = o.mn[0], mb[bi] = o.mn[1];
+    }
+    ip_w w;
+    w.wa = _mm512_loadu_si512(ua);
+    w.wb = _mm512_loadu_si512(ub);
+    w.fa = expand4(_mm_loadu_ps(fa));
+    w.fb = expand4(_mm_loadu_ps(fb));
+    w.ma = expand4(_mm_loadu_ps(ma));
+    w.mb = expand4(_mm_loadu_ps(mb));
+    return w;
+}
+
+/* Four bytes (one per sub-block) to f32 lanes, times d. */
+AI __m128 bytes4_f32(uint32_t v, float d) {
+    return _mm_mul_ps(_mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)v))), _mm_set1_ps(d));
+}
+
+/* Q4_K: quad qq of a super-block is its chunks 2qq, 2qq + 1 of 32 bytes (sub-blocks
+ * 4qq .. 4qq + 3: chunk low nibbles, then high). The 6-bit scales and mins of the 4
+ * sub-blocks come out of the 12 packed bytes 4 at a time (q4k_scale_min's layout). */
+AI ip_w dec_q4_k(const uint8_t *row, int q) {
+    const uint8_t *blk = row + (size_t)(q / 2) * 144;
+    int qq = q % 2;
+    __m512i z = _mm512_loadu_si512(blk + 16 + 64 * qq);
+    const __m512i sh = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                         0x0004000400040004ll, 0x0004000400040004ll);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f);
+    ip_w w;
+    w.wa = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(2, 2, 0, 0)), sh), lo4);
+    w.wb = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 3, 1, 1)), sh), lo4);
+    uint32_t u0 = rd_u32(blk + 4), u1 = rd_u32(blk + 8), u2 = rd_u32(blk + 12), sc, m;
+    if (qq == 0) {
+        sc = u0 & 0x3f3f3f3fu;
+        m = u1 & 0x3f3f3f3fu;
+    } else {
+        sc = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+        m = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    }
+    float d = h2f(blk), dmin = h2f(blk + 2);
+    w.fa = w.fb = expand4(bytes4_f32(sc, d));
+    w.ma = w.mb = _mm512_sub_ps(_mm512_setzero_ps(), expand4(bytes4_f32(m, dmin)));
+    return w;
+}
+
+/* Q6_K: quad h of a super-block is its half of 128 values: low nibbles from ql[64h ..]
+ * (sub-blocks 0, 1: bytes 0..31, 32..63 low; 2, 3: the same bytes high), 2 high bits
+ * from qh[32h ..] (sub-block bi: bits 2bi), a signed scale per half of a sub-block. */
+AI ip_w dec_q6_k(const uint8_t *row, int q) {
+    const uint8_t *blk = row + (size_t)(q / 2) * 210;
+    int h = q % 2;
+    __m512i z = _mm512_loadu_si512(blk + 64 * h);
+    const __m512i shl = _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004ll, 0x0004000400040004ll,
+                                          0x0004000400040004ll, 0x0004000400040004ll);
+    const __m512i shh = _mm512_setr_epi64(0, 0, 0x0002000200020002ll, 0x0002000200020002ll, 0x0004000400040004ll,
+                                          0x0004000400040004ll, 0x0006000600060006ll, 0x0006000600060006ll);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), lo2 = _mm512_set1_epi8(0x03);
+    const uint8_t *qh = blk + 128 + 32 * h;
+    __m512i ha = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qh));
+    __m512i hb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qh + 16)));
+    ha = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, shh), lo2), 4);
+    hb = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shh), lo2), 4);
+    ip_w w;
+    w.wa = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(2, 0, 2, 0)), shl), lo4), ha);
+    w.wb = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 3, 1)), shl), lo4), hb);
+    float d = h2f(blk + 208);
+    __m256 f8 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h)))),
+                              _mm256_set1_ps(d));
+    __m512 f = _mm512_castps256_ps512(f8);
+    w.fa = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), f);
+    w.fb = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7), f);
+    w.ma = _mm512_mul_ps(w.fa, _mm512_set1_ps(-32.0f));
+    w.mb = _mm512_mul_ps(w.fb, _mm512_set1_ps(-32.0f));
+    return w;
+}
+
+/* Q5_0 / Q5_1 (and IQ4_NL): 4 blocks of 32 (a last partial quad reads only its kb
+ * blocks, the others stay zero); the 16 bytes of nibbles of block bi in lane bi. */
+AI __m512i nibbles4(const uint8_t *b0, int bb, int off, int kb) {
+    /* masked-off bytes are never read: a partial quad may end the mapping */
+#define NIB(bi) _mm_maskz_loadu_epi8(kb > (bi) ? (__mmask16)0xffff : 0, b0 + (bi) * bb + off)
+    __m512i z = _mm512_inserti32x4(_mm512_castsi128_si512(NIB(0)), NIB(1), 1);
+    return _mm512_inserti32x4(_mm512_inserti32x4(z, NIB(2), 2), NIB(3), 3);
+#undef NIB
+}
+
+/* The f16 at p as f32 if ok, else 0. */
+AI float h2f_if(const uint8_t *p, int ok) { return ok ? h2f(p) : 0.0f; }
+
+/* h2f4 for the first kb of the 4 (the others 0). */
+AI __m128 h2f4_part(const uint8_t *p, int stride, int kb) {
+    if (kb == 4) return h2f4(p, stride);
+    return _mm_setr_ps(h2f_if(p, kb > 0), h2f_if(p + stride, kb > 1), h2f_if(p + 2 * stride, kb > 2), 0.0f);
+}
+
+/* Q5_0 / Q5_1: the fifth bits of the 16 values of each half go in by a byte mask. */
+AI ip_w dec_q5(dtype dt, const uint8_t *row, int q, int nb) {
+    int v1 = dt == DT_Q5_1, bb = v1 ? 24 : 22, kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+    const uint8_t *b0 = row + (size_t)q * 4 * bb;
+    uint64_t ka = 0, kbm = 0;
+    UNROLL for (int bi = 0; bi < 4; bi++) {
+        uint32_t qh = bi < kb ? rd_u32(b0 + bb * bi + 2 + 2 * v1) : 0;
+        ka |= (uint64_t)(qh & 0xffffu) << (16 * bi);
+        kbm |= (uint64_t)(qh >> 16) << (16 * bi);
+    }
+    __m128 f4 = h2f4_part(b0, bb, kb), m4 = v1 ? h2f4_part(b0 + 2, bb, kb) : _mm_setzero_ps();
+    __m512i z = nibbles4(b0, bb, 6 + 2 * v1, kb);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), b16 = _mm512_set1_epi8(0x10);
+    __m512i lo = _mm512_and_si512(z, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4);
+    ip_w w;
+    w.wa = _mm512_or_si512(lo, _mm512_maskz_mov_epi8((__mmask64)ka, b16));
+    w.wb = _mm512_or_si512(hi, _mm512_maskz_mov_epi8((__mmask64)kbm, b16));
+    w.fa = w.fb = expand4(f4);
+    w.ma = w.mb = v1 ? expand4(m4) : _mm512_mul_ps(w.fa, _mm512_set1_ps(-16.0f));
+    return w;
+}
+
+/* IQ4: nibbles through the 16-entry grid, as kvalues + 128 (unsigned). */
+AI __m512i iq4_lut(__m512i idx) {
+    const __m512i t = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153, (char)166, (char)181,
+                      (char)197, (char)217, (char)241));
+    return _mm512_shuffle_epi8(t, idx);
+}
+
+AI ip_w dec_iq4_nl(const uint8_t *row, int q, int nb) {
+    int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+    const uint8_t *b0 = row + (size_t)q * 4 * 18;
+    __m128 f4 = h2f4_part(b0, 18, kb);
+    __m512i z = nibbles4(b0, 18, 2, kb);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f);
+    __mmask64 live = kb == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * kb)) - 1);
+    ip_w w; /* absent blocks: u = 0, not the grid's value of nibble 0 */
+    w.wa = _mm512_maskz_mov_epi8(live, iq4_lut(_mm512_and_si512(z, lo4)));
+    w.wb = _mm512_maskz_mov_epi8(live, iq4_lut(_mm512_and_si512(_mm512_srli_epi16(z, 4), lo4)));
+    w.fa = w.fb = expand4(f4);
+    w.ma = w.mb = _mm512_mul_ps(w.fa, _mm512_set1_ps(-128.0f));
+    return w;
+}
+
+/* IQ4_XS: sub-block j's 16 bytes at qs + 16 j, so quad qq is 64 contiguous bytes. */
+AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
+    const uint8_t *blk = row + (size_t)(q / 2) * 136;
+    int qq = q % 2, sh = rd_u16(blk + 2);
+    __m512i z = _mm512_loadu_si512(blk + 8 + 64 * qq);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f);
+    float d = h2f(blk), f[4];
+    for (int bi = 0; bi < 4; bi++) {
+        int j = 4 * qq + bi, ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | ((sh >> (2 * j)) & 3) << 4;
+        f[bi] = d * (float)(ls - 32);
+    }
+    ip_w w;
+    w.wa = iq4_lut(_mm512_and_si512(z, lo4));
+    w.wb = iq4_lut(_mm512_and_si512(_mm512_srli_epi16(z, 4), lo4));
+    w.fa = w.fb = expand4(_mm_loadu_ps(f));
+    w.ma = w.mb = _mm512_mul_ps(w.fa, _mm512_set1_ps(-128.0f));
+    return w;
+}
+
+/* Q5_K: Q4_K's nibbles and scales, plus bit j of qh[l] as bit 4 of sub-block j's value l. */
+AI ip_w dec_q5_k(const uint8_t *row, int q) {
+    const uint8_t *blk = row + (size_t)(q / 2) * 176;
+    int qq = q % 2;
+    __m512i z = _mm512_loadu_si512(blk + 48 + 64 * qq);
+    const __m512i sh = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                         0x0004000400040004ll, 0x0004000400040004ll);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+    const __m512i hs = _mm512_add_epi64(_mm512_set1_epi64(0x0001000100010001ll * 4 * qq),
+                                        _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll,
+                                                          0x0002000200020002ll, 0x0002000200020002ll,
+                                                          0x0003000300030003ll, 0x0003000300030003ll));
+    __m512i ha = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 16)));
+    __m512i hb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 32)));
+    ha = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, hs), one), 4);
+    hb = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, hs), one), 4);
+    ip_w w;
+    w.wa = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(2, 2, 0, 0)), sh), lo4), ha);
+    w.wb = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 3, 1, 1)), sh), lo4), hb);
+    uint32_t u0 = rd_u32(blk + 4), u1 = rd_u32(blk + 8), u2 = rd_u32(blk + 12), sc, m;
+    if (qq == 0) {
+        sc = u0 & 0x3f3f3f3fu;
+        m = u1 & 0x3f3f3f3fu;
+    } else {
+        sc = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+        m = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    }
+    float d = h2f(blk), dmin = h2f(blk + 2);
+    w.fa = w.fb = expand4(bytes4_f32(sc, d));
+    w.ma = w.mb = _mm512_sub_ps(_mm512_setzero_ps(), expand4(bytes4_f32(m, dmin)));
+    return w;
+}
+
+/* Q2_K / Q3_K: quad h is the super-block's half of 128 values; sub-block bi of it takes
+ * bits 2 bi of qs[32 h + l] (and Q3_K bit 4 h + bi of hmask[l] as +4). */
+AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
+    int k3 = dt == DT_Q3_K, h = q % 2;
+    const uint8_t *blk = row + (size_t)(q / 2) * (k3 ? 110 : 84), *qs = blk + (k3 ? 32 : 16) + 32 * h;
+    const __m512i sh2 = _mm512_setr_epi64(0, 0, 0x0002000200020002ll, 0x0002000200020002ll, 0x0004000400040004ll,
+                                          0x0004000400040004ll, 0x0006000600060006ll, 0x0006000600060006ll);
+    const __m512i three = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1);
+    ip_w w;
+    w.wa = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qs)), sh2), three);
+    w.wb = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16))), sh2), three);
+    float fa[4], fb[4], ma[4], mb[4];
+    if (k3) {
+        const __m512i hs = _mm512_add_epi64(_mm512_set1_epi64(0x0001000100010001ll * 4 * h),
+                                            _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll,
+                                                              0x0002000200020002ll, 0x0002000200020002ll,
+                                                              0x0003000300030003ll, 0x0003000300030003ll));
+        __m512i ha = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)blk));
+        __m512i hb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 16)));
+        w.wa = _mm512_or_si512(w.wa, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, hs), one), 2));
+        w.wb = _mm512_or_si512(w.wb, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, hs), one), 2));
+        float d = h2f(blk + 108);
+        for (int bi = 0; bi < 4; bi++) {
+            int j = 4 * h + bi;
+            fa[bi] = d * (float)q3k_scale(blk + 96, 2 * j);
+            fb[bi] = d * (float)q3k_scale(blk + 96, 2 * j + 1);
+            ma[bi] = -4.0f * fa[bi];
+            mb[bi] = -4.0f * fb[bi];
+        }
+    } else {
+        float d = h2f(blk + 80), dmin = h2f(blk + 82);
+        for (int bi = 0; bi < 4; bi++) {
+            int sa = blk[8 * h + 2 * bi], sb = blk[8 * h + 2 * bi + 1];
+            fa[bi] = d * (float)(sa & 15);
+            fb[bi] = d * (float)(sb & 15);
+            ma[bi] = -(dmin * (float)(sa >> 4));
+            mb[bi] = -(dmin * (float)(sb >> 4));
+        }
+    }
+    w.fa = expand4(_mm_loadu_ps(fa));
+    w.fb = expand4(_mm_loadu_ps(fb));
+    w.ma = expand4(_mm_loadu_ps(ma));
+    w.mb = expand4(_mm_loadu_ps(mb));
+    return w;
+}
+
+AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
+    switch (dt) {
+    case DT_Q4_K: return dec_q4_k(row, q);
+    case DT_Q5_K: return dec_q5_k(row, q);
+    case DT_Q6_K: return dec_q6_k(row, q);
+    case DT_Q5_0:
+    case DT_Q5_1: return dec_q5(dt, row, q, nb);
+    case DT_Q2_K:
+    case DT_Q3_K: return dec_q23_k(dt, row, q);
+    case DT_IQ4_NL: return dec_iq4_nl(row, q, nb);
+    case DT_IQ4_XS: return dec_iq4_xs(row, q);
+    default: return dec_generic(dt, row, q, nb);
+    }
+}
+
+/* ---- the matmul ---------------------------------------------------------------------- */
+
+/* acc += one quad of one row against one token. */
+AI __m512 ip_step(dtype dt, const ip_w *w, const ip_x *x, const int8_t *xq, __m512 acc) {
+    __m512i xa = _mm512_loadu_si512(xq), xb = _mm512_loadu_si512(xq + 64);
+    if (ip_halves(dt)) {
+        __m512i ia = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w->wa, xa);
+        __m512i ib = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w->wb, xb);
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia), x->dx), w->fa, acc);
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ib), x->dx), w->fb, acc);
+        acc = _mm512_fmadd_ps(w->ma, x->sa, acc);
+        return _mm512_fmadd_ps(w->mb, x->sb, acc);
+    }
+    __m512i i = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w->wa, xa), w->wb, xb);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i), x->dx), w->fa, acc);
+    return _mm512_fmadd_ps(w->ma, _mm512_add_ps(x->sa, x->sb), acc);
+}
+
+/* avx512.c's lane-summing tree. */
+AI float ip_reduce(__m512 v) {
+    __m256 s8 = _mm256_add_ps(_mm512_extractf32x8_ps(v, 1), _mm512_castps512_ps256(v));
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(s8, 1), _mm256_castps256_ps128(s8));
+    s = _mm_add_ps(_mm_movehl_ps(s, s), s);
+    s = _mm_add_ss(_mm_movehdup_ps(s), s);
+    return _mm_cvtss_f32(s);
+}
+
+/* Row r x tokens [t0, t0 + T), the activation side of those tokens in xs (quads each). */
+AI void ip_row(dtype dt, const uint8_t *row, size_t rb, int nb, int quads, const q8_act *x, int t0, int T,
+               const ip_x *xs, float *y, int ldy, int r) {
+    __m512 acc[IP_T];
+    UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int q = 0; q < quads; q++) {
+        if (T == 1 && (q & 1) == 0) _mm_prefetch((const char *)row + rb + (size_t)q * rb / (size_t)quads, _MM_HINT_T0);
+        ip_w w = ip_decode(dt, row, q, nb);
+        UNROLL for (int t = 0; t < T; t++)
+            acc[t] = ip_step(dt, &w, &xs[(size_t)t * quads + q], x->q + (size_t)(t0 + t) * x->quads * 128 + 128 * (size_t)q,
+                             acc[t]);
+    }
+    UNROLL for (int t = 0; t < T; t++) y[(size_t)(t0 + t) * ldy + r] = ip_reduce(acc[t]);
+}
+
+/* Inlined into each type's entry point, so that every branch on dt is decided at compile time. */
+AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    int nb = cols / 32, quads = (nb + 3) / 4;
+    size_t rb = dtype_row_bytes(dt, cols);
+    ip_x stack[IP_STACK_QUADS * IP_T];
+    ip_x *xs = quads <= IP_STACK_QUADS ? stack : aligned_alloc(64, sizeof(ip_x) * (size_t)quads * IP_T);
+    if (!xs) { /* out of memory: the scalar reference needs none */
+        kernels_scalar()->matmul_q8[dt](w, r1, cols, r0, r1, x, y, ldy);
+        return;
+    }
+    const uint8_t *wb = w;
+    if (x->nt == 1) {
+        ip_prep(x, 0, quads, xs);
+        for (int r = r0; r < r1; r++) ip_row(dt, wb + (size_t)r * rb, rb, nb, quads, x, 0, 1, xs, y, ldy, r);
+    } else {
+        for (int rb0 = r0; rb0 < r1; rb0 += IP_RB) {
+            int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
+            for (int t0 = 0; t0 < x->nt; t0 += IP_T) {
+                int T = x->nt - t0 < IP_T ? x->nt - t0 : IP_T;
+                for (int t = 0; t < T; t++) ip_prep(x, t0 + t, quads, xs + (size_t)t * quads);
+                for (int r = rb0; r < rb1; r++) {
+                    if (T == IP_T)
+                        ip_row(dt, wb + (size_t)r * rb, rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
+                    else
+                        for (int t = 0; t < T; t++)
+                            ip_row(dt, wb + (size_t)r * rb, rb, nb, quads, x, t0 + t, 1, xs + (size_t)t * quads, y,
+                                   ldy, r);
+                }
+            }
+        }
+    }
+    if (xs != stack) free(xs);
+}
+
+#define IP_MATMUL(NAME, DT)                                                                                      \
+    void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {          \
+        (void)rows;                                                                                              \
+        ip_matmul(DT, w, cols, r0, r1, x, y, ldy);                                                               \
+    }
+IP_MATMUL(inplace_avx512_q5_0, DT_Q5_0)
+IP_MATMUL(inplace_avx512_q5_1, DT_Q5_1)
+IP_MATMUL(inplace_avx512_q2_k, DT_Q2_K)
+IP_MATMUL(inplace_avx512_q3_k, DT_Q3_K)
+IP_MATMUL(inplace_avx512_q4_k, DT_Q4_K)
+IP_MATMUL(inplace_avx512_q5_k, DT_Q5_K)
+IP_MATMUL(inplace_avx512_q6_k, DT_Q6_K)
+IP_MATMUL(inplace_avx512_iq4_nl, DT_IQ4_NL)
+IP_MATMUL(inplace_avx512_iq4_xs, DT_IQ4_XS)
+
+#else
+typedef int inplace_avx512_not_built; /* keeps the translation unit non-empty */
+#endif

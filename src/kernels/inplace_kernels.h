@@ -1,0 +1,21 @@
+/* inplace_kernels.h - fast mode's int8-activation matmuls (matmul_q8_fn) that read
+ * GGUF blocks in place (dequant.h has the contract, scalar.c the reference).
+ * x86-64 only; call only where AVX-512 VNNI was detected (dispatch.c). */
+#ifndef LLMGEN_INPLACE_KERNELS_H
+#define LLMGEN_INPLACE_KERNELS_H
+
+#include "kernels.h"
+
+#define IP_DECLARE(NAME) void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
+IP_DECLARE(inplace_avx512_q5_0)
+IP_DECLARE(inplace_avx512_q5_1)
+IP_DECLARE(inplace_avx512_q2_k)
+IP_DECLARE(inplace_avx512_q3_k)
+IP_DECLARE(inplace_avx512_q4_k)
+IP_DECLARE(inplace_avx512_q5_k)
+IP_DECLARE(inplace_avx512_q6_k)
+IP_DECLARE(inplace_avx512_iq4_nl)
+IP_DECLARE(inplace_avx512_iq4_xs)
+#undef IP_DECLARE
+
+#endif
