@@ -186,6 +186,7 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 
 /* ---- instantiation and the row / token walk (shared by every ISA file) ---- */
 
+#define TILES_NO_DQ /* the GGUF types read through dequant.h: inplace_avx512.c's exact kernels */
 #include "tiles.h"
 
 /* ---- int8 activations on repacked weights (fast mode, layout in kernels.h) ---- */
@@ -791,7 +792,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                 [DT_Q8_0] = matmul_q8_0,                                                            \
                 [DT_Q4_0] = matmul_q4_0,                                                            \
                 [DT_Q4_1] = matmul_q4_1,                                                            \
-                DQ_MATMULS,                                                                         \
+                DQ_Q8_MATMULS(exact_avx512),                                                        \
                 [DT_AFFINE4] = affine4_matmul_avx512, [DT_AFFINE8] = affine8_matmul_avx512,         \
             },                                                                                      \
         .quantize_act = quantize_act_avx512,                                                        \

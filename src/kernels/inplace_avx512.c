@@ -373,13 +373,31 @@ AI float ip_reduce(__m512 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* Decode: rows r .. r + R - 1 (R <= IP_GEMV_R) x one token, the rows' quads decoded
+ * side by side (independent chains for the out-of-order core, one load of the
+ * activations per quad). Each row's accumulator runs ip_row's operations. */
+#define IP_GEMV_R 1 /* 2 and 4 rows side by side measured 10-15% slower on SmolLM2 Q4_K_M decode (register spills) */
+#define IP_PF 2048 /* software prefetch distance in the rows' stream (bytes) */
+AI void ip_rows(dtype dt, const uint8_t *row, size_t rb, int nb, int quads, const q8_act *x, const ip_x *xs, float *y,
+                int r, int R) {
+    __m512 acc[IP_GEMV_R];
+    UNROLL for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
+    for (int q = 0; q < quads; q++) {
+        UNROLL for (int i = 0; i < R; i++) _mm_prefetch((const char *)row + (size_t)i * rb + (size_t)q * rb / (size_t)quads + IP_PF, _MM_HINT_T0);
+        UNROLL for (int i = 0; i < R; i++) {
+            ip_w w = ip_decode(dt, row + (size_t)i * rb, q, nb);
+            acc[i] = ip_step(dt, &w, &xs[q], x->q + 128 * (size_t)q, acc[i]);
+        }
+    }
+    UNROLL for (int i = 0; i < R; i++) y[r + i] = ip_reduce(acc[i]);
+}
+
 /* Row r x tokens [t0, t0 + T), the activation side of those tokens in xs (quads each). */
-AI void ip_row(dtype dt, const uint8_t *row, size_t rb, int nb, int quads, const q8_act *x, int t0, int T,
+AI void ip_row(dtype dt, const uint8_t *row, int nb, int quads, const q8_act *x, int t0, int T,
                const ip_x *xs, float *y, int ldy, int r) {
     __m512 acc[IP_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int q = 0; q < quads; q++) {
-        if (T == 1 && (q & 1) == 0) _mm_prefetch((const char *)row + rb + (size_t)q * rb / (size_t)quads, _MM_HINT_T0);
         ip_w w = ip_decode(dt, row, q, nb);
         UNROLL for (int t = 0; t < T; t++)
             acc[t] = ip_step(dt, &w, &xs[(size_t)t * quads + q], x->q + (size_t)(t0 + t) * x->quads * 128 + 128 * (size_t)q,
@@ -401,7 +419,9 @@ AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_ac
     const uint8_t *wb = w;
     if (x->nt == 1) {
         ip_prep(x, 0, quads, xs);
-        for (int r = r0; r < r1; r++) ip_row(dt, wb + (size_t)r * rb, rb, nb, quads, x, 0, 1, xs, y, ldy, r);
+        int r = r0;
+        for (; r + IP_GEMV_R <= r1; r += IP_GEMV_R) ip_rows(dt, wb + (size_t)r * rb, rb, nb, quads, x, xs, y, r, IP_GEMV_R);
+        for (; r < r1; r++) ip_rows(dt, wb + (size_t)r * rb, rb, nb, quads, x, xs, y, r, 1);
     } else {
         for (int rb0 = r0; rb0 < r1; rb0 += IP_RB) {
             int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
@@ -410,10 +430,10 @@ AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_ac
                 for (int t = 0; t < T; t++) ip_prep(x, t0 + t, quads, xs + (size_t)t * quads);
                 for (int r = rb0; r < rb1; r++) {
                     if (T == IP_T)
-                        ip_row(dt, wb + (size_t)r * rb, rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
+                        ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
                     else
                         for (int t = 0; t < T; t++)
-                            ip_row(dt, wb + (size_t)r * rb, rb, nb, quads, x, t0 + t, 1, xs + (size_t)t * quads, y,
+                            ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0 + t, 1, xs + (size_t)t * quads, y,
                                    ldy, r);
                 }
             }
@@ -421,6 +441,83 @@ AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_ac
     }
     if (xs != stack) free(xs);
 }
+
+/* ---- exact mode: the same decoders, f32 activations --------------------------------
+ *
+ * Each weight is fma(f, u, mn): f * u is exact and mn = -offset * f or a K-quant's
+ * -dmin * m, so the one rounding gives exactly gguf-py's value (dequant.h), and
+ * the accumulation is avx512.c's dense order (16 lanes, columns 32b..32b+15 then
+ * 32b+16..32b+31, block after block): bit for bit the F32 kernel on the
+ * dequantized matrix (tested), like the other quantized types. */
+#define XT_R 4
+#define XT_T 4
+
+AI __m512 lane_of(__m512 v, int bi) { return _mm512_permutexvar_ps(_mm512_set1_epi32(4 * bi), v); }
+
+AI __m512 u8_f32(__m512i v, int bi) {
+    __m128i b = bi == 0 ? _mm512_extracti32x4_epi32(v, 0)
+                : bi == 1 ? _mm512_extracti32x4_epi32(v, 1)
+                : bi == 2 ? _mm512_extracti32x4_epi32(v, 2)
+                          : _mm512_extracti32x4_epi32(v, 3);
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
+}
+
+AI void xt_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float *x, int ldx, float *y, int ldy, int R,
+                int T) {
+    int nb = cols / 32, quads = (nb + 3) / 4;
+    __m512 acc[XT_R][XT_T];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    for (int q = 0; q < quads; q++) {
+        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        UNROLL for (int r = 0; r < R; r++) {
+            ip_w d = ip_decode(dt, w + (size_t)r * rb, q, nb);
+            UNROLL for (int bi = 0; bi < 4; bi++) {
+                if (bi >= kb) break;
+                __m512 lo = _mm512_fmadd_ps(lane_of(d.fa, bi), u8_f32(d.wa, bi), lane_of(d.ma, bi));
+                __m512 hi = _mm512_fmadd_ps(lane_of(d.fb, bi), u8_f32(d.wb, bi), lane_of(d.mb, bi));
+                const float *xb = x + 32 * (size_t)(4 * q + bi);
+                UNROLL for (int t = 0; t < T; t++) {
+                    acc[r][t] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xb + (size_t)t * ldx), acc[r][t]);
+                    acc[r][t] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xb + (size_t)t * ldx + 16), acc[r][t]);
+                }
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int t = 0; t < T; t++) y[(size_t)t * ldy + r] = ip_reduce(acc[r][t]);
+}
+
+AI void xt_matmul(dtype dt, const void *w, size_t rb, int cols, int r0, int r1, const float *x, int ldx, int nt, float *y,
+                  int ldy) {
+    const uint8_t *wb = w;
+    int r = r0;
+    for (; r + XT_R <= r1; r += XT_R) {
+        int t = 0;
+        for (; t + XT_T <= nt; t += XT_T)
+            xt_tile(dt, wb + (size_t)r * rb, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy + r, ldy, XT_R, XT_T);
+        for (; t < nt; t++) xt_tile(dt, wb + (size_t)r * rb, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy + r, ldy, XT_R, 1);
+    }
+    for (; r < r1; r++) {
+        int t = 0;
+        for (; t + XT_T <= nt; t += XT_T)
+            xt_tile(dt, wb + (size_t)r * rb, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy + r, ldy, 1, XT_T);
+        for (; t < nt; t++) xt_tile(dt, wb + (size_t)r * rb, rb, cols, x + (size_t)t * ldx, ldx, y + (size_t)t * ldy + r, ldy, 1, 1);
+    }
+}
+
+#define XT_MATMUL(NAME, DT)                                                                                      \
+    void NAME(const void *w, size_t rb, int cols, int r0, int r1, const float *x, int ldx, int nt, float *y,   \
+              int ldy) {                                                                                         \
+        xt_matmul(DT, w, rb, cols, r0, r1, x, ldx, nt, y, ldy);                                                  \
+    }
+XT_MATMUL(exact_avx512_q5_0, DT_Q5_0)
+XT_MATMUL(exact_avx512_q5_1, DT_Q5_1)
+XT_MATMUL(exact_avx512_q2_k, DT_Q2_K)
+XT_MATMUL(exact_avx512_q3_k, DT_Q3_K)
+XT_MATMUL(exact_avx512_q4_k, DT_Q4_K)
+XT_MATMUL(exact_avx512_q5_k, DT_Q5_K)
+XT_MATMUL(exact_avx512_q6_k, DT_Q6_K)
+XT_MATMUL(exact_avx512_iq4_nl, DT_IQ4_NL)
+XT_MATMUL(exact_avx512_iq4_xs, DT_IQ4_XS)
 
 #define IP_MATMUL(NAME, DT)                                                                                      \
     void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {          \

@@ -1,6 +1,6 @@
 /* inplace_kernels.h - fast mode's int8-activation matmuls (matmul_q8_fn) that read
  * GGUF blocks in place (dequant.h has the contract, scalar.c the reference).
- * x86-64 only; call only where AVX-512 VNNI was detected (dispatch.c). */
+ * x86-64 only; call only where AVX-512 (VNNI for the int8 ones) was detected (dispatch.c). */
 #ifndef LLMGEN_INPLACE_KERNELS_H
 #define LLMGEN_INPLACE_KERNELS_H
 
@@ -17,5 +17,19 @@ IP_DECLARE(inplace_avx512_q6_k)
 IP_DECLARE(inplace_avx512_iq4_nl)
 IP_DECLARE(inplace_avx512_iq4_xs)
 #undef IP_DECLARE
+
+/* Exact mode (f32 activations, matmul_fn) on the same decoders; AVX-512 F/BW only. */
+#define XT_DECLARE(NAME) \
+    void NAME(const void *w, size_t rb, int cols, int r0, int r1, const float *x, int ldx, int nt, float *y, int ldy);
+XT_DECLARE(exact_avx512_q5_0)
+XT_DECLARE(exact_avx512_q5_1)
+XT_DECLARE(exact_avx512_q2_k)
+XT_DECLARE(exact_avx512_q3_k)
+XT_DECLARE(exact_avx512_q4_k)
+XT_DECLARE(exact_avx512_q5_k)
+XT_DECLARE(exact_avx512_q6_k)
+XT_DECLARE(exact_avx512_iq4_nl)
+XT_DECLARE(exact_avx512_iq4_xs)
+#undef XT_DECLARE
 
 #endif

@@ -36,6 +36,7 @@ TILES(dense, DT_BF16, bf16)
 TILES(quant, DT_Q8_0, q8_0)
 TILES(quant, DT_Q4_0, q4_0)
 TILES(quant, DT_Q4_1, q4_1)
+#ifndef TILES_NO_DQ /* the including file has its own kernels for the types below */
 TILES(quant, DT_Q5_0, q5_0)
 TILES(quant, DT_Q5_1, q5_1)
 TILES(quant, DT_Q2_K, q2_k)
@@ -45,6 +46,7 @@ TILES(quant, DT_Q5_K, q5_k)
 TILES(quant, DT_Q6_K, q6_k)
 TILES(quant, DT_IQ4_NL, iq4_nl)
 TILES(quant, DT_IQ4_XS, iq4_xs)
+#endif
 
 static void run_rows(tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols, const float *x,
                      int ldx, int nt, float *y, int ldy) {
@@ -80,6 +82,7 @@ MATMUL(bf16)
 MATMUL(q8_0)
 MATMUL(q4_0)
 MATMUL(q4_1)
+#ifndef TILES_NO_DQ
 MATMUL(q5_0)
 MATMUL(q5_1)
 MATMUL(q2_k)
@@ -89,5 +92,6 @@ MATMUL(q5_k)
 MATMUL(q6_k)
 MATMUL(iq4_nl)
 MATMUL(iq4_xs)
+#endif
 
 #endif
