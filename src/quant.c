@@ -131,41 +131,44 @@ static void dq_iq4_xs(const uint8_t *blk, int j, float *out) {
 
 /* ---- the table ------------------------------------------------------------------------ */
 
+/* packs_as: Q4_K becomes packed Q4_1 in fast mode, each sub-block's scale d * sc and
+ * min -(dmin * m) rounded to f16 (relative 2^-11 on a scale; the int8 activations
+ * cost far more): the Q4_1 kernels of every ISA then run it, decode and prefill. */
 static const dtype_traits TRAITS[DT_COUNT] = {
-    [DT_F32] = {"F32", 0, 1, 4, NULL, 1, 0},
-    [DT_F16] = {"F16", 1, 1, 2, NULL, 1, 0},
-    [DT_BF16] = {"BF16", 30, 1, 2, NULL, 1, 0},
-    [DT_Q8_0] = {"Q8_0", 8, 32, 34, dq_q8_0, 1, 1},
-    [DT_Q4_0] = {"Q4_0", 2, 32, 18, dq_q4_0, 1, 1},
-    [DT_Q4_1] = {"Q4_1", 3, 32, 20, dq_q4_1, 1, 1},
-    [DT_Q5_0] = {"Q5_0", 6, 32, 22, dq_q5_0, 1, 0},
-    [DT_Q5_1] = {"Q5_1", 7, 32, 24, dq_q5_1, 1, 0},
-    [DT_Q2_K] = {"Q2_K", 10, QK_K, 84, dq_q2_k, 1, 0},
-    [DT_Q3_K] = {"Q3_K", 11, QK_K, 110, dq_q3_k, 1, 0},
-    [DT_Q4_K] = {"Q4_K", 12, QK_K, 144, dq_q4_k, 1, 0},
-    [DT_Q5_K] = {"Q5_K", 13, QK_K, 176, dq_q5_k, 1, 0},
-    [DT_Q6_K] = {"Q6_K", 14, QK_K, 210, dq_q6_k, 1, 0},
-    [DT_IQ4_NL] = {"IQ4_NL", 20, 32, 18, dq_iq4_nl, 1, 0},
-    [DT_IQ4_XS] = {"IQ4_XS", 23, QK_K, 136, dq_iq4_xs, 1, 0},
+    [DT_F32] = {"F32", 0, 1, 4, NULL, 1, DT_COUNT},
+    [DT_F16] = {"F16", 1, 1, 2, NULL, 1, DT_COUNT},
+    [DT_BF16] = {"BF16", 30, 1, 2, NULL, 1, DT_COUNT},
+    [DT_Q8_0] = {"Q8_0", 8, 32, 34, dq_q8_0, 1, DT_Q8_0},
+    [DT_Q4_0] = {"Q4_0", 2, 32, 18, dq_q4_0, 1, DT_Q4_0},
+    [DT_Q4_1] = {"Q4_1", 3, 32, 20, dq_q4_1, 1, DT_Q4_1},
+    [DT_Q5_0] = {"Q5_0", 6, 32, 22, dq_q5_0, 1, DT_COUNT},
+    [DT_Q5_1] = {"Q5_1", 7, 32, 24, dq_q5_1, 1, DT_COUNT},
+    [DT_Q2_K] = {"Q2_K", 10, QK_K, 84, dq_q2_k, 1, DT_COUNT},
+    [DT_Q3_K] = {"Q3_K", 11, QK_K, 110, dq_q3_k, 1, DT_COUNT},
+    [DT_Q4_K] = {"Q4_K", 12, QK_K, 144, dq_q4_k, 1, DT_Q4_1},
+    [DT_Q5_K] = {"Q5_K", 13, QK_K, 176, dq_q5_k, 1, DT_COUNT},
+    [DT_Q6_K] = {"Q6_K", 14, QK_K, 210, dq_q6_k, 1, DT_COUNT},
+    [DT_IQ4_NL] = {"IQ4_NL", 20, 32, 18, dq_iq4_nl, 1, DT_COUNT},
+    [DT_IQ4_XS] = {"IQ4_XS", 23, QK_K, 136, dq_iq4_xs, 1, DT_COUNT},
     /* safetensors-only plain types: not weights */
-    [DT_F64] = {"F64", 28, 1, 8, NULL, 0, 0},
-    [DT_I64] = {"I64", -1, 1, 8, NULL, 0, 0},
-    [DT_I32] = {"I32", -1, 1, 4, NULL, 0, 0},
-    [DT_I16] = {"I16", -1, 1, 2, NULL, 0, 0},
-    [DT_I8] = {"I8", -1, 1, 1, NULL, 0, 0},
-    [DT_U8] = {"U8", -1, 1, 1, NULL, 0, 0},
-    [DT_U32] = {"U32", -1, 1, 4, NULL, 0, 0},
-    [DT_BOOL] = {"BOOL", -1, 1, 1, NULL, 0, 0},
+    [DT_F64] = {"F64", 28, 1, 8, NULL, 0, DT_COUNT},
+    [DT_I64] = {"I64", -1, 1, 8, NULL, 0, DT_COUNT},
+    [DT_I32] = {"I32", -1, 1, 4, NULL, 0, DT_COUNT},
+    [DT_I16] = {"I16", -1, 1, 2, NULL, 0, DT_COUNT},
+    [DT_I8] = {"I8", -1, 1, 1, NULL, 0, DT_COUNT},
+    [DT_U8] = {"U8", -1, 1, 1, NULL, 0, DT_COUNT},
+    [DT_U32] = {"U32", -1, 1, 4, NULL, 0, DT_COUNT},
+    [DT_BOOL] = {"BOOL", -1, 1, 1, NULL, 0, DT_COUNT},
     /* MLX affine: a "block" is one u32 word of packed values (scales live apart, affine.c) */
-    [DT_AFFINE4] = {"AFFINE4", -1, 8, 4, NULL, 1, 0},
-    [DT_AFFINE8] = {"AFFINE8", -1, 4, 4, NULL, 1, 0},
+    [DT_AFFINE4] = {"AFFINE4", -1, 8, 4, NULL, 1, DT_COUNT},
+    [DT_AFFINE8] = {"AFFINE8", -1, 4, 4, NULL, 1, DT_COUNT},
     /* in memory only: MLX 4-bit repacked, 32 values in 16 bytes of nibbles plus a share
        of the group's f16 scale and bias (4 bytes per 64 or 128 values) */
-    [DT_Q4_1G64] = {"Q4_1G64", -1, 32, 18, NULL, 0, 0},
-    [DT_Q4_1G128] = {"Q4_1G128", -1, 32, 17, NULL, 0, 0},
+    [DT_Q4_1G64] = {"Q4_1G64", -1, 32, 18, NULL, 0, DT_COUNT},
+    [DT_Q4_1G128] = {"Q4_1G128", -1, 32, 17, NULL, 0, DT_COUNT},
 };
 
-static const dtype_traits UNKNOWN = {"?", -1, 0, 0, NULL, 0, 0};
+static const dtype_traits UNKNOWN = {"?", -1, 0, 0, NULL, 0, DT_COUNT};
 
 const dtype_traits *dtype_info(dtype t) { return (unsigned)t < DT_COUNT ? &TRAITS[t] : &UNKNOWN; }
 

@@ -87,7 +87,8 @@ typedef struct {
     int block_bytes;       /* bytes per block */
     dequant32_fn dequant32; /* NULL for plain (F32, F16, BF16, ints) and in-memory-only types */
     int weight;            /* 1: accepted as a matmul weight (some kernel table has it) */
-    int repack;            /* 1: fast mode rewrites it into the packed layout of kernels.h (repack.c) */
+    dtype packs_as;        /* fast mode rewrites it at load into this packed layout of kernels.h
+                              (repack.c); DT_COUNT: kept as stored (read in place, or f32 route) */
 } dtype_traits;
 
 /* The row of t (t < DT_COUNT); never NULL. */

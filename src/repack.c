@@ -29,11 +29,37 @@
 /* Widest MLX matrix rewritten as Q4_1 (a row of blocks is built on the stack). */
 #define Q8_MAX_AFFINE_COLS 16384
 
-int repack_supported(dtype t) { return dtype_info(t)->repack; }
+/* Widest row a converted type (Q4_K -> Q4_1) is packed for (a row of Q4_1 blocks is built on the stack). */
+#define Q8_MAX_CONVERT_COLS 16384
+
+int repack_supported(dtype t) { return dtype_info(t)->packs_as != DT_COUNT; }
 
 /* no int8 kernel in this table (NEON for now): such a matrix keeps the file layout and the f32 path */
 int repack_will_pack(const model *m, const tensor *t) {
-    return repack_supported(t->type) && m->kern->matmul_q8[t->type] != NULL;
+    dtype pt = dtype_info(t->type)->packs_as;
+    return pt != DT_COUNT && m->kern->matmul_q8[pt] != NULL &&
+           (pt == t->type || t->shape[t->ndim - 1] <= Q8_MAX_CONVERT_COLS);
+}
+
+/* A Q4_K row (cols values) as Q4_1 file-layout blocks: per sub-block of 32, f16 scale
+ * d * sc and f16 min -(dmin * m) (the products are exact in f32; rounding them to f16
+ * is the conversion's only loss), and the nibbles re-paired to Q4_1's order (byte k:
+ * values k and k + 16 of the block; Q4_K keeps a sub-block's 32 values in the low or
+ * the high nibbles of 32 consecutive bytes). */
+static void q4k_row_q41(const uint8_t *src, int64_t cols, uint8_t *dst) {
+    for (int64_t sb = 0; sb < cols / QK_K; sb++, src += 144)
+        for (int j = 0; j < 8; j++, dst += 20) {
+            int sc, m;
+            q4k_scale_min(src + 4, j, &sc, &m);
+            float d = f16_to_f32(rd_u16(src)), dmin = f16_to_f32(rd_u16(src + 2));
+            uint16_t hd = f32_to_f16(d * (float)sc), hm = f32_to_f16(-(dmin * (float)m));
+            memcpy(dst, &hd, 2);
+            memcpy(dst + 2, &hm, 2);
+            const uint8_t *q = src + 16 + 32 * (j / 2);
+            int sh = 4 * (j % 2);
+            for (int k = 0; k < 16; k++)
+                dst[4 + k] = (uint8_t)(((q[k] >> sh) & 15) | ((q[k + 16] >> sh) & 15) << 4);
+        }
 }
 
 /* Rows [row0, row1) of t, packed into out as a matrix of their own (all of t: 0, rows). */
@@ -90,12 +116,36 @@ static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint
     }
 }
 
-/* Rows [r0, r1) of j's matrix, counted from j->row0. */
+/* Rows [r0, r1) of j's matrix, counted from j->row0 (a type packed as another is
+ * converted row by row first: Q4_K as Q4_1). */
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
-    int rows = j->row1 - j->row0, nb = (int)(t->shape[1] / 32), bb = dtype_block_bytes(t->type);
-    const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * nb * bb;
-    for (int r = r0; r < r1; r++) pack_row(t->type, rows, nb, r, src + (size_t)r * nb * bb, j->out);
+    dtype pt = dtype_info(t->type)->packs_as;
+    int rows = j->row1 - j->row0, nb = (int)(t->shape[1] / 32);
+    size_t rb = dtype_row_bytes(t->type, t->shape[1]);
+    const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * rb;
+    uint8_t conv[Q8_MAX_CONVERT_COLS / 32 * 20];
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = src + (size_t)r * rb;
+        if (t->type == DT_Q4_K) {
+            q4k_row_q41(row, t->shape[1], conv);
+            row = conv;
+        }
+        pack_row(pt, rows, nb, r, row, j->out);
+    }
+}
+
+/* Bytes of rows of t in its packed layout. */
+static size_t packed_bytes(const tensor *t, int rows) {
+    return (size_t)rows * (size_t)(t->shape[1] / 32) * (size_t)q8w_block_bytes(dtype_info(t->type)->packs_as);
+}
+
+/* After packing: the tensor is its packed type now (its file pages are gone). */
+static void became_packed(const tensor *t, const void *packed) {
+    tensor *w = (tensor *)t;
+    w->nbytes = packed_bytes(t, (int)t->shape[0]);
+    w->type = dtype_info(t->type)->packs_as;
+    w->packed = packed;
 }
 
 void repack_matrix(const tensor *t, void *out) {
@@ -235,12 +285,13 @@ static void *alloc_packed(size_t n) {
  * only hands out const views. Setting `packed` is the one write, at load. */
 static int repack_tensor(model *m, const tensor *t, char *err) {
     if (t->packed || !repack_will_pack(m, t)) return 0;
-    void *p = alloc_packed(t->nbytes);
-    if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, t->nbytes);
+    size_t n = packed_bytes(t, (int)t->shape[0]);
+    void *p = alloc_packed(n);
+    if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
     repack_job j = {t, 0, (int)t->shape[0], p};
     pool_run(m->pool, repack_task, &j);
     release_pages(t->data, t->nbytes);
-    ((tensor *)t)->packed = p;
+    became_packed(t, p);
     return 0;
 }
 
@@ -306,10 +357,6 @@ typedef struct {
     size_t bytes;
 } arena_plan;
 
-static size_t packed_bytes(const tensor *t, int rows) {
-    return (size_t)rows * (size_t)(t->shape[1] / 32) * (size_t)q8w_block_bytes(t->type);
-}
-
 static void plan_run(void *ctx, const tensor *t, int row0, int row1) {
     arena_plan *p = ctx;
     if (p->oom || t->packed || !repack_will_pack(p->m, t)) return;
@@ -354,7 +401,7 @@ static void pack_runs(model *m, const arena_plan *p, int i, packed_part *parts) 
     tensor *w = (tensor *)t;
     w->parts = parts;
     w->nparts = np;
-    w->packed = parts[0].data;
+    became_packed(t, parts[0].data);
 }
 
 static int repack_arena(model *m, char *err) {
@@ -398,8 +445,7 @@ static int repack_arena(model *m, char *err) {
  * released. Only where this table has the kernel: otherwise the f32 route is faster
  * than the scalar int8 reference. */
 static void use_in_place(const model *m, const tensor *t) {
-    if (t && !t->packed && dtype_info(t->type)->dequant32 && !repack_supported(t->type) &&
-        m->kern->matmul_q8[t->type])
+    if (t && !t->packed && dtype_info(t->type)->dequant32 && !repack_will_pack(m, t) && m->kern->matmul_q8[t->type])
         ((tensor *)t)->packed = t->data;
 }
 
