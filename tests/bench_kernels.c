@@ -135,6 +135,21 @@ static void fill_packed(dtype dt, uint8_t *p, size_t n, int rows, int cols, uint
         }
 }
 
+/* A GGUF matrix in its file layout (the types the int8 kernels read in place): random
+ * bytes, every f16 scale field set to a small normal value (no NaN / subnormal timings). */
+static void fill_file(dtype dt, uint8_t *p, size_t n, uint64_t *s) {
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)rng_next(s);
+    int bb = dtype_block_bytes(dt), offs[2] = {0, -1};
+    if (dt == DT_Q6_K) offs[0] = 208;
+    if (dt == DT_Q3_K) offs[0] = 108;
+    if (dt == DT_Q2_K) offs[0] = 80, offs[1] = 82;
+    if (dt == DT_Q4_K || dt == DT_Q5_K || dt == DT_Q5_1) offs[1] = 2;
+    uint16_t d = f32_to_f16(0.01f);
+    for (size_t b = 0; b + (size_t)bb <= n; b += (size_t)bb)
+        for (int k = 0; k < 2; k++)
+            if (offs[k] >= 0) memcpy(p + b + offs[k], &d, 2);
+}
+
 /* CPU seconds of this thread: on a shared, oversubscribed machine the time the
  * thread was descheduled does not count against the kernel. */
 static double cpu_seconds(void) {
@@ -161,7 +176,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     const shape big = {2048, 8192}, small = {576, 1536};
     const int ntp = 64;
     const size_t cold_total = (size_t)512 << 20;
-    const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64};
+    const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64, DT_Q5_0, DT_Q6_K, DT_IQ4_XS, DT_Q5_K};
     struct {
         const kernels *k;
         const char *label;
@@ -169,7 +184,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
 #if defined(__x86_64__)
     if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
 #endif
-    printf("\nint8 activations (fast mode), repacked weights\n");
+    printf("\nint8 activations (fast mode), repacked weights (Q5_0 Q6_K IQ4_XS Q5_K: read in place)\n");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
            "prefill nt=64", "prefill nt=64");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
@@ -186,18 +201,24 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     xs = x;
     xs.cols = small.cols;
     xs.quads = q8_quads(small.cols); /* the same buffers read with the small shape's stride */
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
         dtype dt = dts[d];
-        if (!wanted(argc, argv, dtype_name(dt), dt_names, 7)) continue;
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 11)) continue;
         size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;
         uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = aligned_alloc(64, (bytes_small + 63) / 64 * 64);
         if (!wb || !ws) return 1;
         for (int i = 0; i < ncold; i++) {
             if (!(wb[i] = aligned_alloc(64, (bytes_big + 63) / 64 * 64))) return 1;
-            fill_packed(dt, wb[i], bytes_big, big.rows, big.cols, &seed);
+            if (d < 4)
+                fill_packed(dt, wb[i], bytes_big, big.rows, big.cols, &seed);
+            else
+                fill_file(dt, wb[i], bytes_big, &seed);
         }
-        fill_packed(dt, ws, bytes_small, small.rows, small.cols, &seed);
+        if (d < 4)
+            fill_packed(dt, ws, bytes_small, small.rows, small.cols, &seed);
+        else
+            fill_file(dt, ws, bytes_small, &seed);
         for (int k = 0; k < 3; k++) {
             if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
             matmul_q8_fn f = tabs[k].k->matmul_q8[dt];
@@ -234,7 +255,7 @@ int main(int argc, char **argv) {
     const int nt_prefill = 16;
     const size_t cold_total = (size_t)512 << 20; /* well above any L3 seen here (32 to 260 MiB) */
 
-    static const char *const dt_names[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_1G64"};
+    static const char *const dt_names[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_1G64", "Q5_0", "Q6_K", "IQ4_XS", "Q5_K"};
     static const char *const isa_names[] = {"scalar", "avx2", "avx512", "neon"};
     printf("streaming-sum read bandwidth, 512 MiB, 1 thread: %.1f GB/s\n", stream_bandwidth(512, 5));
     printf("auto-selected table: %s\n", kernels_select(NULL)->name);
@@ -254,7 +275,7 @@ int main(int argc, char **argv) {
 
     for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
         dtype dt = dts[d];
-        if (!wanted(argc, argv, dtype_name(dt), dt_names, 7)) continue;
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 11)) continue;
         size_t rb_big = dtype_row_bytes(dt, big.cols), rb_small = dtype_row_bytes(dt, small.cols);
         size_t bytes_big = rb_big * big.rows, bytes_small = rb_small * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;

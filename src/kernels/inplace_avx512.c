@@ -32,13 +32,20 @@
 
 #define IP_T 4  /* tokens per prefill tile */
 #define IP_RB 8 /* rows per block: the activation side is rebuilt per block of rows in prefill */
-#define IP_STACK_QUADS 96
+#define IP_STACK_QUADS 64
 
 /* The activation side of one quad for one token: the int8 halves and, per lane,
  * the block scale and dx times the lane's partial sum of q (for the mins). */
 typedef struct {
-    __m512 dx, sa, sb;
+    __m512 dx, sa, sb, s; /* s = sa + sb */
+    __m512i na, nb, n;    /* -offset times the lanes' sums of q (halves, both): the int8 sums' start */
 } ip_x;
+
+/* The offset the types without a min subtract from u (dequant.h folds it into mn for
+ * the reference; here the integer sums start at -offset * sum(q) instead, exact). */
+AI int ip_off(dtype dt) {
+    return dt == DT_Q5_0 ? 16 : dt == DT_Q6_K ? 32 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+}
 
 /* One quad of one row, decoded: unsigned weights of the halves, scale and min per lane. */
 typedef struct {
@@ -54,16 +61,22 @@ AI __m512 expand4(__m128 v) {
                                  _mm512_castps128_ps512(v));
 }
 
-static void ip_prep(const q8_act *x, int t, int quads, ip_x *out) {
-    const __m512i ones = _mm512_set1_epi8(1);
+AI void ip_prep(dtype dt, const q8_act *x, int t, int quads, ip_x *out) {
+    const __m512i ones = _mm512_set1_epi8(1), noff = _mm512_set1_epi32(-ip_off(dt));
     const int8_t *q = x->q + (size_t)t * x->quads * 128;
     const float *d = x->d + (size_t)t * x->quads * 4;
     for (int k = 0; k < quads; k++) {
         __m512 dx = expand4(_mm_loadu_ps(d + 4 * k));
         __m512i xa = _mm512_loadu_si512(q + 128 * k), xb = _mm512_loadu_si512(q + 128 * k + 64);
+        __m512i qa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xa);
+        __m512i qb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xb);
         out[k].dx = dx;
-        out[k].sa = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xa)), dx);
-        out[k].sb = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xb)), dx);
+        out[k].sa = _mm512_mul_ps(_mm512_cvtepi32_ps(qa), dx);
+        out[k].sb = _mm512_mul_ps(_mm512_cvtepi32_ps(qb), dx);
+        out[k].s = _mm512_add_ps(out[k].sa, out[k].sb);
+        out[k].na = _mm512_mullo_epi32(qa, noff);
+        out[k].nb = _mm512_mullo_epi32(qb, noff);
+        out[k].n = _mm512_add_epi32(out[k].na, out[k].nb);
     }
 }
 
@@ -239,15 +252,14 @@ AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
     int qq = q % 2, sh = rd_u16(blk + 2);
     __m512i z = _mm512_loadu_si512(blk + 8 + 64 * qq);
     const __m512i lo4 = _mm512_set1_epi8(0x0f);
-    float d = h2f(blk), f[4];
-    for (int bi = 0; bi < 4; bi++) {
-        int j = 4 * qq + bi, ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | ((sh >> (2 * j)) & 3) << 4;
-        f[bi] = d * (float)(ls - 32);
-    }
+    float d = h2f(blk);
+#define LS(bi) (float)((((blk[4 + (4 * qq + (bi)) / 2] >> (4 * ((bi) % 2))) & 15) | ((sh >> (2 * (4 * qq + (bi)))) & 3) << 4) - 32)
+    __m128 f4 = _mm_mul_ps(_mm_setr_ps(LS(0), LS(1), LS(2), LS(3)), _mm_set1_ps(d));
+#undef LS
     ip_w w;
     w.wa = iq4_lut(_mm512_and_si512(z, lo4));
     w.wb = iq4_lut(_mm512_and_si512(_mm512_srli_epi16(z, 4), lo4));
-    w.fa = w.fb = expand4(_mm_loadu_ps(f));
+    w.fa = w.fb = expand4(f4);
     w.ma = w.mb = _mm512_mul_ps(w.fa, _mm512_set1_ps(-128.0f));
     return w;
 }
@@ -296,7 +308,7 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
     ip_w w;
     w.wa = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qs)), sh2), three);
     w.wb = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16))), sh2), three);
-    float fa[4], fb[4], ma[4], mb[4];
+    __m128 fa, fb, ma, mb; /* built in registers: 4 stores and a vector load would stall store forwarding */
     if (k3) {
         const __m512i hs = _mm512_add_epi64(_mm512_set1_epi64(0x0001000100010001ll * 4 * h),
                                             _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll,
@@ -306,28 +318,31 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
         __m512i hb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 16)));
         w.wa = _mm512_or_si512(w.wa, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, hs), one), 2));
         w.wb = _mm512_or_si512(w.wb, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, hs), one), 2));
-        float d = h2f(blk + 108);
-        for (int bi = 0; bi < 4; bi++) {
-            int j = 4 * h + bi;
-            fa[bi] = d * (float)q3k_scale(blk + 96, 2 * j);
-            fb[bi] = d * (float)q3k_scale(blk + 96, 2 * j + 1);
-            ma[bi] = -4.0f * fa[bi];
-            mb[bi] = -4.0f * fb[bi];
-        }
+        __m128 d = _mm_set1_ps(h2f(blk + 108));
+        const uint8_t *sc = blk + 96;
+        int j = 8 * h; /* half-scales 8h .. 8h + 7: (2 bi, 2 bi + 1) for bi = 0..3 */
+        fa = _mm_mul_ps(d, _mm_setr_ps((float)q3k_scale(sc, j), (float)q3k_scale(sc, j + 2), (float)q3k_scale(sc, j + 4),
+                                       (float)q3k_scale(sc, j + 6)));
+        fb = _mm_mul_ps(d, _mm_setr_ps((float)q3k_scale(sc, j + 1), (float)q3k_scale(sc, j + 3), (float)q3k_scale(sc, j + 5),
+                                       (float)q3k_scale(sc, j + 7)));
+        ma = _mm_mul_ps(fa, _mm_set1_ps(-4.0f));
+        mb = _mm_mul_ps(fb, _mm_set1_ps(-4.0f));
     } else {
-        float d = h2f(blk + 80), dmin = h2f(blk + 82);
-        for (int bi = 0; bi < 4; bi++) {
-            int sa = blk[8 * h + 2 * bi], sb = blk[8 * h + 2 * bi + 1];
-            fa[bi] = d * (float)(sa & 15);
-            fb[bi] = d * (float)(sb & 15);
-            ma[bi] = -(dmin * (float)(sa >> 4));
-            mb[bi] = -(dmin * (float)(sb >> 4));
-        }
+        __m128 d = _mm_set1_ps(h2f(blk + 80)), dmin = _mm_set1_ps(h2f(blk + 82));
+        __m128i s8 = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)rd_u32(blk + 8 * h)));     /* bi 0, 1 halves */
+        __m128i s8b = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)rd_u32(blk + 8 * h + 4))); /* bi 2, 3 */
+        __m128i ev = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(s8), _mm_castsi128_ps(s8b), _MM_SHUFFLE(2, 0, 2, 0)));
+        __m128i od = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(s8), _mm_castsi128_ps(s8b), _MM_SHUFFLE(3, 1, 3, 1)));
+        const __m128i lo = _mm_set1_epi32(15);
+        fa = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_and_si128(ev, lo)));
+        fb = _mm_mul_ps(d, _mm_cvtepi32_ps(_mm_and_si128(od, lo)));
+        ma = _mm_sub_ps(_mm_setzero_ps(), _mm_mul_ps(dmin, _mm_cvtepi32_ps(_mm_srli_epi32(ev, 4))));
+        mb = _mm_sub_ps(_mm_setzero_ps(), _mm_mul_ps(dmin, _mm_cvtepi32_ps(_mm_srli_epi32(od, 4))));
     }
-    w.fa = expand4(_mm_loadu_ps(fa));
-    w.fb = expand4(_mm_loadu_ps(fb));
-    w.ma = expand4(_mm_loadu_ps(ma));
-    w.mb = expand4(_mm_loadu_ps(mb));
+    w.fa = expand4(fa);
+    w.fb = expand4(fb);
+    w.ma = expand4(ma);
+    w.mb = expand4(mb);
     return w;
 }
 
@@ -351,17 +366,19 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
 /* acc += one quad of one row against one token. */
 AI __m512 ip_step(dtype dt, const ip_w *w, const ip_x *x, const int8_t *xq, __m512 acc) {
     __m512i xa = _mm512_loadu_si512(xq), xb = _mm512_loadu_si512(xq + 64);
+    int off = ip_off(dt) != 0; /* offset types: no min term, the sums start at -offset * sum(q) */
     if (ip_halves(dt)) {
-        __m512i ia = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w->wa, xa);
-        __m512i ib = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w->wb, xb);
+        __m512i ia = _mm512_dpbusd_epi32(off ? x->na : _mm512_setzero_si512(), w->wa, xa);
+        __m512i ib = _mm512_dpbusd_epi32(off ? x->nb : _mm512_setzero_si512(), w->wb, xb);
         acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia), x->dx), w->fa, acc);
         acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ib), x->dx), w->fb, acc);
+        if (off) return acc;
         acc = _mm512_fmadd_ps(w->ma, x->sa, acc);
         return _mm512_fmadd_ps(w->mb, x->sb, acc);
     }
-    __m512i i = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w->wa, xa), w->wb, xb);
+    __m512i i = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(off ? x->n : _mm512_setzero_si512(), w->wa, xa), w->wb, xb);
     acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i), x->dx), w->fa, acc);
-    return _mm512_fmadd_ps(w->ma, _mm512_add_ps(x->sa, x->sb), acc);
+    return off ? acc : _mm512_fmadd_ps(w->ma, x->s, acc);
 }
 
 /* avx512.c's lane-summing tree. */
@@ -418,7 +435,7 @@ AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_ac
     }
     const uint8_t *wb = w;
     if (x->nt == 1) {
-        ip_prep(x, 0, quads, xs);
+        ip_prep(dt, x, 0, quads, xs);
         int r = r0;
         for (; r + IP_GEMV_R <= r1; r += IP_GEMV_R) ip_rows(dt, wb + (size_t)r * rb, rb, nb, quads, x, xs, y, r, IP_GEMV_R);
         for (; r < r1; r++) ip_rows(dt, wb + (size_t)r * rb, rb, nb, quads, x, xs, y, r, 1);
@@ -427,7 +444,7 @@ AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_ac
             int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
             for (int t0 = 0; t0 < x->nt; t0 += IP_T) {
                 int T = x->nt - t0 < IP_T ? x->nt - t0 : IP_T;
-                for (int t = 0; t < T; t++) ip_prep(x, t0 + t, quads, xs + (size_t)t * quads);
+                for (int t = 0; t < T; t++) ip_prep(dt, x, t0 + t, quads, xs + (size_t)t * quads);
                 for (int r = rb0; r < rb1; r++) {
                     if (T == IP_T)
                         ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
