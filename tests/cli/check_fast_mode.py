@@ -2,7 +2,11 @@
 """Fast mode (the default: int8 activations on repacked Q4_0/Q4_1/Q8_0 weights) against the HF
 transformers references of the default model, tests/refs/smollm2-gguf.json.
 
-Usage: check_fast_mode.py [--json FILE]
+Usage: check_fast_mode.py [--json FILE] [--ref REF.json] [--max-rel R --max-mean-rel M]
+
+--ref takes any reference of make_refs.py's SmolLM2 format (tests/refs/gguf-quants/*.json: the
+requantized K-quant files, whose fast route is another kernel family) instead of the default one;
+--max-rel / --max-mean-rel then set that file's measured bounds (regress_quants runs it per file).
 
 For every reference case it runs ./llmgen twice, fast (default) and --exact, greedy, 64 steps, with
 --dump-logits, and reports per prompt:
@@ -74,9 +78,17 @@ def first_diff(a, b):
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
 
 
+def arg(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def main():
-    out_json = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
-    with open(REF) as f:
+    global MAX_REL, MAX_MEAN_REL
+    out_json = arg("--json", None)
+    ref_path = arg("--ref", REF)
+    MAX_REL = float(arg("--max-rel", MAX_REL))
+    MAX_MEAN_REL = float(arg("--max-mean-rel", MAX_MEAN_REL))
+    with open(ref_path) as f:
         ref = json.load(f)
     model = os.path.join(CACHE, ref["model"]["cache"])
     vocab = ref["vocab_size"]
