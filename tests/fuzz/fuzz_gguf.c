@@ -1,10 +1,13 @@
 /* fuzz_gguf.c - libFuzzer target: GGUF reader (header, metadata, tensor infos,
  * data offsets) and the GGUF config parser. Every accepted tensor view is read
- * end to end, so a view past the mapping is an ASan report. */
+ * end to end, so a view past the mapping is an ASan report; the first and last
+ * rows of every quantized tensor go through the type table's dequantizer (any
+ * block bytes are valid: a decoder must stay inside its row whatever they hold). */
 #include "fuzz_util.h"
 
 #include "config.h"
 #include "gguf.h"
+#include "quant.h"
 #include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -17,6 +20,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const tensor *t = gguf_tensor(g, i);
             fuzz_touch(t->data, t->nbytes);
             if (gguf_find_tensor(g, t->name) == NULL) abort(); /* every listed name must be found */
+            int64_t cols = t->shape[t->ndim - 1], rows = cols ? tensor_numel(t) / cols : 0;
+            if (dtype_info(t->type)->dequant32 && rows > 0 && cols <= (1 << 16)) {
+                float *row = malloc(sizeof(float) * (size_t)cols);
+                if (row) {
+                    dtype_dequant_row(t->type, t->data, cols, 0, row);
+                    dtype_dequant_row(t->type, t->data, cols, rows - 1, row);
+                    free(row);
+                }
+            }
         }
         gguf_str s;
         uint64_t n;

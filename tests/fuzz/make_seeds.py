@@ -54,7 +54,9 @@ def gkv(key, typ, val):
 
 # ggml type ids and (block elems, block bytes)
 GGML = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q4_1": (3, 32, 20), "Q8_0": (8, 32, 34),
-        "BF16": (30, 1, 2)}
+        "BF16": (30, 1, 2), "Q5_0": (6, 32, 22), "Q5_1": (7, 32, 24), "Q2_K": (10, 256, 84), "Q3_K": (11, 256, 110),
+        "Q4_K": (12, 256, 144), "Q5_K": (13, 256, 176), "Q6_K": (14, 256, 210), "IQ4_NL": (20, 32, 18),
+        "IQ4_XS": (23, 256, 136)}
 
 
 def gguf(version=3, kvs=None, tensors=(), align=32):
@@ -108,6 +110,10 @@ def gguf_seeds():
     put("fuzz_gguf", "align64", gguf(3, [gkv("general.alignment", U32, 64)], ts[:2], align=64))
     put("fuzz_gguf", "empty", gguf(3))
     put("fuzz_gguf", "kv_only", gguf(3, [gkv("a", STR, "b"), gkv("n", ARR, (F32, [1.0, 2.0]))]))
+    # every block type of the quantization-type table, rows of 256 (and 32 / 64 where the block allows)
+    kq = [("k.%s" % t, t, (256, 2)) for t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS")]
+    kq += [("s.%s" % t, t, (64, 3)) for t in ("Q5_0", "Q5_1", "IQ4_NL")]
+    put("fuzz_gguf", "kquants", gguf(3, [gkv("general.architecture", STR, "llama")], kq))
 
 
 # ---- safetensors ------------------------------------------------------------------
