@@ -153,19 +153,17 @@ AI __m128 bytes4_f32(uint32_t v, float d) {
     return _mm_mul_ps(_mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)v))), _mm_set1_ps(d));
 }
 
-/* Q4_K: quad qq of a super-block is its chunks 2qq, 2qq + 1 of 32 bytes (sub-blocks
- * 4qq .. 4qq + 3: chunk low nibbles, then high). The 6-bit scales and mins of the 4
- * sub-blocks come out of the 12 packed bytes 4 at a time (q4k_scale_min's layout). */
-AI ip_w dec_q4_k(const uint8_t *row, int q) {
-    const uint8_t *blk = row + (size_t)(q / 2) * 144;
-    int qq = q % 2;
-    __m512i z = _mm512_loadu_si512(blk + 16 + 64 * qq);
+/* Q4_K / Q5_K: quad qq of a super-block is its chunks 2qq, 2qq + 1 of 32 bytes at qs
+ * (sub-blocks 4qq .. 4qq + 3: chunk low nibbles, then high), in w->wa / w->wb; the
+ * 6-bit scales and mins of the 4 sub-blocks come out of the 12 packed bytes at blk + 4,
+ * 4 at a time (q4k_scale_min's layout), into w->fa / w->ma. */
+AI void k4_quad(const uint8_t *blk, const uint8_t *qs, int qq, ip_w *w) {
+    __m512i z = _mm512_loadu_si512(qs + 64 * qq);
     const __m512i sh = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
                                          0x0004000400040004ll, 0x0004000400040004ll);
     const __m512i lo4 = _mm512_set1_epi8(0x0f);
-    ip_w w;
-    w.wa = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(2, 2, 0, 0)), sh), lo4);
-    w.wb = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 3, 1, 1)), sh), lo4);
+    w->wa = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(2, 2, 0, 0)), sh), lo4);
+    w->wb = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 3, 1, 1)), sh), lo4);
     uint32_t u0 = rd_u32(blk + 4), u1 = rd_u32(blk + 8), u2 = rd_u32(blk + 12), sc, m;
     if (qq == 0) {
         sc = u0 & 0x3f3f3f3fu;
@@ -174,9 +172,14 @@ AI ip_w dec_q4_k(const uint8_t *row, int q) {
         sc = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
         m = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
     }
-    float d = h2f(blk), dmin = h2f(blk + 2);
-    w.fa = w.fb = expand4(bytes4_f32(sc, d));
-    w.ma = w.mb = _mm512_sub_ps(_mm512_setzero_ps(), expand4(bytes4_f32(m, dmin)));
+    w->fa = w->fb = expand4(bytes4_f32(sc, h2f(blk)));
+    w->ma = w->mb = _mm512_sub_ps(_mm512_setzero_ps(), expand4(bytes4_f32(m, h2f(blk + 2))));
+}
+
+AI ip_w dec_q4_k(const uint8_t *row, int q) {
+    const uint8_t *blk = row + (size_t)(q / 2) * 144;
+    ip_w w;
+    k4_quad(blk, blk + 16, q % 2, &w);
     return w;
 }
 
@@ -322,32 +325,17 @@ AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
 AI ip_w dec_q5_k(const uint8_t *row, int q) {
     const uint8_t *blk = row + (size_t)(q / 2) * 176;
     int qq = q % 2;
-    __m512i z = _mm512_loadu_si512(blk + 48 + 64 * qq);
-    const __m512i sh = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
-                                         0x0004000400040004ll, 0x0004000400040004ll);
-    const __m512i lo4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+    const __m512i one = _mm512_set1_epi8(1);
     const __m512i hs = _mm512_add_epi64(_mm512_set1_epi64(0x0001000100010001ll * 4 * qq),
                                         _mm512_setr_epi64(0, 0, 0x0001000100010001ll, 0x0001000100010001ll,
                                                           0x0002000200020002ll, 0x0002000200020002ll,
                                                           0x0003000300030003ll, 0x0003000300030003ll));
     __m512i ha = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 16)));
     __m512i hb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 32)));
-    ha = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, hs), one), 4);
-    hb = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, hs), one), 4);
     ip_w w;
-    w.wa = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(2, 2, 0, 0)), sh), lo4), ha);
-    w.wb = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 3, 1, 1)), sh), lo4), hb);
-    uint32_t u0 = rd_u32(blk + 4), u1 = rd_u32(blk + 8), u2 = rd_u32(blk + 12), sc, m;
-    if (qq == 0) {
-        sc = u0 & 0x3f3f3f3fu;
-        m = u1 & 0x3f3f3f3fu;
-    } else {
-        sc = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
-        m = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
-    }
-    float d = h2f(blk), dmin = h2f(blk + 2);
-    w.fa = w.fb = expand4(bytes4_f32(sc, d));
-    w.ma = w.mb = _mm512_sub_ps(_mm512_setzero_ps(), expand4(bytes4_f32(m, dmin)));
+    k4_quad(blk, blk + 48, qq, &w);
+    w.wa = _mm512_or_si512(w.wa, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, hs), one), 4));
+    w.wb = _mm512_or_si512(w.wb, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, hs), one), 4));
     return w;
 }
 
