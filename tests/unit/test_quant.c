@@ -187,3 +187,27 @@ Test(quant, q4_k_packed_as_q4_1_within_f16_scale_rounding) {
     cr_expect(worst > 0, "no value was rounded at all: the f16 step is not being exercised");
     free(out), free(r.blocks), free(r.values);
 }
+
+/* Fast mode packs Q5_0 as Q8_0 (repack.c): lossless, so read back every value is
+ * gguf-py's bit for bit. */
+Test(quant, q5_0_packed_as_q8_0_is_lossless) {
+    qref r;
+    cr_assert_eq(qref_load("Q5_0", &r), 0);
+    int rows = 2, cols = (int)(r.nblocks / 2 * r.elems); /* 3 blocks a row */
+    tensor t = {.name = "q50", .type = DT_Q5_0, .ndim = 2, .shape = {rows, cols}, .data = r.blocks,
+                .nbytes = (size_t)r.nblocks * r.bytes};
+    size_t n = (size_t)rows * (cols / 32) * 34;
+    uint8_t *out = malloc(n);
+    float row[96];
+    cr_assert_not_null(out);
+    repack_matrix(&t, out);
+    tensor p = t;
+    p.type = DT_Q8_0, p.packed = out, p.nbytes = n;
+    for (int i = 0; i < rows; i++) {
+        repack_row_f32(&p, i, row);
+        for (int c = 0; c < cols; c++)
+            cr_assert(!memcmp(&row[c], &r.values[(size_t)i * cols + c], 4), "row %d col %d: %.9g, gguf-py %.9g", i, c,
+                      row[c], r.values[(size_t)i * cols + c]);
+    }
+    free(out), free(r.blocks), free(r.values);
+}
