@@ -476,39 +476,52 @@ AI void ip_row(dtype dt, const uint8_t *row, int nb, int quads, const q8_act *x,
 }
 
 /* Inlined into each type's entry point, so that every branch on dt is decided at compile time. */
-AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    int nb = cols / 32, quads = (nb + 3) / 4;
-    size_t rb = dtype_row_bytes(dt, cols);
-    ip_x stack[IP_STACK_QUADS * IP_T];
-    ip_x *xs = quads <= IP_STACK_QUADS ? stack : aligned_alloc(64, sizeof(ip_x) * (size_t)quads * IP_T);
+/* Decode (one token): the activation side once, then row after row. */
+AI void ip_gemv(dtype dt, const uint8_t *w, size_t rb, int nb, int quads, int r0, int r1, const q8_act *x, float *y) {
+    ip_x stack[IP_STACK_QUADS]; /* its own frame: sharing prefill's 4x larger one cost decode (IQ4_XS 12 -> 4 GB/s) */
+    ip_x *xs = quads <= IP_STACK_QUADS ? stack : aligned_alloc(64, sizeof(ip_x) * (size_t)quads);
     if (!xs) { /* out of memory: the scalar reference needs none */
-        kernels_scalar()->matmul_q8[dt](w, r1, cols, r0, r1, x, y, ldy);
+        kernels_scalar()->matmul_q8[dt](w, r1, nb * 32, r0, r1, x, y, r1);
         return;
     }
-    const uint8_t *wb = w;
-    if (x->nt == 1) {
-        ip_prep(dt, x, 0, quads, xs);
-        int r = r0;
-        for (; r + IP_GEMV_R <= r1; r += IP_GEMV_R) ip_rows(dt, wb + (size_t)r * rb, rb, nb, quads, x, xs, y, r, IP_GEMV_R);
-        for (; r < r1; r++) ip_rows(dt, wb + (size_t)r * rb, rb, nb, quads, x, xs, y, r, 1);
-    } else {
-        for (int rb0 = r0; rb0 < r1; rb0 += IP_RB) {
-            int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
-            for (int t0 = 0; t0 < x->nt; t0 += IP_T) {
-                int T = x->nt - t0 < IP_T ? x->nt - t0 : IP_T;
-                for (int t = 0; t < T; t++) ip_prep(dt, x, t0 + t, quads, xs + (size_t)t * quads);
-                for (int r = rb0; r < rb1; r++) {
-                    if (T == IP_T)
-                        ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
-                    else
-                        for (int t = 0; t < T; t++)
-                            ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0 + t, 1, xs + (size_t)t * quads, y,
-                                   ldy, r);
-                }
+    ip_prep(dt, x, 0, quads, xs);
+    for (int r = r0; r < r1; r++) ip_rows(dt, w + (size_t)r * rb, rb, nb, quads, x, xs, y, r, 1);
+    if (xs != stack) free(xs);
+}
+
+/* Prefill: blocks of IP_RB rows x tiles of IP_T tokens, the tile's activation side rebuilt per block. */
+AI void ip_gemm(dtype dt, const uint8_t *wb, size_t rb, int nb, int quads, int r0, int r1, const q8_act *x, float *y,
+                int ldy) {
+    ip_x stack[IP_STACK_QUADS * IP_T];
+    ip_x *xs = quads <= IP_STACK_QUADS ? stack : aligned_alloc(64, sizeof(ip_x) * (size_t)quads * IP_T);
+    if (!xs) {
+        kernels_scalar()->matmul_q8[dt](wb, r1, nb * 32, r0, r1, x, y, ldy);
+        return;
+    }
+    for (int rb0 = r0; rb0 < r1; rb0 += IP_RB) {
+        int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
+        for (int t0 = 0; t0 < x->nt; t0 += IP_T) {
+            int T = x->nt - t0 < IP_T ? x->nt - t0 : IP_T;
+            for (int t = 0; t < T; t++) ip_prep(dt, x, t0 + t, quads, xs + (size_t)t * quads);
+            for (int r = rb0; r < rb1; r++) {
+                if (T == IP_T)
+                    ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
+                else
+                    for (int t = 0; t < T; t++)
+                        ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0 + t, 1, xs + (size_t)t * quads, y, ldy, r);
             }
         }
     }
     if (xs != stack) free(xs);
+}
+
+AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    int nb = cols / 32, quads = (nb + 3) / 4;
+    size_t rb = dtype_row_bytes(dt, cols);
+    if (x->nt == 1)
+        ip_gemv(dt, w, rb, nb, quads, r0, r1, x, y);
+    else
+        ip_gemm(dt, w, rb, nb, quads, r0, r1, x, y, ldy);
 }
 
 /* ---- exact mode: the same decoders, f32 activations --------------------------------
