@@ -15,6 +15,7 @@
 #include "dequant.h"
 
 #include "affine_kernels.h" /* MLX affine kernels: affine_avx2.c */
+#include "inplace_kernels.h" /* GGUF types read in place: inplace_avx2.c */
 
 #if defined(__x86_64__)
 
@@ -396,7 +397,8 @@ static const kernels AVX2 = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
-                  [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2}, /* affine_avx2.c */
+                  [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
+                  DQ_Q8_MATMULS(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_F16] = att_scores_f16_avx2},
