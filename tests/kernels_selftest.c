@@ -31,6 +31,10 @@
  *    against scalar.c's, on weights repacked here from the kernels.h layout:
  *    equal bits on integer data, a stated tolerance on random data, and equal
  *    bits for any row split and for each token alone;
+ *  - int8 activations on the GGUF types read in place (Q5_0 ... IQ4_XS; st_check_inplace):
+ *    every table's matmul_q8 entry against dequantized weights x int8 activations
+ *    within a stated tolerance, bit for bit for any row split and for each token
+ *    alone; on AArch64 also the variant without sdot;
  *  - attention (att_scores / att_values, F32 and F16 caches) and fast SwiGLU:
  *    the scalar bits; fast softmax within 1e-6 relative (the unit
  *    tests run the same check, tests/unit/test_kernels.c). */
@@ -50,6 +54,7 @@
 #include <sys/auxv.h>
 
 matmul_q8_fn kernels_neon_q8_plain(dtype dt); /* neon.c: the int8 kernels without sdot */
+#include "kernels/inplace_kernels.h"          /* inplace_neon_plain: the same for the in-place types */
 #endif
 
 /* splitmix64: platform-independent, so every machine tests the same data. */
@@ -1047,6 +1052,16 @@ int main(int argc, char **argv) {
             rc = st_check_q8("neon-nodot", kernels_neon_q8_plain(ST_Q8_DTYPES[d]), ST_Q8_DTYPES[d], msg, sizeof msg);
             printf("neon    %-5s int8 without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(ST_Q8_DTYPES[d]),
                    rc ? msg : "vs scalar: ok");
+            failed += rc != 0;
+        }
+        for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++) { /* the neon table with its plain variants */
+            dtype dt = ST_INPLACE_DTYPES[d];
+            kernels plain = *kernels_neon();
+            plain.name = "neon-nodot";
+            plain.matmul_q8[dt] = inplace_neon_plain(dt);
+            rc = plain.matmul_q8[dt] ? st_check_inplace(&plain, dt, msg, sizeof msg) : -1;
+            printf("neon    %-6s int8 in place without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(dt),
+                   rc ? (plain.matmul_q8[dt] ? msg : "no plain kernel") : "vs reference: ok");
             failed += rc != 0;
         }
     }

@@ -17,6 +17,7 @@
 #include "dequant.h"
 
 #include "affine_kernels.h"
+#include "inplace_kernels.h" /* GGUF types read in place: inplace_neon.c */
 
 #if defined(__aarch64__)
 
@@ -542,7 +543,8 @@ static const kernels NEON = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
-                  [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon},
+                  [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon,
+                  DQ_Q8_MATMULS(inplace_neon)}, /* inplace_neon.c */
     .dot = dot_neon,
     .axpy = axpy_neon,
     .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_F16] = att_scores_f16_neon},

@@ -1,0 +1,515 @@
+/* inplace_neon.c - fast mode's int8-activation matmuls (AArch64 Advanced SIMD) for
+ * the GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS
+ * (the contract and the decoding are in dequant.h; scalar.c has the reference).
+ *
+ * The shape of inplace_avx512.c on 128-bit registers: a quad (4 sub-blocks, 128
+ * columns) is decoded into 8 q registers, a[bi] = values 0..15 and b[bi] = values
+ * 16..31 of sub-block bi, which meet the activations' 16-byte block halves as they
+ * are stored (kernels.h). A product leaves, in int32 lane k of register bi, the
+ * sum of bytes 4k..4k+3: the 16 lanes (4 registers) hold exactly the integers of
+ * inplace_avx512.c's vpdpbusd, so its per-lane f32 steps and avx512.c's
+ * lane-summing tree are the same too. Every (row, token) output runs the same
+ * operations whatever the row range, the token count or the tile.
+ *
+ * Exact integer sums: sdot (vdotq_s32) where the CPU has the dot-product extension
+ * (checked at run time as in neon.c), else vmull_s8 + vpadalq_s16 (each product
+ * fits int16, pairs are summed in int32, one vpaddq_s32 forms the lanes of 4). Both
+ * multiply signed bytes: u <= 63 (Q6_K) is a valid int8 as it is, and IQ4's u =
+ * kvalue + 128 (up to 241) is decoded to the signed kvalue instead; sum(u q) =
+ * sum(k q) + 128 sum(q) is then restored exactly in int32 (the lane's sum(q) is
+ * computed once per token with the activations). */
+#include "kernels.h"
+
+#include "dequant.h"
+
+#if defined(__aarch64__)
+
+#include <arm_neon.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+
+#include "inplace_kernels.h"
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+
+/* Tokens per prefill tile: a decoded quad with its scales is up to 24 of the 32
+ * registers. Chosen by register count, not measured (no ARM machine here). */
+#define IP_T 2
+#define IP_RB 8 /* rows per block: the activation side is rebuilt per block of rows in prefill */
+#define IP_STACK_QUADS 96
+#define IP_PF 2048 /* prefetch distance in a row's stream (bytes), inplace_avx512.c's; not measured here */
+
+/* 16 lanes as 4 registers, lanes 4bi..4bi+3 in q[bi] (sub-block bi of the quad). */
+typedef struct {
+    float32x4_t q[4];
+} v16;
+
+/* The activation side of one quad for one token: block scale per lane, dx times the
+ * lane's partial sum of q for the halves (for the mins), and for IQ4 128 times the
+ * lane's sum of q over both halves, as an integer. */
+typedef struct {
+    v16 dx, sa, sb;
+    int32x4_t c128[4];
+} ip_x;
+
+/* One quad of one row, decoded: weights of the halves (u, or IQ4's signed kvalues),
+ * scale and min per lane. */
+typedef struct {
+    int8x16_t a[4], b[4];
+    v16 fa, fb, ma, mb;
+} ip_w;
+
+AI int ip_halves(dtype dt) { return dt == DT_Q6_K || dt == DT_Q2_K || dt == DT_Q3_K; }
+AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
+
+/* 4 f32 (one per sub-block) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
+AI v16 expand4(float32x4_t v) {
+    return (v16){{vdupq_laneq_f32(v, 0), vdupq_laneq_f32(v, 1), vdupq_laneq_f32(v, 2), vdupq_laneq_f32(v, 3)}};
+}
+AI v16 v16_mul(v16 a, v16 b) {
+    UNROLL for (int i = 0; i < 4; i++) a.q[i] = vmulq_f32(a.q[i], b.q[i]);
+    return a;
+}
+AI v16 v16_muln(v16 a, float f) {
+    UNROLL for (int i = 0; i < 4; i++) a.q[i] = vmulq_n_f32(a.q[i], f);
+    return a;
+}
+AI v16 v16_add(v16 a, v16 b) {
+    UNROLL for (int i = 0; i < 4; i++) a.q[i] = vaddq_f32(a.q[i], b.q[i]);
+    return a;
+}
+/* a * b + c, fused. */
+AI v16 v16_fma(v16 a, v16 b, v16 c) {
+    UNROLL for (int i = 0; i < 4; i++) c.q[i] = vfmaq_f32(c.q[i], a.q[i], b.q[i]);
+    return c;
+}
+AI v16 v16_zero(void) {
+    v16 z;
+    UNROLL for (int i = 0; i < 4; i++) z.q[i] = vdupq_n_f32(0.0f);
+    return z;
+}
+
+/* Lane k = sum of bytes 4k..4k+3 of x (exact: |sum| <= 508). */
+AI int32x4_t sum4_s8(int8x16_t x) { return vpaddlq_s16(vpaddlq_s8(x)); }
+
+static void ip_prep(const q8_act *x, int t, int quads, ip_x *out) {
+    const int8_t *q = x->q + (size_t)t * x->quads * 128;
+    const float *d = x->d + (size_t)t * x->quads * 4;
+    for (int k = 0; k < quads; k++) {
+        v16 dx = expand4(vld1q_f32(d + 4 * k));
+        const int8_t *p = q + 128 * (size_t)k;
+        out[k].dx = dx;
+        UNROLL for (int bi = 0; bi < 4; bi++) {
+            int32x4_t sa = sum4_s8(vld1q_s8(p + 16 * bi)), sb = sum4_s8(vld1q_s8(p + 64 + 16 * bi));
+            out[k].sa.q[bi] = vmulq_f32(vcvtq_f32_s32(sa), dx.q[bi]);
+            out[k].sb.q[bi] = vmulq_f32(vcvtq_f32_s32(sb), dx.q[bi]);
+            out[k].c128[bi] = vshlq_n_s32(vaddq_s32(sa, sb), 7);
+        }
+    }
+}
+
+/* ---- the integer products ----------------------------------------------------------- */
+
+/* acc lane k += sum_j w[4k + j] * x[4k + j] (one sdot). */
+typedef int32x4_t (*sdot_fn)(int32x4_t acc, int8x16_t w, int8x16_t x);
+
+/* Only this function contains the extension's instruction; the generic code gets it as
+ * a pointer that is a constant in the dotprod entry points (which carry the same target
+ * attribute, so it is inlined there), NULL in the plain ones (neon.c does the same). */
+#define DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+DOTPROD AI int32x4_t sdot16(int32x4_t acc, int8x16_t w, int8x16_t x) { return vdotq_s32(acc, w, x); }
+
+/* Without sdot: pair sums of the low 8 and the high 8 products, kept apart until the end. */
+typedef struct {
+    int32x4_t lo, hi;
+} pairs;
+
+AI pairs pairs_add(pairs p, int8x16_t w, int8x16_t x) {
+    p.lo = vpadalq_s16(p.lo, vmull_s8(vget_low_s8(w), vget_low_s8(x)));
+    p.hi = vpadalq_s16(p.hi, vmull_high_s8(w, x));
+    return p;
+}
+
+/* Lane k = sum of the products of bytes 4k..4k+3 of (w1, x1) and, if two, of (w2, x2). */
+AI int32x4_t dot_lanes(sdot_fn sd, int two, int8x16_t w1, int8x16_t x1, int8x16_t w2, int8x16_t x2) {
+    if (sd) {
+        int32x4_t acc = sd(vdupq_n_s32(0), w1, x1);
+        return two ? sd(acc, w2, x2) : acc;
+    }
+    pairs p = {vdupq_n_s32(0), vdupq_n_s32(0)};
+    p = pairs_add(p, w1, x1);
+    if (two) p = pairs_add(p, w2, x2);
+    return vpaddq_s32(p.lo, p.hi);
+}
+
+/* ---- decoders ---------------------------------------------------------------------- */
+
+AI float h2f(const uint8_t *p) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(rd_u16(p)))), 0); }
+
+/* The f16s at p, p + stride, ... (4 of them) as f32. */
+AI float32x4_t h2f4(const uint8_t *p, int stride) {
+    uint16_t h[4] = {rd_u16(p), rd_u16(p + stride), rd_u16(p + 2 * stride), rd_u16(p + 3 * stride)};
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+/* Four bytes (one per sub-block) to f32 lanes, times d. */
+AI float32x4_t bytes4_f32(uint32_t v, float d) {
+    uint16x8_t w = vmovl_u8(vcreate_u8((uint64_t)v));
+    return vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(w))), d);
+}
+
+AI int8x16_t s8(uint8x16_t v) { return vreinterpretq_s8_u8(v); }
+AI uint8x16_t lo_nib(uint8x16_t v) { return vandq_u8(v, vdupq_n_u8(0x0f)); }
+/* Bit `bit` of each byte of v moved to bit `to` (shift left if positive), others 0. */
+AI uint8x16_t bit_to(uint8x16_t v, int bit, int to) {
+    return vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(to - bit))), vdupq_n_u8((uint8_t)(1u << to)));
+}
+
+/* Q4_K / Q5_K: quad qq of a super-block is its chunks 2qq, 2qq + 1 of 32 bytes (sub-blocks
+ * 4qq .. 4qq + 3: chunk low nibbles, then high); Q5_K adds bit j of qh[l] as bit 4 of
+ * sub-block j's value l. The 6-bit scales and mins of the 4 sub-blocks come out of the 12
+ * packed bytes 4 at a time (q4k_scale_min's layout). */
+AI ip_w dec_q45_k(dtype dt, const uint8_t *row, int q) {
+    int k5 = dt == DT_Q5_K, qq = q % 2;
+    const uint8_t *blk = row + (size_t)(q / 2) * (k5 ? 176 : 144);
+    const uint8_t *qs = blk + (k5 ? 48 : 16) + 64 * qq;
+    ip_w w;
+    UNROLL for (int c = 0; c < 2; c++) {
+        uint8x16_t z0 = vld1q_u8(qs + 32 * c), z1 = vld1q_u8(qs + 32 * c + 16);
+        uint8x16_t a0 = lo_nib(z0), b0 = lo_nib(z1), a1 = vshrq_n_u8(z0, 4), b1 = vshrq_n_u8(z1, 4);
+        if (k5) {
+            uint8x16_t h0 = vld1q_u8(blk + 16), h1 = vld1q_u8(blk + 32);
+            int j = 4 * qq + 2 * c;
+            a0 = vorrq_u8(a0, bit_to(h0, j, 4));
+            b0 = vorrq_u8(b0, bit_to(h1, j, 4));
+            a1 = vorrq_u8(a1, bit_to(h0, j + 1, 4));
+            b1 = vorrq_u8(b1, bit_to(h1, j + 1, 4));
+        }
+        w.a[2 * c] = s8(a0), w.b[2 * c] = s8(b0), w.a[2 * c + 1] = s8(a1), w.b[2 * c + 1] = s8(b1);
+    }
+    uint32_t u0 = rd_u32(blk + 4), u1 = rd_u32(blk + 8), u2 = rd_u32(blk + 12), sc, m;
+    if (qq == 0) {
+        sc = u0 & 0x3f3f3f3fu;
+        m = u1 & 0x3f3f3f3fu;
+    } else {
+        sc = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+        m = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    }
+    float d = h2f(blk), dmin = h2f(blk + 2);
+    w.fa = w.fb = expand4(bytes4_f32(sc, d));
+    w.ma = w.mb = expand4(vsubq_f32(vdupq_n_f32(0.0f), bytes4_f32(m, dmin)));
+    return w;
+}
+
+/* Q6_K: quad h of a super-block is its half of 128 values: low nibbles from ql[64h ..]
+ * (sub-blocks 0, 1: bytes 0..31, 32..63 low; 2, 3: the same bytes high), 2 high bits
+ * from qh[32h ..] (sub-block bi: bits 2bi), a signed scale per half of a sub-block. */
+AI ip_w dec_q6_k(const uint8_t *row, int q) {
+    const uint8_t *blk = row + (size_t)(q / 2) * 210;
+    int h = q % 2;
+    const uint8_t *ql = blk + 64 * h;
+    uint8x16_t l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16), l2 = vld1q_u8(ql + 32), l3 = vld1q_u8(ql + 48);
+    uint8x16_t h0 = vld1q_u8(blk + 128 + 32 * h), h1 = vld1q_u8(blk + 128 + 32 * h + 16);
+    const uint8x16_t m30 = vdupq_n_u8(0x30);
+    ip_w w; /* bits 2bi..2bi+1 of qh to bits 4..5 */
+    w.a[0] = s8(vorrq_u8(lo_nib(l0), vandq_u8(vshlq_n_u8(h0, 4), m30)));
+    w.b[0] = s8(vorrq_u8(lo_nib(l1), vandq_u8(vshlq_n_u8(h1, 4), m30)));
+    w.a[1] = s8(vorrq_u8(lo_nib(l2), vandq_u8(vshlq_n_u8(h0, 2), m30)));
+    w.b[1] = s8(vorrq_u8(lo_nib(l3), vandq_u8(vshlq_n_u8(h1, 2), m30)));
+    w.a[2] = s8(vorrq_u8(vshrq_n_u8(l0, 4), vandq_u8(h0, m30)));
+    w.b[2] = s8(vorrq_u8(vshrq_n_u8(l1, 4), vandq_u8(h1, m30)));
+    w.a[3] = s8(vorrq_u8(vshrq_n_u8(l2, 4), vandq_u8(vshrq_n_u8(h0, 2), m30)));
+    w.b[3] = s8(vorrq_u8(vshrq_n_u8(l3, 4), vandq_u8(vshrq_n_u8(h1, 2), m30)));
+    float d = h2f(blk + 208);
+    int16x8_t sc = vmovl_s8(vld1_s8((const int8_t *)(blk + 192 + 8 * h)));
+    float32x4_t f0 = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(sc))), d); /* halves of sub-blocks 0, 1 */
+    float32x4_t f1 = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(sc)), d);          /* 2, 3 */
+    w.fa = (v16){{vdupq_laneq_f32(f0, 0), vdupq_laneq_f32(f0, 2), vdupq_laneq_f32(f1, 0), vdupq_laneq_f32(f1, 2)}};
+    w.fb = (v16){{vdupq_laneq_f32(f0, 1), vdupq_laneq_f32(f0, 3), vdupq_laneq_f32(f1, 1), vdupq_laneq_f32(f1, 3)}};
+    w.ma = v16_muln(w.fa, -32.0f);
+    w.mb = v16_muln(w.fb, -32.0f);
+    return w;
+}
+
+/* Q2_K / Q3_K: quad h is the super-block's half of 128 values; sub-block bi of it takes
+ * bits 2 bi of qs[32 h + l] (and Q3_K bit 4 h + bi of hmask[l] as +4). */
+AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
+    int k3 = dt == DT_Q3_K, h = q % 2;
+    const uint8_t *blk = row + (size_t)(q / 2) * (k3 ? 110 : 84), *qs = blk + (k3 ? 32 : 16) + 32 * h;
+    uint8x16_t z0 = vld1q_u8(qs), z1 = vld1q_u8(qs + 16), three = vdupq_n_u8(3);
+    uint8x16_t a[4] = {vandq_u8(z0, three), vandq_u8(vshrq_n_u8(z0, 2), three), vandq_u8(vshrq_n_u8(z0, 4), three),
+                       vshrq_n_u8(z0, 6)};
+    uint8x16_t b[4] = {vandq_u8(z1, three), vandq_u8(vshrq_n_u8(z1, 2), three), vandq_u8(vshrq_n_u8(z1, 4), three),
+                       vshrq_n_u8(z1, 6)};
+    ip_w w;
+    float fa[4], fb[4], ma[4], mb[4];
+    if (k3) {
+        uint8x16_t m0 = vld1q_u8(blk), m1 = vld1q_u8(blk + 16);
+        UNROLL for (int bi = 0; bi < 4; bi++) {
+            a[bi] = vorrq_u8(a[bi], bit_to(m0, 4 * h + bi, 2));
+            b[bi] = vorrq_u8(b[bi], bit_to(m1, 4 * h + bi, 2));
+        }
+        float d = h2f(blk + 108);
+        for (int bi = 0; bi < 4; bi++) {
+            int j = 4 * h + bi;
+            fa[bi] = d * (float)q3k_scale(blk + 96, 2 * j);
+            fb[bi] = d * (float)q3k_scale(blk + 96, 2 * j + 1);
+            ma[bi] = -4.0f * fa[bi];
+            mb[bi] = -4.0f * fb[bi];
+        }
+    } else {
+        float d = h2f(blk + 80), dmin = h2f(blk + 82);
+        for (int bi = 0; bi < 4; bi++) {
+            int sa = blk[8 * h + 2 * bi], sb = blk[8 * h + 2 * bi + 1];
+            fa[bi] = d * (float)(sa & 15);
+            fb[bi] = d * (float)(sb & 15);
+            ma[bi] = -(dmin * (float)(sa >> 4));
+            mb[bi] = -(dmin * (float)(sb >> 4));
+        }
+    }
+    UNROLL for (int bi = 0; bi < 4; bi++) w.a[bi] = s8(a[bi]), w.b[bi] = s8(b[bi]);
+    w.fa = expand4(vld1q_f32(fa));
+    w.fb = expand4(vld1q_f32(fb));
+    w.ma = expand4(vld1q_f32(ma));
+    w.mb = expand4(vld1q_f32(mb));
+    return w;
+}
+
+/* Q5_0 / Q5_1 (full quads: the caller widens a last partial one): block bi's 16 bytes of
+ * nibbles (byte l: value l low, l + 16 high) and its qh (bits 0..15 to the a half, 16..31
+ * to b: each bit spread to a byte by a table lookup, then tested). */
+AI ip_w dec_q5(dtype dt, const uint8_t *b0) {
+    int v1 = dt == DT_Q5_1, bb = v1 ? 24 : 22;
+    const uint8x16_t sel = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t ia = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+    const uint8x16_t ib = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+    const uint8x16_t x10 = vdupq_n_u8(0x10);
+    ip_w w;
+    UNROLL for (int bi = 0; bi < 4; bi++) {
+        const uint8_t *blk = b0 + bb * bi;
+        uint8x16_t z = vld1q_u8(blk + 6 + 2 * v1);
+        uint8x16_t qh = vreinterpretq_u8_u32(vdupq_n_u32(rd_u32(blk + 2 + 2 * v1)));
+        w.a[bi] = s8(vorrq_u8(lo_nib(z), vandq_u8(vtstq_u8(vqtbl1q_u8(qh, ia), sel), x10)));
+        w.b[bi] = s8(vorrq_u8(vshrq_n_u8(z, 4), vandq_u8(vtstq_u8(vqtbl1q_u8(qh, ib), sel), x10)));
+    }
+    w.fa = w.fb = expand4(h2f4(b0, bb));
+    w.ma = w.mb = v1 ? expand4(h2f4(b0 + 2, bb)) : v16_muln(w.fa, -16.0f);
+    return w;
+}
+
+/* IQ4: nibbles through the 16-entry grid, as the signed kvalues (see the top). */
+AI int8x16_t iq4_lut(uint8x16_t idx) {
+    const int8x16_t t = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    return vqtbl1q_s8(t, idx);
+}
+
+/* IQ4_NL (full quads, as dec_q5). */
+AI ip_w dec_iq4_nl(const uint8_t *b0) {
+    ip_w w;
+    UNROLL for (int bi = 0; bi < 4; bi++) {
+        uint8x16_t z = vld1q_u8(b0 + 18 * bi + 2);
+        w.a[bi] = iq4_lut(lo_nib(z));
+        w.b[bi] = iq4_lut(vshrq_n_u8(z, 4));
+    }
+    w.fa = w.fb = expand4(h2f4(b0, 18));
+    w.ma = w.mb = v16_muln(w.fa, -128.0f);
+    return w;
+}
+
+/* IQ4_XS: sub-block j's 16 bytes at qs + 16 j, so quad qq is 64 contiguous bytes. */
+AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
+    const uint8_t *blk = row + (size_t)(q / 2) * 136;
+    int qq = q % 2, sh = rd_u16(blk + 2);
+    float d = h2f(blk), f[4];
+    ip_w w;
+    UNROLL for (int bi = 0; bi < 4; bi++) {
+        int j = 4 * qq + bi, ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | ((sh >> (2 * j)) & 3) << 4;
+        f[bi] = d * (float)(ls - 32);
+        uint8x16_t z = vld1q_u8(blk + 8 + 16 * j);
+        w.a[bi] = iq4_lut(lo_nib(z));
+        w.b[bi] = iq4_lut(vshrq_n_u8(z, 4));
+    }
+    w.fa = w.fb = expand4(vld1q_f32(f));
+    w.ma = w.mb = v16_muln(w.fa, -128.0f);
+    return w;
+}
+
+/* Types of 32-value blocks: a last partial quad is copied after its kb blocks into a
+ * zeroed buffer of 4 (absent blocks: scale 0, against zero activations), so no byte past
+ * the row is read and the decoders need no masks. */
+AI int ip_small_block(dtype dt) { return dt == DT_Q5_0 || dt == DT_Q5_1 || dt == DT_IQ4_NL; }
+AI int ip_bb(dtype dt) { return dt == DT_Q5_0 ? 22 : dt == DT_Q5_1 ? 24 : 18; }
+
+AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
+    if (ip_small_block(dt)) {
+        int bb = ip_bb(dt), kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        const uint8_t *b0 = row + (size_t)q * 4 * (size_t)bb;
+        uint8_t part[4 * 24];
+        if (kb < 4) {
+            memset(part, 0, sizeof part);
+            memcpy(part, b0, (size_t)kb * (size_t)bb);
+            b0 = part;
+        }
+        return dt == DT_IQ4_NL ? dec_iq4_nl(b0) : dec_q5(dt, b0);
+    }
+    switch (dt) {
+    case DT_Q4_K:
+    case DT_Q5_K: return dec_q45_k(dt, row, q);
+    case DT_Q6_K: return dec_q6_k(row, q);
+    case DT_Q2_K:
+    case DT_Q3_K: return dec_q23_k(dt, row, q);
+    default: return dec_iq4_xs(row, q);
+    }
+}
+
+/* ---- the matmul ---------------------------------------------------------------------- */
+
+AI v16 cvt_lanes(const int32x4_t i[4]) {
+    v16 v;
+    UNROLL for (int bi = 0; bi < 4; bi++) v.q[bi] = vcvtq_f32_s32(i[bi]);
+    return v;
+}
+
+/* acc += one quad of one row against one token: inplace_avx512.c's ip_step lane by lane. */
+AI v16 ip_step(dtype dt, sdot_fn sd, const ip_w *w, const ip_x *x, const int8_t *xq, v16 acc) {
+    int8x16_t xa[4], xb[4];
+    UNROLL for (int bi = 0; bi < 4; bi++) xa[bi] = vld1q_s8(xq + 16 * bi), xb[bi] = vld1q_s8(xq + 64 + 16 * bi);
+    if (ip_halves(dt)) {
+        int32x4_t ia[4], ib[4];
+        UNROLL for (int bi = 0; bi < 4; bi++) {
+            ia[bi] = dot_lanes(sd, 0, w->a[bi], xa[bi], w->a[bi], xa[bi]);
+            ib[bi] = dot_lanes(sd, 0, w->b[bi], xb[bi], w->b[bi], xb[bi]);
+        }
+        acc = v16_fma(v16_mul(cvt_lanes(ia), x->dx), w->fa, acc);
+        acc = v16_fma(v16_mul(cvt_lanes(ib), x->dx), w->fb, acc);
+        acc = v16_fma(w->ma, x->sa, acc);
+        return v16_fma(w->mb, x->sb, acc);
+    }
+    int32x4_t i[4];
+    UNROLL for (int bi = 0; bi < 4; bi++) {
+        i[bi] = dot_lanes(sd, 1, w->a[bi], xa[bi], w->b[bi], xb[bi]);
+        if (ip_iq4(dt)) i[bi] = vaddq_s32(i[bi], x->c128[bi]);
+    }
+    acc = v16_fma(v16_mul(cvt_lanes(i), x->dx), w->fa, acc);
+    return v16_fma(w->ma, v16_add(x->sa, x->sb), acc);
+}
+
+/* avx512.c's lane-summing tree: 16 -> 8 (lane i: v[i+8] + v[i]) -> 4 -> 2 -> 1. */
+AI float ip_reduce(v16 a) {
+    float32x4_t e0 = vaddq_f32(a.q[2], a.q[0]), e1 = vaddq_f32(a.q[3], a.q[1]);
+    float32x4_t f = vaddq_f32(e1, e0);
+    float32x2_t g = vadd_f32(vget_high_f32(f), vget_low_f32(f));
+    return vget_lane_f32(g, 1) + vget_lane_f32(g, 0);
+}
+
+/* Decode: one row x one token. */
+AI void ip_gemv_row(dtype dt, sdot_fn sd, const uint8_t *row, size_t rb, int nb, int quads, const q8_act *x,
+                    const ip_x *xs, float *y) {
+    v16 acc = v16_zero();
+    for (int q = 0; q < quads; q++) {
+        __builtin_prefetch(row + (size_t)q * rb / (size_t)quads + IP_PF, 0, 3);
+        ip_w w = ip_decode(dt, row, q, nb);
+        acc = ip_step(dt, sd, &w, &xs[q], x->q + 128 * (size_t)q, acc);
+    }
+    *y = ip_reduce(acc);
+}
+
+/* Row r x tokens [t0, t0 + T), the activation side of those tokens in xs (quads each). */
+AI void ip_row(dtype dt, sdot_fn sd, const uint8_t *row, int nb, int quads, const q8_act *x, int t0, int T,
+               const ip_x *xs, float *y, int ldy, int r) {
+    v16 acc[IP_T];
+    UNROLL for (int t = 0; t < T; t++) acc[t] = v16_zero();
+    for (int q = 0; q < quads; q++) {
+        ip_w w = ip_decode(dt, row, q, nb);
+        UNROLL for (int t = 0; t < T; t++)
+            acc[t] = ip_step(dt, sd, &w, &xs[(size_t)t * quads + q],
+                             x->q + (size_t)(t0 + t) * x->quads * 128 + 128 * (size_t)q, acc[t]);
+    }
+    UNROLL for (int t = 0; t < T; t++) y[(size_t)(t0 + t) * ldy + r] = ip_reduce(acc[t]);
+}
+
+/* Inlined into each entry point, so that every branch on dt and sd is decided at compile time. */
+AI void ip_matmul(dtype dt, sdot_fn sd, const void *w, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    int nb = cols / 32, quads = (nb + 3) / 4;
+    size_t rb = dtype_row_bytes(dt, cols);
+    ip_x stack[IP_STACK_QUADS * IP_T];
+    ip_x *xs = quads <= IP_STACK_QUADS ? stack : aligned_alloc(16, sizeof(ip_x) * (size_t)quads * IP_T);
+    if (!xs) { /* out of memory: the scalar reference needs none */
+        kernels_scalar()->matmul_q8[dt](w, r1, cols, r0, r1, x, y, ldy);
+        return;
+    }
+    const uint8_t *wb = w;
+    if (x->nt == 1) {
+        ip_prep(x, 0, quads, xs);
+        for (int r = r0; r < r1; r++) ip_gemv_row(dt, sd, wb + (size_t)r * rb, rb, nb, quads, x, xs, y + r);
+    } else {
+        for (int rb0 = r0; rb0 < r1; rb0 += IP_RB) {
+            int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
+            for (int t0 = 0; t0 < x->nt; t0 += IP_T) {
+                int T = x->nt - t0 < IP_T ? x->nt - t0 : IP_T;
+                for (int t = 0; t < T; t++) ip_prep(x, t0 + t, quads, xs + (size_t)t * quads);
+                for (int r = rb0; r < rb1; r++) {
+                    if (T == IP_T)
+                        ip_row(dt, sd, wb + (size_t)r * rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
+                    else
+                        for (int t = 0; t < T; t++)
+                            ip_row(dt, sd, wb + (size_t)r * rb, nb, quads, x, t0 + t, 1, xs + (size_t)t * quads, y,
+                                   ldy, r);
+                }
+            }
+        }
+    }
+    if (xs != stack) free(xs);
+}
+
+static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+
+/* Per type: the sdot variant, the plain one, and the table's entry choosing between
+ * them per call (as neon.c). */
+#define IP_MATMUL(NAME, DT)                                                                                   \
+    DOTPROD static void NAME##_sdot(const void *w, int rows, int cols, int r0, int r1, const q8_act *x,       \
+                                    float *y, int ldy) {                                                      \
+        (void)rows;                                                                                           \
+        ip_matmul(DT, sdot16, w, cols, r0, r1, x, y, ldy);                                                    \
+    }                                                                                                         \
+    static void NAME##_plain(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y,    \
+                             int ldy) {                                                                       \
+        (void)rows;                                                                                           \
+        ip_matmul(DT, NULL, w, cols, r0, r1, x, y, ldy);                                                      \
+    }                                                                                                         \
+    void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {       \
+        (has_sdot() ? NAME##_sdot : NAME##_plain)(w, rows, cols, r0, r1, x, y, ldy);                          \
+    }
+IP_MATMUL(inplace_neon_q5_0, DT_Q5_0)
+IP_MATMUL(inplace_neon_q5_1, DT_Q5_1)
+IP_MATMUL(inplace_neon_q2_k, DT_Q2_K)
+IP_MATMUL(inplace_neon_q3_k, DT_Q3_K)
+IP_MATMUL(inplace_neon_q4_k, DT_Q4_K)
+IP_MATMUL(inplace_neon_q5_k, DT_Q5_K)
+IP_MATMUL(inplace_neon_q6_k, DT_Q6_K)
+IP_MATMUL(inplace_neon_iq4_nl, DT_IQ4_NL)
+IP_MATMUL(inplace_neon_iq4_xs, DT_IQ4_XS)
+
+matmul_q8_fn inplace_neon_plain(dtype dt) {
+    switch (dt) {
+    case DT_Q5_0: return inplace_neon_q5_0_plain;
+    case DT_Q5_1: return inplace_neon_q5_1_plain;
+    case DT_Q2_K: return inplace_neon_q2_k_plain;
+    case DT_Q3_K: return inplace_neon_q3_k_plain;
+    case DT_Q4_K: return inplace_neon_q4_k_plain;
+    case DT_Q5_K: return inplace_neon_q5_k_plain;
+    case DT_Q6_K: return inplace_neon_q6_k_plain;
+    case DT_IQ4_NL: return inplace_neon_iq4_nl_plain;
+    case DT_IQ4_XS: return inplace_neon_iq4_xs_plain;
+    default: return NULL;
+    }
+}
+
+#else
+typedef int inplace_neon_not_built; /* keeps the translation unit non-empty */
+#endif
