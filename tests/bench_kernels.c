@@ -12,10 +12,8 @@
  * sum over 512 MiB is printed first: the floor a decode step cannot beat.
  * Then the fast-mode int8-activation kernels (matmul_q8 on repacked Q4_0 /
  * Q4_1 / Q8_0 / Q4_1G64 (MLX 4-bit g64), kernels.h) the same way, prefill at nt = 64 in GOP/s.
- * Then the same for the GGUF types the int8 kernels read in place (Q5_0 ... IQ4_XS,
- * dequant.h). Optional arguments filter what runs: dtype names and/or ISA names
- * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part on repacked
- * weights, "inplace" only the in-place one: `build/bench_kernels inplace Q4_K avx2`).
+ * Optional arguments filter what runs: dtype names and/or ISA names
+ * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part).
  * Not part of `make test`; numbers are for comparison within one run. */
 #include <stdint.h>
 #include <stdio.h>
@@ -178,7 +176,8 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     const shape big = {2048, 8192}, small = {576, 1536};
     const int ntp = 64;
     const size_t cold_total = (size_t)512 << 20;
-    const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64, DT_Q5_0, DT_Q6_K, DT_IQ4_XS, DT_Q5_K};
+    const dtype dts[] = {DT_Q4_0, DT_Q4_1,  DT_Q8_0, DT_Q4_1G64, DT_Q5_0,   DT_Q6_K,
+                         DT_IQ4_XS, DT_Q5_K, DT_Q5_1, DT_Q2_K,    DT_Q3_K,   DT_Q4_K, DT_IQ4_NL};
     struct {
         const kernels *k;
         const char *label;
@@ -186,7 +185,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
 #if defined(__x86_64__)
     if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
 #endif
-    printf("\nint8 activations (fast mode), repacked weights (Q5_0 Q6_K IQ4_XS Q5_K: read in place)\n");
+    printf("\nint8 activations (fast mode), repacked weights (Q5_0 and after: read in place)\n");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
            "prefill nt=64", "prefill nt=64");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
@@ -205,7 +204,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     xs.quads = q8_quads(small.cols); /* the same buffers read with the small shape's stride */
     for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
         dtype dt = dts[d];
-        if (!wanted(argc, argv, dtype_name(dt), dt_names, 11)) continue;
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 16)) continue;
         size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;
         uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = aligned_alloc(64, (bytes_small + 63) / 64 * 64);
@@ -250,96 +249,6 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     return 0;
 }
 
-/* A (rows, cols) matrix of an in-place GGUF type (dequant.h): random payload, sane f16
- * scales (and mins) at their places in each block (finite values, no denormals). */
-static void fill_gguf(dtype dt, uint8_t *p, size_t n, uint64_t *s) {
-    int off[2] = {0, -1};
-    switch (dt) {
-    case DT_Q5_1: case DT_Q4_K: case DT_Q5_K: off[1] = 2; break;
-    case DT_Q2_K: off[0] = 80, off[1] = 82; break;
-    case DT_Q3_K: off[0] = 108; break;
-    case DT_Q6_K: off[0] = 208; break;
-    default: break; /* Q5_0, IQ4_NL, IQ4_XS: d first */
-    }
-    size_t bb = (size_t)dtype_block_bytes(dt);
-    uint16_t d = f32_to_f16(0.01f), m = f32_to_f16(0.05f);
-    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)rng_next(s);
-    for (size_t i = 0; i + bb <= n; i += bb) {
-        memcpy(p + i + off[0], &d, 2);
-        if (off[1] >= 0) memcpy(p + i + off[1], &m, 2);
-    }
-}
-
-/* The int8-activation kernels on GGUF blocks read in place: as bench_q8. */
-static int bench_inplace(int argc, char **argv, const char *const *isa_names) {
-    const shape big = {2048, 8192}, small = {576, 1536};
-    const int ntp = 64;
-    const size_t cold_total = (size_t)512 << 20;
-    const dtype dts[] = {DT_Q5_0, DT_Q5_1, DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
-    const kernels *tabs[] = {kernels_avx2(), kernels_avx512(), kernels_neon()};
-    printf("\nint8 activations (fast mode), GGUF blocks read in place\n");
-    printf("%-7s %-7s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
-           "prefill nt=64", "prefill nt=64");
-    printf("%-7s %-7s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
-           "2048x8192 GOP/s", "576x1536");
-    uint64_t seed = 11;
-    float *xf = malloc(sizeof(float) * (size_t)big.cols * ntp), *y = malloc(sizeof(float) * (size_t)big.rows * ntp);
-    q8_act x = {.nt = ntp, .cols = big.cols, .quads = q8_quads(big.cols)}, xs;
-    x.q = malloc((size_t)ntp * x.quads * 128);
-    x.d = malloc(sizeof(float) * (size_t)ntp * x.quads * 4);
-    x.s = malloc(sizeof(float) * (size_t)ntp * x.quads * 4);
-    if (!xf || !y || !x.q || !x.d || !x.s) return 1;
-    for (int i = 0; i < big.cols * ntp; i++) xf[i] = rng_unit(&seed);
-    kernels_scalar()->quantize_act(xf, big.cols, 0, ntp, &x);
-    xs = x;
-    xs.cols = small.cols;
-    xs.quads = q8_quads(small.cols); /* the same buffers read with the small shape's stride */
-    for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
-        dtype dt = dts[d];
-        int named = 0, hit = 0;
-        for (int i = 1; i < argc; i++) {
-            int isa = 0;
-            for (int j = 0; j < 4; j++) isa |= !strcmp(argv[i], isa_names[j]);
-            if (!isa && strcmp(argv[i], "inplace")) named = 1, hit |= !strcmp(argv[i], dtype_name(dt));
-        }
-        if (named && !hit) continue;
-        size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
-        int ncold = (int)(cold_total / bytes_big) + 1;
-        uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = malloc(bytes_small);
-        if (!wb || !ws) return 1;
-        for (int i = 0; i < ncold; i++) {
-            if (!(wb[i] = malloc(bytes_big))) return 1;
-            if (i == 0)
-                fill_gguf(dt, wb[0], bytes_big, &seed);
-            else
-                memcpy(wb[i], wb[0], bytes_big);
-        }
-        fill_gguf(dt, ws, bytes_small, &seed);
-        for (int k = 0; k < 3; k++) {
-            if (!tabs[k] || !tabs[k]->matmul_q8[dt] || !wanted(argc, argv, tabs[k]->name, isa_names, 4)) continue;
-            matmul_q8_fn f = tabs[k]->matmul_q8[dt];
-            q8_act x1 = x, xs1 = xs;
-            x1.nt = xs1.nt = 1;
-            double bw = stream_bandwidth(256, 3);
-            double cold = time_q8(f, wb, ncold, big, &x1, y, 0.3);
-            double warm = time_q8(f, wb, 1, big, &x1, y, 0.2);
-            double warm_s = time_q8(f, &ws, 1, small, &xs1, y, 0.2);
-            double pf = time_q8(f, wb, 1, big, &x, y, 0.4);
-            double pf_s = time_q8(f, &ws, 1, small, &xs, y, 0.2);
-            double ops_big = 2.0 * big.rows * big.cols * ntp, ops_small = 2.0 * small.rows * small.cols * ntp;
-            printf("%-7s %-7s %10.1f %6.0f%% %10.1f %10.1f %14.1f %14.1f\n", dtype_name(dt), tabs[k]->name,
-                   bytes_big / cold / 1e9, 100.0 * bytes_big / cold / 1e9 / bw, bytes_big / warm / 1e9,
-                   bytes_small / warm_s / 1e9, ops_big / pf / 1e9, ops_small / pf_s / 1e9);
-            fflush(stdout);
-        }
-        for (int i = 0; i < ncold; i++) free(wb[i]);
-        free(wb);
-        free(ws);
-    }
-    free(xf), free(y), free(x.q), free(x.d), free(x.s);
-    return 0;
-}
-
 int main(int argc, char **argv) {
     const kernels *tables[] = {kernels_scalar(), kernels_avx2(), kernels_avx512(), kernels_neon()};
     const dtype dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1};
@@ -347,16 +256,14 @@ int main(int argc, char **argv) {
     const int nt_prefill = 16;
     const size_t cold_total = (size_t)512 << 20; /* well above any L3 seen here (32 to 260 MiB) */
 
-    static const char *const dt_names[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_1G64", "Q5_0", "Q6_K", "IQ4_XS", "Q5_K"};
+    static const char *const dt_names[] = {"F32",  "F16",    "BF16", "Q8_0", "Q4_0", "Q4_1",  "Q4_1G64", "Q5_0",
+                                           "Q6_K", "IQ4_XS", "Q5_K", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "IQ4_NL"};
     static const char *const isa_names[] = {"scalar", "avx2", "avx512", "neon"};
     printf("streaming-sum read bandwidth, 512 MiB, 1 thread: %.1f GB/s\n", stream_bandwidth(512, 5));
     printf("auto-selected table: %s\n", kernels_select(NULL)->name);
     int only_q8 = 0;
     for (int i = 1; i < argc; i++) only_q8 |= !strcmp(argv[i], "q8");
-    int only_inplace = 0;
-    for (int i = 1; i < argc; i++) only_inplace |= !strcmp(argv[i], "inplace");
     if (only_q8) return bench_q8(argc, argv, dt_names, isa_names);
-    if (only_inplace) return bench_inplace(argc, argv, isa_names);
     printf("\n%-5s %-7s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192",
            "576x1536", "prefill nt=16", "prefill nt=16");
     printf("%-5s %-7s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s",
@@ -370,7 +277,7 @@ int main(int argc, char **argv) {
 
     for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
         dtype dt = dts[d];
-        if (!wanted(argc, argv, dtype_name(dt), dt_names, 11)) continue;
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 16)) continue;
         size_t rb_big = dtype_row_bytes(dt, big.cols), rb_small = dtype_row_bytes(dt, small.cols);
         size_t bytes_big = rb_big * big.rows, bytes_small = rb_small * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;
@@ -404,5 +311,5 @@ int main(int argc, char **argv) {
            "256 MiB streaming sum measured just before; prefill in GFLOP/s (2*rows*cols*nt).\n");
     free(x);
     free(y);
-    return bench_q8(argc, argv, dt_names, isa_names) || bench_inplace(argc, argv, isa_names);
+    return bench_q8(argc, argv, dt_names, isa_names);
 }

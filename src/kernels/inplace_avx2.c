@@ -9,8 +9,11 @@
  * activation bytes leaves, in int32 lanes 4 bi .. 4 bi + 3 of the pair (a01, a23)
  * read as 16 lanes, partial sums of sub-block bi's half: exactly the integers of
  * inplace_avx512.c's vpdpbusd, so the per-lane f32 steps and avx512.c's
- * lane-summing tree are the same too. Every (row, token) output runs the same
- * operations whatever the row range, the token count or the tile.
+ * lane-summing tree are the same too (Q6_K: inplace_avx512.c's natural order, the
+ * activations permuted once per quad and token, see dec_q6_k). The offset types
+ * (Q5_0 16, Q3_K 4, Q6_K 32, IQ4 128) start their integer sums at -offset * sum(q)
+ * instead of a min term, as inplace_avx512.c does. Every (row, token) output runs the
+ * same operations whatever the row range, the token count or the tile.
  *
  * Exact integer sums without VNNI: vpmaddubsw (u8 x s8, pairs summed in int16
  * WITH saturation) then vpmaddwd by 1 (pairs into int32). With q in [-127, 127]
@@ -19,8 +22,7 @@
  * pairs are even added before vpmaddwd (|sum| <= 4 * 31 * 127 = 15748). IQ4's u =
  * kvalue + 128 reaches 241, so it is decoded to the signed kvalue (|k| <= 127) and
  * multiplied by the sign trick, vpmaddubsw(|k|, sign(q, k)) (pairs <= 2 * 127^2 =
- * 32258); sum(u q) = sum(k q) + 128 sum(q) is then restored exactly in int32 (the
- * lane's 128 sum(q) is computed once per token with the activations). */
+ * 32258): sum(k q) is the offset type's sum(u q) - 128 sum(q) itself. */
 #include "kernels.h"
 
 #include "dequant.h"
@@ -40,7 +42,7 @@
  * (with 16 registers, 4 tokens' accumulators leave little room, and 4 still wins). */
 #define IP_T 4
 #define IP_RB 8 /* rows per block: the activation side is rebuilt per block of rows in prefill */
-#define IP_STACK_QUADS 96
+#define IP_STACK_QUADS 64
 #define IP_PF 2048 /* software prefetch distance in a row's stream (bytes), as inplace_avx512.c */
 
 /* 16 lanes as two registers: lo = lanes 0..7 (sub-blocks 0, 1), hi = 8..15 (2, 3). */
@@ -51,12 +53,19 @@ typedef struct {
     __m256i lo, hi;
 } v16i;
 
-/* The activation side of one quad for one token: block scale per lane, dx times the
- * lane's partial sum of q for the halves (for the mins), and for IQ4 128 times the
- * lane's sum of q over both halves, as an integer. */
+/* The activation side of one quad for one token. */
 typedef struct {
-    v16 dx, sa, sb;
-    v16i c128;
+    union {
+        struct {          /* the quad order (every type but Q6_K) */
+            v16 dx, sa, sb, s; /* block scale per lane; dx times the lanes' sums of q (halves, both) */
+            v16i na, nb, n;    /* -offset times the lanes' sums of q: the int8 sums' start */
+        };
+        struct {            /* Q6_K: the quad's activations in natural order */
+            v16i x0, x1;    /* values 0..63 (sub-blocks 0, 1) and 64..127 (2, 3) */
+            v16i o0, o1;    /* -32 times their lanes' sums of q */
+            v16 d0, d1;     /* their lanes' block scales */
+        };
+    };
 } ip_x;
 
 /* One quad of one row, decoded: weights of the halves (unsigned u, or IQ4's signed
@@ -68,6 +77,13 @@ typedef struct {
 
 AI int ip_halves(dtype dt) { return dt == DT_Q6_K || dt == DT_Q2_K || dt == DT_Q3_K; }
 AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
+/* Q6_K's quad is a half super-block in natural order in ql / qh: with the activations
+ * permuted once per quad and token, every sub-block decodes from one 32-byte load. */
+AI int ip_natural(dtype dt) { return dt == DT_Q6_K; }
+/* The offset the types without a min subtract from u (dequant.h folds it into mn). */
+AI int ip_off(dtype dt) {
+    return dt == DT_Q5_0 ? 16 : dt == DT_Q6_K ? 32 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+}
 
 /* 4 f32 (one per sub-block of the quad) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
 AI v16 expand4(__m128 v) {
@@ -85,20 +101,45 @@ AI v16 v16_cvt(v16i v) { return (v16){_mm256_cvtepi32_ps(v.lo), _mm256_cvtepi32_
 /* Sums of 4 consecutive u8 x s8 products per int32 lane (u <= 128: no int16 saturation). */
 AI __m256i dot4(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
 
-static void ip_prep(const q8_act *x, int t, int quads, ip_x *out) {
+AI __m256i load32(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+/* 16 bytes at p0 in the low lane, 16 at p1 in the high one. */
+AI __m256i load2x16(const uint8_t *p0, const uint8_t *p1) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
+                                   _mm_loadu_si128((const __m128i *)p1), 1);
+}
+
+/* -offset times v (offset a power of two). */
+AI __m256i neg_off(dtype dt, __m256i v) {
+    int sh = dt == DT_Q5_0 ? 4 : dt == DT_Q6_K ? 5 : dt == DT_Q3_K ? 2 : 7;
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(v, sh));
+}
+
+AI void ip_prep(dtype dt, const q8_act *x, int t, int quads, ip_x *out) {
     const __m256i ones = _mm256_set1_epi8(1);
     const int8_t *q = x->q + (size_t)t * x->quads * 128;
     const float *d = x->d + (size_t)t * x->quads * 4;
     for (int k = 0; k < quads; k++) {
+        const uint8_t *p = (const uint8_t *)(q + 128 * (size_t)k);
+        if (ip_natural(dt)) { /* sub-block b: its first half at 16 b, its second at 64 + 16 b */
+            ip_x *o = &out[k];
+            o->x0 = (v16i){load2x16(p, p + 64), load2x16(p + 16, p + 80)};
+            o->x1 = (v16i){load2x16(p + 32, p + 96), load2x16(p + 48, p + 112)};
+            o->o0 = (v16i){neg_off(dt, dot4(ones, o->x0.lo)), neg_off(dt, dot4(ones, o->x0.hi))};
+            o->o1 = (v16i){neg_off(dt, dot4(ones, o->x1.lo)), neg_off(dt, dot4(ones, o->x1.hi))};
+            o->d0 = (v16){_mm256_set1_ps(d[4 * k]), _mm256_set1_ps(d[4 * k + 1])};
+            o->d1 = (v16){_mm256_set1_ps(d[4 * k + 2]), _mm256_set1_ps(d[4 * k + 3])};
+            continue;
+        }
         v16 dx = expand4(_mm_loadu_ps(d + 4 * k));
-        const int8_t *p = q + 128 * (size_t)k;
-        v16i sa = {dot4(ones, _mm256_loadu_si256((const __m256i *)p)), dot4(ones, _mm256_loadu_si256((const __m256i *)(p + 32)))};
-        v16i sb = {dot4(ones, _mm256_loadu_si256((const __m256i *)(p + 64))), dot4(ones, _mm256_loadu_si256((const __m256i *)(p + 96)))};
+        v16i sa = {dot4(ones, load32(p)), dot4(ones, load32(p + 32))};
+        v16i sb = {dot4(ones, load32(p + 64)), dot4(ones, load32(p + 96))};
         out[k].dx = dx;
         out[k].sa = v16_mul(v16_cvt(sa), dx);
         out[k].sb = v16_mul(v16_cvt(sb), dx);
-        out[k].c128 = (v16i){_mm256_slli_epi32(_mm256_add_epi32(sa.lo, sb.lo), 7),
-                             _mm256_slli_epi32(_mm256_add_epi32(sa.hi, sb.hi), 7)};
+        out[k].s = v16_add(out[k].sa, out[k].sb);
+        out[k].na = (v16i){neg_off(dt, sa.lo), neg_off(dt, sa.hi)};
+        out[k].nb = (v16i){neg_off(dt, sb.lo), neg_off(dt, sb.hi)};
+        out[k].n = (v16i){_mm256_add_epi32(out[k].na.lo, out[k].nb.lo), _mm256_add_epi32(out[k].na.hi, out[k].nb.hi)};
     }
 }
 
@@ -117,12 +158,6 @@ AI __m128 bytes4_f32(uint32_t v, float d) {
     return _mm_mul_ps(_mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)v))), _mm_set1_ps(d));
 }
 
-AI __m256i load32(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
-/* 16 bytes at p0 in the low lane, 16 at p1 in the high one. */
-AI __m256i load2x16(const uint8_t *p0, const uint8_t *p1) {
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
-                                   _mm_loadu_si128((const __m128i *)p1), 1);
-}
 AI __m256i lo_nib(__m256i z) { return _mm256_and_si256(z, _mm256_set1_epi8(0x0f)); }
 AI __m256i hi_nib(__m256i z) { return _mm256_and_si256(_mm256_srli_epi16(z, 4), _mm256_set1_epi8(0x0f)); }
 /* [a's low lane | b's low lane] and [a's high lane | b's high lane]. */
@@ -190,30 +225,28 @@ AI __m256 bytes8_f32(uint64_t v, float d) {
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v))), _mm256_set1_ps(d));
 }
 
-/* Q6_K: quad h of a super-block is its half of 128 values: low nibbles from ql[64h ..]
- * (sub-blocks 0, 1: bytes 0..31, 32..63 low; 2, 3: the same bytes high), 2 high bits
- * from qh[32h ..] (sub-block bi: bits 2bi), a signed scale per half of a sub-block. */
+/* Q6_K in natural order (ip_natural): quad h is the super-block's half of 128 values,
+ * sub-block bi its values 32 bi .. 32 bi + 31: low nibbles of ql[64h ..] bytes 0..31 (bi 0)
+ * and 32..63 (bi 1), high nibbles of the same (bi 2, 3), 2 high bits from qh[32h + l] at
+ * bits 2 bi. w0 = sub-blocks 0, 1 (a01: lo, b01: hi), w1 = 2, 3 (a23, b23); lanes 4k..4k+3
+ * of fa take half-scale k of sub-blocks 0, 1 (lo: 0, 1; hi: 2, 3), of fb those of 2, 3. */
 AI ip_w dec_q6_k(const uint8_t *row, int q) {
     const uint8_t *blk = row + (size_t)(q / 2) * 210;
     int h = q % 2;
-    __m256i z0 = load32(blk + 64 * h), z1 = load32(blk + 64 * h + 32);
-    __m256i l0 = lo_nib(z0), l1 = lo_nib(z1), h0 = hi_nib(z0), h1 = hi_nib(z1);
-    __m256i qh = load32(blk + 128 + 32 * h), ha = dup_lo(qh), hb = dup_hi(qh);
-    /* bits 2bi..2bi+1 of each byte to bits 4..5 (32-bit shifts by <= 4: a byte's bits 4..5
-     * come from its own bits) */
-    const __m256i s01 = _mm256_setr_epi32(4, 4, 4, 4, 2, 2, 2, 2), s23 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2);
+    __m256i z0 = load32(blk + 64 * h), z1 = load32(blk + 64 * h + 32), qh = load32(blk + 128 + 32 * h);
     const __m256i m30 = _mm256_set1_epi8(0x30);
-    ip_w w;
-    w.a01 = _mm256_or_si256(lanes_lo(l0, l1), _mm256_and_si256(_mm256_sllv_epi32(ha, s01), m30));
-    w.b01 = _mm256_or_si256(lanes_hi(l0, l1), _mm256_and_si256(_mm256_sllv_epi32(hb, s01), m30));
-    w.a23 = _mm256_or_si256(lanes_lo(h0, h1), _mm256_and_si256(_mm256_srlv_epi32(ha, s23), m30));
-    w.b23 = _mm256_or_si256(lanes_hi(h0, h1), _mm256_and_si256(_mm256_srlv_epi32(hb, s23), m30));
-    float d = h2f(blk + 208);
+    ip_w w; /* bits 2bi..2bi+1 of qh to bits 4..5 (16-bit shifts by <= 4: a byte's bits 4..5 come from its own) */
+    w.a01 = _mm256_or_si256(lo_nib(z0), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+    w.b01 = _mm256_or_si256(lo_nib(z1), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+    w.a23 = _mm256_or_si256(hi_nib(z0), _mm256_and_si256(qh, m30));
+    w.b23 = _mm256_or_si256(hi_nib(z1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
     __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h)))),
-                             _mm256_set1_ps(d));
-    spread_halves(f, &w.fa, &w.fb);
-    w.ma = v16_mul(w.fa, v16_set1(-32.0f));
-    w.mb = v16_mul(w.fb, v16_set1(-32.0f));
+                             _mm256_set1_ps(h2f(blk + 208)));
+    w.fa = (v16){_mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)),
+                 _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3))};
+    w.fb = (v16){_mm256_permutevar8x32_ps(f, _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5)),
+                 _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7))};
+    w.ma = w.mb = v16_set1(0.0f); /* the offset rides in the integer sums */
     return w;
 }
 
@@ -264,8 +297,8 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
     if (k3) {
         w.ma = v16_mul(w.fa, v16_set1(-4.0f));
         w.mb = v16_mul(w.fb, v16_set1(-4.0f));
-    } else { /* -(dmin * m), negated by the sign bit as the scalar -x */
-        __m256 m = _mm256_xor_ps(bytes8_f32(m8, h2f(blk + 82)), _mm256_set1_ps(-0.0f));
+    } else { /* 0 - dmin * m */
+        __m256 m = _mm256_sub_ps(_mm256_setzero_ps(), bytes8_f32(m8, h2f(blk + 82)));
         spread_halves(m, &w.ma, &w.mb);
     }
     return w;
@@ -382,27 +415,40 @@ AI __m256i half_dot(dtype dt, __m256i w, __m256i x) {
 
 /* acc += one quad of one row against one token: inplace_avx512.c's ip_step lane by lane. */
 AI v16 ip_step(dtype dt, const ip_w *w, const ip_x *x, const int8_t *xq, v16 acc) {
-    __m256i xa01 = load32((const uint8_t *)xq), xa23 = load32((const uint8_t *)xq + 32);
-    __m256i xb01 = load32((const uint8_t *)xq + 64), xb23 = load32((const uint8_t *)xq + 96);
-    if (ip_halves(dt)) {
-        v16i ia = {half_dot(dt, w->a01, xa01), half_dot(dt, w->a23, xa23)};
-        v16i ib = {half_dot(dt, w->b01, xb01), half_dot(dt, w->b23, xb23)};
+    if (ip_natural(dt)) { /* u <= 63 */
+        v16i i0 = {_mm256_add_epi32(x->o0.lo, dot4(w->a01, x->x0.lo)), _mm256_add_epi32(x->o0.hi, dot4(w->b01, x->x0.hi))};
+        v16i i1 = {_mm256_add_epi32(x->o1.lo, dot4(w->a23, x->x1.lo)), _mm256_add_epi32(x->o1.hi, dot4(w->b23, x->x1.hi))};
+        acc = v16_fma(v16_mul(v16_cvt(i0), x->d0), w->fa, acc);
+        return v16_fma(v16_mul(v16_cvt(i1), x->d1), w->fb, acc);
+    }
+    const uint8_t *p = (const uint8_t *)xq;
+    __m256i xa01 = load32(p), xa23 = load32(p + 32), xb01 = load32(p + 64), xb23 = load32(p + 96);
+    int off = ip_off(dt) != 0; /* offset types: no min term, the sums start at -offset * sum(q) */
+    if (ip_halves(dt)) { /* Q2_K, Q3_K: u <= 7 */
+        v16i ia = {dot4(w->a01, xa01), dot4(w->a23, xa23)};
+        v16i ib = {dot4(w->b01, xb01), dot4(w->b23, xb23)};
+        if (off) {
+            ia = (v16i){_mm256_add_epi32(x->na.lo, ia.lo), _mm256_add_epi32(x->na.hi, ia.hi)};
+            ib = (v16i){_mm256_add_epi32(x->nb.lo, ib.lo), _mm256_add_epi32(x->nb.hi, ib.hi)};
+        }
         acc = v16_fma(v16_mul(v16_cvt(ia), x->dx), w->fa, acc);
         acc = v16_fma(v16_mul(v16_cvt(ib), x->dx), w->fb, acc);
+        if (off) return acc;
         acc = v16_fma(w->ma, x->sa, acc);
         return v16_fma(w->mb, x->sb, acc);
     }
     v16i i;
-    if (ip_iq4(dt)) {
-        i.lo = _mm256_add_epi32(_mm256_add_epi32(half_dot(dt, w->a01, xa01), half_dot(dt, w->b01, xb01)), x->c128.lo);
-        i.hi = _mm256_add_epi32(_mm256_add_epi32(half_dot(dt, w->a23, xa23), half_dot(dt, w->b23, xb23)), x->c128.hi);
+    if (ip_iq4(dt)) { /* the signed kvalues: sum(k q) = sum(u q) - 128 sum(q), no start */
+        i.lo = _mm256_add_epi32(half_dot(dt, w->a01, xa01), half_dot(dt, w->b01, xb01));
+        i.hi = _mm256_add_epi32(half_dot(dt, w->a23, xa23), half_dot(dt, w->b23, xb23));
     } else { /* u <= 31: both halves' int16 pairs added before widening (see the top) */
         const __m256i one16 = _mm256_set1_epi16(1);
         i.lo = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w->a01, xa01), _mm256_maddubs_epi16(w->b01, xb01)), one16);
         i.hi = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(w->a23, xa23), _mm256_maddubs_epi16(w->b23, xb23)), one16);
+        if (off) i = (v16i){_mm256_add_epi32(x->n.lo, i.lo), _mm256_add_epi32(x->n.hi, i.hi)};
     }
     acc = v16_fma(v16_mul(v16_cvt(i), x->dx), w->fa, acc);
-    return v16_fma(w->ma, v16_add(x->sa, x->sb), acc);
+    return off ? acc : v16_fma(w->ma, x->s, acc);
 }
 
 /* avx512.c's lane-summing tree: 16 -> 8 (lane i: v[i+8] + v[i]) -> 4 -> 2 -> 1. */
@@ -454,14 +500,14 @@ AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_ac
     }
     const uint8_t *wb = w;
     if (x->nt == 1) {
-        ip_prep(x, 0, quads, xs);
+        ip_prep(dt, x, 0, quads, xs);
         for (int r = r0; r < r1; r++) ip_gemv_row(dt, wb + (size_t)r * rb, rb, nb, quads, x, xs, y + r);
     } else {
         for (int rb0 = r0; rb0 < r1; rb0 += IP_RB) {
             int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
             for (int t0 = 0; t0 < x->nt; t0 += IP_T) {
                 int T = x->nt - t0 < IP_T ? x->nt - t0 : IP_T;
-                for (int t = 0; t < T; t++) ip_prep(x, t0 + t, quads, xs + (size_t)t * quads);
+                for (int t = 0; t < T; t++) ip_prep(dt, x, t0 + t, quads, xs + (size_t)t * quads);
                 for (int r = rb0; r < rb1; r++) {
                     if (T == IP_T)
                         ip_row(dt, wb + (size_t)r * rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
