@@ -8,16 +8,18 @@
  * are stored (kernels.h). A product leaves, in int32 lane k of register bi, the
  * sum of bytes 4k..4k+3: the 16 lanes (4 registers) hold exactly the integers of
  * inplace_avx512.c's vpdpbusd, so its per-lane f32 steps and avx512.c's
- * lane-summing tree are the same too. Every (row, token) output runs the same
- * operations whatever the row range, the token count or the tile.
+ * lane-summing tree are the same too (Q6_K: inplace_avx512.c's natural order, see
+ * dec_q6_k). The offset types (Q5_0 16, Q3_K 4, Q6_K 32, IQ4 128) start their
+ * integer sums at -offset * sum(q) instead of a min term, as inplace_avx512.c does.
+ * Every (row, token) output runs the same operations whatever the row range, the
+ * token count or the tile.
  *
  * Exact integer sums: sdot (vdotq_s32) where the CPU has the dot-product extension
  * (checked at run time as in neon.c), else vmull_s8 + vpadalq_s16 (each product
  * fits int16, pairs are summed in int32, one vpaddq_s32 forms the lanes of 4). Both
  * multiply signed bytes: u <= 63 (Q6_K) is a valid int8 as it is, and IQ4's u =
- * kvalue + 128 (up to 241) is decoded to the signed kvalue instead; sum(u q) =
- * sum(k q) + 128 sum(q) is then restored exactly in int32 (the lane's sum(q) is
- * computed once per token with the activations). */
+ * kvalue + 128 (up to 241) is decoded to the signed kvalue instead, whose sums are
+ * the offset type's sum(u q) - 128 sum(q) themselves (no start). */
 #include "kernels.h"
 
 #include "dequant.h"
@@ -41,7 +43,7 @@
  * registers. Chosen by register count, not measured (no ARM machine here). */
 #define IP_T 2
 #define IP_RB 8 /* rows per block: the activation side is rebuilt per block of rows in prefill */
-#define IP_STACK_QUADS 96
+#define IP_STACK_QUADS 64
 #define IP_PF 2048 /* prefetch distance in a row's stream (bytes), inplace_avx512.c's; not measured here */
 
 /* 16 lanes as 4 registers, lanes 4bi..4bi+3 in q[bi] (sub-block bi of the quad). */
@@ -49,12 +51,18 @@ typedef struct {
     float32x4_t q[4];
 } v16;
 
-/* The activation side of one quad for one token: block scale per lane, dx times the
- * lane's partial sum of q for the halves (for the mins), and for IQ4 128 times the
- * lane's sum of q over both halves, as an integer. */
+/* The activation side of one quad for one token. */
 typedef struct {
-    v16 dx, sa, sb;
-    int32x4_t c128[4];
+    union {
+        struct {               /* the quad order (every type but Q6_K) */
+            v16 dx, sa, sb, s; /* block scale per lane; dx times the lanes' sums of q (halves, both) */
+            int32x4_t na[4], nb[4], n[4]; /* -offset times the lanes' sums of q: the int8 sums' start */
+        };
+        struct {                          /* Q6_K: natural order (x at ip_nat_off) */
+            int32x4_t o0[4], o1[4];       /* -32 times the lanes' sums of q */
+            v16 d0, d1;                   /* the lanes' block scales */
+        };
+    };
 } ip_x;
 
 /* One quad of one row, decoded: weights of the halves (u, or IQ4's signed kvalues),
@@ -66,6 +74,16 @@ typedef struct {
 
 AI int ip_halves(dtype dt) { return dt == DT_Q6_K || dt == DT_Q2_K || dt == DT_Q3_K; }
 AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
+/* Q6_K's quad is a half super-block in natural order in ql / qh (dec_q6_k). */
+AI int ip_natural(dtype dt) { return dt == DT_Q6_K; }
+/* The offset the types without a min subtract from u (dequant.h folds it into mn). */
+AI int ip_off(dtype dt) {
+    return dt == DT_Q5_0 ? 16 : dt == DT_Q6_K ? 32 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+}
+/* In natural order register r of the first (k = 0) or second (k = 1) pair of sub-blocks
+ * holds values 16 r .. 16 r + 15 of the pair: sub-block 2k + r / 2, half r % 2, whose 16
+ * activation bytes sit at this offset of the quad. */
+AI int ip_nat_off(int k, int r) { return 32 * k + 16 * (r / 2) + 64 * (r % 2); }
 
 /* 4 f32 (one per sub-block) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
 AI v16 expand4(float32x4_t v) {
@@ -97,18 +115,37 @@ AI v16 v16_zero(void) {
 /* Lane k = sum of bytes 4k..4k+3 of x (exact: |sum| <= 508). */
 AI int32x4_t sum4_s8(int8x16_t x) { return vpaddlq_s16(vpaddlq_s8(x)); }
 
-static void ip_prep(const q8_act *x, int t, int quads, ip_x *out) {
+/* -offset times v (offset a power of two). */
+AI int32x4_t neg_off(dtype dt, int32x4_t v) {
+    int32x4_t m = vdupq_n_s32(dt == DT_Q5_0 ? -16 : dt == DT_Q6_K ? -32 : dt == DT_Q3_K ? -4 : -128);
+    return vmulq_s32(v, m);
+}
+
+AI void ip_prep(dtype dt, const q8_act *x, int t, int quads, ip_x *out) {
     const int8_t *q = x->q + (size_t)t * x->quads * 128;
     const float *d = x->d + (size_t)t * x->quads * 4;
     for (int k = 0; k < quads; k++) {
-        v16 dx = expand4(vld1q_f32(d + 4 * k));
         const int8_t *p = q + 128 * (size_t)k;
+        const float *dk = d + 4 * k;
+        if (ip_natural(dt)) {
+            UNROLL for (int r = 0; r < 4; r++) {
+                out[k].o0[r] = neg_off(dt, sum4_s8(vld1q_s8(p + ip_nat_off(0, r))));
+                out[k].o1[r] = neg_off(dt, sum4_s8(vld1q_s8(p + ip_nat_off(1, r))));
+                out[k].d0.q[r] = vdupq_n_f32(dk[r / 2]);
+                out[k].d1.q[r] = vdupq_n_f32(dk[2 + r / 2]);
+            }
+            continue;
+        }
+        v16 dx = expand4(vld1q_f32(dk));
         out[k].dx = dx;
         UNROLL for (int bi = 0; bi < 4; bi++) {
             int32x4_t sa = sum4_s8(vld1q_s8(p + 16 * bi)), sb = sum4_s8(vld1q_s8(p + 64 + 16 * bi));
             out[k].sa.q[bi] = vmulq_f32(vcvtq_f32_s32(sa), dx.q[bi]);
             out[k].sb.q[bi] = vmulq_f32(vcvtq_f32_s32(sb), dx.q[bi]);
-            out[k].c128[bi] = vshlq_n_s32(vaddq_s32(sa, sb), 7);
+            out[k].s.q[bi] = vaddq_f32(out[k].sa.q[bi], out[k].sb.q[bi]);
+            out[k].na[bi] = neg_off(dt, sa);
+            out[k].nb[bi] = neg_off(dt, sb);
+            out[k].n[bi] = vaddq_s32(out[k].na[bi], out[k].nb[bi]);
         }
     }
 }
@@ -222,7 +259,9 @@ AI ip_w dec_q45_k(dtype dt, const uint8_t *row, int q) {
 
 /* Q6_K: quad h of a super-block is its half of 128 values: low nibbles from ql[64h ..]
  * (sub-blocks 0, 1: bytes 0..31, 32..63 low; 2, 3: the same bytes high), 2 high bits
- * from qh[32h ..] (sub-block bi: bits 2bi), a signed scale per half of a sub-block. */
+ * from qh[32h ..] (sub-block bi: bits 2bi), a signed scale per half of a sub-block.
+ * Natural order (ip_nat_off): a = sub-blocks 0, 1 and b = 2, 3, each as (first half,
+ * second half, first, second); fa / fb register r takes half-scale r / 4 + r. */
 AI ip_w dec_q6_k(const uint8_t *row, int q) {
     const uint8_t *blk = row + (size_t)(q / 2) * 210;
     int h = q % 2;
@@ -232,20 +271,20 @@ AI ip_w dec_q6_k(const uint8_t *row, int q) {
     const uint8x16_t m30 = vdupq_n_u8(0x30);
     ip_w w; /* bits 2bi..2bi+1 of qh to bits 4..5 */
     w.a[0] = s8(vorrq_u8(lo_nib(l0), vandq_u8(vshlq_n_u8(h0, 4), m30)));
-    w.b[0] = s8(vorrq_u8(lo_nib(l1), vandq_u8(vshlq_n_u8(h1, 4), m30)));
-    w.a[1] = s8(vorrq_u8(lo_nib(l2), vandq_u8(vshlq_n_u8(h0, 2), m30)));
-    w.b[1] = s8(vorrq_u8(lo_nib(l3), vandq_u8(vshlq_n_u8(h1, 2), m30)));
-    w.a[2] = s8(vorrq_u8(vshrq_n_u8(l0, 4), vandq_u8(h0, m30)));
-    w.b[2] = s8(vorrq_u8(vshrq_n_u8(l1, 4), vandq_u8(h1, m30)));
-    w.a[3] = s8(vorrq_u8(vshrq_n_u8(l2, 4), vandq_u8(vshrq_n_u8(h0, 2), m30)));
+    w.a[1] = s8(vorrq_u8(lo_nib(l1), vandq_u8(vshlq_n_u8(h1, 4), m30)));
+    w.a[2] = s8(vorrq_u8(lo_nib(l2), vandq_u8(vshlq_n_u8(h0, 2), m30)));
+    w.a[3] = s8(vorrq_u8(lo_nib(l3), vandq_u8(vshlq_n_u8(h1, 2), m30)));
+    w.b[0] = s8(vorrq_u8(vshrq_n_u8(l0, 4), vandq_u8(h0, m30)));
+    w.b[1] = s8(vorrq_u8(vshrq_n_u8(l1, 4), vandq_u8(h1, m30)));
+    w.b[2] = s8(vorrq_u8(vshrq_n_u8(l2, 4), vandq_u8(vshrq_n_u8(h0, 2), m30)));
     w.b[3] = s8(vorrq_u8(vshrq_n_u8(l3, 4), vandq_u8(vshrq_n_u8(h1, 2), m30)));
     float d = h2f(blk + 208);
     int16x8_t sc = vmovl_s8(vld1_s8((const int8_t *)(blk + 192 + 8 * h)));
     float32x4_t f0 = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(sc))), d); /* halves of sub-blocks 0, 1 */
     float32x4_t f1 = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(sc)), d);          /* 2, 3 */
-    spread_halves(f0, f1, &w.fa, &w.fb);
-    w.ma = v16_muln(w.fa, -32.0f);
-    w.mb = v16_muln(w.fb, -32.0f);
+    w.fa = (v16){{vdupq_laneq_f32(f0, 0), vdupq_laneq_f32(f0, 1), vdupq_laneq_f32(f0, 2), vdupq_laneq_f32(f0, 3)}};
+    w.fb = (v16){{vdupq_laneq_f32(f1, 0), vdupq_laneq_f32(f1, 1), vdupq_laneq_f32(f1, 2), vdupq_laneq_f32(f1, 3)}};
+    w.ma = w.mb = v16_zero(); /* the offset rides in the integer sums */
     return w;
 }
 
@@ -285,7 +324,8 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
         bytes8_f32(bt & 0x0f0f0f0f0f0f0f0full, 0, h2f(blk + 80), &f0, &f1);
         spread_halves(f0, f1, &w.fa, &w.fb);
         bytes8_f32((bt >> 4) & 0x0f0f0f0f0f0f0f0full, 0, h2f(blk + 82), &f0, &f1);
-        spread_halves(vnegq_f32(f0), vnegq_f32(f1), &w.ma, &w.mb);
+        const float32x4_t z = vdupq_n_f32(0.0f); /* 0 - dmin * m, as inplace_avx512.c */
+        spread_halves(vsubq_f32(z, f0), vsubq_f32(z, f1), &w.ma, &w.mb);
     }
     return w;
 }
@@ -392,26 +432,39 @@ AI v16 cvt_lanes(const int32x4_t i[4]) {
 
 /* acc += one quad of one row against one token: inplace_avx512.c's ip_step lane by lane. */
 AI v16 ip_step(dtype dt, sdot_fn sd, const ip_w *w, const ip_x *x, const int8_t *xq, v16 acc) {
+    if (ip_natural(dt)) {
+        int32x4_t i0[4], i1[4];
+        UNROLL for (int r = 0; r < 4; r++) {
+            int8x16_t x0 = vld1q_s8(xq + ip_nat_off(0, r)), x1 = vld1q_s8(xq + ip_nat_off(1, r));
+            i0[r] = vaddq_s32(x->o0[r], dot_lanes(sd, 0, w->a[r], x0, w->a[r], x0));
+            i1[r] = vaddq_s32(x->o1[r], dot_lanes(sd, 0, w->b[r], x1, w->b[r], x1));
+        }
+        acc = v16_fma(v16_mul(cvt_lanes(i0), x->d0), w->fa, acc);
+        return v16_fma(v16_mul(cvt_lanes(i1), x->d1), w->fb, acc);
+    }
     int8x16_t xa[4], xb[4];
     UNROLL for (int bi = 0; bi < 4; bi++) xa[bi] = vld1q_s8(xq + 16 * bi), xb[bi] = vld1q_s8(xq + 64 + 16 * bi);
+    int off = ip_off(dt) != 0 && !ip_iq4(dt); /* the sums start at -offset * sum(q); IQ4: signed kvalues */
     if (ip_halves(dt)) {
         int32x4_t ia[4], ib[4];
         UNROLL for (int bi = 0; bi < 4; bi++) {
             ia[bi] = dot_lanes(sd, 0, w->a[bi], xa[bi], w->a[bi], xa[bi]);
             ib[bi] = dot_lanes(sd, 0, w->b[bi], xb[bi], w->b[bi], xb[bi]);
+            if (off) ia[bi] = vaddq_s32(x->na[bi], ia[bi]), ib[bi] = vaddq_s32(x->nb[bi], ib[bi]);
         }
         acc = v16_fma(v16_mul(cvt_lanes(ia), x->dx), w->fa, acc);
         acc = v16_fma(v16_mul(cvt_lanes(ib), x->dx), w->fb, acc);
+        if (off) return acc;
         acc = v16_fma(w->ma, x->sa, acc);
         return v16_fma(w->mb, x->sb, acc);
     }
     int32x4_t i[4];
     UNROLL for (int bi = 0; bi < 4; bi++) {
         i[bi] = dot_lanes(sd, 1, w->a[bi], xa[bi], w->b[bi], xb[bi]);
-        if (ip_iq4(dt)) i[bi] = vaddq_s32(i[bi], x->c128[bi]);
+        if (off) i[bi] = vaddq_s32(x->n[bi], i[bi]);
     }
     acc = v16_fma(v16_mul(cvt_lanes(i), x->dx), w->fa, acc);
-    return v16_fma(w->ma, v16_add(x->sa, x->sb), acc);
+    return ip_off(dt) ? acc : v16_fma(w->ma, x->s, acc);
 }
 
 /* avx512.c's lane-summing tree: 16 -> 8 (lane i: v[i+8] + v[i]) -> 4 -> 2 -> 1. */
@@ -460,14 +513,14 @@ AI void ip_matmul(dtype dt, sdot_fn sd, const void *w, int cols, int r0, int r1,
     }
     const uint8_t *wb = w;
     if (x->nt == 1) {
-        ip_prep(x, 0, quads, xs);
+        ip_prep(dt, x, 0, quads, xs);
         for (int r = r0; r < r1; r++) ip_gemv_row(dt, sd, wb + (size_t)r * rb, rb, nb, quads, x, xs, y + r);
     } else {
         for (int rb0 = r0; rb0 < r1; rb0 += IP_RB) {
             int rb1 = rb0 + IP_RB < r1 ? rb0 + IP_RB : r1;
             for (int t0 = 0; t0 < x->nt; t0 += IP_T) {
                 int T = x->nt - t0 < IP_T ? x->nt - t0 : IP_T;
-                for (int t = 0; t < T; t++) ip_prep(x, t0 + t, quads, xs + (size_t)t * quads);
+                for (int t = 0; t < T; t++) ip_prep(dt, x, t0 + t, quads, xs + (size_t)t * quads);
                 for (int r = rb0; r < rb1; r++) {
                     if (T == IP_T)
                         ip_row(dt, sd, wb + (size_t)r * rb, nb, quads, x, t0, IP_T, xs, y, ldy, r);
