@@ -809,9 +809,9 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .swiglu_fast = swiglu_fast_avx512,                                                          \
     };
 
-/* The GGUF types read in place (inplace_avx512.c) need VNNI; without it they take the f32 route. */
+/* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */
 #define INPLACE_q8v , DQ_Q8_MATMULS(inplace_avx512)
-#define INPLACE_q8b
+#define INPLACE_q8b , DQ_Q8_MATMULS(inplace_avx2)
 
 AVX512_TABLE(AVX512, q8b)      /* int8 dot products by vpmaddubsw + vpmaddwd */
 AVX512_TABLE(AVX512_VNNI, q8v) /* ... by vpdpbusd */

@@ -73,6 +73,17 @@ ISA_TESTS(neon)
 /* The scalar in-place int8 reference against dequantized weights x int8 activations. */
 Test(kernels_scalar, int8_in_place) { check_table_inplace("scalar"); }
 
+#if defined(__x86_64__)
+const kernels *kernels_avx512_table(int vnni);
+/* The AVX-512 table of CPUs without VNNI (its in-place entries are inplace_avx2.c's). */
+Test(kernels_avx512, int8_in_place_without_vnni) {
+    if (!kernels_avx512()) cr_skip_test("avx512 kernels not available on this CPU / build");
+    char msg[512] = "";
+    for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++)
+        cr_assert_eq(st_check_inplace(kernels_avx512_table(0), ST_INPLACE_DTYPES[d], msg, sizeof msg), 0, "%s", msg);
+}
+#endif
+
 /* The scalar table checked against itself still exercises the harness
  * (strides, untouched cells, row splits) on every machine. */
 Test(kernels_scalar, harness_on_reference) {
