@@ -4,7 +4,10 @@
 Usage: make_quant_refs.py CACHE         (in the venv of requirements-ref.txt; QREFS_ONLY=smollm2,llama1b,tiny)
 
 transformers loads each GGUF with `gguf_file=` and dtype float32, dequantizing every tensor with gguf-py
-(the values llmgen's --exact route must reproduce bit for bit). Decoding is make_refs.py's manual greedy
+(the values llmgen's --exact route must reproduce bit for bit). In transformers 5.23 that holds for llama:
+its newer GGUF path (weights kept packed, unpacked per forward by its own torch dequantizer in
+integrations/gguf/dequant.py, or by a hub kernel) serves only the architectures listed in GGUF_ARCHS
+(qwen35, qwen35moe, lfm2); `load` asserts that no packed Gguf* module was swapped in. Decoding is make_refs.py's manual greedy
 loop (prompt forward, then one token at a time with the KV cache, argmax, no EOS stop).
 
   smollm2     CACHE/quant/SmolLM2-135M-Instruct.<T>.gguf (make quant-models): make_refs.py's 8 SmolLM2
@@ -86,7 +89,12 @@ def write_json(path, obj):
 
 def load(d, name, config=None):
     kw = {"config": config} if config is not None else {}
-    return AutoModelForCausalLM.from_pretrained(d, gguf_file=name, dtype=torch.float32, **kw).eval()
+    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=name, dtype=torch.float32, **kw).eval()
+    packed = sorted({type(m).__name__ for m in model.modules() if type(m).__name__.startswith("Gguf")})
+    if packed:
+        raise SystemExit("quant-refs: %s loaded with packed modules %s, not gguf-py's dequantization"
+                         % (name, packed))
+    return model
 
 
 def smollm2(cache, vers, manifest):
@@ -173,6 +181,7 @@ def tiny(vers):
         rng = np.random.Generator(np.random.PCG64(6000))
         prompt = [int(x) for x in rng.integers(3, vocab, R.TINY_PROMPT_LEN)]
         case, rows = R.run_greedy(m, prompt, R.TINY_STEPS)
+        # float64 from the same gguf-py values (the loader casts after dequantizing)
         m64 = AutoModelForCausalLM.from_pretrained(TINY_DIR, gguf_file=name, dtype=torch.float64).eval()
         case["f64_rel_err"] = R.f64_rel_err(m64, case, rows)
         del m64, m
