@@ -14,13 +14,13 @@ loop (prompt forward, then one token at a time with the KV cache, argmax, no EOS
               prompts tokenized by the file's own tokenizer (asserted equal to tests/refs/smollm2-gguf.json),
               64 greedy ids, top-2 gap and top-5 logits of every step
               -> tests/refs/gguf-quants/SmolLM2-135M-Instruct.<T>.json
-  llama1b     CACHE/quant/llama-1b-random.Q4_K_M.gguf: the Llama-3.2-1B config with random weights.
+  llama1b     CACHE/quant/llama-1b-random.{Q4_K_M,Q6_K}.gguf: the Llama-3.2-1B config with random weights.
               transformers maps no llama3 rope-scaling key from a GGUF (the file carries the scaling as a
               rope_freqs.weight tensor, which it ignores), so the config read from the GGUF gets the
               rope_parameters of tests/gen/llama-1b-random/config.json; the script asserts that the
               resulting inv_freq equals the file's base frequencies divided by rope_freqs.weight.
               2 prompts (the llama-1b-random one and a second from another seed), 16 steps, gaps,
-              max |logit| and top-64 of every step -> tests/refs/gguf-quants/llama-1b-random.Q4_K_M.json
+              max |logit| and top-64 of every step -> tests/refs/gguf-quants/llama-1b-random.<T>.json
   tiny        tests/fixtures/tiny-gguf/tiny-gguf.<T>.gguf (make quant-fixtures): 12 random prompt ids,
               32 steps, full logits of every step and the f32-vs-f64 noise (like make_refs.py's tiny-*)
               -> tests/refs/tiny-gguf.<T>.json + .logits.bin, checked in `make test` by check_refs.py
@@ -49,7 +49,7 @@ REFS = R.REFS
 QREFS = os.path.join(REFS, "gguf-quants")
 TINY_DIR = os.path.join(REPO, "tests", "fixtures", "tiny-gguf")
 SMOL_TYPES = ["Q4_K_M", "Q5_K_M", "Q6_K", "Q3_K_M", "Q2_K", "IQ4_XS", "Q5_0", "Q5_1"]
-B1_TYPES = ["Q4_K_M"]
+B1_TYPES = ["Q4_K_M", "Q6_K"]
 B1_STEPS = 16
 B1_PROMPT_SEEDS = [4242, 4343]  # 4242: the prompt of tests/refs/llama-1b-random.json
 B1_TOPK = 64
