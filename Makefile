@@ -300,6 +300,28 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
 	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py
 
+# ---- GGUF files as people download them (K-quants, Q5_0/Q5_1, IQ4; not part of `make test`) -------
+
+# The default model requantized by the peer's llama-quantize to Q4_K_M Q5_K_M Q6_K Q3_K_M Q2_K IQ4_XS
+# Q5_0 Q5_1, and the 1B-config F16 file of `make bench-models` (when present) to Q4_K_M and Q6_K, into
+# .cache/quant/ with a manifest (sha256, tensor-type census, command).
+.PHONY: quant-models quant-model-refs quant-fixtures regress-quants
+quant-models: peer $(TOOLS_VENV)/.ok $(DEFAULT_MODEL)  ## write the llama-quantize test files into .cache/quant
+	$(TOOLS_VENV)/bin/python tests/gen/make_quant_models.py $(CACHE)
+
+# HF transformers references for those files and for the tiny committed fixtures (tests/refs/gguf-quants,
+# tests/refs/tiny-gguf-*); slow, needs the torch venv; never run by CI.
+quant-model-refs: $(REF_VENV)/.ok quant-models  ## regenerate the HF references of the quantized GGUF files
+	$(REF_VENV)/bin/python tests/gen/make_quant_refs.py $(CACHE)
+
+# Rebuild the committed tiny quantized GGUF fixtures (tests/fixtures/tiny-gguf/) with llama-quantize.
+quant-fixtures: peer $(TOOLS_VENV)/.ok  ## rebuild tests/fixtures/tiny-gguf (random weights, one file per type)
+	$(TOOLS_VENV)/bin/python tests/gen/make_quant_fixtures.py $(CACHE)
+
+# llmgen --exact on the .cache/quant files against their HF references: ids equal per prompt, logit error.
+regress-quants: llmgen  ## check --exact on the llama-quantize files against HF (needs make quant-models)
+	$(PYTHON) tests/cli/regress_quants.py  # not check_*.py: make test must not need .cache/quant
+
 clean:  ## remove build output
 	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so
 

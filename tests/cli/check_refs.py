@@ -13,16 +13,21 @@ being the logits generated id i was chosen from) and applies the rule of its ref
                    steps are compared and reported, not gated (the quantized path may later compute
                    with int8 activations).
   tiny-*           ids equal at every step, and max |logit - HF| / max |HF logit| <= 1e-4 at every step.
+                   Also tiny-gguf.<TYPE>: the quantized GGUF fixtures of tests/fixtures/tiny-gguf (one
+                   per K-quant / Q5 / IQ4 type, written by llama-quantize), against HF loading them.
   llama-1b-random  relative logit error (vs the step's max |HF logit|; full rows where stored, the HF
                    top-64 ids elsewhere) <= REL_1B at every step, and identical greedy ids wherever HF's
                    top-2 gap > 1e-3. After a divergence at a smaller gap the two runs continue from
                    different contexts, so later ids are not compared (and said so).
+
+A reference whose source records a gguf_sha256 is only run on that exact file.
 
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache), LLMGEN_THREADS
 (default 2). Exits 1 on any failure. Standard library only.
 """
 import array
 import glob
+import hashlib
 import json
 import os
 import subprocess
@@ -97,6 +102,14 @@ def run_llmgen(model, prompt_ids, n, vocab):
             raise RuntimeError("llmgen did not write --dump-logits " + dump)
         rows = load_f32(dump, n, vocab)
         return ids, rows, dt
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def argmax(row):
@@ -252,6 +265,14 @@ def main():
                 and not model.endswith(".gguf"):
             res = Result(name)
             res.fail("%s is not built and verified (run make fixtures)" % model)
+            res.show()
+            failed += 1
+            continue
+        want_sha = ref.get("source", {}).get("gguf_sha256")
+        if want_sha and os.path.exists(model) and sha256_file(model) != want_sha:
+            res = Result(name)
+            res.fail("%s is not the file the reference was made from (sha256 %s); regenerate the "
+                     "reference with the target named in tests/refs/README.md" % (model, want_sha))
             res.show()
             failed += 1
             continue
