@@ -295,6 +295,7 @@ $(BENCH_BIN)/peer_run: tests/bench/peer_run.c $(PEER_DIR)/BUILD-INFO
 
 bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak  ## llmgen vs llama.cpp: one table + .cache/bench/results.json (BENCH_QUICK=1, BENCH_MODELS=a,b)
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run $(BUILD)/tok_driver
+	$(MAKE) --no-print-directory quant-models  # after bench-models: the 1B-config K-quant files come from its F16 file
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
@@ -319,8 +320,11 @@ quant-fixtures: peer $(TOOLS_VENV)/.ok  ## rebuild tests/fixtures/tiny-gguf (ran
 	$(TOOLS_VENV)/bin/python tests/gen/make_quant_fixtures.py $(CACHE)
 
 # llmgen --exact on the .cache/quant files against their HF references: ids equal per prompt, logit error.
-regress-quants: llmgen  ## check --exact on the llama-quantize files against HF (needs make quant-models)
+regress-quants: llmgen  ## --exact and fast mode on the llama-quantize files against HF (needs make quant-models)
 	$(PYTHON) tests/cli/regress_quants.py  # not check_*.py: make test must not need .cache/quant
+	@for r in tests/refs/gguf-quants/SmolLM2-*.json; do echo "fast mode: $$r"; \
+	  out=$$($(PYTHON) tests/cli/check_fast_mode.py --ref $$r); rc=$$?; echo "$$out" | tail -n 2; \
+	  [ $$rc = 0 ] || exit 1; done
 
 clean:  ## remove build output
 	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so
