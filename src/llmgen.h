@@ -75,9 +75,11 @@ typedef struct llmgen_model llmgen_model;
 typedef struct llmgen_session llmgen_session;
 
 typedef struct {
-    int n_threads;        /* worker threads for prefill / decode, 1..256; 0 = 2 */
+    int n_threads;        /* worker threads for prefill / decode, 1..256; 0 = the online CPUs (at most 256) */
     const char *kernels;  /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
     int no_tokenizer;     /* 1: skip loading the tokenizer (ids only; faster open) */
+    int tokenizer_only;   /* 1: load the tokenizer alone, no weights: path may also be a
+                             tokenizer.json; sessions cannot be opened (LLMGEN_E_USAGE) */
     int exact;            /* 1: exact mode, f32 activations (greedy ids equal HF transformers');
                              0 (default): fast mode, Q4_0/Q4_1/Q8_0 weights repacked at load and
                              activations quantized to int8 per block of 32 */
@@ -85,11 +87,11 @@ typedef struct {
 
 typedef struct {
     const char *architecture; /* "llama" */
-    const char *format;       /* "gguf" or "safetensors" */
+    const char *format;       /* "gguf" or "safetensors" ("tokenizer.json" for a tokenizer-only open) */
     const char *weight_types; /* distinct weight dtypes, e.g. "Q4_1+Q8_0+F32" */
     const char *kernels;      /* kernel table in use: "avx512", "avx2", "neon", "scalar" */
     int context_length;       /* the model's maximum positions */
-    int vocab_size;           /* logits per position */
+    int vocab_size;           /* logits per position (tokenizer-only: the tokenizer's vocabulary) */
     int n_threads;            /* size of the model's worker pool */
     int max_sequences;        /* 1: a session is one sequence (no batching of sequences) */
     int has_tokenizer;        /* 1 if the llmgen_tokenize family works */
@@ -165,6 +167,7 @@ void llmgen_session_free(llmgen_session *s);      /* NULL is fine */
 void llmgen_session_reset(llmgen_session *s);     /* forget every token: position 0 */
 int llmgen_session_pos(const llmgen_session *s);  /* tokens in the cache */
 int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
+llmgen_model *llmgen_session_model(const llmgen_session *s); /* the model it was opened on */
 
 /* Append n >= 1 ids at the current position and compute the logits of the last
  * one. *logits: vocab_size floats, owned by the session. Status: LLMGEN_E_CONTEXT
@@ -204,6 +207,111 @@ void llmgen_sampler_free(llmgen_sampler *s);  /* NULL is fine */
 /* Pick the next id from vocab_size logits. history (n_history ids, usually the
  * prompt and what was generated so far) feeds the repetition penalty; may be NULL. */
 int32_t llmgen_sample(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history);
+
+/* ---- generation ------------------------------------------------------------------ */
+
+/* Why a generation ended. llmgen_stop_reason_name gives the word --json prints. */
+typedef enum {
+    LLMGEN_STOP_LENGTH = 0,  /* "length": max_tokens ids were generated */
+    LLMGEN_STOP_EOS,         /* "eos": the model produced an end-of-sequence id (not in the result) */
+    LLMGEN_STOP_STRING,      /* "stop": the text reached a stop string (cut before it) */
+    LLMGEN_STOP_CONTEXT,     /* "context": the session's context is full */
+    LLMGEN_STOP_CANCELLED,   /* "interrupted": a callback asked to stop */
+} llmgen_stop_reason;
+
+const char *llmgen_stop_reason_name(llmgen_stop_reason r);
+
+/* Called once per generated id, in order, with the text that became final with it
+ * (complete UTF-8, never part of a stop string; may be empty; NULL-free, not
+ * NUL-terminated, valid during the call). A last call with id -1 hands over text
+ * held back until the end (an incomplete character). Return non-zero to stop:
+ * the generation ends with LLMGEN_STOP_CANCELLED after this id. */
+typedef int (*llmgen_piece_fn)(void *user, int32_t id, const char *text, size_t len);
+/* Called before each sampling with the logits it reads (n_vocab floats). Return
+ * non-zero to stop (LLMGEN_STOP_CANCELLED, nothing sampled from these logits). */
+typedef int (*llmgen_logits_fn)(void *user, const float *logits, int n_vocab);
+
+typedef struct {
+    int max_tokens;             /* >= 1; -1: until an end-of-sequence id or a full context */
+    int ignore_eos;             /* 1: end-of-sequence ids are generated like any other */
+    const char *const *stops;   /* n_stops non-empty strings (need a tokenizer); NULL if none */
+    int n_stops;
+    llmgen_sampler_params sampler;
+    int keep_cache;             /* 0: reset the session first; 1: append the prompt to what it holds */
+    llmgen_piece_fn on_piece;   /* may be NULL */
+    llmgen_logits_fn on_logits; /* may be NULL */
+    void *user;                 /* passed to both callbacks */
+} llmgen_generate_params;
+
+typedef struct {
+    int32_t *ids;               /* (n_ids) generated ids, end-of-sequence id excluded */
+    int n_ids;
+    char *text;                 /* their text, NUL-terminated, cut before a stop string; NULL without tokenizer */
+    size_t text_len;
+    llmgen_stop_reason stop_reason;
+    int n_prompt;               /* prompt ids run by this call */
+    double prefill_s;           /* seconds in prefill */
+    double decode_s;            /* seconds from the end of prefill to the end */
+    double first_token_s;       /* seconds from the start to the first sampled id */
+} llmgen_result;
+
+/* max_tokens 128, greedy sampler, no stops, reset first, no callbacks. */
+void llmgen_generate_defaults(llmgen_generate_params *p);
+
+/* Run n_prompt >= 1 ids, then sample, stream and decode until a stop (see
+ * llmgen_stop_reason). A full context is not an error: the result holds what was
+ * generated, with LLMGEN_STOP_CONTEXT. Status: LLMGEN_E_CONTEXT when the prompt
+ * itself does not fit (nothing generated), LLMGEN_E_USAGE for bad params or ids,
+ * the statuses of llmgen_prefill / llmgen_decode_step otherwise (on any error
+ * *r holds what was generated before it). On return the session holds the
+ * prompt and every generated id but the last, which was sampled, not yet run
+ * (with LLMGEN_STOP_EOS all of them: the end id was not run): a continuation
+ * with keep_cache prefills that last id first. *r is the caller's:
+ * llmgen_result_free (also after an error). */
+llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_prompt,
+                              const llmgen_generate_params *p, llmgen_result *r, char *err, size_t errlen);
+void llmgen_result_free(llmgen_result *r); /* frees ids and text, zeroes *r */
+
+/* ---- chat: messages and conversations ------------------------------------------------ */
+
+typedef struct {
+    const char *role;    /* "system", "user" or "assistant" */
+    const char *content; /* UTF-8 */
+} llmgen_message;
+
+typedef struct {
+    const char *template_name; /* NULL: the model's own template; else a family as in llmgen_chat_render_as */
+    const char *date;          /* as in llmgen_chat_render_as; NULL = the template's default */
+} llmgen_chat_options;
+
+/* Render a conversation (n >= 1 messages: an optional system message first, then
+ * user and assistant messages) with the model's chat template, as transformers'
+ * apply_chat_template(messages, add_generation_prompt) does. opt may be NULL.
+ * Every family renders a system and one user message; conversations with
+ * assistant messages render with the chatml, llama3, llama3.1 and llama3.2
+ * families (others: LLMGEN_E_TOKENIZER naming the family). An unknown template
+ * name or role is LLMGEN_E_USAGE. *out is NUL-terminated, the caller's: llmgen_free. */
+llmgen_status llmgen_chat_render_messages(const llmgen_model *m, const llmgen_message *msgs, size_t n,
+                                          int add_generation_prompt, const llmgen_chat_options *opt,
+                                          char **out, char *err, size_t errlen);
+
+/* A multi-turn conversation on one session that keeps its KV cache between turns:
+ * each turn renders the whole conversation, and only the text past what the
+ * session already holds is tokenized (without BOS) and prefilled. If the render
+ * no longer starts with that text (a template that rewrites earlier turns), the
+ * session is reset and the whole conversation prefilled. The reply recorded in the
+ * conversation is the text of every id the turn generated. The session belongs to
+ * the conversation until llmgen_chat_free (do not use it meanwhile). system may be
+ * NULL (the template's default). */
+typedef struct llmgen_chat llmgen_chat;
+llmgen_status llmgen_chat_new(llmgen_session *s, const llmgen_chat_options *opt, const char *system,
+                              llmgen_chat **out, char *err, size_t errlen);
+/* One turn: add the user message, generate the reply with p (keep_cache is
+ * ignored: the conversation decides). *r as llmgen_generate fills it; r->n_prompt
+ * counts the ids this turn prefilled. */
+llmgen_status llmgen_chat_turn(llmgen_chat *c, const char *user, const llmgen_generate_params *p,
+                               llmgen_result *r, char *err, size_t errlen);
+void llmgen_chat_free(llmgen_chat *c); /* NULL is fine; the session stays the caller's */
 
 /* ---- conversion ------------------------------------------------------------------ */
 

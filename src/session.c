@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "forward.h"
 #include "llmgen.h"
@@ -56,10 +57,23 @@ void llmgen_free(void *p) { free(p); }
 llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *opt, llmgen_model **out,
                                 char *err, size_t errlen) {
     char e[ERR_LEN] = "";
-    model_options mo = {.n_threads = 2};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    model_options mo = {.n_threads = cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus};
     if (!out) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_model_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return fail(LLMGEN_E_USAGE, err, errlen, "no model path given");
+    if (opt && opt->tokenizer_only) {
+        llmgen_model *lm = calloc(1, sizeof *lm);
+        if (!lm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+        int io = 0;
+        if (model_open_tokenizer(path, &lm->m, &io, e)) {
+            free(lm);
+            return fail(io ? LLMGEN_E_IO : LLMGEN_E_FORMAT, err, errlen, e);
+        }
+        atomic_init(&lm->busy, 0);
+        *out = lm;
+        return LLMGEN_OK;
+    }
     if (opt) {
         if (opt->n_threads < 0 || opt->n_threads > 256)
             return fail(LLMGEN_E_USAGE, err, errlen, "thread count must be between 1 and 256");
@@ -98,10 +112,10 @@ void llmgen_model_capabilities(const llmgen_model *lm, llmgen_capabilities *c) {
         .architecture = m->cfg.arch,
         .format = m->format,
         .weight_types = m->weight_types,
-        .kernels = m->kern->name,
+        .kernels = m->kern ? m->kern->name : "none",
         .context_length = m->cfg.max_pos,
         .vocab_size = m->cfg.vocab_size,
-        .n_threads = pool_size(m->pool),
+        .n_threads = m->pool ? pool_size(m->pool) : 0,
         .max_sequences = 1,
         .has_tokenizer = m->tok != NULL,
     };
@@ -153,14 +167,33 @@ llmgen_status llmgen_chat_render_as(const llmgen_model *lm, const char *name, co
     llmgen_status st = need_tokenizer(lm, err, errlen);
     if (st) return st;
     if (!user) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render: user message is NULL");
-    if (tok_chat_render_at(lm->m->tok, name, system, user, date, out, e))
-        return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    int rc = tok_chat_render_at(lm->m->tok, name, system, user, date, out, e);
+    if (rc) return fail(rc == TOK_CHAT_E_ARG ? LLMGEN_E_USAGE : LLMGEN_E_TOKENIZER, err, errlen, e);
     return LLMGEN_OK;
 }
 
 llmgen_status llmgen_chat_render(const llmgen_model *lm, const char *system, const char *user, char **out,
                                  char *err, size_t errlen) {
     return llmgen_chat_render_as(lm, NULL, NULL, system, user, out, err, errlen);
+}
+
+llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_message *msgs, size_t n,
+                                          int add_generation_prompt, const llmgen_chat_options *opt, char **out,
+                                          char *err, size_t errlen) {
+    char e[TOK_ERR_LEN];
+    *out = NULL;
+    llmgen_status st = need_tokenizer(lm, err, errlen);
+    if (st) return st;
+    if (!msgs || n == 0) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: no messages");
+    tok_chat_msg *tm = malloc(n * sizeof *tm);
+    if (!tm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    for (size_t i = 0; i < n; i++) tm[i] = (tok_chat_msg){msgs[i].role, msgs[i].content};
+    int rc = tok_chat_render_messages(lm->m->tok, opt ? opt->template_name : NULL, opt ? opt->date : NULL, tm, n,
+                                      add_generation_prompt, out, e);
+    free(tm);
+    if (rc == TOK_CHAT_E_ARG) return fail(LLMGEN_E_USAGE, err, errlen, e);
+    if (rc) return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    return LLMGEN_OK;
 }
 
 llmgen_status llmgen_detok_new(const llmgen_model *lm, llmgen_detok **out, char *err, size_t errlen) {
@@ -206,6 +239,7 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
     char e[ERR_LEN];
     *out = NULL;
     const model *m = lm->m;
+    if (!m->pool) return fail(LLMGEN_E_USAGE, err, errlen, "this model was opened for its tokenizer only: no sessions");
     if (ctx < 0) return fail(LLMGEN_E_USAGE, err, errlen, "context size must be positive");
     if (ctx == 0) ctx = m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
     if (ctx > m->cfg.max_pos) {
@@ -232,6 +266,7 @@ void llmgen_session_free(llmgen_session *s) {
 void llmgen_session_reset(llmgen_session *s) { s->pos = 0; }
 int llmgen_session_pos(const llmgen_session *s) { return s->pos; }
 int llmgen_session_ctx(const llmgen_session *s) { return s->st.ctx; }
+llmgen_model *llmgen_session_model(const llmgen_session *s) { return s->owner; }
 
 static llmgen_status check_ids(const llmgen_session *s, const int32_t *ids, int n, char *err, size_t errlen) {
     char e[ERR_LEN];
