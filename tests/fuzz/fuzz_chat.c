@@ -1,7 +1,8 @@
 /* fuzz_chat.c - libFuzzer target: chat template text. Input: an optional system
  * message, a NUL byte, then the template text (as a GGUF would carry it in
  * tokenizer.chat_template). A tiny byte-level vocabulary carries the template;
- * rendering it must fail cleanly or produce a NUL-terminated string. */
+ * rendering it (one exchange, and a conversation) must fail cleanly or produce a
+ * NUL-terminated string. */
 #include "fuzz_util.h"
 
 #include "tokenizer.h"
@@ -26,6 +27,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (tok_chat_render(t, NULL, *system ? system : NULL, "Hello <|im_end|> there", &out, err) == 0) {
             fuzz_touch(out, strlen(out));
             free(out);
+        }
+        /* a conversation: system (if any), user, assistant, user */
+        tok_chat_msg msgs[4] = {{"system", system}, {"user", "Hi"}, {"assistant", "Hello <|im_end|>"}, {"user", system}};
+        int rc = tok_chat_render_messages(t, NULL, NULL, *system ? msgs : msgs + 1, *system ? 4 : 3, 1, &out, err);
+        if (rc == 0) {
+            fuzz_touch(out, strlen(out));
+            free(out);
+        } else if (rc != -1 && rc != TOK_CHAT_E_ARG) {
+            abort();
         }
         tok_free(t);
     }
