@@ -182,6 +182,7 @@ static void draw_seed(request *q) {
     if (q->seed_given || q->sp.temperature <= 0) return;
     if (getrandom(&q->sp.seed, sizeof q->sp.seed, 0) != (ssize_t)sizeof q->sp.seed)
         q->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    q->sp.seed &= INT64_MAX; /* 63 bits: a JSON integer every reader takes */
 }
 
 static void print_stats(double t_load, int n_prompt, const llmgen_result *r, const request *q, int threads) {
@@ -242,11 +243,10 @@ static int tokens_of(app *A, const request *q, int32_t **ids, int *n, char **tex
         return (st = request_prompt(A->m, q, ids, n, NULL, err)) ? exit_code(st) : 0;
     }
     if (!q->ids) return snprintf(err, ERRLEN, "%s: --detokenize needs ids (\"prompt_ids\")", q->source), EXIT_USAGE;
-    for (int i = 0; i < q->n_ids; i++)
-        if (q->ids[i] >= A->caps.vocab_size)
-            return snprintf(err, ERRLEN, "%s: token id %d is outside the vocabulary [0, %d)", q->source, q->ids[i],
-                            A->caps.vocab_size), EXIT_USAGE;
-    return exit_code(llmgen_detokenize(A->m, q->ids, (size_t)q->n_ids, text, len, err, ERRLEN));
+    char e[ERRLEN];
+    if ((st = llmgen_detokenize(A->m, q->ids, (size_t)q->n_ids, text, len, e, sizeof e)))
+        return snprintf(err, ERRLEN, "%.200s: %.300s", q->source, e), EXIT_USAGE; /* the tokenizer refused an id */
+    return 0;
 }
 
 static int run_tokens(app *A, request *q) {
