@@ -613,7 +613,7 @@ def check_install():
         lib = os.path.join(tmp, "lib", "libllmgen.so.0.1.0")
         dyn = subprocess.run(["readelf", "-d", lib], stdout=subprocess.PIPE).stdout.decode()
         syms = subprocess.run(["nm", "-D", "--defined-only", lib], stdout=subprocess.PIPE).stdout.decode().split("\n")
-        exported = [l.split()[-1] for l in syms if len(l.split()) == 3 and l.split()[1] in "TDBRVW"]
+        exported = [l.split()[-1].split("@")[0] for l in syms if len(l.split()) == 3 and l.split()[1] in "TDBRVW"]
         api = set(re.findall(r"\b(llmgen_[a-z0-9_]+)\(", open(os.path.join(REPO, "src", "llmgen.h")).read()))
         if "Library soname: [libllmgen.so.0]" not in dyn or set(exported) != api:
             fail("libllmgen.so: SONAME %s; exported but not in llmgen.h: %s; in llmgen.h but not exported: %s" % (
