@@ -532,6 +532,23 @@ def check_main_c():
         ok("src/main.c: %d lines, no prefill / decode / sample / detokenizer calls (llmgen_generate does them)" % n)
 
 
+def check_parallel_make():
+    """A plain `make` (as a user types it: no MAKEFLAGS, MAKELEVEL from a parent make) runs with one
+    job per online CPU; a -j on the command line wins."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    flags = []
+    for extra in ([], ["-j1"]):
+        p = subprocess.run(["make", "-pq", "llmgen"] + extra, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+        m = re.search(r"^MAKEFLAGS = (.*)$", p.stdout.decode(), re.M)
+        flags.append(m.group(1) if m else "")
+    want = "-j%d" % os.cpu_count()
+    if want not in flags[0].split() or "-j1" not in flags[1].split():
+        fail("parallel make: MAKEFLAGS %r for `make`, %r for `make -j1` (want %s, -j1)" % (flags[0], flags[1], want))
+    else:
+        ok("`make` builds with %s (one job per online CPU); `make -j1` stays serial" % want)
+
+
 def check_readme_examples():
     """Every `./llmgen ...` command of the README's shell blocks runs as written after `make demo`
     (the default model in .cache/models, the binary in the repository root)."""
@@ -692,6 +709,7 @@ def main():
     check_pipe_and_sigint()
     check_context_seed_threads()
     check_main_c()
+    check_parallel_make()
     check_readme_examples()
     check_bad_inputs()
     check_man_and_help()
