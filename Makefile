@@ -179,12 +179,13 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 
-regress: llmgen model fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
 	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
-	$(MAKE) fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client lib $(FUZZ_TARGETS:%=$(BUILD)/replay/%)
+	$(MAKE) fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
+	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%)
 	$(MAKE) -j1 unit unit-san fuzz-replay regress  # the test stages one at a time
 
 # ---- library, install, fuzzing --------------------------------------------------

@@ -1,23 +1,33 @@
 /* llmgen.h - the public C API of llmgen: an inference-session contract.
  *
  * The only header a program embedding llmgen includes (it needs nothing but
- * <stddef.h> and <stdint.h>); link with libllmgen.a or libllmgen.so plus
- * -lpcre2-8 -lutf8proc -ljansson -lm -lpthread.
+ * <stddef.h> and <stdint.h>); build with `pkg-config --cflags --libs llmgen`
+ * (libllmgen.so.0; add --static for libllmgen.a and its -lpcre2-8 -lutf8proc
+ * -ljansson -lm -lpthread). The shared library exports these functions only.
  *
  *   llmgen_model_open        load a model once (mmap, read-only), shared by its sessions
  *   llmgen_model_capabilities  architecture, formats, context length, threads
- *   llmgen_tokenize / llmgen_detokenize / llmgen_detok_*  / llmgen_chat_render
- *                            text <-> ids with the model's own tokenizer
+ *   llmgen_tokenize / llmgen_detokenize / llmgen_detok_*  / llmgen_chat_render[_messages]
+ *                            text <-> ids with the model's own tokenizer and chat template
  *   llmgen_session_new       a KV cache and a position (one sequence)
+ *   llmgen_generate          the whole loop: prefill, sample, stream, stop (stop strings,
+ *                            end of sequence, max tokens, a full context), result
+ *   llmgen_chat_new / _turn  a multi-turn chat that keeps the KV cache between turns
  *   llmgen_prefill           run prompt ids, get the logits of the last position
  *   llmgen_decode_step       run one id, get its logits
  *   llmgen_sampler_* / llmgen_sample  pick the next id (greedy or seeded sampling)
  *   llmgen_session_reset / _free, llmgen_model_free
  *
- * A minimal loop (error handling elided):
+ * Generation in one call (error handling elided):
  *
  *   llmgen_model *m;    llmgen_model_open("model.gguf", NULL, &m, err, sizeof err);
  *   llmgen_session *s;  llmgen_session_new(m, 0, &s, err, sizeof err);
+ *   llmgen_generate_params p;  llmgen_generate_defaults(&p);  p.on_piece = print_piece;
+ *   llmgen_result r;    llmgen_generate(s, ids, n, &p, &r, err, sizeof err);
+ *   ... r.ids, r.text, llmgen_stop_reason_name(r.stop_reason) ...; llmgen_result_free(&r);
+ *
+ * or by hand, one step at a time:
+ *
  *   const float *lg;    llmgen_prefill(s, ids, n, &lg, err, sizeof err);
  *   for (;;) { int32_t id = llmgen_sample(smp, lg, NULL, 0);
  *              if (llmgen_is_eos(m, id)) break;
