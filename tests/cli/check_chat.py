@@ -68,8 +68,10 @@ def check_conversations(tmp):
             with open(args[3], "w", encoding="utf-8") as f:
                 json.dump(cfg, f)
         family = FAMILIES.get(name)
-        for forced in ([None, family] if family else [None]):
-            for c in info["cases"]:
+        # recognised from the template text; the chatml one forced by name too (the other names pick the same
+        # renderer as recognition does, and their 128k-token tokenizer is slow to load once per render)
+        for forced in ([None, family] if family == "chatml" else [None]):
+            for c in info["cases"] if family else info["cases"][:3]:
                 cmd = [DRIVER] + args + (["--template", forced] if forced else []) + \
                       (["--date", c["date"]] if c["date"] else []) + ["conv", "1" if c["add_generation_prompt"] else "0"]
                 for role, content in c["messages"]:
@@ -92,7 +94,8 @@ def check_conversations(tmp):
         fail("conversation with role 'robot': exit %d %r (want 3 naming the role)" % (p.returncode, p.stderr))
     if not failures:
         ok("conversations: %d renders equal transformers %s (chatml, llama3, llama3.1, llama3.2); "
-           "%d conversations refused cleanly by the one-exchange families; a bad role is a usage error"
+           "%d conversations refused cleanly by the one-exchange families (3 per template); a bad role is a "
+           "usage error"
            % (same, ref["transformers_version"], refused))
 
 
@@ -203,7 +206,7 @@ def check_cache_kept():
 
 
 def check_ctrl_c_ctrl_d():
-    t = Pty(["-m", MODEL, "-i", "-n", "3000", "--ignore-eos"])
+    t = Pty(["-m", MODEL, "-i", "-n", "200", "--ignore-eos"])  # the Ctrl-C comes after ~20 bytes
     t.read_until(rb"> ")
     t.send(b"Tell me a very long story.\n")
     t.read_until(rb"Tell me a very long story\.\r\n.{20}")  # the reply is streaming
