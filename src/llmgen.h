@@ -246,7 +246,7 @@ typedef struct {
     int ignore_eos;             /* 1: end-of-sequence ids are generated like any other */
     const char *const *stops;   /* n_stops non-empty strings (need a tokenizer); NULL if none */
     int n_stops;
-    llmgen_sampler_params sampler;
+    llmgen_sampler_params sampler; /* its repetition penalty sees this call's prompt and generated ids */
     int keep_cache;             /* 0: reset the session first; 1: append the prompt to what it holds */
     llmgen_piece_fn on_piece;   /* may be NULL */
     llmgen_logits_fn on_logits; /* may be NULL */
