@@ -33,6 +33,7 @@ enum {
     EXIT_IO = 3,        /* missing / unreadable input, unwritable output */
     EXIT_CONTEXT = 4,   /* prompt or generation does not fit the context size */
     EXIT_NOMEM = 5,     /* out of memory */
+    EXIT_TEMPLATE = 6,  /* the chat template refused the messages (raise_exception) or is outside the Jinja subset */
     EXIT_INTERRUPT = 130, /* SIGINT / SIGTERM */
 };
 
@@ -60,6 +61,8 @@ typedef struct {
     const char *kernels;
     const char *system;
     const char *template_name; /* --template NAME: force a chat template family */
+    const char *template_file; /* --chat-template-file FILE */
+    char *template_text;       /* its text (owned) */
     const char *date;          /* --date "02 Jan 2025": the date Llama 3.1+ templates print */
     const char *stops[MAX_STOPS];
     int n_stops;
@@ -80,6 +83,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: llmgen -m PATH [options] [-p TEXT | -f FILE | --prompt-ids LIST | --batch FILE.jsonl]\n"
             "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
+            "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
             "Generate text with a Llama-family model on the CPU. Without a prompt, or with -p - / -f -,\n"
             "the prompt is read from stdin.\n\n"
             "  -m, --model PATH         a .gguf file or a Hugging Face model directory\n"
@@ -88,8 +92,9 @@ static void usage(FILE *f) {
             "      --prompt-ids LIST    prompt as comma-separated token ids (no tokenizer needed)\n"
             "      --chat               wrap the prompt in the model's chat template\n"
             "      --system TEXT        system message for --chat\n"
-            "      --template NAME      force the chat template family: chatml, llama3, llama3.1, llama3.2,\n"
+            "      --template NAME      use a built-in chat template: chatml, llama3, llama3.1, llama3.2,\n"
             "                           llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7\n"
+            "      --chat-template-file FILE  render --chat with this Jinja template instead of the model's\n"
             "      --date \"DD Mon YYYY\" the date Llama 3.1+ templates print (default: as transformers)\n"
             "  -n, --max-tokens N       tokens to generate, 1..16777216 (default 128)\n"
             "      --temp T             temperature, 0..100 (default 0 = greedy)\n"
@@ -113,7 +118,8 @@ static void usage(FILE *f) {
             "  -h, --help               this help\n"
             "      --version            print the version\n\n"
             "Exit status: 0 ok (also when stdout is closed early), 1 usage or input error,\n"
-            "2 bad model file, 3 I/O error, 4 out of context, 5 out of memory, 130 interrupted.\n",
+            "2 bad model file, 3 I/O error, 4 out of context, 5 out of memory, 6 the chat template\n"
+            "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n",
             MAX_STOPS);
 }
 
@@ -145,6 +151,7 @@ static int exit_code(llmgen_status st) {
     case LLMGEN_E_IO: return EXIT_IO;
     case LLMGEN_E_CONTEXT: return EXIT_CONTEXT;
     case LLMGEN_E_NOMEM: return EXIT_NOMEM;
+    case LLMGEN_E_TEMPLATE: return EXIT_TEMPLATE;
     default: return EXIT_USAGE;
     }
 }
@@ -222,7 +229,7 @@ static int valid_date(const char *d) {
 }
 static int parse_args(int argc, char **argv, options *o) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION,
-           O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT };
+           O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT, O_TEMPLATE_FILE };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'},       {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'},        {"max-tokens", required_argument, 0, 'n'},
@@ -238,7 +245,7 @@ static int parse_args(int argc, char **argv, options *o) {
         {"date", required_argument, 0, O_DATE}, {"stop", required_argument, 0, O_STOP},
         {"echo", no_argument, 0, O_ECHO},           {"json", no_argument, 0, O_JSON},
         {"stats", no_argument, 0, O_STATS},         {"batch", required_argument, 0, O_BATCH},
-        {"exact", no_argument, 0, O_EXACT},
+        {"exact", no_argument, 0, O_EXACT}, {"chat-template-file", required_argument, 0, O_TEMPLATE_FILE},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -272,6 +279,7 @@ static int parse_args(int argc, char **argv, options *o) {
         case O_CHAT: o->chat = 1; break;
         case O_SYSTEM: o->system = optarg; break;
         case O_TEMPLATE: o->template_name = optarg; break;
+        case O_TEMPLATE_FILE: o->template_file = optarg; break;
         case O_DATE: o->date = optarg; break;
         case O_STOP:
             unescape(optarg);
@@ -304,8 +312,13 @@ static int parse_args(int argc, char **argv, options *o) {
         fprintf(stderr, "llmgen: --date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'\n", o->date);
         return -1;
     }
-    if ((o->template_name || o->date) && !o->chat && !o->batch) {
-        fprintf(stderr, "llmgen: --%s needs --chat\n", o->template_name ? "template" : "date");
+    if ((o->template_name || o->template_file || o->date) && !o->chat && !o->batch) {
+        fprintf(stderr, "llmgen: --%s needs --chat\n",
+                o->template_name ? "template" : o->template_file ? "chat-template-file" : "date");
+        return -1;
+    }
+    if (o->template_name && o->template_file) {
+        fprintf(stderr, "llmgen: give only one of --template, --chat-template-file\n");
         return -1;
     }
     if (o->system && !o->chat && !o->batch) {
@@ -498,6 +511,7 @@ typedef struct {
     const char *system;
     const char *sys_source;    /* names the system message in messages */
     const char *template_name; /* --template, or NULL: the model's own */
+    const char *template_text; /* --chat-template-file's text, or NULL */
     const char *date;          /* --date, or NULL */
     int n_predict;
     int ignore_eos;
@@ -551,7 +565,17 @@ static int prompt_tokens(llmgen_model *m, const request *q, result *r, buf *echo
         const char *text = q->text;
         size_t len = q->text_len;
         llmgen_status st;
-        if (q->chat) {
+        if (q->chat && q->template_text) {
+            llmgen_message msgs[2] = {{"system", q->system}, {"user", q->text}};
+            llmgen_chat_options co = {.add_generation_prompt = 1, .date = q->date, .template_text = q->template_text};
+            if ((st = llmgen_chat_render_messages(m, q->system ? msgs : msgs + 1, q->system ? 2 : 1, &co, &chat, e,
+                                                  sizeof e))) {
+                seterr(err, "--chat: %s", e);
+                return exit_code(st);
+            }
+            text = chat;
+            len = strlen(chat);
+        } else if (q->chat) {
             if ((st = llmgen_chat_render_as(m, q->template_name, q->date, q->system, q->text, &chat, e, sizeof e))) {
                 seterr(err, "--chat: %s", e);
                 return st == LLMGEN_E_TOKENIZER ? EXIT_MODEL : exit_code(st);
@@ -794,6 +818,7 @@ static int batch_parse(json_t *root, const options *o, request *q, char *err) {
     q->chat = o->chat;
     q->system = o->system;
     q->template_name = o->template_name;
+    q->template_text = o->template_text;
     q->date = o->date;
     q->sp = o->sp;
     q->n_stops = o->n_stops;
@@ -973,7 +998,7 @@ static int read_prompt(const options *o, request *q, char **owned) {
 static int run_single(runner *R, int has_tokenizer, double t_load) {
     const options *o = R->o;
     request q = {.chat = o->chat, .system = o->system, .sys_source = "--system", .template_name = o->template_name,
-                 .date = o->date, .n_predict = o->n_predict, .ignore_eos = o->ignore_eos,
+                 .template_text = o->template_text, .date = o->date, .n_predict = o->n_predict, .ignore_eos = o->ignore_eos,
                  .n_stops = o->n_stops, .sp = o->sp};
     memcpy(q.stops, o->stops, sizeof q.stops);
     result r = {0};
@@ -1090,18 +1115,149 @@ static int quantize_main(int argc, char **argv) {
     return st ? die(exit_code(st), "quantize: %s", err) : EXIT_OK;
 }
 
+/* ---- chat templates ------------------------------------------------------------------ */
+
+/* The whole of a text file, NUL-terminated, into *out (malloc'd). */
+static int slurp(const char *path, const char *what, char **out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return die(EXIT_IO, "%s: cannot open %s: %s", what, path, strerror(errno));
+    buf b = {0};
+    char tmp[65536];
+    size_t n;
+    int nomem = 0;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+        if (buf_put(&b, tmp, n)) {
+            nomem = 1;
+            break;
+        }
+    int bad = ferror(f);
+    fclose(f);
+    if (nomem || buf_put(&b, "", 1)) {
+        free(b.p);
+        return die(EXIT_NOMEM, "%s: out of memory reading %s", what, path);
+    }
+    if (bad) {
+        free(b.p);
+        return die(EXIT_IO, "%s: read error on %s", what, path);
+    }
+    if (strlen(b.p) != b.n - 1) {
+        free(b.p);
+        return die(EXIT_USAGE, "%s: %s contains a NUL byte", what, path);
+    }
+    *out = b.p;
+    return 0;
+}
+
+/* MESSAGES.json: a JSON array of {"role": "...", "content": "..."} objects. The
+ * messages point into *root (json_decref it). */
+static int read_messages(const char *path, json_t **root, llmgen_message **msgs, size_t *n) {
+    json_error_t je;
+    *root = NULL;
+    *msgs = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return die(EXIT_IO, "--messages: cannot open %s: %s", path, strerror(errno));
+    json_t *r = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!r) return die(EXIT_USAGE, "--messages: %s:%d:%d: %s", path, je.line, je.column, je.text);
+    *root = r;
+    if (!json_is_array(r)) return die(EXIT_USAGE, "--messages: %s: expected a JSON array of {\"role\", \"content\"} objects", path);
+    *n = json_array_size(r);
+    if (!(*msgs = calloc(*n ? *n : 1, sizeof **msgs))) return die(EXIT_NOMEM, "--messages: out of memory");
+    for (size_t i = 0; i < *n; i++) {
+        json_t *m = json_array_get(r, i), *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+        if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content))
+            return die(EXIT_USAGE, "--messages: %s: message %zu is not an object with string \"role\" and \"content\"",
+                       path, i + 1);
+        if (strlen(json_string_value(role)) != json_string_length(role) ||
+            strlen(json_string_value(content)) != json_string_length(content))
+            return die(EXIT_USAGE, "--messages: %s: message %zu contains a NUL character", path, i + 1);
+        (*msgs)[i] = (llmgen_message){json_string_value(role), json_string_value(content)};
+    }
+    return 0;
+}
+
+/* `llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json
+ *  [--bos-token S] [--eos-token S] [--no-generation-prompt] [--date "DD Mon YYYY"]`:
+ * print the rendered conversation to stdout with nothing added. */
+static int chat_template_main(int argc, char **argv) {
+    static const char *use = "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json\n"
+                             "                            [--bos-token S] [--eos-token S] [--no-generation-prompt]"
+                             " [--date \"DD Mon YYYY\"]";
+    const char *model = NULL, *tfile = NULL, *mfile = NULL;
+    llmgen_chat_options co = {.add_generation_prompt = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &model
+                         : !strcmp(a, "--template-file") ? &tfile
+                         : !strcmp(a, "--messages") ? &mfile
+                         : !strcmp(a, "--bos-token") ? &co.bos_token
+                         : !strcmp(a, "--eos-token") ? &co.eos_token
+                         : !strcmp(a, "--date") ? &co.date : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s\nRender a conversation (a JSON array of {\"role\", \"content\"} objects) with the model's\n"
+                   "chat template, or the Jinja template in FILE, exactly as transformers' apply_chat_template\n"
+                   "renders it; the text goes to stdout with nothing added.\n", use);
+            return fflush(stdout) ? EXIT_IO : EXIT_OK;
+        }
+        if (!strcmp(a, "--no-generation-prompt")) {
+            co.add_generation_prompt = 0;
+        } else if (dst) {
+            if (i + 1 >= argc) return die(EXIT_USAGE, "chat-template: %s needs a value", a);
+            *dst = argv[++i];
+        } else {
+            return die(EXIT_USAGE, "chat-template: unexpected argument '%s' (see llmgen chat-template --help)", a);
+        }
+    }
+    if (!!model + !!tfile != 1 || !mfile) return die(EXIT_USAGE, "%s", use);
+    if (co.date && !valid_date(co.date))
+        return die(EXIT_USAGE, "chat-template: --date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'",
+                   co.date);
+    char *text = NULL, *out = NULL, err[ERRLEN];
+    json_t *root = NULL;
+    llmgen_message *msgs = NULL;
+    llmgen_model *m = NULL;
+    size_t n = 0;
+    int rc = tfile ? slurp(tfile, "--template-file", &text) : 0;
+    if (!rc) rc = read_messages(mfile, &root, &msgs, &n);
+    if (!rc && model) {
+        /* exact mode: nothing is repacked, only the tokenizer is needed */
+        llmgen_model_options mo = {.n_threads = 1, .exact = 1};
+        llmgen_status st = llmgen_model_open(model, &mo, &m, err, sizeof err);
+        if (st) rc = die(exit_code(st), "%s", err);
+    }
+    if (!rc) {
+        co.template_text = text;
+        llmgen_status st = llmgen_chat_render_messages(m, msgs, n, &co, &out, err, sizeof err);
+        if (st) rc = die(exit_code(st), "chat-template: %s", err);
+        else if (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout))
+            rc = errno == EPIPE ? EXIT_OK : die(EXIT_IO, "stdout: write error: %s", strerror(errno));
+    }
+    llmgen_free(out);
+    llmgen_model_free(m);
+    free(msgs);
+    json_decref(root);
+    free(text);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     options o;
     char err[ERRLEN];
     if (argc > 1 && !strcmp(argv[1], "quantize")) return quantize_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "chat-template")) return chat_template_main(argc - 1, argv + 1);
     install_signals();
     if (parse_args(argc, argv, &o)) return EXIT_USAGE;
+    int trc = o.template_file ? slurp(o.template_file, "--chat-template-file", &o.template_text) : 0;
+    if (trc) return trc;
 
     double t0 = now();
     llmgen_model_options mo = {.n_threads = o.n_threads, .kernels = o.kernels, .exact = o.exact};
     llmgen_model *m;
     llmgen_status st = llmgen_model_open(o.model_path, &mo, &m, err, sizeof err);
-    if (st) return die(exit_code(st), "%s%s", st == LLMGEN_E_USAGE && o.kernels ? "--" : "", err);
+    if (st) {
+        free(o.template_text);
+        return die(exit_code(st), "%s%s", st == LLMGEN_E_USAGE && o.kernels ? "--" : "", err);
+    }
     double t_load = now() - t0;
     llmgen_capabilities caps;
     llmgen_model_capabilities(m, &caps);
@@ -1136,5 +1292,6 @@ out:
     if (R.dump) fclose(R.dump);
     llmgen_session_free(R.s);
     llmgen_model_free(m);
+    free(o.template_text);
     return rc;
 }

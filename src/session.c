@@ -45,6 +45,7 @@ const char *llmgen_status_name(llmgen_status st) {
     case LLMGEN_E_NOMEM: return "nomem";
     case LLMGEN_E_BUSY: return "busy";
     case LLMGEN_E_TOKENIZER: return "tokenizer";
+    case LLMGEN_E_TEMPLATE: return "template";
     }
     return "unknown";
 }
@@ -153,8 +154,50 @@ llmgen_status llmgen_chat_render_as(const llmgen_model *lm, const char *name, co
     llmgen_status st = need_tokenizer(lm, err, errlen);
     if (st) return st;
     if (!user) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render: user message is NULL");
-    if (tok_chat_render_at(lm->m->tok, name, system, user, date, out, e))
-        return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
+    int rc = tok_chat_render_at(lm->m->tok, name, system, user, date, out, e);
+    if (rc) return fail(rc == -2 ? LLMGEN_E_TEMPLATE : LLMGEN_E_TOKENIZER, err, errlen, e);
+    return LLMGEN_OK;
+}
+
+llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_message *msgs, size_t n,
+                                          const llmgen_chat_options *opt, char **out, char *err, size_t errlen) {
+    static const llmgen_chat_options none = {0};
+    char e[TOK_ERR_LEN];
+    *out = NULL;
+    if (!opt) opt = &none;
+    if (!opt->template_text) {
+        if (!lm) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: no model and no template");
+        llmgen_status st = need_tokenizer(lm, err, errlen);
+        if (st) return st;
+    }
+    if (n && !msgs) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: messages is NULL");
+    tok_message *tm = malloc((n ? n : 1) * sizeof *tm);
+    char *vars = NULL;
+    if (!tm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    for (size_t i = 0; i < n; i++) tm[i] = (tok_message){msgs[i].role, msgs[i].content};
+    if (opt->tools_json) { /* {"tools": TOOLS, <the members of vars_json>} */
+        const char *v = opt->vars_json ? opt->vars_json : "{}";
+        while (*v == ' ' || *v == '\n' || *v == '\t' || *v == '\r') v++;
+        size_t need = strlen(opt->tools_json) + strlen(v) + 16;
+        if (*v != '{') {
+            free(tm);
+            return fail(LLMGEN_E_USAGE, err, errlen, "chat: the extra variables are not a JSON object");
+        }
+        if (!(vars = malloc(need))) {
+            free(tm);
+            return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+        }
+        const char *rest = v + 1;
+        while (*rest == ' ' || *rest == '\n' || *rest == '\t' || *rest == '\r') rest++;
+        snprintf(vars, need, "{\"tools\": %s%s%s", opt->tools_json, *rest == '}' ? "" : ", ", rest);
+    }
+    tok_chat_input in = {.messages = tm, .n_messages = n, .add_generation_prompt = opt->add_generation_prompt,
+                         .date = opt->date, .bos_token = opt->bos_token, .eos_token = opt->eos_token,
+                         .vars_json = vars ? vars : opt->vars_json};
+    int rc = tok_chat_render_messages(lm && lm->m->tok ? lm->m->tok : NULL, opt->template_text, &in, out, e);
+    free(tm);
+    free(vars);
+    if (rc) return fail(rc == -2 ? LLMGEN_E_TEMPLATE : rc == -3 ? LLMGEN_E_NOMEM : LLMGEN_E_USAGE, err, errlen, e);
     return LLMGEN_OK;
 }
 
