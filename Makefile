@@ -38,7 +38,7 @@ SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
-        lib install fuzz fuzz-replay bench-models peer bench-tokenizer
+        lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs
 
 all: llmgen  ## build ./llmgen
 
@@ -128,6 +128,16 @@ refs: $(REF_VENV)/.ok fixtures  ## regenerate tests/refs/ with HF transformers (
 quant-refs: $(TOOLS_VENV)/.ok  ## regenerate tests/refs/quant (gguf-py dequantizations) for tests/unit/test_quant.c
 	$(TOOLS_VENV)/bin/python tests/gen/gen_quant_refs.py
 
+# Chat templates llama.cpp ships (in the pinned llama-cpp-python sdist, shared with `make peer`): the
+# Jinja interpreter is checked against transformers on each of them (tests/cli/check_chat_template.py).
+CHAT_TEMPLATES := $(CACHE)/chat-templates/llama.cpp/.ok
+chat-templates: $(CHAT_TEMPLATES)  ## fetch llama.cpp's chat templates (pinned sdist) into .cache/chat-templates
+$(CHAT_TEMPLATES): tests/gen/fetch_chat_templates.py
+	$(PYTHON) tests/gen/fetch_chat_templates.py $(CACHE)
+
+chat-refs: $(REF_VENV)/.ok $(CHAT_TEMPLATES) model  ## regenerate tests/refs/chat/ with transformers' apply_chat_template
+	$(REF_VENV)/bin/python tests/gen/gen_chat_template_refs.py $(CACHE)
+
 # MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
 MLX_VENV := $(CACHE)/venv-mlx
 $(MLX_VENV)/.ok: tests/gen/requirements-mlx.txt
@@ -170,7 +180,7 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 
-regress: llmgen model fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(CHAT_TEMPLATES) $(BUILD)/lib_client $(BUILD)/lib_client_so  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
 
 test: deps  ## install, build, run every test

@@ -754,6 +754,8 @@ static jval sorted(jctx *c, jval seq, int reverse, int case_sensitive, jval attr
 static jval select_items(jctx *c, jval seq, const jargs *a, int want, int by_attr)
 {
     jlist items;
+    if (!jv_truthy(seq)) /* jinja2 checks `if seq:` first: None selects nothing */
+        return jv_list_new(c, 0);
     if (jiterate(c, seq, &items))
         return jv_undef(NULL);
     int off = by_attr;
@@ -784,6 +786,8 @@ static jval select_items(jctx *c, jval seq, const jargs *a, int want, int by_att
 static jval map_items(jctx *c, jval seq, const jargs *a)
 {
     jlist items;
+    if (!jv_truthy(seq)) /* as in jinja2: `if value:` before iterating */
+        return jv_list_new(c, 0);
     if (jiterate(c, seq, &items))
         return jv_undef(NULL);
     jval attr = jargs_get(a, -1, "attribute", jv_undef(NULL));

@@ -696,8 +696,10 @@ static int render_for(jctx *c, const jnode_ *s, jsb *out)
     jframe *outer = c->frame;
     if (s->c) { /* {% for x in xs if cond %}: the loop runs over the items that pass */
         jlist kept = {0};
+        jframe *f = frame_new(c, outer);
         for (size_t i = 0; i < items.n; i++) {
-            jframe *f = frame_new(c, outer);
+            if (f)
+                f->vars.n = 0;
             if (!f || step(c) || unpack(c, f, s->a, items.v[i]))
                 return -1;
             c->frame = f;
@@ -709,12 +711,14 @@ static int render_for(jctx *c, const jnode_ *s, jsb *out)
         items = kept;
     }
     jloop *lp = jctx_alloc(c, sizeof *lp);
-    if (!lp)
+    /* Each iteration starts with an empty scope (what the previous one set is gone, as in
+     * jinja2); one frame is emptied and reused, so a long loop costs no memory per item. */
+    jframe *f = frame_new(c, outer);
+    if (!lp || !f)
         return -1;
     lp->length = (int64_t)items.n;
     int rc = 0;
     for (size_t i = 0; i < items.n && !rc; i++) {
-        jframe *f = frame_new(c, outer);
         jval lv = {0};
         lv.t = V_LOOP;
         lv.loop = lp;
@@ -725,7 +729,8 @@ static int render_for(jctx *c, const jnode_ *s, jsb *out)
             lp->prev = items.v[i - 1];
         if (lp->has_next)
             lp->next = items.v[i + 1];
-        if (!f || step(c) || unpack(c, f, s->a, items.v[i]) || assign(c, f, "loop", lv))
+        f->vars.n = 0;
+        if (step(c) || unpack(c, f, s->a, items.v[i]) || assign(c, f, "loop", lv))
             return -1;
         rc = render_in(c, f, s->body, out);
         c->frame = outer;

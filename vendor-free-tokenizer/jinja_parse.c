@@ -32,6 +32,8 @@ typedef struct {
     int depth;
     char *err;
     int failed;
+    const char *line_pos; /* line_at's memo: line_no is the line of line_pos */
+    int line_no;
 } parser;
 
 static int pfail(parser *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -65,12 +67,17 @@ static int push(parser *ps, token t)
     return 0;
 }
 
-static int line_at(const char *src, const char *p)
+/* Line of position p; positions are asked for in increasing order, so count on from the last one. */
+static int line_at(parser *ps, const char *p)
 {
-    int line = 1;
-    for (const char *q = src; q < p; q++)
-        line += *q == '\n';
-    return line;
+    if (p < ps->line_pos) {
+        ps->line_pos = ps->src;
+        ps->line_no = 1;
+    }
+    for (const char *q = ps->line_pos; q < p; q++)
+        ps->line_no += *q == '\n';
+    ps->line_pos = p;
+    return ps->line_no;
 }
 
 /* Length of the (valid UTF-8) whitespace code point at s, 0 if none (Python isspace). */
@@ -177,7 +184,7 @@ static const char *lex_tag(parser *ps, const char *p, const char *end, int block
     for (;;) {
         while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v'))
             p++;
-        int line = line_at(ps->src, p);
+        int line = line_at(ps, p);
         if (p >= end) {
             pfail(ps, line, "a %s tag is not closed", block ? "{%" : "{{");
             return NULL;
@@ -288,7 +295,7 @@ static const char *lex_raw(parser *ps, const char *p, const char *end, const cha
         *text_end = minus ? rstrip_ws(p, q) : q;
         return r + 2;
     }
-    pfail(ps, line_at(ps->src, p), "{%% raw %%} is not closed by {%% endraw %%}");
+    pfail(ps, line_at(ps, p), "{%% raw %%} is not closed by {%% endraw %%}");
     return NULL;
 }
 
@@ -326,12 +333,12 @@ static int lex(parser *ps)
             if ((nl > ts || line_starting) && lstrip_ws(nl, te) == te)
                 te = nl;
         }
-        if (te > ts && push(ps, (token){.type = TK_TEXT, .line = line_at(ps->src, ts), .p = ts, .n = (size_t)(te - ts)}))
+        if (te > ts && push(ps, (token){.type = TK_TEXT, .line = line_at(ps, ts), .p = ts, .n = (size_t)(te - ts)}))
             return -1;
         if (!kind)
             break;
         const char *body = q + 2 + (mod == '-' || mod == '+');
-        int line = line_at(ps->src, q), strip = 0;
+        int line = line_at(ps, q), strip = 0;
         if (kind == '#') {
             const char *c = body;
             while (c + 1 < end && !(c[0] == '#' && c[1] == '}'))
@@ -361,7 +368,7 @@ static int lex(parser *ps)
                     rs++;
                 if (!(p = lex_raw(ps, rs, end, &re, &strip)))
                     return -1;
-                if (re > rs && push(ps, (token){.type = TK_TEXT, .line = line_at(ps->src, rs), .p = rs, .n = (size_t)(re - rs)}))
+                if (re > rs && push(ps, (token){.type = TK_TEXT, .line = line_at(ps, rs), .p = rs, .n = (size_t)(re - rs)}))
                     return -1;
                 strip_next = strip == '-' ? '-' : strip == '+' ? 0 : 't';
                 line_starting = 0;
@@ -371,7 +378,7 @@ static int lex(parser *ps)
                 return -1;
             if (!(p = lex_tag(ps, body, end, kind == '%', &strip)))
                 return -1;
-            if (push(ps, (token){.type = kind == '{' ? TK_VAR_END : TK_BLOCK_END, .line = line_at(ps->src, p)}))
+            if (push(ps, (token){.type = kind == '{' ? TK_VAR_END : TK_BLOCK_END, .line = line_at(ps, p)}))
                 return -1;
         }
         if (strip == '-')
@@ -382,7 +389,7 @@ static int lex(parser *ps)
             strip_next = 0;
         line_starting = 0;
     }
-    return push(ps, (token){.type = TK_EOF, .line = line_at(ps->src, end)});
+    return push(ps, (token){.type = TK_EOF, .line = line_at(ps, end)});
 }
 
 /* ---- parser --------------------------------------------------------------------- */
@@ -1174,8 +1181,10 @@ static jnode_ *parse_body(parser *ps, const char *const *ends, const char **foun
         jnode_ *n = NULL;
         if (t->type == TK_EOF) {
             if (ends) {
-                pfail(ps, t->line, "missing {%% %s %%} (the template ends first)", ends[0][0] == 'e' ? ends[0]
-                      : ends[1] && ends[1][0] == 'e' ? ends[1] : ends[2]);
+                const char *const *e = ends;
+                while (e[1] && strncmp(*e, "end", 3))
+                    e++;
+                pfail(ps, t->line, "missing {%% %s %%} (the template ends first)", *e);
                 return NULL;
             }
             break;
@@ -1253,7 +1262,7 @@ int jinja_parse(const char *src, size_t len, jinja_template **out, char *err)
     if (k && t->src[k - 1] == '\n')
         k--;
     t->src[k] = 0;
-    parser ps = {.src = t->src, .len = k, .err = err};
+    parser ps = {.src = t->src, .len = k, .err = err, .line_pos = t->src, .line_no = 1};
     if (!(ps.ar = jarena_new((size_t)1 << 30)) || (t->arena = ps.ar, lex(&ps))) {
         if (!ps.failed)
             tok_errf(err, "chat template: out of memory");
