@@ -137,6 +137,7 @@ $(CHAT_TEMPLATES): tests/gen/fetch_chat_templates.py
 
 chat-refs: $(REF_VENV)/.ok $(CHAT_TEMPLATES) model  ## regenerate tests/refs/chat/ with transformers' apply_chat_template
 	$(REF_VENV)/bin/python tests/gen/gen_chat_template_refs.py $(CACHE)
+	$(REF_VENV)/bin/python tests/gen/gen_jinja_refs.py
 
 # MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
 MLX_VENV := $(CACHE)/venv-mlx

@@ -15,6 +15,9 @@
  *   chat SYSTEM USER   print the rendered chat prompt (SYSTEM "-" = none); --template NAME
  *                forces a template family, --date D the Llama 3.1+ "Today Date"
  *
+ *   tok_driver jinja TEMPLATE_FILE VARS_FILE   (no tokenizer) render the template with the
+ *                variables of the JSON object in VARS_FILE (strftime_now: 02 Jan 2025 00:00 UTC);
+ *                the text to stdout, or exit 1 and the error on stderr
  *   tok_driver chat-bench TEMPLATE_FILE N   (no tokenizer) render a system message and a
  *                three-turn conversation ending with a user turn N times, parse included, as
  *                --chat does; print the best of 5 rounds in microseconds per render */
@@ -25,6 +28,7 @@
 #include <time.h>
 
 #include "gguf.h"
+#include "jinja.h"
 #include "tokenizer.h"
 
 static double now_s(void)
@@ -261,8 +265,35 @@ static int chat_bench(const char *path, int n)
     return 0;
 }
 
+static int jinja_file(const char *tpath, const char *vpath)
+{
+    size_t tn, vn;
+    char *tmpl = read_file(tpath, &tn), *vars = read_file(vpath, &vn), err[TOK_ERR_LEN], *out = NULL;
+    jinja_template *jt = NULL;
+    int rc = 1;
+    if (!tmpl || !vars)
+        fprintf(stderr, "tok_driver: jinja: cannot read the files\n");
+    else if (jinja_parse(tmpl, tn, &jt, err))
+        fprintf(stderr, "tok_driver: %s\n", err);
+    else {
+        jinja_input in = {.vars_json = vars, .vars_len = vn, .now = 1735776000};
+        size_t len;
+        if (jinja_render(jt, &in, &out, &len, err))
+            fprintf(stderr, "tok_driver: %s\n", err);
+        else
+            rc = fwrite(out, 1, len, stdout) != len;
+    }
+    free(out);
+    jinja_free(jt);
+    free(tmpl);
+    free(vars);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "jinja"))
+        return jinja_file(argv[2], argv[3]);
     if (argc == 4 && !strcmp(argv[1], "chat-bench"))
         return chat_bench(argv[2], atoi(argv[3]));
     const char *gguf = NULL, *json = NULL, *config = NULL, *tmpl = NULL, *date = NULL;

@@ -95,6 +95,37 @@ static jval strip(jval s, jval chars, int lead, int trail)
 
 enum { CASE_UPPER, CASE_LOWER, CASE_TITLE, CASE_CAPITALIZE };
 
+/* Python's str.upper / lower / title use Unicode's full case mappings (SpecialCasing.txt,
+ * unconditional part); utf8proc gives the one-to-one ones. The one-to-many mappings of
+ * letters that appear in text (not the Greek iota-subscript forms): */
+static const struct {
+    uint32_t cp;
+    const char *upper, *title, *lower; /* NULL: the simple mapping */
+} special_case[] = {
+    {0x00DF, "SS", "Ss", NULL},              /* ß */
+    {0x0130, NULL, NULL, "i\xcc\x87"},       /* İ */
+    {0x0149, "\xca\xbcN", "\xca\xbcN", NULL}, /* ŉ */
+    {0x01F0, "J\xcc\x8c", "J\xcc\x8c", NULL}, /* ǰ */
+    {0x0390, "\xce\x99\xcc\x88\xcc\x81", "\xce\x99\xcc\x88\xcc\x81", NULL}, /* ΐ */
+    {0x03B0, "\xce\xa5\xcc\x88\xcc\x81", "\xce\xa5\xcc\x88\xcc\x81", NULL}, /* ΰ */
+    {0x0587, "\xd4\xb5\xd5\x92", "\xd4\xb5\xd6\x82", NULL}, /* և */
+    {0x1E96, "H\xcc\xb1", "H\xcc\xb1", NULL}, {0x1E97, "T\xcc\x88", "T\xcc\x88", NULL},
+    {0x1E98, "W\xcc\x8a", "W\xcc\x8a", NULL}, {0x1E99, "Y\xcc\x8a", "Y\xcc\x8a", NULL},
+    {0x1E9A, "A\xca\xbe", "A\xca\xbe", NULL},
+    {0xFB00, "FF", "Ff", NULL}, {0xFB01, "FI", "Fi", NULL}, {0xFB02, "FL", "Fl", NULL},
+    {0xFB03, "FFI", "Ffi", NULL}, {0xFB04, "FFL", "Ffl", NULL}, {0xFB05, "ST", "St", NULL},
+    {0xFB06, "ST", "St", NULL},
+};
+
+static const char *full_case(uint32_t cp, int mode)
+{
+    for (size_t i = 0; i < sizeof special_case / sizeof special_case[0]; i++)
+        if (special_case[i].cp == cp)
+            return mode == CASE_UPPER ? special_case[i].upper : mode == CASE_LOWER ? special_case[i].lower
+                                                                               : special_case[i].title;
+    return NULL;
+}
+
 static jval recase(jctx *c, jval s, int mode)
 {
     jsb b = {.c = c};
@@ -104,17 +135,25 @@ static jval recase(jctx *c, jval s, int mode)
         size_t L = cp_at(s.s.p, s.s.n, i, &cp);
         i += L;
         int32_t o = (int32_t)cp;
+        int m = mode;
         switch (mode) {
         case CASE_UPPER: o = utf8proc_toupper(o); break;
         case CASE_LOWER: o = utf8proc_tolower(o); break;
-        case CASE_TITLE: o = prev_cased ? utf8proc_tolower(o) : utf8proc_totitle(o); break;
-        default: o = first ? utf8proc_totitle(o) : utf8proc_tolower(o); break;
+        case CASE_TITLE:
+            m = prev_cased ? CASE_LOWER : CASE_TITLE;
+            o = prev_cased ? utf8proc_tolower(o) : utf8proc_totitle(o);
+            break;
+        default:
+            m = first ? CASE_TITLE : CASE_LOWER;
+            o = first ? utf8proc_totitle(o) : utf8proc_tolower(o);
+            break;
         }
         utf8proc_category_t cat = utf8proc_category((int32_t)cp);
         prev_cased = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
         first = 0;
+        const char *full = full_case(cp, m);
         char u[4];
-        if (jsb_put(&b, u, tok_utf8_put((uint32_t)o, u)))
+        if (full ? jsb_put(&b, full, strlen(full)) : jsb_put(&b, u, tok_utf8_put((uint32_t)o, u)))
             return jv_undef(NULL);
     }
     return jsb_val(&b);
@@ -979,6 +1018,26 @@ jval jfilter(jctx *c, const char *n, jval v, const jargs *a)
     if (!strcmp(n, "select") || !strcmp(n, "reject")) return select_items(c, v, a, n[0] == 's', 0);
     if (!strcmp(n, "selectattr") || !strcmp(n, "rejectattr")) return select_items(c, v, a, n[0] == 's', 1);
     if (!strcmp(n, "map")) return map_items(c, v, a);
+    if (!strcmp(n, "round")) {
+        jval prec = jargs_get(a, 0, "precision", jv_int(0)), meth = jargs_get(a, 1, "method", jv_str("common", 6));
+        double x;
+        if (v.t == V_INT || v.t == V_BOOL)
+            x = (double)v.i;
+        else if (v.t == V_FLOAT)
+            x = v.f;
+        else
+            return fail_v(c, "round: expected a number%s", "");
+        int64_t p = prec.t == V_INT ? prec.i : 0;
+        double scale = pow(10.0, (double)(p < -308 ? -308 : p > 308 ? 308 : p));
+        const char *mname = meth.t == V_STR ? cname(c, meth) : "";
+        if (!strcmp(mname, "common")) /* Python's round(): halves to even */
+            return jv_float(p ? nearbyint(x * scale) / scale : nearbyint(x));
+        if (!strcmp(mname, "ceil"))
+            return jv_float(ceil(x * scale) / scale);
+        if (!strcmp(mname, "floor"))
+            return jv_float(floor(x * scale) / scale);
+        return fail_v(c, "round: method must be common, ceil or floor%s", "");
+    }
     if (!strcmp(n, "abs")) {
         if (v.t == V_INT || v.t == V_BOOL) return jv_int(v.i < 0 ? -v.i : v.i);
         if (v.t == V_FLOAT) return jv_float(fabs(v.f));

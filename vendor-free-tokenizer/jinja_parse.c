@@ -145,6 +145,7 @@ static int unescape(parser *ps, const char *s, size_t n, int line, token *t)
         case 'x': digits = 2; break;
         case 'u': digits = 4; break;
         case 'U': digits = 8; break;
+        case 'N': return pfail(ps, line, "\\N{...} escapes in string literals are not supported");
         default:
             if (c >= '0' && c <= '7') {
                 int m = 0;

@@ -103,6 +103,38 @@ def check_speed(refs, verbose):
     return fails
 
 
+def check_snippets(tmp, verbose):
+    """Each construct of the subset against jinja2 in transformers' environment
+    (tests/refs/chat/jinja-snippets.json, tests/gen/gen_jinja_refs.py)."""
+    with open(os.path.join(REPO, "tests", "refs", "chat", "jinja-snippets.json"), encoding="utf-8") as f:
+        refs = json.load(f)
+    vpath, tpath = os.path.join(tmp, "vars.json"), os.path.join(tmp, "snippet.jinja")
+    with open(vpath, "w", encoding="utf-8") as f:
+        json.dump(refs["vars"], f, ensure_ascii=False)
+    env = dict(os.environ, TZ="UTC")
+    bad = 0
+    for r in refs["snippets"]:
+        with open(tpath, "w", encoding="utf-8", newline="") as f:
+            f.write(r["template"])
+        p = subprocess.run([DRIVER, "jinja", tpath, vpath], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           timeout=60)
+        err = p.stderr.decode("utf-8", "replace")
+        if "text" in r:
+            ok = p.returncode == 0 and p.stdout == r["text"].encode("utf-8")
+        else:
+            ok = p.returncode == 1 and not p.stdout and err.count("\n") == 1
+            if r["error"].startswith("TemplateError: "):
+                ok = ok and ("raise_exception: " + r["error"][len("TemplateError: "):]) in err
+        if not ok:
+            bad += 1
+            print("FAIL  snippet %r\n      got  %r %s\n      want %r" % (
+                r["template"][:120], p.stdout[:300], err.strip()[:200], r.get("text", r.get("error"))[:300]))
+    n = len(refs["snippets"])
+    print("%s  %d/%d Jinja snippets render as jinja2 %s in transformers' environment" % (
+        "ok  " if not bad else "FAIL", n - bad, n, refs["jinja2_version"]))
+    return 1 if bad else 0
+
+
 def check_errors(tmp):
     """One clear line and a documented exit code for bad input."""
     fails = 0
@@ -184,6 +216,7 @@ def main():
         if bad_templates:
             print("      differ: " + ", ".join(bad_templates))
             fails += 1
+        fails += check_snippets(tmp, verbose)
         fails += check_speed(refs, verbose)
         fails += check_errors(tmp)
     return 1 if fails else 0

@@ -1,7 +1,9 @@
-/* fuzz_chat.c - libFuzzer target: chat template text. Input: an optional system
- * message, a NUL byte, then the template text (as a GGUF would carry it in
- * tokenizer.chat_template). A tiny byte-level vocabulary carries the template;
- * rendering it must fail cleanly or produce a NUL-terminated string. */
+/* fuzz_chat.c - libFuzzer target: chat template text through the tokenizer's chat path
+ * (tok_chat_render: the Jinja interpreter with the tokenizer's special tokens). Input: an
+ * optional system message, a NUL byte, then the template text (as a GGUF would carry it in
+ * tokenizer.chat_template). A tiny byte-level vocabulary carries the template; rendering it
+ * must fail cleanly or produce a NUL-terminated string. fuzz_jinja drives the interpreter
+ * directly with arbitrary variables. */
 #include "fuzz_util.h"
 
 #include "tokenizer.h"
