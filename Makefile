@@ -224,7 +224,8 @@ install: llmgen lib  ## install binary, library, header and man page under $(DES
 	install -D -m 644 man/llmgen.1 $(DESTDIR)$(PREFIX)/share/man/man1/llmgen.1
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan + UBSan. Each runs
-# FUZZ_SECONDS on its seed corpus plus a working corpus in build/fuzz/corpus; crashes
+# FUZZ_SECONDS on its seed corpus plus a working corpus in build/fuzz/corpus (with the
+# dictionary tests/fuzz/<target>.dict when there is one); crashes
 # land in build/fuzz/ (copy them to tests/fuzz/regressions/<target>/ once fixed).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
@@ -251,6 +252,7 @@ fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)  ## run each libFuzzer target for FUZZ_S
 	  mkdir -p $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    $$([ -f tests/fuzz/$$t.dict ] && echo -dict=tests/fuzz/$$t.dict) \
 	    -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
 

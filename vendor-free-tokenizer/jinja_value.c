@@ -810,13 +810,13 @@ static int jr_value(jreader *r, jval *out)
                 }
                 return jr_fail(r, "expected ',' or a closing bracket");
             }
-    } else if (!strncmp(r->p, "true", 4) && r->end - r->p >= 4) {
+    } else if (r->end - r->p >= 4 && !memcmp(r->p, "true", 4)) {
         *out = jv_bool(1);
         r->p += 4;
-    } else if (!strncmp(r->p, "false", 5) && r->end - r->p >= 5) {
+    } else if (r->end - r->p >= 5 && !memcmp(r->p, "false", 5)) {
         *out = jv_bool(0);
         r->p += 5;
-    } else if (!strncmp(r->p, "null", 4) && r->end - r->p >= 4) {
+    } else if (r->end - r->p >= 4 && !memcmp(r->p, "null", 4)) {
         *out = jv_none();
         r->p += 4;
     } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
