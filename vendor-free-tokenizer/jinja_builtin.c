@@ -804,7 +804,7 @@ static jval select_items(jctx *c, jval seq, const jargs *a, int want, int by_att
         return fail_v(c, "selectattr / rejectattr need an attribute name%s", "");
     if (test.t != V_NONE && test.t != V_STR)
         return fail_v(c, "select: the test must be a name%s", "");
-    jargs ta = {a->pos + off + 1, a->npos > off + 1 ? a->npos - off - 1 : 0, NULL, NULL, 0};
+    jargs ta = {a->npos > off + 1 ? a->pos + off + 1 : NULL, a->npos > off + 1 ? a->npos - off - 1 : 0, NULL, NULL, 0};
     jval r = jv_list_new(c, 0);
     const char *tname = test.t == V_STR ? cname(c, test) : NULL, *aname = by_attr ? cname(c, attr) : NULL;
     for (size_t i = 0; r.t == V_LIST && i < items.n; i++) {
@@ -834,7 +834,7 @@ static jval map_items(jctx *c, jval seq, const jargs *a)
     jval fname = attr.t == V_UNDEF ? jargs_get(a, 0, NULL, jv_undef(NULL)) : jv_undef(NULL);
     if (attr.t != V_STR && fname.t != V_STR)
         return fail_v(c, "map needs a filter name or attribute=%s", "");
-    jargs fa = {a->pos + 1, a->npos > 1 ? a->npos - 1 : 0, NULL, NULL, 0};
+    jargs fa = {a->npos > 1 ? a->pos + 1 : NULL, a->npos > 1 ? a->npos - 1 : 0, NULL, NULL, 0};
     const char *name = cname(c, attr.t == V_STR ? attr : fname);
     jval r = jv_list_new(c, items.n);
     for (size_t i = 0; r.t == V_LIST && i < items.n; i++) {
