@@ -51,7 +51,7 @@ void *jarena_alloc(jarena *a, size_t n)
         n = 16;
     chunk *c = a->head;
     if (!c || c->size - c->used < n) {
-        size_t size = n > 16384 ? n : 16384;
+        size_t size = n > 65536 ? n : 65536;
         if (n > a->limit || a->total + size > a->limit)
             return NULL;
         chunk *nc = malloc(sizeof *nc + size);
@@ -60,7 +60,7 @@ void *jarena_alloc(jarena *a, size_t n)
         nc->used = 0;
         nc->size = size;
         a->total += size;
-        if (c && n > 16384) { /* a big block goes behind the current chunk, which keeps filling */
+        if (c && n > 65536) { /* a big block goes behind the current chunk, which keeps filling */
             nc->next = c->next;
             c->next = nc;
         } else {

@@ -10,7 +10,7 @@ Each case must be byte-equal to transformers' text; where transformers raised, l
 exit 6 (and print the template's message when it called raise_exception). Templates whose
 text differs from the one the references were made from (sha256) fail: regenerate with
 `make chat-refs`. Also checks the render time of a three-turn conversation (parse included,
-best of 5 rounds, build/tok_driver chat-bench) is under 1 ms for every template, and the
+CPU time, best of 5 rounds, build/tok_driver chat-bench) is under 1 ms for every template, and the
 CLI's errors (bad messages file, missing template, unsupported construct with its line).
 
 Prints "N/M templates rendered exactly" and exits non-zero on any difference.
@@ -98,7 +98,7 @@ def check_speed(refs, verbose):
         if us >= 1000:
             fails += 1
             print("FAIL  render time %s: %.0f us for a three-turn conversation (limit 1000)" % (name, us))
-    print("%s  render time of a three-turn conversation (parse included): at most %.0f us (%s)" % (
+    print("%s  render time of a three-turn conversation (parse included, CPU time): at most %.0f us (%s)" % (
         "ok  " if not fails else "FAIL", worst[0], worst[1]))
     return fails
 
@@ -133,6 +133,27 @@ def check_snippets(tmp, verbose):
     print("%s  %d/%d Jinja snippets render as jinja2 %s in transformers' environment" % (
         "ok  " if not bad else "FAIL", n - bad, n, refs["jinja2_version"]))
     return 1 if bad else 0
+
+
+def check_generation_template_file(refs):
+    """--chat --chat-template-file renders the prompt with that template (echoed by --echo)."""
+    name = "llama.cpp:Qwen-Qwen2.5-7B-Instruct.jinja"  # uses neither bos_token nor eos_token
+    entry = refs["templates"].get(name)
+    case = next((c for c in refs["cases"] if c["name"] == "system+user"), None)
+    want = next((r.get("text") for r in entry["results"] if r["case"] == "system+user"), None) if entry else None
+    if not case or not want:
+        print("FAIL  --chat-template-file: no reference for %s" % name)
+        return 1
+    model = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    rc, out, err = run(["-m", model, "--chat", "--chat-template-file", template_path(entry), "--system",
+                        case["messages"][0]["content"], "-p", case["messages"][1]["content"], "-n", "1", "--echo",
+                        "--date", refs["date"]])
+    if rc != 0 or not out.startswith(want.encode("utf-8")):
+        print("FAIL  --chat --chat-template-file: rc %d, stderr %r, echo %r, want it to start with %r" % (
+            rc, err, out[:300], want))
+        return 1
+    print("ok    --chat --chat-template-file renders the prompt with that template (%s)" % name)
+    return 0
 
 
 def check_errors(tmp):
@@ -217,6 +238,7 @@ def main():
             print("      differ: " + ", ".join(bad_templates))
             fails += 1
         fails += check_snippets(tmp, verbose)
+        fails += check_generation_template_file(refs)
         fails += check_speed(refs, verbose)
         fails += check_errors(tmp)
     return 1 if fails else 0
