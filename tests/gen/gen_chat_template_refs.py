@@ -136,7 +136,7 @@ def main():
     for name, template, bos, eos, where in sources:
         results = render_all(render, template, bos, eos)
         if all("error" in r for r in results):
-            out["not_rendered"][name] = {"sha256": sha256(template), "error": results[0]["error"]}
+            out["not_rendered"][name] = dict(where, sha256=sha256(template), error=results[0]["error"])
             print("%s: transformers renders no case (%s)" % (name, results[0]["error"][:100]))
             continue
         entry = dict(where, sha256=sha256(template), results=results)
