@@ -151,24 +151,29 @@ typedef struct {
 } llmgen_message;
 
 typedef struct {
-    int add_generation_prompt;  /* 1: end with the assistant's header, ready for generation */
+    const char *template_name;  /* NULL: the model's own template (Jinja); else a built-in template as in
+                                   llmgen_chat_render_as (a system and one user message, with the prompt) */
     const char *date;           /* "DD Mon YYYY": strftime_now returns that day at 00:00:00 and the
-                                   template's date_string is set to it; NULL = the current time */
-    const char *template_text;  /* render this Jinja text instead of the model's own template; NULL = the model's */
+                                   template's date_string is set to it; NULL = the current time (and the
+                                   template's own default date) */
+    const char *template_text;  /* render this Jinja text instead of the model's own template */
     const char *bos_token;      /* override the model's special tokens; NULL = the model's */
     const char *eos_token;
     const char *tools_json;     /* a JSON array: the template's `tools`; NULL = None */
     const char *vars_json;      /* more variables as a JSON object (e.g. {"enable_thinking": false}); NULL = none */
 } llmgen_chat_options;
 
-/* Render n messages (n may be 0). m may be NULL when opt->template_text is given
- * (no special tokens then unless opt gives them). *out is NUL-terminated and the
- * caller's: llmgen_free. LLMGEN_E_TEMPLATE: the template refused the messages
+/* Render n messages (n may be 0) as transformers' apply_chat_template(messages,
+ * add_generation_prompt) does; opt may be NULL. m may be NULL when opt->template_text
+ * is given (no special tokens then unless opt gives them). *out is NUL-terminated and
+ * the caller's: llmgen_free. LLMGEN_E_TEMPLATE: the template refused the messages
  * ("raise_exception: <the template's message>") or is outside the supported subset
- * (the message names the construct and the template line); LLMGEN_E_USAGE: bad
- * input (invalid UTF-8, a date not "DD Mon YYYY", variables that are not a JSON object). */
+ * (the message names the construct and the template line); LLMGEN_E_USAGE: bad input
+ * (invalid UTF-8, a date not "DD Mon YYYY", variables that are not a JSON object, an
+ * unknown template name, a conversation a built-in template does not render). */
 llmgen_status llmgen_chat_render_messages(const llmgen_model *m, const llmgen_message *msgs, size_t n,
-                                          const llmgen_chat_options *opt, char **out, char *err, size_t errlen);
+                                          int add_generation_prompt, const llmgen_chat_options *opt,
+                                          char **out, char *err, size_t errlen);
 
 /* Streaming detokenizer: feed generated ids one at a time, get back only bytes
  * that form complete UTF-8 (a character split across tokens waits for its end).

@@ -567,9 +567,9 @@ static int prompt_tokens(llmgen_model *m, const request *q, result *r, buf *echo
         llmgen_status st;
         if (q->chat && q->template_text) {
             llmgen_message msgs[2] = {{"system", q->system}, {"user", q->text}};
-            llmgen_chat_options co = {.add_generation_prompt = 1, .date = q->date, .template_text = q->template_text};
-            if ((st = llmgen_chat_render_messages(m, q->system ? msgs : msgs + 1, q->system ? 2 : 1, &co, &chat, e,
-                                                  sizeof e))) {
+            llmgen_chat_options co = {.date = q->date, .template_text = q->template_text};
+            if ((st = llmgen_chat_render_messages(m, q->system ? msgs : msgs + 1, q->system ? 2 : 1, 1, &co, &chat,
+                                                  e, sizeof e))) {
                 seterr(err, "--chat: %s", e);
                 return exit_code(st);
             }
@@ -1184,7 +1184,8 @@ static int chat_template_main(int argc, char **argv) {
                              "                            [--bos-token S] [--eos-token S] [--no-generation-prompt]"
                              " [--date \"DD Mon YYYY\"]";
     const char *model = NULL, *tfile = NULL, *mfile = NULL;
-    llmgen_chat_options co = {.add_generation_prompt = 1};
+    llmgen_chat_options co = {0};
+    int add_gen = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **dst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &model
@@ -1200,7 +1201,7 @@ static int chat_template_main(int argc, char **argv) {
             return fflush(stdout) ? EXIT_IO : EXIT_OK;
         }
         if (!strcmp(a, "--no-generation-prompt")) {
-            co.add_generation_prompt = 0;
+            add_gen = 0;
         } else if (dst) {
             if (i + 1 >= argc) return die(EXIT_USAGE, "chat-template: %s needs a value", a);
             *dst = argv[++i];
@@ -1227,7 +1228,7 @@ static int chat_template_main(int argc, char **argv) {
     }
     if (!rc) {
         co.template_text = text;
-        llmgen_status st = llmgen_chat_render_messages(m, msgs, n, &co, &out, err, sizeof err);
+        llmgen_status st = llmgen_chat_render_messages(m, msgs, n, add_gen, &co, &out, err, sizeof err);
         if (st) rc = die(exit_code(st), "chat-template: %s", err);
         else if (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout))
             rc = errno == EPIPE ? EXIT_OK : die(EXIT_IO, "stdout: write error: %s", strerror(errno));

@@ -147,6 +147,11 @@ llmgen_status llmgen_detokenize(const llmgen_model *lm, const int32_t *ids, size
     return LLMGEN_OK;
 }
 
+/* tok_chat_* return codes as API statuses */
+static llmgen_status chat_status(int rc) {
+    return rc == TOK_CHAT_E_TEMPLATE ? LLMGEN_E_TEMPLATE : rc == TOK_CHAT_E_ARG ? LLMGEN_E_USAGE : LLMGEN_E_TOKENIZER;
+}
+
 llmgen_status llmgen_chat_render_as(const llmgen_model *lm, const char *name, const char *date, const char *system,
                                     const char *user, char **out, char *err, size_t errlen) {
     char e[TOK_ERR_LEN];
@@ -155,12 +160,13 @@ llmgen_status llmgen_chat_render_as(const llmgen_model *lm, const char *name, co
     if (st) return st;
     if (!user) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render: user message is NULL");
     int rc = tok_chat_render_at(lm->m->tok, name, system, user, date, out, e);
-    if (rc) return fail(rc == -2 ? LLMGEN_E_TEMPLATE : LLMGEN_E_TOKENIZER, err, errlen, e);
+    if (rc) return fail(chat_status(rc), err, errlen, e);
     return LLMGEN_OK;
 }
 
 llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_message *msgs, size_t n,
-                                          const llmgen_chat_options *opt, char **out, char *err, size_t errlen) {
+                                          int add_generation_prompt, const llmgen_chat_options *opt,
+                                          char **out, char *err, size_t errlen) {
     static const llmgen_chat_options none = {0};
     char e[TOK_ERR_LEN];
     *out = NULL;
@@ -171,10 +177,20 @@ llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_m
         if (st) return st;
     }
     if (n && !msgs) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: messages is NULL");
-    tok_message *tm = malloc((n ? n : 1) * sizeof *tm);
+    if (opt->template_name) { /* a built-in template: one exchange */
+        int sys = n && msgs[0].role && !strcmp(msgs[0].role, "system");
+        if (opt->template_text || !add_generation_prompt || n != (size_t)sys + 1 || !msgs[n - 1].role ||
+            strcmp(msgs[n - 1].role, "user"))
+            return fail(LLMGEN_E_USAGE, err, errlen, "chat: a built-in template renders an optional system message "
+                        "and one user message with the generation prompt; use the model's own template for "
+                        "other conversations");
+        return llmgen_chat_render_as(lm, opt->template_name, opt->date, sys ? msgs[0].content : NULL,
+                                     msgs[n - 1].content, out, err, errlen);
+    }
+    tok_chat_msg *tm = malloc((n ? n : 1) * sizeof *tm);
     char *vars = NULL;
     if (!tm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
-    for (size_t i = 0; i < n; i++) tm[i] = (tok_message){msgs[i].role, msgs[i].content};
+    for (size_t i = 0; i < n; i++) tm[i] = (tok_chat_msg){msgs[i].role, msgs[i].content};
     if (opt->tools_json) { /* {"tools": TOOLS, <the members of vars_json>} */
         const char *v = opt->vars_json ? opt->vars_json : "{}";
         while (*v == ' ' || *v == '\n' || *v == '\t' || *v == '\r') v++;
@@ -191,13 +207,13 @@ llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_m
         while (*rest == ' ' || *rest == '\n' || *rest == '\t' || *rest == '\r') rest++;
         snprintf(vars, need, "{\"tools\": %s%s%s", opt->tools_json, *rest == '}' ? "" : ", ", rest);
     }
-    tok_chat_input in = {.messages = tm, .n_messages = n, .add_generation_prompt = opt->add_generation_prompt,
+    tok_chat_input in = {.messages = tm, .n_messages = n, .add_generation_prompt = add_generation_prompt,
                          .date = opt->date, .bos_token = opt->bos_token, .eos_token = opt->eos_token,
                          .vars_json = vars ? vars : opt->vars_json};
-    int rc = tok_chat_render_messages(lm && lm->m->tok ? lm->m->tok : NULL, opt->template_text, &in, out, e);
+    int rc = tok_chat_render_jinja(lm && lm->m->tok ? lm->m->tok : NULL, opt->template_text, &in, out, e);
     free(tm);
     free(vars);
-    if (rc) return fail(rc == -2 ? LLMGEN_E_TEMPLATE : rc == -3 ? LLMGEN_E_NOMEM : LLMGEN_E_USAGE, err, errlen, e);
+    if (rc) return fail(rc == -1 ? LLMGEN_E_USAGE : chat_status(rc), err, errlen, e);
     return LLMGEN_OK;
 }
 

@@ -58,25 +58,25 @@ static llmgen_status run(llmgen_session *s, llmgen_sampler *smp, const int32_t *
 static void check_chat(const llmgen_model *m) {
     char err[512], *one = NULL, *two = NULL, *three = NULL, *t = NULL;
     llmgen_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
-    llmgen_chat_options gen = {.add_generation_prompt = 1, .date = "02 Jan 2025"}, nogen = {.date = "02 Jan 2025"};
+    llmgen_chat_options opt = {.date = "02 Jan 2025"};
     check(llmgen_chat_render(m, "Be brief.", "Hi", &one, err, sizeof err) == LLMGEN_OK, "chat_render");
-    check(llmgen_chat_render_messages(m, msgs, 2, &gen, &two, err, sizeof err) == LLMGEN_OK, "chat_render_messages");
+    check(llmgen_chat_render_messages(m, msgs, 2, 1, &opt, &two, err, sizeof err) == LLMGEN_OK, "chat_render_messages");
     check(one && two && !strcmp(one, two), "chat_render_messages([system, user]) == chat_render(system, user)");
     llmgen_free(two);
     two = NULL;
-    check(llmgen_chat_render_messages(m, msgs, 3, &nogen, &two, err, sizeof err) == LLMGEN_OK &&
-              llmgen_chat_render_messages(m, msgs, 4, &gen, &three, err, sizeof err) == LLMGEN_OK,
+    check(llmgen_chat_render_messages(m, msgs, 3, 0, &opt, &two, err, sizeof err) == LLMGEN_OK &&
+              llmgen_chat_render_messages(m, msgs, 4, 1, &opt, &three, err, sizeof err) == LLMGEN_OK,
           "chat_render_messages, 3 and 4 messages");
     check(two && three && !strncmp(two, three, strlen(two)) && strlen(three) > strlen(two),
           "a conversation without the generation prompt is a prefix of its continuation");
     llmgen_chat_options tt = {.template_text = "{{ bos_token }}{{ messages | length }}", .bos_token = "<B>"};
-    check(llmgen_chat_render_messages(NULL, msgs, 4, &tt, &t, err, sizeof err) == LLMGEN_OK && t &&
+    check(llmgen_chat_render_messages(NULL, msgs, 4, 1, &tt, &t, err, sizeof err) == LLMGEN_OK && t &&
               !strcmp(t, "<B>4"),
           "chat_render_messages with template text and no model");
     llmgen_free(t);
     t = NULL;
     tt.template_text = "{{ raise_exception('no ' ~ messages[0].role) }}";
-    check(llmgen_chat_render_messages(NULL, msgs, 1, &tt, &t, err, sizeof err) == LLMGEN_E_TEMPLATE && !t &&
+    check(llmgen_chat_render_messages(NULL, msgs, 1, 1, &tt, &t, err, sizeof err) == LLMGEN_E_TEMPLATE && !t &&
               strstr(err, "raise_exception: no system"),
           "raise_exception is LLMGEN_E_TEMPLATE with the template's message");
     llmgen_free(one);

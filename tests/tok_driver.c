@@ -248,7 +248,7 @@ static int chat_bench(const char *path, int n)
         free(tmpl);
         return 1;
     }
-    const tok_message msgs[] = {{"system", "You are a pirate."}, {"user", "Hi there"},
+    const tok_chat_msg msgs[] = {{"system", "You are a pirate."}, {"user", "Hi there"},
                                 {"assistant", "Arr, ahoy!"}, {"user", "Where is the treasure?"}};
     tok_chat_input in = {.messages = msgs, .n_messages = 4, .add_generation_prompt = 1, .date = "02 Jan 2025",
                          .bos_token = "<s>", .eos_token = "</s>"};
@@ -257,7 +257,7 @@ static int chat_bench(const char *path, int n)
         double t0 = cpu_s();
         for (int k = 0; k < n; k++) {
             char *out;
-            if (tok_chat_render_messages(NULL, tmpl, &in, &out, err)) {
+            if (tok_chat_render_jinja(NULL, tmpl, &in, &out, err)) {
                 fprintf(stderr, "tok_driver: chat-bench: %s\n", err);
                 free(tmpl);
                 return 1;

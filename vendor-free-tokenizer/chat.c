@@ -309,7 +309,7 @@ static int render(const chat_plan *p, const char *system, const char *user, cons
         if (system && st->sys_mode == SYS_REFUSED) {
             tok_errf(err, "chat: the %s template has no system role (transformers raises an exception); "
                      "drop --system", st->name);
-            return -2;
+            return TOK_CHAT_E_TEMPLATE;
         }
         return render_mistral(st, system, p->default_system, user, b);
     }
@@ -396,7 +396,7 @@ static int chat_vars(const tokenizer *t, const tok_chat_input *in, tok_buf *b)
         while (n && (p[n - 1] == ' ' || p[n - 1] == '\n' || p[n - 1] == '\t' || p[n - 1] == '\r'))
             n--;
         if (n < 2 || p[0] != '{' || p[n - 1] != '}')
-            return -2;
+            return TOK_CHAT_E_ARG;
         const char *q = p + 1;
         while (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r')
             q++;
@@ -406,8 +406,8 @@ static int chat_vars(const tokenizer *t, const tok_chat_input *in, tok_buf *b)
     return rc || put(b, "}") || tok_buf_put(b, "", 1);
 }
 
-int tok_chat_render_messages(const tokenizer *t, const char *template_text, const tok_chat_input *in, char **out,
-                             char *err)
+int tok_chat_render_jinja(const tokenizer *t, const char *template_text, const tok_chat_input *in, char **out,
+                          char *err)
 {
     *out = NULL;
     const char *tmpl = template_text ? template_text : t ? t->chat_template : NULL;
@@ -439,20 +439,20 @@ int tok_chat_render_messages(const tokenizer *t, const char *template_text, cons
     int rc = chat_vars(t, in, &vars);
     if (rc) {
         tok_buf_free(&vars);
-        tok_errf(err, rc == -2 ? "chat: the extra variables are not a JSON object" : "chat: out of memory");
-        return rc == -2 ? -1 : -3;
+        tok_errf(err, rc == TOK_CHAT_E_ARG ? "chat: the extra variables are not a JSON object" : "chat: out of memory");
+        return -1;
     }
     jinja_template *jt;
     if (jinja_parse(tmpl, strlen(tmpl), &jt, err)) {
         tok_buf_free(&vars);
-        return -2;
+        return TOK_CHAT_E_TEMPLATE;
     }
     jinja_input ji = {.vars_json = vars.p, .vars_len = vars.len - 1, .now = now};
     size_t len;
     rc = jinja_render(jt, &ji, out, &len, err);
     jinja_free(jt);
     tok_buf_free(&vars);
-    return rc ? -2 : 0;
+    return rc ? TOK_CHAT_E_TEMPLATE : 0;
 }
 
 int tok_chat_render_at(const tokenizer *t, const char *name, const char *system, const char *user,
@@ -462,15 +462,15 @@ int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
     if (check_utf8(system, user, err))
         return -1;
     if (!name) { /* the model's own template, through the Jinja interpreter */
-        tok_message msgs[2] = {{"system", system}, {"user", user ? user : ""}};
+        tok_chat_msg msgs[2] = {{"system", system}, {"user", user ? user : ""}};
         tok_chat_input in = {.messages = system ? msgs : msgs + 1, .n_messages = system ? 2 : 1,
                              .add_generation_prompt = 1, .date = date};
-        return tok_chat_render_messages(t, NULL, &in, out, err);
+        return tok_chat_render_jinja(t, NULL, &in, out, err);
     }
     chat_plan p = {0};
     if (!(p.style = style_named(name))) {
         tok_errf(err, "chat: unknown template name \"%s\" (known: " KNOWN ")", name);
-        return -1;
+        return TOK_CHAT_E_ARG;
     }
     /* a forced family still takes the default system message the tokenizer's
      * own template spells out, as recognising it would */
@@ -481,9 +481,9 @@ int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
     free(p.default_system);
     if (rc || (!b.p && tok_buf_put(&b, "", 0))) {
         tok_buf_free(&b);
-        if (rc != -2)
+        if (rc != TOK_CHAT_E_TEMPLATE)
             tok_errf(err, "chat: out of memory");
-        return -1;
+        return rc == TOK_CHAT_E_TEMPLATE ? rc : -1;
     }
     *out = b.p;
     return 0;

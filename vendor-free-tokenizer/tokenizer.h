@@ -81,10 +81,10 @@ void tok_stream_free(tok_stream *s);
 typedef struct {
     const char *role;         /* "system", "user", "assistant", ... */
     const char *content;
-} tok_message;
+} tok_chat_msg;
 
 typedef struct {
-    const tok_message *messages;
+    const tok_chat_msg *messages;
     size_t n_messages;
     int add_generation_prompt;
     /* "DD Mon YYYY" (e.g. "02 Jan 2025"): strftime_now returns that day at 00:00:00
@@ -96,17 +96,21 @@ typedef struct {
     const char *vars_json;
 } tok_chat_input;
 
-/* Render `template_text` (NULL: the tokenizer's own chat_template). t may be NULL
- * when template_text is given. *out is malloc'd, caller frees. Returns 0; -1 for bad
- * input (invalid UTF-8, a bad date, vars_json not an object, no template); -2 when the
- * template fails: it called raise_exception ("raise_exception: <its message>") or is
- * outside the interpreter's subset (the message names the construct and the line);
- * -3 out of memory. tok_chat_render(_at) return the same codes. */
-int tok_chat_render_messages(const tokenizer *t, const char *template_text, const tok_chat_input *in, char **out,
-                             char *err);
+/* Return codes of the chat calls besides 0 and -1 (bad input, out of memory) */
+#define TOK_CHAT_E_ARG (-2)      /* an unknown built-in template name */
+#define TOK_CHAT_E_TEMPLATE (-3) /* the template raised (raise_exception: its message; or a built-in
+                                  * template that has no system role) or is outside the Jinja subset
+                                  * (the message names the construct and the template line) */
+
+/* Render `template_text` (NULL: the tokenizer's own chat_template) with the Jinja
+ * interpreter. t may be NULL when template_text is given. *out is malloc'd, caller
+ * frees. Returns 0, -1 (invalid UTF-8, a bad date, vars_json not an object, no
+ * template, out of memory) or TOK_CHAT_E_TEMPLATE. */
+int tok_chat_render_jinja(const tokenizer *t, const char *template_text, const tok_chat_input *in, char **out,
+                          char *err);
 
 /* One optional system message and one user message with the generation prompt.
- * `name` NULL: the tokenizer's own template through tok_chat_render_messages;
+ * `name` NULL: the tokenizer's own template through tok_chat_render_jinja;
  * otherwise one of the built-in templates: chatml, llama3, llama3.1, llama3.2,
  * llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7
  * (a forced family still takes the default system message the tokenizer's own
@@ -117,7 +121,8 @@ int tok_chat_render(const tokenizer *t, const char *name, const char *system,
  * their "%d %b %Y" form, e.g. "02 Jan 2025". date NULL renders what transformers
  * does: the template's default (Llama 3.1: "26 Jul 2024"), or today's local date
  * when the template asks for strftime_now (Llama 3.2, 3.3); a built-in family uses
- * "26 Jul 2024" (llama3.1) or today's date (llama3.2). */
+ * "26 Jul 2024" (llama3.1) or today's date (llama3.2). Returns 0, -1, TOK_CHAT_E_ARG or
+ * TOK_CHAT_E_TEMPLATE. */
 int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
                        const char *user, const char *date, char **out, char *err);
 

@@ -44,12 +44,12 @@ Test(tok_chat, messages_turns_generation_prompt_tokens_and_variables)
     tokenizer *t = with_template("{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
                                  "{% if add_generation_prompt %}<gen>{% endif %}{{ eos_token }}|{{ tools | tojson }}"
                                  "|{{ flag }}|{{ date_string }}|{{ strftime_now('%Y-%m-%d %H:%M') }}");
-    const tok_message msgs[] = {{"system", "S"}, {"user", "u1"}, {"assistant", "a1"}, {"user", "u2"}};
+    const tok_chat_msg msgs[] = {{"system", "S"}, {"user", "u1"}, {"assistant", "a1"}, {"user", "u2"}};
     tok_chat_input in = {.messages = msgs, .n_messages = 4, .add_generation_prompt = 1, .date = "02 Jan 2025",
                          .bos_token = "<B>", .eos_token = "<E>",
                          .vars_json = "{\"tools\": [{\"name\": \"f\"}], \"flag\": false}"};
     char *out, err[TOK_ERR_LEN] = "";
-    cr_assert_eq(tok_chat_render_messages(t, NULL, &in, &out, err), 0, "%s", err);
+    cr_assert_eq(tok_chat_render_jinja(t, NULL, &in, &out, err), 0, "%s", err);
     cr_expect_str_eq(out, "<B>[system:S][user:u1][assistant:a1][user:u2]<gen><E>|[{\"name\": \"f\"}]|False|"
                           "02 Jan 2025|2025-01-02 00:00");
     free(out);
@@ -57,11 +57,11 @@ Test(tok_chat, messages_turns_generation_prompt_tokens_and_variables)
     in.n_messages = 3;
     in.vars_json = NULL;
     in.bos_token = in.eos_token = NULL; /* the tokenizer has none: undefined prints nothing */
-    cr_assert_eq(tok_chat_render_messages(t, NULL, &in, &out, err), 0, "%s", err);
+    cr_assert_eq(tok_chat_render_jinja(t, NULL, &in, &out, err), 0, "%s", err);
     cr_expect_str_eq(out, "[system:S][user:u1][assistant:a1]|null||02 Jan 2025|2025-01-02 00:00");
     free(out);
     /* a template given as text, no tokenizer at all */
-    cr_assert_eq(tok_chat_render_messages(NULL, "{{ messages | length }}", &in, &out, err), 0, "%s", err);
+    cr_assert_eq(tok_chat_render_jinja(NULL, "{{ messages | length }}", &in, &out, err), 0, "%s", err);
     cr_expect_str_eq(out, "3");
     free(out);
     tok_free(t);
@@ -71,18 +71,18 @@ Test(tok_chat, bad_input_and_template_errors)
 {
     tokenizer *t = with_template(CHATML);
     char *out = NULL, err[TOK_ERR_LEN] = "";
-    const tok_message bad[] = {{"user", "a\xff"}};
+    const tok_chat_msg bad[] = {{"user", "a\xff"}};
     tok_chat_input in = {.messages = bad, .n_messages = 1};
-    cr_expect_eq(tok_chat_render_messages(t, NULL, &in, &out, err), -1);
+    cr_expect_eq(tok_chat_render_jinja(t, NULL, &in, &out, err), -1);
     cr_expect_not_null(strstr(err, "invalid UTF-8 at byte 1 of the content of message 1"), "%s", err);
-    const tok_message ok[] = {{"user", "x"}};
+    const tok_chat_msg ok[] = {{"user", "x"}};
     in.messages = ok;
     in.date = "2025-01-02";
-    cr_expect_eq(tok_chat_render_messages(t, NULL, &in, &out, err), -1);
+    cr_expect_eq(tok_chat_render_jinja(t, NULL, &in, &out, err), -1);
     cr_expect_not_null(strstr(err, "DD Mon YYYY"), "%s", err);
     in.date = NULL;
     in.vars_json = "[1]";
-    cr_expect_eq(tok_chat_render_messages(t, NULL, &in, &out, err), -1);
+    cr_expect_eq(tok_chat_render_jinja(t, NULL, &in, &out, err), -1);
     in.vars_json = NULL;
     static const char *const cases[][2] = {
         {"{{ raise_exception('Only user and assistant roles') }}", "raise_exception: Only user and assistant roles"},
@@ -97,7 +97,7 @@ Test(tok_chat, bad_input_and_template_errors)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         err[0] = 0;
-        cr_expect_eq(tok_chat_render_messages(t, cases[i][0], &in, &out, err), -2, "%s", cases[i][0]);
+        cr_expect_eq(tok_chat_render_jinja(t, cases[i][0], &in, &out, err), TOK_CHAT_E_TEMPLATE, "%s", cases[i][0]);
         cr_expect_not_null(strstr(err, cases[i][1]), "%s: %s", cases[i][0], err);
         cr_expect_null(strchr(err, '\n'), "one line: %s", err);
     }
@@ -122,7 +122,7 @@ Test(tok_chat, unknown_names_are_errors)
     char *out, err[TOK_ERR_LEN] = "";
     cr_expect_eq(tok_chat_render(t, NULL, NULL, "Hi", &out, err), -1);
     cr_expect_not_null(strstr(err, "no chat template"), "%s", err);
-    cr_expect_eq(tok_chat_render(t, "vicuna", NULL, "Hi", &out, err), -1);
+    cr_expect_eq(tok_chat_render(t, "vicuna", NULL, "Hi", &out, err), TOK_CHAT_E_ARG);
     cr_expect_not_null(strstr(err, "vicuna"), "%s", err);
     tok_free(t);
 }
@@ -183,7 +183,7 @@ Test(tok_chat, mistral_variants_by_name)
         free(out);
     }
     char *out, err[TOK_ERR_LEN] = "";
-    cr_expect_eq(tok_chat_render(t, "mistral-v0.1", "S", "U", &out, err), -1);
+    cr_expect_eq(tok_chat_render(t, "mistral-v0.1", "S", "U", &out, err), TOK_CHAT_E_TEMPLATE);
     cr_expect_not_null(strstr(err, "no system role"), "%s", err);
     cr_assert_eq(tok_chat_render(t, "mistral-v0.1", NULL, "U", &out, err), 0, "%s", err);
     cr_expect_str_eq(out, "<s>[INST] U [/INST]");
