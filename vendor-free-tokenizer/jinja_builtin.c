@@ -59,6 +59,7 @@ static size_t cp_at(const char *s, size_t n, size_t i, uint32_t *cp)
 
 static int in_chars(uint32_t cp, jval chars)
 {
+    /* callers charge chars.s.n per code point (jctx_work) */
     if (chars.t != V_STR)
         return ju_is_space(cp);
     for (size_t i = 0; i < chars.s.n;) {
@@ -70,13 +71,14 @@ static int in_chars(uint32_t cp, jval chars)
     return 0;
 }
 
-static jval strip(jval s, jval chars, int lead, int trail)
+static jval strip(jctx *c, jval s, jval chars, int lead, int trail)
 {
     size_t i = 0, n = s.s.n;
+    long long per = chars.t == V_STR ? 1 + (long long)(chars.s.n >> 6) : 0;
     while (lead && i < n) {
         uint32_t cp;
         size_t L = cp_at(s.s.p, n, i, &cp);
-        if (!in_chars(cp, chars))
+        if ((per && jctx_work(c, per)) || !in_chars(cp, chars))
             break;
         i += L;
     }
@@ -86,7 +88,7 @@ static jval strip(jval s, jval chars, int lead, int trail)
             j--;
         uint32_t cp;
         cp_at(s.s.p, n, j, &cp);
-        if (!in_chars(cp, chars))
+        if ((per && jctx_work(c, per)) || !in_chars(cp, chars))
             break;
         n = j;
     }
@@ -235,7 +237,7 @@ static jval split(jctx *c, jval s, jval sep, int64_t maxsplit)
         if (i >= s.s.n)
             break;
         if (maxsplit == 0) {
-            jval rest = strip(jv_str(s.s.p + i, s.s.n - i), jv_none(), 0, 1);
+            jval rest = strip(c, jv_str(s.s.p + i, s.s.n - i), jv_none(), 0, 1);
             if (jv_list_push(c, r.l, rest))
                 return jv_undef(NULL);
             break;
@@ -447,6 +449,8 @@ jval jitem(jctx *c, jval obj, jval key)
     case V_STR: {
         if (key.t != V_INT && key.t != V_BOOL)
             return key.t == V_STR ? jattr(c, obj, cname(c, key)) : jv_undef(NULL);
+        if (obj.t == V_STR && jctx_work(c, (long long)(obj.s.n >> 6)))
+            return jv_undef(NULL);
         int64_t n = obj.t == V_LIST ? (int64_t)obj.l->n : (int64_t)ju_len(obj.s.p, obj.s.n), i = key.i;
         if (i < 0)
             i += n;
@@ -458,7 +462,7 @@ jval jitem(jctx *c, jval obj, jval key)
         return jv_str(obj.s.p + a, b - a);
     }
     case V_DICT: {
-        jval *v = jv_dict_find(obj.d, key);
+        jval *v = jv_dict_find(c, obj.d, key);
         if (v)
             return *v;
         if (key.t == V_STR && !obj.ns) {
@@ -487,7 +491,7 @@ static jval str_method(jctx *c, jval s, const char *n, const jargs *a)
     if (!strcmp(n, "strip") || !strcmp(n, "lstrip") || !strcmp(n, "rstrip")) {
         if (a0.t != V_NONE && want_str(c, a0, n))
             return jv_undef(NULL);
-        return strip(s, a0, n[0] != 'r', n[0] != 'l');
+        return strip(c, s, a0, n[0] != 'r', n[0] != 'l');
     }
     if (!strcmp(n, "split") || !strcmp(n, "rsplit")) {
         jval sep = jargs_get(a, 0, "sep", jv_none());
@@ -507,7 +511,7 @@ static jval str_method(jctx *c, jval s, const char *n, const jargs *a)
     if (!strcmp(n, "replace"))
         return replace(c, s, a0, a1, int_arg(jargs_get(a, 2, "count", jv_int(-1)), -1));
     if (!strcmp(n, "find") || !strcmp(n, "rfind") || !strcmp(n, "count")) {
-        if (want_str(c, a0, n))
+        if (want_str(c, a0, n) || jctx_work(c, (long long)(s.s.n >> 6) + 1))
             return jv_undef(NULL);
         if (!strcmp(n, "count")) {
             int64_t k = 0;
@@ -515,7 +519,8 @@ static jval str_method(jctx *c, jval s, const char *n, const jargs *a)
                 return jv_int((int64_t)ju_len(s.s.p, s.s.n) + 1);
             for (const char *p = s.s.p, *e = s.s.p + s.s.n; (p = memmem(p, (size_t)(e - p), a0.s.p, a0.s.n));
                  p += a0.s.n)
-                k++;
+                if (++k, jctx_work(c, (long long)(a0.s.n >> 6) + 1))
+                    return jv_undef(NULL);
             return jv_int(k);
         }
         const char *hit = NULL;
@@ -523,7 +528,8 @@ static jval str_method(jctx *c, jval s, const char *n, const jargs *a)
             hit = memmem(s.s.p, s.s.n, a0.s.p, a0.s.n);
         else
             for (const char *p = s.s.p; (p = memmem(p, (size_t)(s.s.p + s.s.n - p), a0.s.p, a0.s.n)); p++)
-                hit = p;
+                if (hit = p, jctx_work(c, (long long)(a0.s.n >> 6) + 1))
+                    return jv_undef(NULL);
         return jv_int(hit ? (int64_t)ju_len(s.s.p, (size_t)(hit - s.s.p)) : -1);
     }
     if (!strcmp(n, "join")) return join(c, a0, s, jv_none());
@@ -578,7 +584,7 @@ jval jmethod_call(jctx *c, jmethod *m, const jargs *a)
             return r;
         }
         if (!strcmp(n, "get")) {
-            jval *v = jv_dict_find(self.d, jargs_get(a, 0, NULL, jv_none()));
+            jval *v = jv_dict_find(c, self.d, jargs_get(a, 0, NULL, jv_none()));
             return v ? *v : jargs_get(a, 1, NULL, jv_none());
         }
         if (!strcmp(n, "copy")) {
@@ -594,7 +600,7 @@ jval jmethod_call(jctx *c, jmethod *m, const jargs *a)
             jval x = jargs_get(a, 0, NULL, jv_none());
             int64_t k = 0;
             for (size_t i = 0; i < self.l->n; i++)
-                if (jv_equal(self.l->v[i], x)) {
+                if (jv_equal(c, self.l->v[i], x)) {
                     if (n[0] == 'i')
                         return jv_int((int64_t)i);
                     k++;
@@ -650,29 +656,29 @@ int jtest(jctx *c, const char *n, jval v, const jargs *a)
         }
         return (v.i % 2 != 0) == (n[0] == 'o');
     }
-    if (!strcmp(n, "eq") || !strcmp(n, "equalto") || !strcmp(n, "==")) return jv_equal(v, x);
-    if (!strcmp(n, "ne") || !strcmp(n, "!=")) return !jv_equal(v, x);
+    if (!strcmp(n, "eq") || !strcmp(n, "equalto") || !strcmp(n, "==")) return jv_equal(c, v, x);
+    if (!strcmp(n, "ne") || !strcmp(n, "!=")) return !jv_equal(c, v, x);
     if (!strcmp(n, "sameas"))
         return (v.t == V_NONE || v.t == V_BOOL || v.t == V_UNDEF) ? v.t == x.t && (v.t != V_BOOL || v.i == x.i)
-                                                                  : jv_equal(v, x) && v.t == x.t;
+                                                                  : jv_equal(c, v, x) && v.t == x.t;
     if (!strcmp(n, "in")) {
         if (x.t == V_STR && v.t == V_STR)
             return !v.s.n || memmem(x.s.p, x.s.n, v.s.p, v.s.n) != NULL;
         if (x.t == V_LIST) {
             for (size_t i = 0; i < x.l->n; i++)
-                if (jv_equal(x.l->v[i], v))
+                if (jv_equal(c, x.l->v[i], v))
                     return 1;
             return 0;
         }
         if (x.t == V_DICT)
-            return jv_dict_find(x.d, v) != NULL;
+            return jv_dict_find(c, x.d, v) != NULL;
         return jctx_fail(c, "test 'in' needs a container");
     }
     if (!strcmp(n, "lower") || !strcmp(n, "upper")) {
         if (v.t != V_STR)
             return 0;
         jval r = recase(c, v, n[0] == 'l' ? CASE_LOWER : CASE_UPPER);
-        return !c->failed && jv_equal(r, v);
+        return !c->failed && jv_equal(c, r, v);
     }
     static const char *const ord[][2] = {{"lt", "<"}, {"lessthan", "<"}, {"<", "<"}, {"le", "<="}, {"<=", "<="},
         {"gt", ">"}, {"greaterthan", ">"}, {">", ">"}, {"ge", ">="}, {">=", ">="}};
@@ -694,7 +700,11 @@ int jtest(jctx *c, const char *n, jval v, const jargs *a)
 static int length_of(jctx *c, jval v, int64_t *n)
 {
     switch (v.t) {
-    case V_STR: *n = (int64_t)ju_len(v.s.p, v.s.n); return 0;
+    case V_STR:
+        if (jctx_work(c, (long long)(v.s.n >> 6)))
+            return -1;
+        *n = (int64_t)ju_len(v.s.p, v.s.n);
+        return 0;
     case V_LIST: *n = (int64_t)v.l->n; return 0;
     case V_DICT: *n = (int64_t)v.d->n; return 0;
     case V_UNDEF: *n = 0; return 0;
@@ -714,7 +724,7 @@ static jval to_int(jctx *c, jval v, jval dflt)
         return jv_int((int64_t)v.f);
     case V_STR: {
         char buf[64];
-        jval t = strip(v, jv_none(), 1, 1);
+        jval t = strip(c, v, jv_none(), 1, 1);
         if (!t.s.n || t.s.n >= sizeof buf)
             return dflt;
         size_t k = 0;
@@ -733,6 +743,27 @@ static jval to_int(jctx *c, jval v, jval dflt)
     }
     default: return dflt;
     }
+}
+
+/* -1, 0, 1 for two sort keys (both strings or both numbers), -2 (render failed) otherwise */
+static int key_cmp(jctx *c, jval ka, jval kb)
+{
+    if (jctx_work(c, 1))
+        return -2;
+    if (ka.t == V_STR && kb.t == V_STR) {
+        size_t m = ka.s.n < kb.s.n ? ka.s.n : kb.s.n;
+        if (jctx_work(c, (long long)(m >> 6)))
+            return -2;
+        int cmp = memcmp(ka.s.p, kb.s.p, m);
+        return cmp ? (cmp < 0 ? -1 : 1) : ka.s.n < kb.s.n ? -1 : ka.s.n > kb.s.n;
+    }
+    int na = ka.t == V_INT || ka.t == V_FLOAT || ka.t == V_BOOL, nb = kb.t == V_INT || kb.t == V_FLOAT || kb.t == V_BOOL;
+    if (!na || !nb) {
+        jctx_fail(c, "sort: cannot order '%s' and '%s'", jv_type_name(ka), jv_type_name(kb));
+        return -2;
+    }
+    double x = ka.t == V_FLOAT ? ka.f : (double)ka.i, y = kb.t == V_FLOAT ? kb.f : (double)kb.i;
+    return x < y ? -1 : x > y;
 }
 
 static jval sorted(jctx *c, jval seq, int reverse, int case_sensitive, jval attr, int by_value_of_pair)
@@ -755,37 +786,32 @@ static jval sorted(jctx *c, jval seq, int reverse, int case_sensitive, jval attr
         if (jv_list_push(c, r.l, items.v[i]))
             return jv_undef(NULL);
     }
-    /* stable insertion sort (Python's sort is stable) */
-    for (size_t i = 1; i < r.l->n; i++)
-        for (size_t j = i; j > 0; j--) {
-            jval ka = keys[j - 1], kb = keys[j];
-            jval lt = jv_bool(0);
-            int cmp;
-            if ((ka.t == V_STR && kb.t == V_STR) || ((ka.t == V_INT || ka.t == V_FLOAT || ka.t == V_BOOL) &&
-                                                      (kb.t == V_INT || kb.t == V_FLOAT || kb.t == V_BOOL))) {
-                if (ka.t == V_STR) {
-                    size_t m = ka.s.n < kb.s.n ? ka.s.n : kb.s.n;
-                    cmp = memcmp(ka.s.p, kb.s.p, m);
-                    if (!cmp)
-                        cmp = ka.s.n < kb.s.n ? -1 : ka.s.n > kb.s.n;
-                } else {
-                    double x = ka.t == V_FLOAT ? ka.f : (double)ka.i, y = kb.t == V_FLOAT ? kb.f : (double)kb.i;
-                    cmp = x < y ? -1 : x > y;
+    /* stable merge sort (Python's sort is stable) of the indices by key */
+    size_t n = r.l->n, *idx = jctx_alloc(c, (n + 1) * sizeof *idx), *tmp = jctx_alloc(c, (n + 1) * sizeof *tmp);
+    if (!idx || !tmp)
+        return jv_undef(NULL);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, p = lo, q = mid, k = lo;
+            while (p < mid || q < hi) {
+                int take_left = q >= hi;
+                if (p < mid && q < hi) {
+                    int cmp = key_cmp(c, keys[idx[p]], keys[idx[q]]);
+                    if (cmp == -2)
+                        return jv_undef(NULL);
+                    take_left = reverse ? cmp >= 0 : cmp <= 0;
                 }
-            } else {
-                jctx_fail(c, "sort: cannot order '%s' and '%s'", jv_type_name(ka), jv_type_name(kb));
-                return jv_undef(NULL);
+                tmp[k++] = take_left ? idx[p++] : idx[q++];
             }
-            (void)lt;
-            if (reverse ? cmp >= 0 : cmp <= 0)
-                break;
-            jval t = r.l->v[j];
-            r.l->v[j] = r.l->v[j - 1];
-            r.l->v[j - 1] = t;
-            t = keys[j];
-            keys[j] = keys[j - 1];
-            keys[j - 1] = t;
         }
+        size_t *t = idx;
+        idx = tmp;
+        tmp = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        r.l->v[i] = items.v[idx[i]];
     return r;
 }
 
@@ -933,7 +959,7 @@ jval jfilter(jctx *c, const char *n, jval v, const jargs *a)
         if (v.t == V_INT || v.t == V_BOOL) return jv_float((double)v.i);
         if (v.t == V_STR) {
             char buf[64];
-            jval t = strip(v, jv_none(), 1, 1);
+            jval t = strip(c, v, jv_none(), 1, 1);
             char *e;
             if (t.s.n && t.s.n < sizeof buf) {
                 memcpy(buf, t.s.p, t.s.n);
@@ -1009,7 +1035,7 @@ jval jfilter(jctx *c, const char *n, jval v, const jargs *a)
                 k = recase(c, k, CASE_LOWER);
             int dup = 0;
             for (size_t j = 0; j < seen.l->n && !dup; j++)
-                dup = jv_equal(seen.l->v[j], k);
+                dup = jv_equal(c, seen.l->v[j], k);
             if (!dup && (jv_list_push(c, seen.l, k) || jv_list_push(c, r.l, items.v[i])))
                 return jv_undef(NULL);
         }
@@ -1050,7 +1076,7 @@ jval jfilter(jctx *c, const char *n, jval v, const jargs *a)
     if (!strcmp(n, "trim")) {
         if (a0.t != V_UNDEF && a0.t != V_NONE && want_str(c, a0, "trim"))
             return jv_undef(NULL);
-        return strip(s, a0.t == V_STR ? a0 : jv_none(), 1, 1);
+        return strip(c, s, a0.t == V_STR ? a0 : jv_none(), 1, 1);
     }
     if (!strcmp(n, "upper")) return recase(c, s, CASE_UPPER);
     if (!strcmp(n, "lower")) return recase(c, s, CASE_LOWER);

@@ -204,8 +204,10 @@ static jval binop(jctx *c, int op, jval a, jval b)
 }
 
 /* -1, 0, 1, or -2 when the values do not order */
-static int order(jval a, jval b)
+static int order(jctx *c, jval a, jval b)
 {
+    if (jctx_work(c, 1))
+        return -2;
     double x, y;
     int64_t i = 0, j = 0;
     int ka = num(a, &x, &i), kb = num(b, &y, &j);
@@ -216,14 +218,16 @@ static int order(jval a, jval b)
     }
     if (a.t == V_STR && b.t == V_STR) {
         size_t m = a.s.n < b.s.n ? a.s.n : b.s.n;
+        if (jctx_work(c, (long long)(m >> 6)))
+            return -2;
         int r = memcmp(a.s.p, b.s.p, m);
         return r ? (r < 0 ? -1 : 1) : a.s.n < b.s.n ? -1 : a.s.n > b.s.n;
     }
     if (a.t == V_LIST && b.t == V_LIST) {
         for (size_t k = 0; k < a.l->n && k < b.l->n; k++) {
-            if (jv_equal(a.l->v[k], b.l->v[k]))
+            if (jv_equal(c, a.l->v[k], b.l->v[k]))
                 continue;
-            return order(a.l->v[k], b.l->v[k]);
+            return order(c, a.l->v[k], b.l->v[k]);
         }
         return a.l->n < b.l->n ? -1 : a.l->n > b.l->n;
     }
@@ -238,13 +242,15 @@ static int contains(jctx *c, jval hay, jval needle)
             return jctx_fail(c, "'in <string>' requires string as left operand, not %s", jv_type_name(needle));
         if (!needle.s.n)
             return 1;
+        if (jctx_work(c, (long long)(hay.s.n >> 6) + 1))
+            return -1;
         return memmem(hay.s.p, hay.s.n, needle.s.p, needle.s.n) != NULL;
     case V_LIST:
         for (size_t i = 0; i < hay.l->n; i++)
-            if (jv_equal(hay.l->v[i], needle))
+            if (jv_equal(c, hay.l->v[i], needle))
                 return 1;
         return 0;
-    case V_DICT: return jv_dict_find(hay.d, needle) != NULL;
+    case V_DICT: return jv_dict_find(c, hay.d, needle) != NULL;
     case V_UNDEF: return 0;
     default: return jctx_fail(c, "argument of type '%s' is not iterable", jv_type_name(hay));
     }
@@ -253,15 +259,17 @@ static int contains(jctx *c, jval hay, jval needle)
 static jval compare(jctx *c, int op, jval a, jval b)
 {
     switch (op) {
-    case OP_EQ: return jv_bool(jv_equal(a, b));
-    case OP_NE: return jv_bool(!jv_equal(a, b));
+    case OP_EQ: return jv_bool(jv_equal(c, a, b));
+    case OP_NE: return jv_bool(!jv_equal(c, a, b));
     case OP_IN:
     case OP_NOTIN: {
         int r = contains(c, b, a);
         return r < 0 ? jv_undef(NULL) : jv_bool(op == OP_IN ? r : !r);
     }
     }
-    int r = order(a, b);
+    int r = order(c, a, b);
+    if (c->failed)
+        return jv_undef(NULL);
     if (r == -2) {
         if (a.t == V_UNDEF)
             return undefined_error(c, a);
@@ -338,6 +346,8 @@ static jval do_slice(jctx *c, jval obj, jval lo, jval hi, jval st)
         return jv_undef(NULL);
     }
     int ascii = 1;
+    if (is_str && jctx_work(c, (long long)(obj.s.n >> 6)))
+        return jv_undef(NULL);
     if (is_str)
         for (size_t i = 0; i < obj.s.n && ascii; i++)
             ascii = (unsigned char)obj.s.p[i] < 0x80;

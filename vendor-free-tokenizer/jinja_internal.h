@@ -18,6 +18,8 @@
 #define JJ_MAX_CALL_DEPTH 64          /* nesting of values (repr, tojson, JSON input) */
 #define JJ_MAX_EVAL_DEPTH 400         /* evaluation recursion: statements, expressions, macro calls */
 #define JJ_MAX_STEPS 2000000          /* loop iterations + macro calls + filter items per render */
+#define JJ_MAX_WORK 200000000LL       /* work that allocates nothing per render: elements compared or
+                                       * scanned, 64-byte runs of text searched or measured */
 #define JJ_MAX_OUTPUT ((size_t)8 << 20) /* bytes of rendered text */
 #define JJ_MAX_MEMORY ((size_t)64 << 20) /* arena bytes per render */
 
@@ -132,6 +134,7 @@ typedef struct {
     jframe *frame;          /* the innermost scope */
     long long now;
     long steps;
+    long long work;         /* see JJ_MAX_WORK */
     int depth;
     int line;               /* line being evaluated, for messages */
     char *err;              /* set => failing */
@@ -155,14 +158,15 @@ int jv_list_push(jctx *c, jlist *l, jval v);
 jval jv_dict_new(jctx *c, size_t cap);
 int jv_dict_set(jctx *c, jdict *d, jval k, jval v);
 jval *jv_dict_get(const jdict *d, const char *k, size_t n);
-jval *jv_dict_find(const jdict *d, jval k);
+jval *jv_dict_find(jctx *c, const jdict *d, jval k);
 jval jv_cstr(jctx *c, const char *s);               /* copies */
 
 int jv_truthy(jval v);
-int jv_equal(jval a, jval b);
+int jv_equal(jctx *c, jval a, jval b);    /* Python ==; charges its work */
+int jctx_work(jctx *c, long long units); /* -1 (render failed) past JJ_MAX_WORK */
 const char *jv_type_name(jval v);
 
-/* Text buffers with the render's output limit. */
+/* Text buffers with the render's output limit, in the render's arena (never freed one by one). */
 typedef struct {
     char *p;
     size_t n, cap;
@@ -171,7 +175,6 @@ typedef struct {
 int jsb_put(jsb *b, const char *s, size_t n);
 int jsb_putc(jsb *b, char ch);
 jval jsb_val(jsb *b);                                 /* the text as a value (arena copy) */
-void jsb_free(jsb *b);
 
 int jv_str_of(jctx *c, jval v, jsb *b);              /* Python str(v) as Jinja prints it */
 int jv_repr(jctx *c, jval v, jsb *b);                /* Python repr(v) */

@@ -158,10 +158,10 @@ jval jv_dict_new(jctx *c, size_t cap)
     return v;
 }
 
-jval *jv_dict_find(const jdict *d, jval k)
+jval *jv_dict_find(jctx *c, const jdict *d, jval k)
 {
-    for (size_t i = 0; i < d->n; i++)
-        if (jv_equal(d->k[i], k))
+    for (size_t i = 0; i < d->n && !c->failed; i++)
+        if (jv_equal(c, d->k[i], k))
             return &d->v[i];
     return NULL;
 }
@@ -176,7 +176,7 @@ jval *jv_dict_get(const jdict *d, const char *k, size_t n)
 
 int jv_dict_set(jctx *c, jdict *d, jval k, jval v)
 {
-    jval *old = jv_dict_find(d, k);
+    jval *old = jv_dict_find(c, d, k);
     if (old) {
         *old = v;
         return 0;
@@ -226,8 +226,17 @@ int jv_truthy(jval v)
 
 static int is_num(jval v) { return v.t == V_BOOL || v.t == V_INT || v.t == V_FLOAT; }
 
-int jv_equal(jval a, jval b)
+int jctx_work(jctx *c, long long units)
 {
+    if ((c->work += units) <= JJ_MAX_WORK)
+        return 0;
+    return jctx_fail(c, "more than %lld units of work (comparisons, scans): a runaway template", JJ_MAX_WORK);
+}
+
+int jv_equal(jctx *c, jval a, jval b)
+{
+    if (jctx_work(c, 1))
+        return 0;
     if (is_num(a) && is_num(b)) {
         if (a.t != V_FLOAT && b.t != V_FLOAT)
             return a.i == b.i;
@@ -237,12 +246,12 @@ int jv_equal(jval a, jval b)
         return 0;
     switch (a.t) {
     case V_UNDEF: case V_NONE: return 1;
-    case V_STR: return a.s.n == b.s.n && !memcmp(a.s.p, b.s.p, a.s.n);
+    case V_STR: return a.s.n == b.s.n && !jctx_work(c, (long long)(a.s.n >> 6)) && !memcmp(a.s.p, b.s.p, a.s.n);
     case V_LIST:
         if (a.l->n != b.l->n || a.tuple != b.tuple)
             return 0;
         for (size_t i = 0; i < a.l->n; i++)
-            if (!jv_equal(a.l->v[i], b.l->v[i]))
+            if (!jv_equal(c, a.l->v[i], b.l->v[i]))
                 return 0;
         return 1;
     case V_DICT:
@@ -251,8 +260,8 @@ int jv_equal(jval a, jval b)
         if (a.d->n != b.d->n || a.ns || b.ns)
             return 0;
         for (size_t i = 0; i < a.d->n; i++) {
-            jval *o = jv_dict_find(b.d, a.d->k[i]);
-            if (!o || !jv_equal(a.d->v[i], *o))
+            jval *o = jv_dict_find(c, b.d, a.d->k[i]);
+            if (!o || !jv_equal(c, a.d->v[i], *o))
                 return 0;
         }
         return 1;
@@ -303,8 +312,6 @@ int jsb_put(jsb *b, const char *s, size_t n)
 int jsb_putc(jsb *b, char ch) { return jsb_put(b, &ch, 1); }
 
 jval jsb_val(jsb *b) { return jv_str(b->p ? b->p : "", b->n); }
-
-void jsb_free(jsb *b) { (void)b; /* the arena owns it */ }
 
 static int jsb_printf(jsb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int jsb_printf(jsb *b, const char *fmt, ...)
@@ -641,6 +648,8 @@ int jv_tojson(jctx *c, jval v, jsb *b, int ensure_ascii, int indent, const char 
         if (sort_keys) /* insertion sort by key bytes (= code point order) */
             for (size_t i = 1; i < n; i++)
                 for (size_t j = i; j > 0; j--) {
+                    if (jctx_work(c, 1))
+                        return -1;
                     jval a = v.d->k[order[j - 1]], k = v.d->k[order[j]];
                     size_t m = a.s.n < k.s.n ? a.s.n : k.s.n;
                     int cmp = memcmp(a.s.p, k.s.p, m);
@@ -795,6 +804,8 @@ static int jr_value(jreader *r, jval *out)
                 }
                 if (jr_value(r, &v))
                     return -1;
+                if (obj && out->d->n >= 4096)
+                    return jr_fail(r, "an object with more than 4096 members");
                 if (obj ? jv_dict_set(r->c, out->d, k, v) : jv_list_push(r->c, out->l, v))
                     return -1;
                 if (++r->c->steps > JJ_MAX_STEPS)

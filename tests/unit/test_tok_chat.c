@@ -94,6 +94,9 @@ Test(tok_chat, bad_input_and_template_errors)
         {"{% set s = 'x' * 100000 %}{% for i in range(100) %}{{ s ~ s }}{% endfor %}", "output limit"},
         {"{% set l = range(2000) %}{% for i in l %}{% for j in l %}{% endfor %}{% endfor %}", "loop iterations"},
         {"{{ 'x' * 10000000000 }}", "past the output limit"},
+        {"{% set l = range(100000) | list %}{% for i in range(3000) %}{{ -1 in l }}{% endfor %}", "units of work"},
+        {"{{ range(100000) | sort | length }}{% set s = 'ab' * 1000000 %}{% for i in range(20000) %}"
+         "{{ s.count('ba') }}{% endfor %}", "units of work"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         err[0] = 0;
