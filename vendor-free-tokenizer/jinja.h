@@ -30,6 +30,11 @@ typedef struct {
     size_t vars_len;
     /* What strftime_now formats: seconds since the epoch, as local time; -1 = now. */
     long long now;
+    /* Limits; 0 = the defaults (2,000,000 loop iterations and calls, 2e8 units of work
+     * that allocates nothing, 8 MB of text per string, 64 MB of memory). */
+    long max_steps;
+    long long max_work;
+    size_t max_output, max_memory;
 } jinja_input;
 
 /* Render. *out (NUL-terminated, *len bytes) is malloc'd, caller frees. When the

@@ -835,7 +835,7 @@ static jval select_items(jctx *c, jval seq, const jargs *a, int want, int by_att
     const char *tname = test.t == V_STR ? cname(c, test) : NULL, *aname = by_attr ? cname(c, attr) : NULL;
     for (size_t i = 0; r.t == V_LIST && i < items.n; i++) {
         jval v = items.v[i];
-        if (c->failed || (++c->steps > JJ_MAX_STEPS && jctx_fail(c, "more than %d loop iterations", JJ_MAX_STEPS)))
+        if (c->failed || (++c->steps > c->max_steps && jctx_fail(c, "more than %ld loop iterations", c->max_steps)))
             return jv_undef(NULL);
         if (by_attr)
             v = jattr(c, v, aname);
@@ -865,7 +865,7 @@ static jval map_items(jctx *c, jval seq, const jargs *a)
     jval r = jv_list_new(c, items.n);
     for (size_t i = 0; r.t == V_LIST && i < items.n; i++) {
         jval v;
-        if (++c->steps > JJ_MAX_STEPS)
+        if (++c->steps > c->max_steps)
             return fail_v(c, "more than %s loop iterations", "the allowed");
         if (attr.t == V_STR) {
             v = jattr(c, items.v[i], name);

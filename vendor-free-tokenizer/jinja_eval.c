@@ -23,8 +23,8 @@ static int enter(jctx *c)
 
 static int step(jctx *c)
 {
-    if (++c->steps > JJ_MAX_STEPS)
-        return jctx_fail(c, "more than %d loop iterations and calls", JJ_MAX_STEPS);
+    if (++c->steps > c->max_steps)
+        return jctx_fail(c, "more than %ld loop iterations and calls", c->max_steps);
     return 0;
 }
 
@@ -98,7 +98,7 @@ static jval repeat(jctx *c, jval s, int64_t k)
     if (k <= 0)
         return s.t == V_STR ? jv_str("", 0) : jv_list_new(c, 0);
     if (s.t == V_STR) {
-        if (s.s.n && (uint64_t)k > JJ_MAX_OUTPUT / s.s.n) {
+        if (s.s.n && (uint64_t)k > c->max_output / s.s.n) {
             jctx_fail(c, "string repetition past the output limit");
             return jv_undef(NULL);
         }
@@ -108,7 +108,7 @@ static jval repeat(jctx *c, jval s, int64_t k)
                 return jv_undef(NULL);
         return jsb_val(&b);
     }
-    if (s.l->n && (uint64_t)k > (uint64_t)JJ_MAX_STEPS / s.l->n) {
+    if (s.l->n && (uint64_t)k > (uint64_t)c->max_steps / s.l->n) {
         jctx_fail(c, "list repetition too large");
         return jv_undef(NULL);
     }
@@ -864,8 +864,11 @@ int jinja_render(const jinja_template *t, const jinja_input *in, char **out, siz
     *out = NULL;
     if (len)
         *len = 0;
-    jctx c = {.tpl = t, .err = err, .now = in->now};
-    if (!(c.ar = jarena_new(JJ_MAX_MEMORY))) {
+    jctx c = {.tpl = t, .err = err, .now = in->now, .max_steps = in->max_steps ? in->max_steps : JJ_MAX_STEPS,
+              .max_work = in->max_work ? in->max_work : JJ_MAX_WORK,
+              .max_output = in->max_output ? in->max_output : JJ_MAX_OUTPUT,
+              .max_memory = in->max_memory ? in->max_memory : JJ_MAX_MEMORY};
+    if (!(c.ar = jarena_new(c.max_memory))) {
         tok_errf(err, "chat template: out of memory");
         return -1;
     }

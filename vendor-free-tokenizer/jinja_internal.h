@@ -133,8 +133,9 @@ typedef struct {
     jframe *root;           /* the template's top level */
     jframe *frame;          /* the innermost scope */
     long long now;
-    long steps;
-    long long work;         /* see JJ_MAX_WORK */
+    long steps, max_steps;
+    long long work, max_work; /* see JJ_MAX_WORK */
+    size_t max_output, max_memory;
     int depth;
     int line;               /* line being evaluated, for messages */
     char *err;              /* set => failing */

@@ -110,7 +110,7 @@ void *jctx_alloc(jctx *c, size_t n)
         return NULL;
     void *p = jarena_alloc(c->ar, n);
     if (!p)
-        jctx_fail(c, "the render needs more than %zu MB of memory", JJ_MAX_MEMORY >> 20);
+        jctx_fail(c, "the render needs more than %zu KB of memory (memory limit)", c->max_memory >> 10);
     return p;
 }
 
@@ -228,9 +228,9 @@ static int is_num(jval v) { return v.t == V_BOOL || v.t == V_INT || v.t == V_FLO
 
 int jctx_work(jctx *c, long long units)
 {
-    if ((c->work += units) <= JJ_MAX_WORK)
+    if ((c->work += units) <= c->max_work)
         return 0;
-    return jctx_fail(c, "more than %lld units of work (comparisons, scans): a runaway template", JJ_MAX_WORK);
+    return jctx_fail(c, "more than %lld units of work (comparisons, scans): a runaway template", c->max_work);
 }
 
 int jv_equal(jctx *c, jval a, jval b)
@@ -289,8 +289,8 @@ int jsb_put(jsb *b, const char *s, size_t n)
     if (b->c->failed)
         return -1;
     if (b->n + n + 1 > b->cap) {
-        if (b->n + n > JJ_MAX_OUTPUT)
-            return jctx_fail(b->c, "the text grows past %zu MB (output limit)", JJ_MAX_OUTPUT >> 20);
+        if (b->n + n > b->c->max_output)
+            return jctx_fail(b->c, "the text grows past %zu KB (output limit)", b->c->max_output >> 10);
         size_t cap = b->cap ? b->cap * 2 : 64;
         while (cap < b->n + n + 1)
             cap *= 2;
@@ -568,8 +568,8 @@ static int json_str(jsb *b, const char *s, size_t n, int ensure_ascii)
 
 int jinja_json_string(char **buf, size_t *n, size_t *cap, const char *s, size_t len)
 {
-    jctx c = {0};
-    jarena *ar = jarena_new(JJ_MAX_MEMORY + len * 8);
+    jctx c = {.max_output = len * 8 + 64, .max_memory = JJ_MAX_MEMORY + len * 8};
+    jarena *ar = jarena_new(c.max_memory);
     if (!ar)
         return -1;
     c.ar = ar;
@@ -808,7 +808,7 @@ static int jr_value(jreader *r, jval *out)
                     return jr_fail(r, "an object with more than 4096 members");
                 if (obj ? jv_dict_set(r->c, out->d, k, v) : jv_list_push(r->c, out->l, v))
                     return -1;
-                if (++r->c->steps > JJ_MAX_STEPS)
+                if (++r->c->steps > r->c->max_steps)
                     return jr_fail(r, "too many values");
                 jr_ws(r);
                 if (r->p < r->end && *r->p == ',') {

@@ -177,6 +177,8 @@ def check_errors(tmp):
          EXIT_TEMPLATE, "recursion deeper"),
         ("runaway output is stopped", "{% set s = 'x' * 1000000 %}{% for i in range(100) %}{{ s }}{% endfor %}",
          [], EXIT_TEMPLATE, "output limit"),
+        ("runaway work is stopped", "{% set l = range(100000) | list %}{% for i in range(3000) %}{{ -1 in l }}"
+         "{% endfor %}", [], EXIT_TEMPLATE, "units of work"),
         ("bad --date", "{{ 1 }}", ["--date", "tomorrow"], 1, "--date"),
     ]
     for what, text, extra, code, needle in cases:

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <time.h>
 
+#include "jinja.h"
 #include "test_tok_util.h"
 
 static tokenizer *with_template(const char *tmpl)
@@ -91,12 +92,6 @@ Test(tok_chat, bad_input_and_template_errors)
         {"{% for m in messages %}\n{{ m.content }}", "missing {% endfor %}"},
         {"{{ messages[0].content.nope.deeper }}", "chat template line 1:"},
         {"{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "recursion deeper than"},
-        {"{% set s = 'x' * 100000 %}{% for i in range(100) %}{{ s ~ s }}{% endfor %}", "output limit"},
-        {"{% set l = range(2000) %}{% for i in l %}{% for j in l %}{% endfor %}{% endfor %}", "loop iterations"},
-        {"{{ 'x' * 10000000000 }}", "past the output limit"},
-        {"{% set l = range(100000) | list %}{% for i in range(3000) %}{{ -1 in l }}{% endfor %}", "units of work"},
-        {"{{ range(100000) | sort | length }}{% set s = 'ab' * 1000000 %}{% for i in range(20000) %}"
-         "{{ s.count('ba') }}{% endfor %}", "units of work"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         err[0] = 0;
@@ -117,6 +112,34 @@ Test(tok_chat, llama3_by_name_trims_content)
                           "<|start_header_id|>assistant<|end_header_id|>\n\n");
     free(out);
     tok_free(t);
+}
+
+/* The limits, small here so that the sanitizer build runs them quickly (the defaults are
+ * exercised through the CLI by tests/cli/check_chat_template.py). */
+Test(tok_chat, jinja_limits)
+{
+    static const char *const cases[][2] = {
+        {"{% set s = 'x' * 1000 %}{% for i in range(100) %}{{ s ~ s }}{% endfor %}", "output limit"},
+        {"{% set l = range(200) %}{% for i in l %}{% for j in l %}{% endfor %}{% endfor %}", "loop iterations"},
+        {"{{ 'x' * 10000000000 }}", "past the output limit"},
+        {"{% set l = range(1000) | list %}{% for i in range(300) %}{{ -1 in l }}{% endfor %}", "units of work"},
+        {"{{ range(5000) | sort | length }}{% set s = 'ab' * 10000 %}{% for i in range(2000) %}"
+         "{{ s.count('ba') }}{% endfor %}", "units of work"},
+        {"{% set l = [range(1000) | list] * 300 %}{{ l == l }}", "units of work"},
+        {"{% for i in range(5000) %}{{ [i] * 100 }}{% endfor %}", "memory limit"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[TOK_ERR_LEN] = "", *out = NULL;
+        size_t len;
+        jinja_template *jt;
+        cr_assert_eq(jinja_parse(cases[i][0], strlen(cases[i][0]), &jt, err), 0, "%s", err);
+        jinja_input in = {.vars_json = "{}", .vars_len = 2, .now = 0, .max_steps = 20000, .max_work = 100000,
+                          .max_output = 100000, .max_memory = 1 << 20};
+        cr_expect_neq(jinja_render(jt, &in, &out, &len, err), 0, "%s", cases[i][0]);
+        cr_expect_null(out);
+        cr_expect_not_null(strstr(err, cases[i][1]), "%s: %s", cases[i][0], err);
+        jinja_free(jt);
+    }
 }
 
 Test(tok_chat, unknown_names_are_errors)
