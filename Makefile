@@ -348,3 +348,6 @@ distclean: clean  ## also remove .cache (models, venvs)
 -include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BUILD)/src/main.d $(SAN_LIB_OBJ:.o=.d) $(SAN_UNIT_OBJ:.o=.d)
 -include $(PIC_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
 -include $(wildcard $(BUILD)/tests/*.d $(BUILD)/tests/bench/*.d $(BUILD)/bench/*.d $(BUILD)/*.d)
+# the fuzz targets' objects too: a header change (e.g. jinja.h) must rebuild them, or the replay
+# links an object compiled against the old struct layout
+-include $(wildcard $(BUILD)/san/tests/fuzz/*.d $(BUILD)/fuzz/tests/fuzz/*.d)
