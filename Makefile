@@ -7,6 +7,12 @@
 #
 # Objects go to build/, models / venvs / peer builds to .cache/ (both ignored by git).
 
+# Builds run in parallel on every CPU (a -j given on the command line wins; sub-makes share
+# the top one's job slots); `make test` still runs its test stages one after another.
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+
 CC      ?= cc
 PYTHON  ?= python3
 CACHE   := .cache
@@ -26,7 +32,10 @@ ISA_AVX2   := -mavx2 -mfma -mf16c
 ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 endif
 
-LIB_SRC := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard src/kernels/*.c) \
+# The CLI (main.c and its option parser) sits on the library; everything else is the library.
+CLI_SRC := src/main.c src/options.c src/chat_template.c
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard src/*.c)) $(wildcard src/kernels/*.c) \
            $(wildcard vendor-free-tokenizer/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -45,7 +54,7 @@ all: llmgen  ## build ./llmgen
 help:  ## list targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
 
-llmgen: $(BUILD)/src/main.o $(LIB_OBJ)  ## the CLI binary
+llmgen: $(CLI_OBJ) $(LIB_OBJ)  ## the CLI binary
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.c
@@ -181,20 +190,27 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 
-regress: llmgen model fixtures $(CHAT_TEMPLATES) $(BUILD)/lib_client $(BUILD)/lib_client_so  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(CHAT_TEMPLATES) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
 
-test: deps  ## install, build, run every test
+test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
 	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
-	$(MAKE) unit unit-san fuzz-replay regress
+	$(MAKE) fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
+	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%)
+	$(MAKE) -j1 unit unit-san fuzz-replay regress  # the test stages one at a time
 
 # ---- library, install, fuzzing --------------------------------------------------
 
 # The C API (src/llmgen.h) as a static and a shared library; -fPIC objects in their own tree.
+# The shared one is versioned as C users expect: libllmgen.so.$(SO_VERSION) with SONAME
+# libllmgen.so.$(SO_MAJOR), and exports only the llmgen_* API (src/llmgen.map; the
+# kernels, tokenizer and format internals stay local).
+SO_MAJOR   := 0
+SO_VERSION := $(SO_MAJOR).1.0
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -fvisibility=default -c -o $@ $<
+	$(CC) $(CFLAGS) -fPIC -c -o $@ $<
 $(BUILD)/pic/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/pic/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/pic/src/kernels/affine_avx2.o: CFLAGS += $(ISA_AVX2)
@@ -203,9 +219,12 @@ $(BUILD)/pic/src/kernels/affine_avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/pic/src/kernels/inplace_avx512.o: CFLAGS += $(ISA_AVX512)
 libllmgen.a: $(PIC_OBJ)
 	rm -f $@ && ar rcs $@ $^
-libllmgen.so: $(PIC_OBJ)
-	$(CC) $(CFLAGS) -shared -o $@ $^ $(LDLIBS)
-lib: libllmgen.a libllmgen.so  ## build libllmgen.a and libllmgen.so
+libllmgen.so.$(SO_VERSION): $(PIC_OBJ) src/llmgen.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libllmgen.so.$(SO_MAJOR) -Wl,--version-script=src/llmgen.map \
+	  -o $@ $(PIC_OBJ) $(LDLIBS)
+libllmgen.so.$(SO_MAJOR) libllmgen.so: libllmgen.so.$(SO_VERSION)
+	ln -sf $< $@
+lib: libllmgen.a libllmgen.so libllmgen.so.$(SO_MAJOR)  ## build libllmgen.a and libllmgen.so (.so.0, .so.0.1.0)
 
 # A separate C program that links the library and drives prefill / decode / sample by hand.
 $(BUILD)/lib_client: tests/lib_client.c libllmgen.a
@@ -215,13 +234,25 @@ $(BUILD)/lib_client_so: tests/lib_client.c libllmgen.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -L. -l:libllmgen.so -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)
 
+# A second client: a two-turn conversation through llmgen_chat_* (tests/cli/check_chat.py).
+$(BUILD)/chat_client: tests/chat_client.c libllmgen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< libllmgen.a $(LDLIBS)
+
 PREFIX ?= /usr/local
-install: llmgen lib  ## install binary, library, header and man page under $(DESTDIR)$(PREFIX)
+PC_LIBS_PRIVATE := -lpcre2-8 -lutf8proc -ljansson -lm -lpthread
+install: llmgen lib  ## install binary, libraries, header, llmgen.pc and man page under $(DESTDIR)$(PREFIX)
 	install -D -m 755 llmgen $(DESTDIR)$(PREFIX)/bin/llmgen
 	install -D -m 644 libllmgen.a $(DESTDIR)$(PREFIX)/lib/libllmgen.a
-	install -D -m 755 libllmgen.so $(DESTDIR)$(PREFIX)/lib/libllmgen.so
+	install -D -m 755 libllmgen.so.$(SO_VERSION) $(DESTDIR)$(PREFIX)/lib/libllmgen.so.$(SO_VERSION)
+	ln -sf libllmgen.so.$(SO_VERSION) $(DESTDIR)$(PREFIX)/lib/libllmgen.so.$(SO_MAJOR)
+	ln -sf libllmgen.so.$(SO_MAJOR) $(DESTDIR)$(PREFIX)/lib/libllmgen.so
 	install -D -m 644 src/llmgen.h $(DESTDIR)$(PREFIX)/include/llmgen.h
 	install -D -m 644 man/llmgen.1 $(DESTDIR)$(PREFIX)/share/man/man1/llmgen.1
+	@mkdir -p $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: llmgen\nDescription: %s\nVersion: %s\nLibs: -L$${libdir} -lllmgen\nLibs.private: %s\nCflags: -I$${includedir}\n' \
+	  '$(PREFIX)' 'Llama-family language models on the CPU (inference-session C API)' \
+	  '$(SO_VERSION)' '$(PC_LIBS_PRIVATE)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/llmgen.pc
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan + UBSan. Each runs
 # FUZZ_SECONDS on its seed corpus plus a working corpus in build/fuzz/corpus (with the
@@ -340,12 +371,12 @@ regress-quants: llmgen  ## --exact and fast mode on the llama-quantize files aga
 	  [ $$rc = 0 ] || exit 1; done
 
 clean:  ## remove build output
-	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so
+	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so libllmgen.so.*
 
 distclean: clean  ## also remove .cache (models, venvs)
 	rm -rf $(CACHE)
 
--include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BUILD)/src/main.d $(SAN_LIB_OBJ:.o=.d) $(SAN_UNIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(SAN_LIB_OBJ:.o=.d) $(SAN_UNIT_OBJ:.o=.d)
 -include $(PIC_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
 -include $(wildcard $(BUILD)/tests/*.d $(BUILD)/tests/bench/*.d $(BUILD)/bench/*.d $(BUILD)/*.d)
 # the fuzz targets' objects too: a header change (e.g. jinja.h) must rebuild them, or the replay

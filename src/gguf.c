@@ -317,6 +317,13 @@ static const gguf_kv *find_kv(const gguf_file *f, const char *key) {
 
 static int read_header(cursor *c, gguf_file *f, uint64_t *n_tensors, uint64_t *n_kv) {
     uint32_t magic;
+    /* the magic first: a short file that does not start with "GGUF" is not a GGUF at all, not a truncated one */
+    if (c->size >= 4 && memcmp(c->base, "GGUF", 4) != 0) {
+        memcpy(&magic, c->base, 4);
+        return errf(c->err, "%s: not a GGUF file (bad magic 0x%08x, expected \"GGUF\")", c->path, magic);
+    }
+    if (c->size && memcmp(c->base, "GGUF", c->size < 4 ? c->size : 4) != 0)
+        return errf(c->err, "%s: not a GGUF file (%zu bytes, not starting with \"GGUF\")", c->path, c->size);
     if (c->size < 24)
         return errf(c->err, "%s: truncated file: %zu bytes, a GGUF header needs 24", c->path, c->size);
     rd32(c, &magic, "magic");

@@ -1,23 +1,33 @@
 /* llmgen.h - the public C API of llmgen: an inference-session contract.
  *
  * The only header a program embedding llmgen includes (it needs nothing but
- * <stddef.h> and <stdint.h>); link with libllmgen.a or libllmgen.so plus
- * -lpcre2-8 -lutf8proc -ljansson -lm -lpthread.
+ * <stddef.h> and <stdint.h>); build with `pkg-config --cflags --libs llmgen`
+ * (libllmgen.so.0; add --static for libllmgen.a and its -lpcre2-8 -lutf8proc
+ * -ljansson -lm -lpthread). The shared library exports these functions only.
  *
  *   llmgen_model_open        load a model once (mmap, read-only), shared by its sessions
  *   llmgen_model_capabilities  architecture, formats, context length, threads
- *   llmgen_tokenize / llmgen_detokenize / llmgen_detok_*  / llmgen_chat_render(_messages)
- *                            text <-> ids with the model's own tokenizer
+ *   llmgen_tokenize / llmgen_detokenize / llmgen_detok_*  / llmgen_chat_render[_messages]
+ *                            text <-> ids with the model's own tokenizer and chat template
  *   llmgen_session_new       a KV cache and a position (one sequence)
+ *   llmgen_generate          the whole loop: prefill, sample, stream, stop (stop strings,
+ *                            end of sequence, max tokens, a full context), result
+ *   llmgen_chat_new / _turn  a multi-turn chat that keeps the KV cache between turns
  *   llmgen_prefill           run prompt ids, get the logits of the last position
  *   llmgen_decode_step       run one id, get its logits
  *   llmgen_sampler_* / llmgen_sample  pick the next id (greedy or seeded sampling)
  *   llmgen_session_reset / _free, llmgen_model_free
  *
- * A minimal loop (error handling elided):
+ * Generation in one call (error handling elided):
  *
  *   llmgen_model *m;    llmgen_model_open("model.gguf", NULL, &m, err, sizeof err);
  *   llmgen_session *s;  llmgen_session_new(m, 0, &s, err, sizeof err);
+ *   llmgen_generate_params p;  llmgen_generate_defaults(&p);  p.on_piece = print_piece;
+ *   llmgen_result r;    llmgen_generate(s, ids, n, &p, &r, err, sizeof err);
+ *   ... r.ids, r.text, llmgen_stop_reason_name(r.stop_reason) ...; llmgen_result_free(&r);
+ *
+ * or by hand, one step at a time:
+ *
  *   const float *lg;    llmgen_prefill(s, ids, n, &lg, err, sizeof err);
  *   for (;;) { int32_t id = llmgen_sample(smp, lg, NULL, 0);
  *              if (llmgen_is_eos(m, id)) break;
@@ -77,9 +87,11 @@ typedef struct llmgen_model llmgen_model;
 typedef struct llmgen_session llmgen_session;
 
 typedef struct {
-    int n_threads;        /* worker threads for prefill / decode, 1..256; 0 = 2 */
+    int n_threads;        /* worker threads for prefill / decode, 1..256; 0 = the online CPUs (at most 256) */
     const char *kernels;  /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
     int no_tokenizer;     /* 1: skip loading the tokenizer (ids only; faster open) */
+    int tokenizer_only;   /* 1: load the tokenizer alone, no weights: path may also be a
+                             tokenizer.json; sessions cannot be opened (LLMGEN_E_USAGE) */
     int exact;            /* 1: exact mode, f32 activations (greedy ids equal HF transformers');
                              0 (default): fast mode, Q4_0/Q4_1/Q8_0 weights repacked at load and
                              activations quantized to int8 per block of 32 */
@@ -87,11 +99,11 @@ typedef struct {
 
 typedef struct {
     const char *architecture; /* "llama" */
-    const char *format;       /* "gguf" or "safetensors" */
+    const char *format;       /* "gguf" or "safetensors" ("tokenizer.json" for a tokenizer-only open) */
     const char *weight_types; /* distinct weight dtypes, e.g. "Q4_1+Q8_0+F32" */
     const char *kernels;      /* kernel table in use: "avx512", "avx2", "neon", "scalar" */
     int context_length;       /* the model's maximum positions */
-    int vocab_size;           /* logits per position */
+    int vocab_size;           /* logits per position (tokenizer-only: the tokenizer's vocabulary) */
     int n_threads;            /* size of the model's worker pool */
     int max_sequences;        /* 1: a session is one sequence (no batching of sequences) */
     int has_tokenizer;        /* 1 if the llmgen_tokenize family works */
@@ -152,7 +164,8 @@ typedef struct {
 
 typedef struct {
     const char *template_name;  /* NULL: the model's own template (Jinja); else a built-in template as in
-                                   llmgen_chat_render_as (a system and one user message, with the prompt) */
+                                   llmgen_chat_render_as (every family: a system and one user message with
+                                   the prompt; chatml, llama3, llama3.1, llama3.2: whole conversations) */
     const char *date;           /* "DD Mon YYYY": strftime_now returns that day at 00:00:00 and the
                                    template's date_string is set to it; NULL = the current time (and the
                                    template's own default date) */
@@ -170,7 +183,9 @@ typedef struct {
  * ("raise_exception: <the template's message>") or is outside the supported subset
  * (the message names the construct and the template line); LLMGEN_E_USAGE: bad input
  * (invalid UTF-8, a date not "DD Mon YYYY", variables that are not a JSON object, an
- * unknown template name, a conversation a built-in template does not render). */
+ * unknown template name; with a built-in template also a role other than system, user
+ * and assistant, or a system message that is not first); LLMGEN_E_TOKENIZER: a
+ * conversation a built-in family does not render (the message names the family). */
 llmgen_status llmgen_chat_render_messages(const llmgen_model *m, const llmgen_message *msgs, size_t n,
                                           int add_generation_prompt, const llmgen_chat_options *opt,
                                           char **out, char *err, size_t errlen);
@@ -199,6 +214,7 @@ void llmgen_session_free(llmgen_session *s);      /* NULL is fine */
 void llmgen_session_reset(llmgen_session *s);     /* forget every token: position 0 */
 int llmgen_session_pos(const llmgen_session *s);  /* tokens in the cache */
 int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
+llmgen_model *llmgen_session_model(const llmgen_session *s); /* the model it was opened on */
 
 /* Append n >= 1 ids at the current position and compute the logits of the last
  * one. *logits: vocab_size floats, owned by the session. Status: LLMGEN_E_CONTEXT
@@ -238,6 +254,90 @@ void llmgen_sampler_free(llmgen_sampler *s);  /* NULL is fine */
 /* Pick the next id from vocab_size logits. history (n_history ids, usually the
  * prompt and what was generated so far) feeds the repetition penalty; may be NULL. */
 int32_t llmgen_sample(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history);
+
+/* ---- generation ------------------------------------------------------------------ */
+
+/* Why a generation ended. llmgen_stop_reason_name gives the word --json prints. */
+typedef enum {
+    LLMGEN_STOP_LENGTH = 0,  /* "length": max_tokens ids were generated */
+    LLMGEN_STOP_EOS,         /* "eos": the model produced an end-of-sequence id (not in the result) */
+    LLMGEN_STOP_STRING,      /* "stop": the text reached a stop string (cut before it) */
+    LLMGEN_STOP_CONTEXT,     /* "context": the session's context is full */
+    LLMGEN_STOP_CANCELLED,   /* "interrupted": a callback asked to stop */
+} llmgen_stop_reason;
+
+const char *llmgen_stop_reason_name(llmgen_stop_reason r);
+
+/* Called once per generated id, in order, with the text that became final with it
+ * (complete UTF-8, never part of a stop string; may be empty; NULL-free, not
+ * NUL-terminated, valid during the call). A last call with id -1 hands over text
+ * held back until the end (an incomplete character). Return non-zero to stop:
+ * the generation ends with LLMGEN_STOP_CANCELLED after this id. */
+typedef int (*llmgen_piece_fn)(void *user, int32_t id, const char *text, size_t len);
+/* Called before each sampling with the logits it reads (n_vocab floats). Return
+ * non-zero to stop (LLMGEN_STOP_CANCELLED, nothing sampled from these logits). */
+typedef int (*llmgen_logits_fn)(void *user, const float *logits, int n_vocab);
+
+typedef struct {
+    int max_tokens;             /* >= 1; -1: until an end-of-sequence id or a full context */
+    int ignore_eos;             /* 1: end-of-sequence ids are generated like any other */
+    const char *const *stops;   /* n_stops non-empty strings (need a tokenizer); NULL if none */
+    int n_stops;
+    llmgen_sampler_params sampler; /* its repetition penalty sees this call's prompt and generated ids */
+    int keep_cache;             /* 0: reset the session first; 1: append the prompt to what it holds */
+    llmgen_piece_fn on_piece;   /* may be NULL */
+    llmgen_logits_fn on_logits; /* may be NULL */
+    void *user;                 /* passed to both callbacks */
+} llmgen_generate_params;
+
+typedef struct {
+    int32_t *ids;               /* (n_ids) generated ids, end-of-sequence id excluded */
+    int n_ids;
+    char *text;                 /* their text, NUL-terminated, cut before a stop string; NULL without tokenizer */
+    size_t text_len;
+    llmgen_stop_reason stop_reason;
+    int n_prompt;               /* prompt ids run by this call */
+    double prefill_s;           /* seconds in prefill */
+    double decode_s;            /* seconds from the end of prefill to the end */
+    double first_token_s;       /* seconds from the start to the first sampled id */
+} llmgen_result;
+
+/* max_tokens 128, greedy sampler, no stops, reset first, no callbacks. */
+void llmgen_generate_defaults(llmgen_generate_params *p);
+
+/* Run n_prompt >= 1 ids, then sample, stream and decode until a stop (see
+ * llmgen_stop_reason). A full context is not an error: the result holds what was
+ * generated, with LLMGEN_STOP_CONTEXT. Status: LLMGEN_E_CONTEXT when the prompt
+ * itself does not fit (nothing generated), LLMGEN_E_USAGE for bad params or ids,
+ * the statuses of llmgen_prefill / llmgen_decode_step otherwise (on any error
+ * *r holds what was generated before it). On return the session holds the
+ * prompt and every generated id but the last, which was sampled, not yet run
+ * (with LLMGEN_STOP_EOS all of them: the end id was not run): a continuation
+ * with keep_cache prefills that last id first. *r is the caller's:
+ * llmgen_result_free (also after an error). */
+llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_prompt,
+                              const llmgen_generate_params *p, llmgen_result *r, char *err, size_t errlen);
+void llmgen_result_free(llmgen_result *r); /* frees ids and text, zeroes *r */
+
+/* ---- chat: messages and conversations ------------------------------------------------ */
+
+/* A multi-turn conversation on one session that keeps its KV cache between turns:
+ * each turn renders the whole conversation, and only the text past what the
+ * session already holds is tokenized (without BOS) and prefilled. If the render
+ * no longer starts with that text (a template that rewrites earlier turns), the
+ * session is reset and the whole conversation prefilled. The reply recorded in the
+ * conversation is the text of every id the turn generated. The session belongs to
+ * the conversation until llmgen_chat_free (do not use it meanwhile). system may be
+ * NULL (the template's default). */
+typedef struct llmgen_chat llmgen_chat;
+llmgen_status llmgen_chat_new(llmgen_session *s, const llmgen_chat_options *opt, const char *system,
+                              llmgen_chat **out, char *err, size_t errlen);
+/* One turn: add the user message, generate the reply with p (keep_cache is
+ * ignored: the conversation decides). *r as llmgen_generate fills it; r->n_prompt
+ * counts the ids this turn prefilled. */
+llmgen_status llmgen_chat_turn(llmgen_chat *c, const char *user, const llmgen_generate_params *p,
+                               llmgen_result *r, char *err, size_t errlen);
+void llmgen_chat_free(llmgen_chat *c); /* NULL is fine; the session stays the caller's */
 
 /* ---- conversion ------------------------------------------------------------------ */
 

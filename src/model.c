@@ -414,6 +414,53 @@ fail:
     return -1;
 }
 
+/* The tokenizer alone, no weights (`llmgen --tokenizer`): a model directory, a
+ * tokenizer.json (tokenizer_config.json beside it is read when present) or a GGUF.
+ * m->cfg stays zeroed apart from the vocabulary size. */
+int model_open_tokenizer(const char *path, model **out, int *io_error, char *err) {
+    *out = NULL;
+    *io_error = 0;
+    if (access(path, R_OK) != 0) {
+        *io_error = 1;
+        return errf(err, "%s: %s", path, strerror(errno));
+    }
+    model *m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return errf(err, "%s: out of memory", path);
+    }
+    int rc;
+    if (is_dir(path)) {
+        m->format = "safetensors";
+        rc = load_dir_tokenizer(m, path, err);
+        if (!rc && !m->tok) rc = errf(err, "%s: no tokenizer.json in this directory", path);
+    } else if (has_suffix(path, ".json")) {
+        char *dir = strdup(path), *slash, tc[4096];
+        if (!dir) {
+            model_free(m);
+            return errf(err, "%s: out of memory", path);
+        }
+        slash = strrchr(dir, '/');
+        if (slash) *slash = '\0'; else strcpy(dir, ".");
+        snprintf(tc, sizeof tc, "%s/tokenizer_config.json", dir);
+        free(dir);
+        m->format = "tokenizer.json";
+        rc = tok_load_json(path, access(tc, R_OK) == 0 ? tc : NULL, &m->tok, err);
+    } else {
+        m->format = "gguf";
+        rc = gguf_open(path, &m->gguf, err);
+        if (!rc) rc = load_gguf_tokenizer(m, err);
+        if (!rc && !m->tok) rc = errf(err, "%s: this GGUF carries no tokenizer", path);
+    }
+    if (rc) {
+        model_free(m);
+        return -1;
+    }
+    m->cfg.vocab_size = (int)tok_vocab_size(m->tok);
+    *out = m;
+    return 0;
+}
+
 void model_free(model *m) {
     if (!m) return;
     if (m->pool) pool_free(m->pool);

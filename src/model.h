@@ -58,6 +58,9 @@ typedef struct {
  * message; *io_error tells whether it was an I/O problem (missing / unreadable)
  * rather than bad content. */
 int model_open(const char *path, const model_options *opt, model **out, int *io_error, char *err);
+/* Only the tokenizer of `path` (a model directory, a tokenizer.json or a GGUF), no
+ * weights: a model without layers, kernels or threads, for tokenize / detokenize. */
+int model_open_tokenizer(const char *path, model **out, int *io_error, char *err);
 void model_free(model *m);
 
 /* Dequantize row `row` of a 2-D tensor into out (cols floats). */

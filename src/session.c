@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "forward.h"
 #include "llmgen.h"
@@ -57,10 +58,23 @@ void llmgen_free(void *p) { free(p); }
 llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *opt, llmgen_model **out,
                                 char *err, size_t errlen) {
     char e[ERR_LEN] = "";
-    model_options mo = {.n_threads = 2};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    model_options mo = {.n_threads = cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus};
     if (!out) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_model_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return fail(LLMGEN_E_USAGE, err, errlen, "no model path given");
+    if (opt && opt->tokenizer_only) {
+        llmgen_model *lm = calloc(1, sizeof *lm);
+        if (!lm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+        int io = 0;
+        if (model_open_tokenizer(path, &lm->m, &io, e)) {
+            free(lm);
+            return fail(io ? LLMGEN_E_IO : LLMGEN_E_FORMAT, err, errlen, e);
+        }
+        atomic_init(&lm->busy, 0);
+        *out = lm;
+        return LLMGEN_OK;
+    }
     if (opt) {
         if (opt->n_threads < 0 || opt->n_threads > 256)
             return fail(LLMGEN_E_USAGE, err, errlen, "thread count must be between 1 and 256");
@@ -99,10 +113,10 @@ void llmgen_model_capabilities(const llmgen_model *lm, llmgen_capabilities *c) {
         .architecture = m->cfg.arch,
         .format = m->format,
         .weight_types = m->weight_types,
-        .kernels = m->kern->name,
+        .kernels = m->kern ? m->kern->name : "none",
         .context_length = m->cfg.max_pos,
         .vocab_size = m->cfg.vocab_size,
-        .n_threads = pool_size(m->pool),
+        .n_threads = m->pool ? pool_size(m->pool) : 0,
         .max_sequences = 1,
         .has_tokenizer = m->tok != NULL,
     };
@@ -177,20 +191,19 @@ llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_m
         if (st) return st;
     }
     if (n && !msgs) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: messages is NULL");
-    if (opt->template_name) { /* a built-in template: one exchange */
-        int sys = n && msgs[0].role && !strcmp(msgs[0].role, "system");
-        if (opt->template_text || !add_generation_prompt || n != (size_t)sys + 1 || !msgs[n - 1].role ||
-            strcmp(msgs[n - 1].role, "user"))
-            return fail(LLMGEN_E_USAGE, err, errlen, "chat: a built-in template renders an optional system message "
-                        "and one user message with the generation prompt; use the model's own template for "
-                        "other conversations");
-        return llmgen_chat_render_as(lm, opt->template_name, opt->date, sys ? msgs[0].content : NULL,
-                                     msgs[n - 1].content, out, err, errlen);
-    }
+    if (opt->template_name && opt->template_text)
+        return fail(LLMGEN_E_USAGE, err, errlen, "chat: a built-in template name and a template text cannot be combined");
     tok_chat_msg *tm = malloc((n ? n : 1) * sizeof *tm);
     char *vars = NULL;
     if (!tm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
     for (size_t i = 0; i < n; i++) tm[i] = (tok_chat_msg){msgs[i].role, msgs[i].content};
+    if (opt->template_name) { /* a built-in family: every family one exchange, chatml and llama3.x conversations */
+        int rc = tok_chat_render_messages(lm->m->tok, opt->template_name, opt->date, tm, n, add_generation_prompt,
+                                          out, e);
+        free(tm);
+        if (rc) return fail(chat_status(rc), err, errlen, e);
+        return LLMGEN_OK;
+    }
     if (opt->tools_json) { /* {"tools": TOOLS, <the members of vars_json>} */
         const char *v = opt->vars_json ? opt->vars_json : "{}";
         while (*v == ' ' || *v == '\n' || *v == '\t' || *v == '\r') v++;
@@ -265,6 +278,7 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
     char e[ERR_LEN];
     *out = NULL;
     const model *m = lm->m;
+    if (!m->pool) return fail(LLMGEN_E_USAGE, err, errlen, "this model was opened for its tokenizer only: no sessions");
     if (ctx < 0) return fail(LLMGEN_E_USAGE, err, errlen, "context size must be positive");
     if (ctx == 0) ctx = m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
     if (ctx > m->cfg.max_pos) {
@@ -291,6 +305,7 @@ void llmgen_session_free(llmgen_session *s) {
 void llmgen_session_reset(llmgen_session *s) { s->pos = 0; }
 int llmgen_session_pos(const llmgen_session *s) { return s->pos; }
 int llmgen_session_ctx(const llmgen_session *s) { return s->st.ctx; }
+llmgen_model *llmgen_session_model(const llmgen_session *s) { return s->owner; }
 
 static llmgen_status check_ids(const llmgen_session *s, const int32_t *ids, int n, char *err, size_t errlen) {
     char e[ERR_LEN];

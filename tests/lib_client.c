@@ -4,18 +4,25 @@
  *
  * usage: lib_client MODEL N IDS [THREADS [exact]]      IDS = comma-separated prompt ids
  *        lib_client MODEL N -t TEXT [THREADS [exact]]  TEXT is tokenized through the API
+ *        lib_client MODEL N --chat TURN1 TURN2 [SYSTEM]
  * ("exact" opens the model in exact mode, as the CLI's --exact)
  *
  * Prints the N greedy ids (end-of-sequence ignored, as the CLI's --ignore-eos)
  * comma-separated on one line. It also checks, and exits 1 if any fails:
- *   - two sessions of one model, stepped in turn, each give the same ids;
+ *   - llmgen_generate gives the ids of the loop written by hand, and its text;
  *   - a reset session gives the same ids again;
  *   - the API refuses misuse with the documented status (id out of range,
  *     empty prefill, a context overflow, bad sampler params);
  *   - chat: llmgen_chat_render_messages with [system, user] gives llmgen_chat_render's
  *     text; a conversation ending with an assistant turn and no generation prompt is a
  *     prefix of the same conversation with one more user turn; a template given as text
- *     renders without a model; a template's raise_exception is LLMGEN_E_TEMPLATE. */
+ *     renders without a model; a template's raise_exception is LLMGEN_E_TEMPLATE.
+ *
+ * --chat drives a two-turn conversation by hand, as llmgen.h describes it: render
+ * the messages, prefill only the text past what the session holds (after the
+ * reply's last id if llmgen_generate left it unrun), generate with keep_cache.
+ * Prints each reply's ids (at most N, greedy, end at end-of-sequence) on a line:
+ * tests/cli/check_chat.py compares them with `llmgen -i` and tests/chat_client.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +91,79 @@ static void check_chat(const llmgen_model *m) {
     llmgen_free(three);
 }
 
+/* ids[0..n) comma-separated on one line of stdout. */
+static void print_ids(const int32_t *ids, int n) {
+    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", ids[i]);
+    printf("\n");
+}
+
+static int chat_by_hand(llmgen_model *m, int n, const char *u1, const char *u2, const char *sys) {
+    char err[512], *text = NULL, *reply = NULL, *text2 = NULL;
+    size_t len, k;
+    int32_t *ids = NULL;
+    llmgen_session *s;
+    llmgen_result r1, r2;
+    llmgen_message msgs[4];
+    int nm = 0;
+    if (sys) msgs[nm++] = (llmgen_message){"system", sys};
+    msgs[nm++] = (llmgen_message){"user", u1};
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.max_tokens = n;
+    if (llmgen_session_new(m, 0, &s, err, sizeof err) ||
+        llmgen_chat_render_messages(m, msgs, (size_t)nm, 1, NULL, &text, err, sizeof err) ||
+        llmgen_tokenize(m, text, strlen(text), 1, 1, &ids, &k, err, sizeof err) ||
+        llmgen_generate(s, ids, (int)k, &p, &r1, err, sizeof err)) {
+        fprintf(stderr, "lib_client: chat turn 1: %s\n", err);
+        return 1;
+    }
+    print_ids(r1.ids, r1.n_ids);
+    /* what the cache holds: the prompt and the reply's ids, all but the last if it was not run */
+    int unrun = (int)k + r1.n_ids - llmgen_session_pos(s);
+    check(unrun == (r1.stop_reason == LLMGEN_STOP_EOS ? 0 : 1), "generate leaves only the last id unrun");
+    check(!llmgen_detokenize(m, r1.ids, (size_t)r1.n_ids, &reply, &len, err, sizeof err), "detokenize reply");
+    msgs[nm++] = (llmgen_message){"assistant", reply};
+    msgs[nm++] = (llmgen_message){"user", u2};
+    check(!llmgen_chat_render_messages(m, msgs, (size_t)nm, 1, NULL, &text2, err, sizeof err), "render turn 2");
+    size_t held = strlen(text);
+    check(!strncmp(text2, text, held) && !strncmp(text2 + held, reply, len), "turn 2 render extends turn 1");
+    llmgen_free(ids);
+    check(!llmgen_tokenize(m, text2 + held + len, strlen(text2 + held + len), 0, 1, &ids, &k, err, sizeof err),
+          "tokenize turn 2");
+    int32_t *prompt = malloc((k + 1) * sizeof *prompt);
+    if (unrun) prompt[0] = r1.ids[r1.n_ids - 1];
+    memcpy(prompt + unrun, ids, k * sizeof *ids);
+    p.keep_cache = 1;
+    int pos = llmgen_session_pos(s);
+    if (llmgen_generate(s, prompt, (int)k + unrun, &p, &r2, err, sizeof err)) {
+        fprintf(stderr, "lib_client: chat turn 2: %s\n", err);
+        return 1;
+    }
+    check(llmgen_session_pos(s) > pos, "turn 2 continues the cache");
+    print_ids(r2.ids, r2.n_ids);
+    free(prompt);
+    llmgen_free(ids);
+    llmgen_free(text);
+    llmgen_free(text2);
+    llmgen_free(reply);
+    llmgen_result_free(&r1);
+    llmgen_result_free(&r2);
+    llmgen_session_free(s);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: lib_client MODEL N IDS|-t TEXT [THREADS]\n");
         return 2;
+    }
+    if (!strcmp(argv[3], "--chat")) {
+        llmgen_model *cm;
+        char e[512];
+        if (argc < 6 || llmgen_model_open(argv[1], NULL, &cm, e, sizeof e)) return 2;
+        int rc = chat_by_hand(cm, atoi(argv[2]), argv[4], argv[5], argc > 6 ? argv[6] : NULL);
+        llmgen_model_free(cm);
+        return rc || fails ? 1 : 0;
     }
     int text_mode = !strcmp(argv[3], "-t");
     if (text_mode && argc < 5) return 2;
@@ -139,8 +215,24 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lib_client: generate: %s\n", err);
         return 1;
     }
-    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", ids[i]);
-    printf("\n");
+    print_ids(ids, n);
+    /* the library's loop gives the same ids, and (with a tokenizer) their text */
+    llmgen_generate_params gp;
+    llmgen_generate_defaults(&gp);
+    gp.max_tokens = n;
+    gp.ignore_eos = 1;
+    llmgen_result gr;
+    check(!llmgen_generate(a, prompt, np, &gp, &gr, err, sizeof err) && gr.n_ids == n &&
+              !memcmp(gr.ids, ids, (size_t)n * sizeof *ids) && gr.stop_reason == LLMGEN_STOP_LENGTH,
+          "llmgen_generate == the loop by hand");
+    if (caps.has_tokenizer) {
+        char *t;
+        size_t tl;
+        check(!llmgen_detokenize(m, ids, (size_t)n, &t, &tl, err, sizeof err) && tl == gr.text_len &&
+                  !memcmp(t, gr.text, tl), "llmgen_generate text == detokenized ids");
+        llmgen_free(t);
+    }
+    llmgen_result_free(&gr);
     if (caps.has_tokenizer) {
         /* the streaming detokenizer must give the same bytes as one-shot decoding */
         llmgen_detok *d;
@@ -196,6 +288,17 @@ int main(int argc, char **argv) {
     check(!llmgen_session_new(m, np, &tiny, err, sizeof err), "session of exactly the prompt");
     check(!llmgen_prefill(tiny, prompt, np, &la, err, sizeof err), "prompt fills the context");
     check(llmgen_decode_step(tiny, ids[0], &la, err, sizeof err) == LLMGEN_E_CONTEXT, "overflow -> E_CONTEXT");
+    /* a full context ends generation with what was generated, not an error */
+    llmgen_generate_params gq;
+    llmgen_generate_defaults(&gq);
+    gq.max_tokens = 5;
+    gq.ignore_eos = 1;
+    check(!llmgen_generate(tiny, prompt, np, &gq, &gr, err, sizeof err) && gr.stop_reason == LLMGEN_STOP_CONTEXT &&
+              gr.n_ids == 1 && gr.ids[0] == ids[0], "full context -> LLMGEN_STOP_CONTEXT with the sampled id");
+    llmgen_result_free(&gr);
+    gq.max_tokens = 0;
+    check(llmgen_generate(tiny, prompt, np, &gq, &gr, err, sizeof err) == LLMGEN_E_USAGE, "max_tokens 0 -> E_USAGE");
+    llmgen_result_free(&gr);
     llmgen_session_free(tiny);
     check(llmgen_session_new(m, caps.context_length + 1, &tiny, err, sizeof err) == LLMGEN_E_USAGE,
           "context above the model's -> E_USAGE");

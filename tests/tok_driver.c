@@ -14,6 +14,9 @@
  *                (tokenizer.json: the whole tok_load_json; GGUF: tok_load_spec alone)
  *   chat SYSTEM USER   print the rendered chat prompt (SYSTEM "-" = none); --template NAME
  *                forces a template family, --date D the Llama 3.1+ "Today Date"
+ *   conv ADD_GEN ROLE CONTENT...  print a rendered conversation (tok_chat_render_messages,
+ *                behind llmgen_chat_render_messages); ADD_GEN 0/1 adds the generation prompt;
+ *                exit 1 on a template or text error, 3 on a bad argument
  *
  *   tok_driver jinja TEMPLATE_FILE VARS_FILE   (no tokenizer) render the template with the
  *                variables of the JSON object in VARS_FILE (strftime_now: 02 Jan 2025 00:00 UTC);
@@ -323,7 +326,7 @@ int main(int argc, char **argv)
             break;
     }
     if (i >= argc || (!gguf && !json)) {
-        fprintf(stderr, "usage: tok_driver (--gguf F | --json F [--config F]) [--no-special] [--template NAME] [--date D] cases F | bench F | load | chat SYS USER\n");
+        fprintf(stderr, "usage: tok_driver (--gguf F | --json F [--config F]) [--no-special] [--template NAME] [--date D] cases F | bench F | load | chat SYS USER | conv ADD_GEN ROLE CONTENT...\n");
         return 2;
     }
     char err[TOK_ERR_LEN] = "";
@@ -352,6 +355,21 @@ int main(int argc, char **argv)
             fputs(out, stdout);
             free(out);
         }
+    } else if (!strcmp(mode, "conv") && i + 2 < argc && (argc - i - 2) % 2 == 0) {
+        size_t n = (size_t)(argc - i - 2) / 2;
+        tok_chat_msg *msgs = malloc(n * sizeof *msgs);
+        char *out;
+        for (size_t k = 0; k < n; k++)
+            msgs[k] = (tok_chat_msg){argv[i + 2 + 2 * k], argv[i + 3 + 2 * k]};
+        rc = tok_chat_render_messages(t, tmpl, date, msgs, n, atoi(argv[i + 1]), &out, err);
+        if (rc) {
+            fprintf(stderr, "tok_driver: %s\n", err);
+            rc = rc == TOK_CHAT_E_ARG ? 3 : 1;
+        } else {
+            fputs(out, stdout);
+            free(out);
+        }
+        free(msgs);
     } else {
         fprintf(stderr, "tok_driver: unknown mode %s\n", mode);
         rc = 2;

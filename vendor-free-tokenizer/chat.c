@@ -494,3 +494,121 @@ int tok_chat_render(const tokenizer *t, const char *name, const char *system, co
 {
     return tok_chat_render_at(t, name, system, user, NULL, out, err);
 }
+
+/* ---- conversations ----------------------------------------------------------- */
+
+/* One message of the chatml / llama3 families. */
+static int render_msg(int family, const tok_chat_msg *m, tok_buf *b)
+{
+    if (family == CHAT_CHATML)
+        return put(b, "<|im_start|>") || put(b, m->role) || put(b, "\n") || put(b, m->content) ||
+               put(b, "<|im_end|>\n");
+    return put(b, "<|start_header_id|>") || put(b, m->role) || put(b, "<|end_header_id|>\n\n") ||
+           put_trimmed(b, m->content) || put(b, "<|eot_id|>");
+}
+
+/* chatml, llama3, llama3.1/3.2: each message rendered alone, in order, the way
+ * their templates loop over messages (checked against transformers on whole
+ * conversations: tests/refs/tokenizer/chat-conversations.json). */
+static int render_conv(const chat_plan *p, const char *date, const tok_chat_msg *msgs, size_t n, int add_gen,
+                       tok_buf *b)
+{
+    int family = p->style->family, rc = 0;
+    size_t i = 0;
+    int has_sys = n && !strcmp(msgs[0].role, "system");
+    if (family == CHAT_CHATML) {
+        if (!has_sys && p->default_system)
+            rc = put(b, "<|im_start|>system\n") || put(b, p->default_system) || put(b, "<|im_end|>\n");
+    } else if (family == CHAT_LLAMA3) {
+        rc = put(b, "<|begin_of_text|>");
+    } else { /* llama3.1: the system block always comes first, with the dates */
+        rc = put(b, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n") ||
+             put(b, "Cutting Knowledge Date: December 2023\nToday Date: ") || put(b, date) || put(b, "\n\n") ||
+             put_trimmed(b, has_sys ? msgs[0].content : "") || put(b, "<|eot_id|>");
+        i = has_sys;
+    }
+    for (; i < n && !rc; i++)
+        rc = render_msg(family == CHAT_CHATML ? CHAT_CHATML : CHAT_LLAMA3, &msgs[i], b);
+    if (!rc && add_gen)
+        rc = family == CHAT_CHATML ? put(b, "<|im_start|>assistant\n")
+                                   : put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    return rc;
+}
+
+static int check_messages(const tok_chat_msg *msgs, size_t n, char *err)
+{
+    if (!msgs || !n) {
+        tok_errf(err, "chat: no messages");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *r = msgs[i].role;
+        if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant"))) {
+            tok_errf(err, "chat: message %zu: role \"%s\" is not system, user or assistant", i, r ? r : "(null)");
+            return -1;
+        }
+        if (i && !strcmp(r, "system")) {
+            tok_errf(err, "chat: message %zu: a system message may only come first", i);
+            return -1;
+        }
+        if (!msgs[i].content) {
+            tok_errf(err, "chat: message %zu has no content", i);
+            return -1;
+        }
+        size_t len = strlen(msgs[i].content), bad = tok_utf8_check(msgs[i].content, len);
+        if (bad < len) {
+            tok_errf(err, "chat: invalid UTF-8 at byte %zu of message %zu", bad, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int tok_chat_render_messages(const tokenizer *t, const char *name, const char *date, const tok_chat_msg *msgs,
+                             size_t n, int add_gen, char **out, char *err)
+{
+    *out = NULL;
+    if (check_messages(msgs, n, err))
+        return TOK_CHAT_E_ARG;
+    int has_sys = !strcmp(msgs[0].role, "system");
+    /* the one-exchange shape every family renders */
+    if (add_gen && n == (size_t)has_sys + 1 && !strcmp(msgs[n - 1].role, "user"))
+        return tok_chat_render_at(t, name, has_sys ? msgs[0].content : NULL, msgs[n - 1].content, date, out, err);
+    if (!name) { /* the model's own template, through the Jinja interpreter */
+        tok_chat_input in = {.messages = msgs, .n_messages = n, .add_generation_prompt = add_gen, .date = date};
+        return tok_chat_render_jinja(t, NULL, &in, out, err);
+    }
+    chat_plan p = {0};
+    if (!(p.style = style_named(name))) {
+        tok_errf(err, "chat: unknown template name \"%s\" (known: " KNOWN ")", name);
+        return TOK_CHAT_E_ARG;
+    }
+    if (t->chat_template)
+        p.default_system = template_default_system(p.style, t->chat_template);
+    int rc = 0;
+    char now[16];
+    tok_buf b = {0};
+    if (p.style->family != CHAT_CHATML && p.style->family != CHAT_LLAMA3 && p.style->family != CHAT_LLAMA31) {
+        tok_errf(err, "chat: the %s template renders a system and one user message here, not a conversation",
+                 p.style->name);
+        rc = -1;
+    } else {
+        if (!date)
+            date = p.style->date_default;
+        if (!date) {
+            today(now);
+            date = now;
+        }
+        if (render_conv(&p, date, msgs, n, add_gen, &b) || (!b.p && tok_buf_put(&b, "", 0))) {
+            tok_errf(err, "chat: out of memory");
+            rc = -1;
+        }
+    }
+    free(p.default_system);
+    if (rc) {
+        tok_buf_free(&b);
+        return -1;
+    }
+    *out = b.p;
+    return 0;
+}

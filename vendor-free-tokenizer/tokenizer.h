@@ -125,5 +125,16 @@ int tok_chat_render(const tokenizer *t, const char *name, const char *system,
  * TOK_CHAT_E_TEMPLATE. */
 int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
                        const char *user, const char *date, char **out, char *err);
+/* (tok_chat_render_at returns TOK_CHAT_E_ARG for an unknown name, else -1 on error.) */
+
+/* A whole conversation: msgs[0..n) with roles "system" (first only), "user" and
+ * "assistant"; add_gen appends the generation prompt. `name` NULL: the tokenizer's
+ * own template through tok_chat_render_jinja. A built-in name: [system,] user with
+ * add_gen renders in every family (as tok_chat_render_at); other conversations in
+ * the chatml, llama3, llama3.1 and llama3.2 families. Returns 0, -1 (template or
+ * text error), TOK_CHAT_E_ARG (unknown template name, bad role or order) or
+ * TOK_CHAT_E_TEMPLATE (the model's template raised or is outside the subset). */
+int tok_chat_render_messages(const tokenizer *t, const char *name, const char *date, const tok_chat_msg *msgs,
+                             size_t n, int add_gen, char **out, char *err);
 
 #endif

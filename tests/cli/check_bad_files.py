@@ -162,6 +162,8 @@ def run_case(name, model, names_file, failures):
         problems.append("stderr is not exactly one line: %r" % err[:400])
     if names_file not in err:
         problems.append("stderr does not name %s" % names_file)
+    if name == "text-file-6-bytes" and ("not a GGUF" not in err or "truncated" in err):
+        problems.append("a 6-byte text file is not called 'not a GGUF file': %r" % err)
     if problems:
         failures.append("%s: %s" % (name, "; ".join(problems)))
         print("FAIL  %-34s %s" % (name, "; ".join(problems)))
@@ -191,6 +193,7 @@ def main():
         gguf_case("gguf-truncated-metadata", good[:100])
         gguf_case("gguf-truncated-data", good[:-40])
         gguf_case("gguf-empty", b"")
+        gguf_case("text-file-6-bytes", b"hello\n")  # must say "not a GGUF", not "truncated" (issue 19)
         gguf_case("gguf-bad-magic", tiny_gguf(magic=b"GGUG"))
         gguf_case("gguf-version-1", tiny_gguf(version=1))
         gguf_case("gguf-unknown-type-q4k", tiny_gguf(types=(12, 0)))

@@ -12,7 +12,11 @@ Checks, on the default model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf):
   - the bad-input table: each row prints exactly one stderr line naming the file or option,
     and exits with the documented code (malformed model files are tests/cli/check_bad_files.py's);
   - the man page renders with groff without warnings and documents every option of --help;
-  - `make install PREFIX=...` installs binary, libraries, header and man page;
+  - `make install PREFIX=...` installs binary, libraries (libllmgen.so.0 with its SONAME, only llmgen_*
+    exported), header, llmgen.pc and man page; clients build with pkg-config against the installed tree;
+  - a full context keeps what was generated (--json, --batch, text; stop_reason "context", exit 4; -n -1
+    exit 0); sampling without --seed draws and reports a seed; threads default to the online CPUs;
+  - src/main.c is under 600 lines with no generation logic; the README's ./llmgen examples run;
   - valgrind (when installed) reports no leak and no error for a short generation (tiny fixture).
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
 """
@@ -358,6 +362,29 @@ def check_bad_inputs():
              "nope.jsonl"),
             ("unwritable --dump-logits", ["-m", MODEL, "-p", "x", "-n", "1", "--dump-logits", unwritable], b"",
              "io", "logits.bin"),
+            # issue 19: the small bugs, each a row; stdout must stay empty (no stray newline)
+            ("--dump-logits to a full disk", ["-m", MODEL, "-p", "x", "-n", "2", "--dump-logits", "/dev/full"], b"",
+             "io", "/dev/full"),
+            ("unknown bundled short option", ["-m", MODEL, "-p", "x", "-iZ"], b"", "usage", "option -Z"),
+            ("missing value of a bundled short option", ["-m", MODEL, "-p", "x", "-in"], b"", "usage", "-n needs"),
+            ("unknown --template", ["-m", MODEL, "--chat", "--template", "nosuch", "-p", "hi"], b"", "usage",
+             "nosuch"),
+            ("-n -2", ["-m", MODEL, "-p", "x", "-n", "-2"], b"", "usage", "--max-tokens"),
+            ("--json --ids", ["-m", MODEL, "-p", "x", "--json", "--ids"], b"", "usage", "--json cannot be combined"),
+            ("--batch --ids", ["-m", MODEL, "--batch", "-", "--ids"], b"", "usage", "--batch cannot be combined"),
+            ("--batch --stats", ["-m", MODEL, "--batch", "-", "--stats"], b"", "usage", "--stats"),
+            ("-i with -p", ["-m", MODEL, "-i", "-p", "x"], b"", "usage", "-i cannot be combined"),
+            ("-i --json", ["-m", MODEL, "-i", "--json"], b"", "usage", "-i cannot be combined"),
+            ("--tokenize --detokenize", ["-m", MODEL, "--tokenize", "--detokenize"], b"", "usage", "--detokenize"),
+            ("--tokenize --json", ["-m", MODEL, "--tokenize", "--json", "-p", "x"], b"", "usage", "--tokenize"),
+            ("--tokenizer with -m", ["-m", MODEL, "--tokenizer", MODEL, "--tokenize"], b"", "usage", "--tokenizer"),
+            ("--tokenizer without --tokenize", ["--tokenizer", MODEL, "-p", "x"], b"", "usage", "--tokenizer"),
+            ("--detokenize garbage", ["-m", MODEL, "--detokenize", "-p", "1,x"], b"", "usage", "token ids"),
+            ("--detokenize out of vocabulary", ["-m", MODEL, "--detokenize", "-p", "1,999999"], b"", "usage",
+             "999999"),
+            ("--tokenizer missing file", ["--tokenizer", os.path.join(tmp, "none.json"), "--tokenize", "-p", "x"],
+             b"", "io", "none.json"),
+            ("--system without --chat", ["-m", MODEL, "-p", "x", "--system", "s"], b"", "usage", "--system"),
         ]
         bad = 0
         for name, args, stdin, want, needle in rows:
@@ -370,7 +397,7 @@ def check_bad_inputs():
                 problems.append("%d stderr lines" % len(lines))
             elif not lines[0].startswith("llmgen: ") or needle not in lines[0]:
                 problems.append("stderr %r does not name %r" % (lines[0], needle))
-            if want != "context" and out.strip():
+            if want != "context" and out:
                 problems.append("stdout not empty: %r" % out[:80])
             if problems:
                 bad += 1
@@ -433,6 +460,121 @@ def check_chat_template_cli():
         fail("--template nosuch: exit %d, stderr %r (want one error line naming it)" % (rc, err))
 
 
+# ---- issue 19: full context, -n -1, seeds, threads, main.c -------------------------------------------
+
+def check_context_seed_threads():
+    args = ["-m", MODEL, "-p", "Hi", "-c", "6", "--ignore-eos"]
+    rc, out, err = run(args + ["-n", "20", "--json"])
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = {}
+    if rc != EXIT["context"] or j.get("stop_reason") != "context" or len(j.get("ids", [])) != 6 - len(
+            j.get("prompt_ids", [0])) + 1 or "out of context" not in err:
+        fail("--json at a full context: exit %d, %r, stderr %r (want exit 4, stop_reason context, the ids)"
+             % (rc, out[:300], err))
+    else:
+        text_rc, text_out, _ = run(args + ["-n", "20"])
+        if text_rc != EXIT["context"] or text_out.decode() != j["text"] + "\n":
+            fail("text at a full context: exit %d, %r != --json text %r" % (text_rc, text_out, j["text"]))
+        else:
+            ok("full context: --json prints the %d generated ids with stop_reason \"context\", text stays, exit 4"
+               % len(j["ids"]))
+    rc, out, err = run(args + ["-n", "-1", "--json"])
+    j2 = json.loads(out) if rc == 0 and out else {}
+    if rc != 0 or err or j2.get("stop_reason") != "context" or j2.get("ids") != j.get("ids"):
+        fail("-n -1: exit %d, stderr %r, %r (want exit 0, the same ids, stop_reason context)" % (rc, err, out[:200]))
+    else:
+        ok("-n -1 generates until the context is full: stop_reason \"context\", exit 0")
+    req = json.dumps({"id": "full", "prompt": "Hi", "max_tokens": 20, "ignore_eos": True}) + "\n" + \
+        json.dumps({"id": "all", "prompt": "Hi", "max_tokens": -1, "ignore_eos": True}) + "\n"
+    rc, out, err = run(["-m", MODEL, "-c", "6", "--batch", "-"], stdin=req.encode())
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    if rc != EXIT["context"] or [r.get("stop_reason") for r in rows] != ["context", "context"] or \
+            rows[0].get("ids") != j.get("ids"):
+        fail("--batch at a full context: exit %d, rows %s" % (rc, rows))
+    else:
+        ok("--batch at a full context: result lines with stop_reason \"context\" and the ids, exit 4")
+    # sampling without --seed draws a seed, reports it, and --seed with it reproduces the run
+    samp = ["-m", MODEL, "-p", "Once upon a time", "-n", "16", "--temp", "0.9", "--json"]
+    runs = [json.loads(run(samp)[1]) for _ in range(2)]
+    again = json.loads(run(samp + ["--seed", str(runs[0]["seed"])])[1])
+    rc, _, err = run(["-m", MODEL, "-p", "Hi", "-n", "2", "--temp", "0.9", "--stats"])
+    m = re.search(r"\| seed (\d+)", err)
+    if runs[0]["seed"] == runs[1]["seed"] or again["ids"] != runs[0]["ids"] or again["seed"] != runs[0]["seed"] or \
+            not m:
+        fail("random seed: seeds %s, ids %s / again %s, --stats %r" % ([r["seed"] for r in runs],
+                                                                     runs[0]["ids"], again["ids"], err))
+    else:
+        ok("--temp 0.9 without --seed: random seeds (%s, %s) reported by --json and --stats; --seed %s repeats "
+           "the run" % (runs[0]["seed"], runs[1]["seed"], runs[0]["seed"]))
+    greedy = json.loads(run(["-m", MODEL, "-p", "Hi", "-n", "2", "--json"])[1])
+    if greedy.get("seed") != 0:
+        fail("greedy run without --seed reports seed %s (want 0: nothing drawn)" % greedy.get("seed"))
+    rc, _, err = run(["-m", MODEL, "-p", "Hi", "-n", "2", "--stats"])
+    m = re.search(r"\| (\d+) threads \|", err)
+    if rc or not m or int(m.group(1)) != os.cpu_count():
+        fail("default threads: --stats %r, want %d (online CPUs)" % (err, os.cpu_count()))
+    else:
+        ok("threads default to the online CPUs (%d), as --stats reports" % os.cpu_count())
+
+
+def check_main_c():
+    """src/main.c: under 600 lines, and no generation logic (no prefill / decode / sampling / detokenizer
+    calls: those are llmgen_generate's and llmgen_chat_turn's)."""
+    src = open(os.path.join(REPO, "src", "main.c")).read()
+    n = src.count("\n")
+    calls = sorted(set(re.findall(r"\b(llmgen_(?:prefill|decode_step|sample|sampler_new|detok_\w+|is_eos))\s*\(",
+                                  src)))
+    if n >= 600 or calls:
+        fail("src/main.c: %d lines (want < 600), generation calls %s" % (n, calls))
+    else:
+        ok("src/main.c: %d lines, no prefill / decode / sample / detokenizer calls (llmgen_generate does them)" % n)
+
+
+def check_parallel_make():
+    """A plain `make` (as a user types it: no MAKEFLAGS, MAKELEVEL from a parent make) runs with one
+    job per online CPU; a -j on the command line wins."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    flags = []
+    for extra in ([], ["-j1"]):
+        p = subprocess.run(["make", "-pq", "llmgen"] + extra, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+        m = re.search(r"^MAKEFLAGS = (.*)$", p.stdout.decode(), re.M)
+        flags.append(m.group(1) if m else "")
+    want = "-j%d" % os.cpu_count()
+    if want not in flags[0].split() or "-j1" not in flags[1].split():
+        fail("parallel make: MAKEFLAGS %r for `make`, %r for `make -j1` (want %s, -j1)" % (flags[0], flags[1], want))
+    else:
+        ok("`make` builds with %s (one job per online CPU); `make -j1` stays serial" % want)
+
+
+def check_readme_examples():
+    """Every `./llmgen ...` command of the README's shell blocks runs as written after `make demo`
+    (the default model in .cache/models, the binary in the repository root)."""
+    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    blocks = re.findall(r"```(?:sh|bash|console)?\n(.*?)```", readme, re.S)
+    cmds = []
+    for b in blocks:
+        for line in b.replace("\\\n", " ").split("\n"):
+            line = line.strip()
+            if line.startswith("$ "):
+                line = line[2:]
+            if re.match(r"(\S+=\S+ )*(echo .*\| |printf .*\| )?\./llmgen\b", line) and ".cache/models/SmolLM2" in line:
+                cmds.append(line)
+    bad = [c for c in cmds if "llmgen " in c and not re.search(r"(^|[|(] *)(\S+=\S+ )*\./llmgen", c)]
+    failed = []
+    for c in cmds:
+        p = subprocess.run(["sh", "-c", c], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        if p.returncode != 0:
+            failed.append("%s -> exit %d %s" % (c, p.returncode, p.stderr.decode()[-200:]))
+    plain = re.findall(r"^\s*(?:\$ )?llmgen (?!quantize)", "\n".join(blocks), re.M)
+    if len(cmds) < 3 or failed or bad or plain:
+        fail("README examples: %d found, failed %s, not ./llmgen: %s" % (len(cmds), failed, plain or bad))
+    else:
+        ok("README: all %d ./llmgen examples on the default model run as written" % len(cmds))
+
+
 def help_options():
     out = subprocess.run([LLMGEN, "--help"], stdout=subprocess.PIPE, cwd=REPO).stdout.decode()
     return set(re.findall(r"(--[a-z][a-z-]+)", out)), out
@@ -467,7 +609,7 @@ def check_man_and_help():
         fail("man page lacks: %s" % ", ".join(missing))
     else:
         ok("man page documents all %d long options of --help and every required section" % len(opts))
-    src = open(os.path.join(REPO, "src", "main.c")).read()
+    src = open(os.path.join(REPO, "src", "options.c")).read()
     table = set("--" + n for n in re.findall(r'\{"([a-z-]+)", (?:required|no)_argument', src))
     if table - opts:
         fail("--help lacks options the parser accepts: %s" % sorted(table - opts))
@@ -479,25 +621,56 @@ def check_install():
     with tempfile.TemporaryDirectory() as tmp:
         p = subprocess.run(["make", "-s", "install", "PREFIX=" + tmp], cwd=REPO, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=600)
-        want = ["bin/llmgen", "lib/libllmgen.a", "lib/libllmgen.so", "include/llmgen.h",
-                "share/man/man1/llmgen.1"]
+        want = ["bin/llmgen", "lib/libllmgen.a", "lib/libllmgen.so", "lib/libllmgen.so.0", "lib/libllmgen.so.0.1.0",
+                "include/llmgen.h", "share/man/man1/llmgen.1", "lib/pkgconfig/llmgen.pc"]
         missing = [w for w in want if not os.path.exists(os.path.join(tmp, w))]
         if p.returncode or missing:
             fail("make install: exit %d, missing %s: %s" % (p.returncode, missing, p.stdout.decode()[-500:]))
             return
-        # the installed header alone compiles a client
+        lib = os.path.join(tmp, "lib", "libllmgen.so.0.1.0")
+        dyn = subprocess.run(["readelf", "-d", lib], stdout=subprocess.PIPE).stdout.decode()
+        syms = subprocess.run(["nm", "-D", "--defined-only", lib], stdout=subprocess.PIPE).stdout.decode().split("\n")
+        exported = [l.split()[-1].split("@")[0] for l in syms if len(l.split()) == 3 and l.split()[1] in "TDBRVW"]
+        api = set(re.findall(r"\b(llmgen_[a-z0-9_]+)\(", open(os.path.join(REPO, "src", "llmgen.h")).read()))
+        if "Library soname: [libllmgen.so.0]" not in dyn or set(exported) != api:
+            fail("libllmgen.so: SONAME %s; exported but not in llmgen.h: %s; in llmgen.h but not exported: %s" % (
+                re.findall(r"soname: \[(.*?)\]", dyn), sorted(set(exported) - api)[:10], sorted(api - set(exported))))
+        else:
+            ok("libllmgen.so.0.1.0: SONAME libllmgen.so.0, exports exactly the %d functions of llmgen.h"
+               % len(exported))
+        # a client built with pkg-config against the installed tree, shared and static
         c = os.path.join(tmp, "t.c")
         with open(c, "w") as f:
-            f.write('#include <llmgen.h>\nint main(void){llmgen_sampler_params p;llmgen_sampler_defaults(&p);'
-                    'return llmgen_sampler_check(&p,0,0);}\n')
-        q = subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-I", os.path.join(tmp, "include"), c, "-o",
-                            os.path.join(tmp, "t"), "-L", os.path.join(tmp, "lib"), "-l:libllmgen.a", "-lpcre2-8",
-                            "-lutf8proc", "-ljansson", "-lm", "-lpthread"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT)
-        if q.returncode or subprocess.run([os.path.join(tmp, "t")]).returncode:
-            fail("a client of the installed header and library does not build/run: %s" % q.stdout.decode()[-500:])
+            f.write('#include <llmgen.h>\n#include <string.h>\nint main(void){llmgen_generate_params p;'
+                    'llmgen_generate_defaults(&p);llmgen_sampler_params s;llmgen_sampler_defaults(&s);'
+                    'return llmgen_sampler_check(&s,0,0) || p.max_tokens != 128 || '
+                    'strcmp(llmgen_stop_reason_name(LLMGEN_STOP_CONTEXT), "context");}\n')
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(tmp, "lib", "pkgconfig"))
+        problems = []
+        for kind, extra in (("shared", []), ("static", ["--static"])):
+            pc = subprocess.run(["pkg-config", "--cflags", "--libs"] + extra + ["llmgen"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            flags = pc.stdout.decode().split()
+            exe = os.path.join(tmp, "t-" + kind)
+            link = (["-Wl,-Bstatic", "-lllmgen", "-Wl,-Bdynamic"] + [x for x in flags if x != "-lllmgen"]) \
+                if kind == "static" else flags
+            q = subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", c, "-o", exe] + link,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            r = subprocess.run([exe], env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(tmp, "lib"))) \
+                if not q.returncode else None
+            if pc.returncode or q.returncode or r.returncode:
+                problems.append("%s: pkg-config %r, build %s, run %s" % (kind, pc.stdout.decode().strip(),
+                                                                       q.stdout.decode()[-300:],
+                                                                       r and r.returncode))
+            elif kind == "shared":
+                needed = subprocess.run(["readelf", "-d", exe], stdout=subprocess.PIPE).stdout.decode()
+                if "[libllmgen.so.0]" not in needed:
+                    problems.append("shared client does not record libllmgen.so.0 as NEEDED")
+        if problems:
+            fail("pkg-config clients: " + "; ".join(problems))
         else:
-            ok("make install PREFIX=...: binary, libllmgen.a/.so, llmgen.h, man page; installed header builds")
+            ok("make install: binary, libllmgen.a/.so.0, llmgen.h, llmgen.pc, man page; clients built with "
+               "`pkg-config --cflags --libs [--static] llmgen` link and run (NEEDED libllmgen.so.0)")
 
 
 def check_valgrind():
@@ -534,6 +707,10 @@ def main():
     check_stop_stats()
     check_chat_template_cli()
     check_pipe_and_sigint()
+    check_context_seed_threads()
+    check_main_c()
+    check_parallel_make()
+    check_readme_examples()
     check_bad_inputs()
     check_man_and_help()
     check_install()

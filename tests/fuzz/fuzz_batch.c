@@ -1,31 +1,75 @@
-/* fuzz_batch.c - libFuzzer target: the CLI's --batch JSONL request parser and
- * the text helpers around it (UTF-8 check, lossy JSON strings, stop strings).
- * main.c is compiled in with its main() renamed, so the static functions under
- * test are exactly the ones the binary runs. */
-#define main llmgen_cli_main
-#include "../../src/main.c"
-#undef main
-
+/* fuzz_batch.c - libFuzzer target: the --batch JSONL request format (request.c)
+ * and the generation loop it feeds (llmgen_generate, generate.c), both through
+ * the library the CLI links, never through main.c.
+ *
+ * Each input line is parsed as a request; the text helpers run on whatever it
+ * carries (UTF-8 check, lossy JSON string, stop-string search and hold-back);
+ * a request with prompt ids then runs through llmgen_generate on the tiny f32
+ * fixture (tests/fixtures/tiny-mha-f32, opened once; the targets run from the
+ * repository root) with at most 3 new tokens and a context of 16, so that the
+ * fuzzer reaches full contexts, sampler settings and bad ids. */
 #include "fuzz_util.h"
 
-static void one_line(const char *line, size_t len, const options *o) {
+#include "generate.h"
+#include "llmgen.h"
+#include "request.h"
+
+#define TINY "tests/fixtures/tiny-mha-f32"
+
+static const char base_stop[] = "\n\n"; /* the command line's --stop, which requests inherit */
+
+static llmgen_session *tiny_session(void) {
+    static llmgen_model *m; /* test harness state: opened once per process */
+    static llmgen_session *s;
+    char err[256];
+    llmgen_model_options mo = {.n_threads = 1, .exact = 1};
+    if (!m && (llmgen_model_open(TINY, &mo, &m, err, sizeof err) || llmgen_session_new(m, 16, &s, err, sizeof err))) {
+        fprintf(stderr, "fuzz_batch: %s: %s\n", TINY, err);
+        abort();
+    }
+    return s;
+}
+
+static void generate(const request *q) {
+    llmgen_generate_params p;
+    llmgen_result r;
+    char err[256];
+    request_params(q, &p);
+    int max = q->max_tokens == -1 || q->max_tokens > 3 ? 3 : q->max_tokens;
+    p.max_tokens = max;
+    if (p.n_stops && p.stops[0] == base_stop) p.n_stops = 0, p.stops = NULL; /* inherited: drop it */
+    llmgen_status st = llmgen_generate(tiny_session(), q->ids, q->n_ids, &p, &r, err, sizeof err), want = LLMGEN_OK;
+    for (int i = 0; i < q->n_ids; i++)
+        if (q->ids[i] >= 256) want = LLMGEN_E_USAGE;
+    if (p.n_stops || !q->n_ids) want = LLMGEN_E_USAGE; /* no tokenizer: stop strings are refused */
+    else if (q->n_ids > 16) want = LLMGEN_E_CONTEXT;  /* checked before the ids */
+    if (st != want) abort();
+    if (!st && ((r.n_ids < 1 && r.stop_reason != LLMGEN_STOP_EOS) || r.n_ids > max || r.text || (r.n_ids < max && r.stop_reason == LLMGEN_STOP_LENGTH)))
+        abort();
+    for (int i = 0; i < r.n_ids; i++)
+        if (r.ids[i] < 0 || r.ids[i] >= 256) abort();
+    llmgen_result_free(&r);
+}
+
+static void one_line(const char *line, size_t len, const request *base) {
     json_error_t je;
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
     request q = {0};
-    char err[ERRLEN];
-    if (root && batch_parse(root, o, &q, err) == 0) {
-        if (q.n_stops < 0 || q.n_stops > MAX_STOPS || q.n_predict < 1) abort();
+    char err[REQUEST_ERR_LEN] = "";
+    if (root && request_from_json(root, base, &q, err) == 0) {
+        if (q.n_stops < 0 || q.n_stops > REQUEST_MAX_STOPS || !(q.max_tokens >= 1 || q.max_tokens == -1)) abort();
         if (q.text) {
             size_t bad = utf8_invalid_at(q.text, q.text_len);
             json_t *j = json_text(q.text, q.text_len); /* must always give a valid JSON string */
             if (!j) abort();
             json_decref(j);
             if (bad == q.text_len && q.n_stops) {
-                long hit = stop_find(&q, q.text, q.text_len, 0);
-                size_t hold = stop_holdback(&q, q.text, q.text_len);
+                long hit = gen_stop_find(q.stops, q.n_stops, q.text, q.text_len, 0);
+                size_t hold = gen_stop_holdback(q.stops, q.n_stops, q.text, q.text_len);
                 if (hit > (long)q.text_len || hold > q.text_len) abort();
             }
         }
+        if (q.ids) generate(&q);
     } else if (root && !memchr(err, '\0', sizeof err)) {
         abort();
     }
@@ -34,16 +78,16 @@ static void one_line(const char *line, size_t len, const options *o) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    options o;
-    memset(&o, 0, sizeof o);
-    o.n_predict = 128;
-    llmgen_sampler_defaults(&o.sp);
-    o.stops[o.n_stops++] = "\n\n";
+    request base;
+    memset(&base, 0, sizeof base);
+    base.max_tokens = 128;
+    llmgen_sampler_defaults(&base.sp);
+    base.stops[base.n_stops++] = base_stop;
     const char *p = (const char *)data, *end = p + size;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        one_line(p, len, &o);
+        one_line(p, len, &base);
         p += len + 1;
     }
     json_t *j = json_text((const char *)data, size); /* arbitrary bytes, lossy */

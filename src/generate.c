@@ -1,0 +1,225 @@
+/* generate.c - the generation loop as a library call (llmgen_generate): prefill
+ * the prompt, then sample, stream and decode one id at a time until an
+ * end-of-sequence id, max_tokens, a stop string, a full context or a callback
+ * says stop.
+ *
+ * Built on the public session API only (prefill, decode step, sampler, streaming
+ * detokenizer): what it does, an embedding program could do by hand, and the CLI,
+ * the batch runner and the chat conversation all share this one loop.
+ *
+ * Stop strings are matched on the decoded text: text that could still become a
+ * stop string is held back from the callback until it cannot, so a streamed
+ * reply never shows part of one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate.h"
+#include "llmgen.h"
+#include "util.h"
+
+const char *llmgen_stop_reason_name(llmgen_stop_reason r) {
+    switch (r) {
+    case LLMGEN_STOP_LENGTH: return "length";
+    case LLMGEN_STOP_EOS: return "eos";
+    case LLMGEN_STOP_STRING: return "stop";
+    case LLMGEN_STOP_CONTEXT: return "context";
+    case LLMGEN_STOP_CANCELLED: return "interrupted";
+    }
+    return "unknown";
+}
+
+void llmgen_generate_defaults(llmgen_generate_params *p) {
+    memset(p, 0, sizeof *p);
+    p->max_tokens = 128;
+    llmgen_sampler_defaults(&p->sampler);
+}
+
+void llmgen_result_free(llmgen_result *r) {
+    if (!r) return;
+    free(r->ids);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+static llmgen_status fail(llmgen_status st, char *err, size_t errlen, const char *msg) {
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
+    return st;
+}
+
+/* Append n bytes to the result text (kept NUL-terminated). */
+static int text_put(llmgen_result *r, size_t *cap, const char *s, size_t n) {
+    if (r->text_len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < r->text_len + n + 1) c *= 2;
+        char *t = realloc(r->text, c);
+        if (!t) return -1;
+        r->text = t;
+        *cap = c;
+    }
+    if (n) memcpy(r->text + r->text_len, s, n);
+    r->text_len += n;
+    r->text[r->text_len] = '\0';
+    return 0;
+}
+
+/* Append one id to the result and to the sampler's history (prompt + generated). */
+static int ids_put(llmgen_result *r, int32_t **hist, int *n_hist, int *cap, int32_t id) {
+    if (*n_hist + 1 > *cap) {
+        int c = *cap * 2;
+        int32_t *h = realloc(*hist, (size_t)c * sizeof *h), *g = realloc(r->ids, (size_t)c * sizeof *g);
+        if (h) *hist = h;
+        if (g) r->ids = g;
+        if (!h || !g) return -1;
+        *cap = c;
+    }
+    (*hist)[(*n_hist)++] = id;
+    r->ids[r->n_ids++] = id;
+    return 0;
+}
+
+/* Longest suffix of s[0..n) that is a proper prefix of a stop string: bytes that
+ * must wait, since the next token may complete the stop string. */
+size_t gen_stop_holdback(const char *const *stops, int n_stops, const char *s, size_t n) {
+    size_t best = 0;
+    for (int i = 0; i < n_stops; i++) {
+        size_t L = strlen(stops[i]);
+        for (size_t k = L - 1 < n ? L - 1 : n; k > best; k--)
+            if (!memcmp(s + n - k, stops[i], k)) {
+                best = k;
+                break;
+            }
+    }
+    return best;
+}
+
+/* Offset of the first match of any stop string in s[from..n), or -1. */
+long gen_stop_find(const char *const *stops, int n_stops, const char *s, size_t n, size_t from) {
+    long best = -1;
+    for (int i = 0; i < n_stops; i++) {
+        const char *hit = memmem(s + from, n - from, stops[i], strlen(stops[i]));
+        if (hit && (best < 0 || hit - s < best)) best = hit - s;
+    }
+    return best;
+}
+
+static llmgen_status check_params(const llmgen_generate_params *p, int has_tokenizer, char *err, size_t errlen) {
+    if (p->max_tokens < 1 && p->max_tokens != -1)
+        return fail(LLMGEN_E_USAGE, err, errlen, "max_tokens must be at least 1, or -1 (until the end or a full context)");
+    if (p->n_stops < 0 || (p->n_stops && !p->stops))
+        return fail(LLMGEN_E_USAGE, err, errlen, "n_stops is negative, or stops is NULL");
+    for (int i = 0; i < p->n_stops; i++)
+        if (!p->stops[i] || !*p->stops[i]) return fail(LLMGEN_E_USAGE, err, errlen, "a stop string is empty");
+    if (p->n_stops && !has_tokenizer)
+        return fail(LLMGEN_E_USAGE, err, errlen, "stop strings need a tokenizer (this model has none)");
+    return llmgen_sampler_check(&p->sampler, err, errlen);
+}
+
+llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_prompt,
+                              const llmgen_generate_params *p, llmgen_result *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    llmgen_model *m = llmgen_session_model(s);
+    llmgen_capabilities caps;
+    llmgen_model_capabilities(m, &caps);
+    llmgen_status st = check_params(p, caps.has_tokenizer, err, errlen);
+    if (st) return st;
+    if (n_prompt < 1 || !prompt) return fail(LLMGEN_E_USAGE, err, errlen, "empty prompt: nothing to continue from");
+    int V = caps.vocab_size, cap = 256, n_hist = 0, max_stop = 0;
+    for (int i = 0; i < p->n_stops; i++)
+        if ((int)strlen(p->stops[i]) > max_stop) max_stop = (int)strlen(p->stops[i]);
+    while (cap < n_prompt + 1) cap *= 2;
+    llmgen_sampler *smp = llmgen_sampler_new(&p->sampler, V);
+    int32_t *hist = malloc((size_t)cap * sizeof *hist);
+    r->ids = malloc((size_t)cap * sizeof *r->ids);
+    llmgen_detok *dt = NULL;
+    size_t text_cap = 0, sent = 0; /* bytes of r->text handed to on_piece */
+    if (!smp || !hist || !r->ids || (caps.has_tokenizer && text_put(r, &text_cap, "", 0))) {
+        st = fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+        goto out;
+    }
+    if (caps.has_tokenizer && (st = llmgen_detok_new(m, &dt, err, errlen))) goto out;
+    memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
+    n_hist = n_prompt;
+    r->n_prompt = n_prompt;
+    if (!p->keep_cache) llmgen_session_reset(s);
+
+    const float *logits;
+    double t0 = now_seconds();
+    st = llmgen_prefill(s, prompt, n_prompt, &logits, err, errlen);
+    r->prefill_s = now_seconds() - t0;
+    double t_dec = now_seconds();
+    r->stop_reason = LLMGEN_STOP_LENGTH;
+    while (!st) {
+        if (p->on_logits && p->on_logits(p->user, logits, V)) {
+            r->stop_reason = LLMGEN_STOP_CANCELLED;
+            break;
+        }
+        int32_t id = llmgen_sample(smp, logits, hist, n_hist);
+        if (r->n_ids == 0) r->first_token_s = now_seconds() - t0;
+        if (!p->ignore_eos && llmgen_is_eos(m, id)) {
+            r->stop_reason = LLMGEN_STOP_EOS;
+            break;
+        }
+        if (ids_put(r, &hist, &n_hist, &cap, id)) {
+            st = fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+            break;
+        }
+        size_t safe = 0;
+        int stopped = 0;
+        if (dt) {
+            const char *piece;
+            size_t len, before = r->text_len;
+            if ((st = llmgen_detok_put(dt, id, &piece, &len, err, errlen))) break;
+            if (text_put(r, &text_cap, piece, len)) {
+                st = fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+                break;
+            }
+            safe = r->text_len;
+            if (p->n_stops) {
+                /* a new match ends past `before`, so it starts at most max_stop - 1 bytes earlier */
+                size_t from = before >= (size_t)max_stop ? before - (size_t)max_stop + 1 : 0;
+                long hit = gen_stop_find(p->stops, p->n_stops, r->text, r->text_len, from);
+                if (hit >= 0) {
+                    r->text_len = (size_t)hit;
+                    r->text[hit] = '\0';
+                    safe = (size_t)hit;
+                    stopped = 1;
+                } else {
+                    safe = r->text_len - gen_stop_holdback(p->stops, p->n_stops, r->text, r->text_len);
+                }
+            }
+        }
+        int cancel = 0;
+        if (p->on_piece) {
+            cancel = p->on_piece(p->user, id, r->text ? r->text + sent : "", safe > sent ? safe - sent : 0);
+            if (safe > sent) sent = safe;
+        }
+        if (stopped) {
+            r->stop_reason = LLMGEN_STOP_STRING;
+            break;
+        }
+        if (cancel) {
+            r->stop_reason = LLMGEN_STOP_CANCELLED;
+            break;
+        }
+        if (p->max_tokens > 0 && r->n_ids >= p->max_tokens) break; /* LLMGEN_STOP_LENGTH */
+        if (llmgen_session_pos(s) >= llmgen_session_ctx(s)) {
+            r->stop_reason = LLMGEN_STOP_CONTEXT;
+            break;
+        }
+        st = llmgen_decode_step(s, id, &logits, err, errlen);
+    }
+    r->decode_s = now_seconds() - t_dec;
+    if (dt && r->stop_reason != LLMGEN_STOP_STRING) {
+        const char *piece;
+        size_t len;
+        llmgen_detok_flush(dt, &piece, &len);
+        if (text_put(r, &text_cap, piece, len) && !st) st = fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    }
+    if (p->on_piece && r->text_len > sent) p->on_piece(p->user, -1, r->text + sent, r->text_len - sent);
+out:
+    llmgen_detok_free(dt);
+    llmgen_sampler_free(smp);
+    free(hist);
+    return st;
+}

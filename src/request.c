@@ -1,0 +1,314 @@
+/* request.c - generation requests and results as the CLI speaks them: a --batch
+ * line (JSON) into a request, a request's prompt into ids (chat template,
+ * tokenizer, input checks), a result into JSON. Never prints: main.c does. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include "request.h"
+
+#define SEPS ", \t\r\n" /* between ids in a list */
+
+static int seterr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int seterr(char *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, REQUEST_ERR_LEN, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void request_params(const request *q, llmgen_generate_params *p) {
+    llmgen_generate_defaults(p);
+    p->max_tokens = q->max_tokens;
+    p->ignore_eos = q->ignore_eos;
+    p->stops = q->n_stops ? q->stops : NULL;
+    p->n_stops = q->n_stops;
+    p->sampler = q->sp;
+}
+
+int parse_id_list(const char *s, int32_t **out, int *n) {
+    size_t cap = 16, k = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    if (!ids) return -1;
+    for (const char *p = s + strspn(s, SEPS); *p; p += strspn(p, SEPS)) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 0 || v > INT32_MAX || (*end && !strchr(SEPS, *end)) || k >= INT_MAX / 2) {
+            free(ids);
+            return -1;
+        }
+        if (k == cap) {
+            int32_t *b = realloc(ids, (cap *= 2) * sizeof *ids);
+            if (!b) {
+                free(ids);
+                return -1;
+            }
+            ids = b;
+        }
+        ids[k++] = (int32_t)v;
+        p = end;
+    }
+    *out = ids;
+    *n = (int)k;
+    return 0;
+}
+
+char *read_all_fd(int fd, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int tty = isatty(fd);
+    for (ssize_t got; buf; n += (size_t)got) {
+        if (n + 1 == cap) {
+            char *b = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap *= 2);
+            if (!b) {
+                free(buf);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = b;
+        }
+        got = read(fd, buf + n, cap - n - 1);
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            errno = e;
+            return NULL;
+        }
+        if (got == 0 || (tty && buf[n + (size_t)got - 1] != '\n')) {
+            n += (size_t)got;
+            break;
+        }
+    }
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n), 0 if invalid (RFC 3629: no
+ * overlongs, no surrogates, at most U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0], min;
+    size_t len;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, min = 0x10000;
+    else return 0;
+    if (n < len) return 0;
+    unsigned cp = c & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+size_t utf8_invalid_at(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (!k) return i;
+        i += k;
+    }
+    return n;
+}
+
+json_t *json_text(const char *s, size_t n) {
+    if (utf8_invalid_at(s, n) == n) return json_stringn(s, n);
+    char *b = malloc(3 * n + 1); /* each invalid byte grows to 3 */
+    if (!b) return NULL;
+    size_t w = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        memcpy(b + w, k ? s + i : "\xEF\xBF\xBD", k ? k : 3);
+        w += k ? k : 3;
+        i += k ? k : 1;
+    }
+    json_t *j = json_stringn(b, w);
+    free(b);
+    return j;
+}
+
+static json_t *json_ids(const int32_t *ids, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r, int has_text, uint64_t seed) {
+    json_t *o = json_object(), *t = json_object();
+    json_object_set_new(o, "prompt_ids", json_ids(prompt, n_prompt));
+    json_object_set_new(o, "ids", json_ids(r->ids, r->n_ids));
+    json_object_set_new(o, "text", has_text ? json_text(r->text ? r->text : "", r->text_len) : json_null());
+    json_object_set_new(o, "stop_reason", json_string(llmgen_stop_reason_name(r->stop_reason)));
+    /* jansson integers are signed 64-bit: a seed above 2^63 - 1 is written as its decimal string */
+    char sd[24];
+    snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
+    json_object_set_new(o, "seed", seed <= (uint64_t)INT64_MAX ? json_integer((json_int_t)seed) : json_string(sd));
+    int steps = r->n_ids > 1 ? r->n_ids - 1 : 0;
+    json_object_set_new(t, "prompt_tokens", json_integer(n_prompt));
+    json_object_set_new(t, "generated_tokens", json_integer(r->n_ids));
+    json_object_set_new(t, "prefill_s", json_real(r->prefill_s));
+    json_object_set_new(t, "decode_s", json_real(r->decode_s));
+    json_object_set_new(t, "first_token_s", json_real(r->first_token_s));
+    json_object_set_new(t, "prompt_tokens_per_s", json_real(r->prefill_s > 0 ? n_prompt / r->prefill_s : 0));
+    json_object_set_new(t, "generation_tokens_per_s", json_real(r->decode_s > 0 ? steps / r->decode_s : 0));
+    json_object_set_new(o, "timings", t);
+    return o;
+}
+
+json_t *error_json(json_t *id, long line, const char *msg, int code) {
+    json_t *o = json_object();
+    if (id) json_object_set(o, "id", id);
+    json_object_set_new(o, "line", json_integer(line));
+    json_object_set_new(o, "error", json_text(msg, strlen(msg)));
+    json_object_set_new(o, "exit", json_integer(code));
+    return o;
+}
+
+static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char *err) {
+    if (!strcmp(k, "prompt")) {
+        if (!json_is_string(v)) return seterr(err, "\"prompt\" must be a string");
+        q->text = json_string_value(v);
+        q->text_len = json_string_length(v);
+        ++*has_prompt;
+    } else if (!strcmp(k, "prompt_ids")) {
+        size_t n = json_array_size(v), i;
+        json_t *x;
+        if (!json_is_array(v) || n > INT_MAX / 2) return seterr(err, "\"prompt_ids\" must be an array of token ids");
+        free(q->ids);
+        if (!(q->ids = malloc((n + 1) * sizeof *q->ids))) return seterr(err, "out of memory");
+        json_array_foreach(v, i, x) {
+            if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX)
+                return seterr(err, "\"prompt_ids\"[%zu] is not a token id", i);
+            q->ids[i] = (int32_t)json_integer_value(x);
+        }
+        q->n_ids = (int)n;
+        ++*has_prompt;
+    } else if (!strcmp(k, "max_tokens")) {
+        json_int_t n = json_integer_value(v);
+        if (!json_is_integer(v) || (n != -1 && (n < 1 || n > REQUEST_MAX_TOKENS)))
+            return seterr(err, "\"max_tokens\" must be -1 or an integer from 1 to %d", REQUEST_MAX_TOKENS);
+        q->max_tokens = (int)n;
+    } else if (!strcmp(k, "temp") || !strcmp(k, "top_p") || !strcmp(k, "min_p") || !strcmp(k, "repeat_penalty")) {
+        if (!json_is_number(v)) return seterr(err, "\"%s\" must be a number", k);
+        *(!strcmp(k, "temp") ? &q->sp.temperature : !strcmp(k, "top_p") ? &q->sp.top_p
+          : !strcmp(k, "min_p") ? &q->sp.min_p : &q->sp.repeat_penalty) = (float)json_number_value(v);
+    } else if (!strcmp(k, "top_k")) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT_MAX)
+            return seterr(err, "\"top_k\" must be a non-negative integer");
+        q->sp.top_k = (int)json_integer_value(v);
+    } else if (!strcmp(k, "seed")) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) return seterr(err, "\"seed\" must be a non-negative integer");
+        q->sp.seed = (uint64_t)json_integer_value(v);
+        q->seed_given = 1;
+    } else if (!strcmp(k, "chat") || !strcmp(k, "ignore_eos")) {
+        if (!json_is_boolean(v)) return seterr(err, "\"%s\" must be true or false", k);
+        *(k[0] == 'c' ? &q->chat : &q->ignore_eos) = json_is_true(v);
+    } else if (!strcmp(k, "system")) {
+        if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
+            return seterr(err, "\"system\" must be a string without NUL");
+        q->system = json_string_value(v);
+    } else if (!strcmp(k, "stop")) {
+        size_t i;
+        json_t *x;
+        if (!json_is_array(v) || json_array_size(v) > REQUEST_MAX_STOPS)
+            return seterr(err, "\"stop\" must be an array of at most %d strings", REQUEST_MAX_STOPS);
+        q->n_stops = 0;
+        json_array_foreach(v, i, x) {
+            if (!json_is_string(x) || json_string_length(x) == 0 ||
+                memchr(json_string_value(x), '\0', json_string_length(x)))
+                return seterr(err, "\"stop\"[%zu] must be a non-empty string", i);
+            q->stops[q->n_stops++] = json_string_value(x);
+        }
+    } else if (strcmp(k, "id") != 0) { /* "id" is echoed back as is */
+        return seterr(err, "unknown key \"%s\"", k);
+    }
+    return 0;
+}
+
+int request_from_json(json_t *root, const request *base, request *q, char *err) {
+    const char *k;
+    json_t *v;
+    *q = *base;
+    q->text = NULL;
+    q->text_len = 0;
+    q->ids = NULL;
+    q->n_ids = 0;
+    if (!json_is_object(root)) return seterr(err, "a request must be a JSON object");
+    int has_prompt = 0;
+    json_object_foreach(root, k, v) if (json_key(q, k, v, &has_prompt, err)) return -1;
+    if (has_prompt != 1) return seterr(err, "give exactly one of \"prompt\" and \"prompt_ids\"");
+    char e[REQUEST_ERR_LEN];
+    if (llmgen_sampler_check(&q->sp, e, sizeof e)) return seterr(err, "%s", e);
+    return 0;
+}
+
+llmgen_status request_prompt(llmgen_model *m, const request *q, int32_t **ids, int *n, char **rendered, char *err) {
+    char e[REQUEST_ERR_LEN], *chat = NULL;
+    llmgen_status st;
+    *ids = NULL;
+    *n = 0;
+    if (rendered) *rendered = NULL;
+    if (q->ids) {
+        if (!q->n_ids) return seterr(err, "%s: empty prompt: nothing to continue from", q->source), LLMGEN_E_USAGE;
+        if (!(*ids = malloc((size_t)q->n_ids * sizeof **ids))) return seterr(err, "out of memory"), LLMGEN_E_NOMEM;
+        memcpy(*ids, q->ids, (size_t)q->n_ids * sizeof **ids);
+        *n = q->n_ids;
+        return LLMGEN_OK;
+    }
+    size_t bad = utf8_invalid_at(q->text, q->text_len), sl = q->system ? strlen(q->system) : 0;
+    if (bad < q->text_len)
+        return seterr(err, "%s: invalid UTF-8 at byte %zu of the prompt", q->source, bad), LLMGEN_E_USAGE;
+    if (q->text_len == 0 || memchr(q->text, '\0', q->text_len))
+        return seterr(err, "%s: %s", q->source, q->text_len ? "the prompt contains a NUL byte"
+                                                           : "empty prompt: nothing to continue from"), LLMGEN_E_USAGE;
+    if (q->chat && q->system && (bad = utf8_invalid_at(q->system, sl)) < sl)
+        return seterr(err, "%s: invalid UTF-8 at byte %zu of the system message", q->sys_source, bad), LLMGEN_E_USAGE;
+    const char *text = q->text;
+    size_t len = q->text_len, k;
+    if (q->chat && q->template_text) {
+        llmgen_message msgs[2] = {{"system", q->system}, {"user", q->text}};
+        llmgen_chat_options co = {.date = q->date, .template_text = q->template_text};
+        if ((st = llmgen_chat_render_messages(m, q->system ? msgs : msgs + 1, q->system ? 2 : 1, 1, &co, &chat, e,
+                                              sizeof e)))
+            return seterr(err, "--chat: %s", e), st;
+        text = chat;
+        len = strlen(chat);
+    } else if (q->chat) {
+        if ((st = llmgen_chat_render_as(m, q->template_name, q->date, q->system, q->text, &chat, e, sizeof e)))
+            return seterr(err, "--%s: %s", st == LLMGEN_E_USAGE ? "template" : "chat", e), st;
+        text = chat;
+        len = strlen(chat);
+    }
+    st = llmgen_tokenize(m, text, len, 1, 1, ids, &k, e, sizeof e);
+    if (st) {
+        llmgen_free(chat);
+        return seterr(err, "%s: %s", q->source, e), st;
+    }
+    if (k == 0 || k > INT_MAX / 2) {
+        llmgen_free(chat);
+        llmgen_free(*ids);
+        *ids = NULL;
+        return seterr(err, "%s: %s", q->source, k ? "prompt too long" : "empty prompt: nothing to continue from"),
+               k ? LLMGEN_E_CONTEXT : LLMGEN_E_USAGE;
+    }
+    *n = (int)k;
+    if (rendered && !(*rendered = chat ? chat : strndup(text, len))) {
+        llmgen_free(*ids);
+        *ids = NULL;
+        return seterr(err, "out of memory"), LLMGEN_E_NOMEM;
+    }
+    if (!rendered) llmgen_free(chat);
+    return LLMGEN_OK;
+}

@@ -1,0 +1,68 @@
+/* request.h - one generation request as the CLI and --batch describe it (prompt
+ * text or ids, chat wrapping, generation settings), its prompt ids, and the JSON
+ * of requests (--batch lines) and results (--json, --batch). Internal: not part of
+ * the public API, shared by main.c and the fuzz targets. Never prints. */
+#ifndef LLMGEN_REQUEST_H
+#define LLMGEN_REQUEST_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmgen.h"
+
+#define REQUEST_MAX_STOPS 16
+#define REQUEST_MAX_TOKENS (1 << 24)
+#define REQUEST_ERR_LEN 512
+
+typedef struct {
+    const char *text;          /* prompt text (may contain NULs: text_len counts), or NULL */
+    size_t text_len;
+    int32_t *ids;              /* (n_ids) prompt ids instead of text; owned when set */
+    int n_ids;
+    const char *source;        /* names the prompt in messages: "stdin", a file, "--prompt", "req.jsonl:3" */
+    const char *sys_source;    /* names the system message in messages */
+    int chat;                  /* wrap the text in the chat template */
+    const char *system;        /* NULL: the template's default */
+    const char *template_name; /* NULL: the model's own template */
+    const char *template_text; /* --chat-template-file's Jinja text, or NULL */
+    const char *date;          /* NULL: the template's default */
+    int max_tokens;            /* >= 1, or -1 */
+    int ignore_eos;
+    const char *stops[REQUEST_MAX_STOPS];
+    int n_stops;
+    llmgen_sampler_params sp;
+    int seed_given;            /* 0: the caller draws a seed when sampling (temperature > 0) */
+} request;
+
+/* Generation params of q (stops point into q: q must outlive p). */
+void request_params(const request *q, llmgen_generate_params *p);
+
+/* Fill q from one JSONL request object, starting from `base` (the command line's
+ * settings). q keeps pointers into root. Returns 0, or -1 with a message. */
+int request_from_json(json_t *root, const request *base, request *q, char *err);
+
+/* The prompt ids of q: its ids, or its text (after the chat template) through the
+ * tokenizer. *ids is the caller's (free). *rendered (if not NULL) gets the text that
+ * was tokenized (caller frees; NULL for ids). Status with a message naming q->source. */
+llmgen_status request_prompt(llmgen_model *m, const request *q, int32_t **ids, int *n, char **rendered, char *err);
+
+/* "1,2,3" (commas and/or whitespace between ids) -> ids (malloc'd); -1 if not such a list. */
+int parse_id_list(const char *s, int32_t **out, int *n);
+
+/* All of fd into a NUL-terminated heap buffer (*len bytes); NULL with errno on
+ * failure. On a terminal, a read that does not end in a newline can only come from
+ * Ctrl-D on a non-empty line: it ends the input (no second Ctrl-D needed). */
+char *read_all_fd(int fd, size_t *len);
+
+/* Offset of the first invalid UTF-8 byte of s[0..n), or n. */
+size_t utf8_invalid_at(const char *s, size_t n);
+/* A JSON string of possibly invalid UTF-8 (invalid bytes become U+FFFD). */
+json_t *json_text(const char *s, size_t n);
+
+/* {"prompt_ids", "ids", "text", "stop_reason", "seed", "timings": {...}}; has_text 0 gives "text": null. */
+json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r, int has_text, uint64_t seed);
+/* {"id": id (if any), "line": line, "error": msg, "exit": code} */
+json_t *error_json(json_t *id, long line, const char *msg, int code);
+
+#endif

@@ -1,0 +1,181 @@
+/* test_generate.c - the generation loop (llmgen_generate) and multi-turn chat
+ * (llmgen_chat_*) through the public API on the default model, so that `make
+ * unit-san` runs them under ASan + UBSan: stop reasons, streaming equals the
+ * result, cancellation, a full context, a conversation that prefills only its new
+ * turn, and the statuses of misuse. Ids against the CLI and HF are the business
+ * of tests/cli/check_cli.py and check_chat.py. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "llmgen.h"
+
+#define REAL_MODEL ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+static llmgen_model *m;
+static llmgen_session *s;
+static char err[512];
+
+static void setup(void) {
+    llmgen_model_options mo = {.n_threads = 1};
+    cr_assert_eq(llmgen_model_open(REAL_MODEL, &mo, &m, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_assert_eq(llmgen_session_new(m, 64, &s, err, sizeof err), LLMGEN_OK, "%s", err);
+}
+
+static void teardown(void) {
+    llmgen_session_free(s);
+    llmgen_model_free(m);
+}
+
+typedef struct {
+    char text[4096];
+    size_t n;
+    int calls, final_calls, cancel_after;
+} sink;
+
+static int on_piece(void *user, int32_t id, const char *text, size_t len) {
+    sink *k = user;
+    if (id < 0) k->final_calls++;
+    else k->calls++;
+    if (k->n + len < sizeof k->text) memcpy(k->text + k->n, text, len);
+    k->n += len;
+    return k->cancel_after && k->calls >= k->cancel_after;
+}
+
+static int32_t *prompt_of(const char *text, int *n) {
+    int32_t *ids;
+    size_t k;
+    cr_assert_eq(llmgen_tokenize(m, text, strlen(text), 1, 1, &ids, &k, err, sizeof err), LLMGEN_OK, "%s", err);
+    *n = (int)k;
+    return ids;
+}
+
+Test(generate, streamed_text_is_the_result_text_and_stop_strings_cut, .init = setup, .fini = teardown) {
+    int n;
+    int32_t *ids = prompt_of("Count: 1, 2, 3,", &n);
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.max_tokens = 12;
+    p.ignore_eos = 1;
+    sink k = {0};
+    p.on_piece = on_piece;
+    p.user = &k;
+    llmgen_result r;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect_eq(r.stop_reason, LLMGEN_STOP_LENGTH);
+    cr_expect_eq(r.n_ids, 12);
+    cr_expect_eq(k.calls, 12, "one call per generated id");
+    cr_expect(k.n == r.text_len && !memcmp(k.text, r.text, k.n), "streamed %.*s != %s", (int)k.n, k.text, r.text);
+    /* stop at the first " 5": the text ends before it, and nothing past it was streamed */
+    char full[4096];
+    snprintf(full, sizeof full, "%s", r.text);
+    llmgen_result_free(&r);
+    const char *stops[] = {" 5", "never"};
+    p.stops = stops;
+    p.n_stops = 2;
+    memset(&k, 0, sizeof k);
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    const char *hit = strstr(full, " 5");
+    cr_assert_not_null(hit, "setup: %s", full);
+    cr_expect_eq(r.stop_reason, LLMGEN_STOP_STRING);
+    cr_expect(r.text_len == (size_t)(hit - full) && !memcmp(r.text, full, r.text_len), "%s vs %s", r.text, full);
+    cr_expect(k.n == r.text_len && !memcmp(k.text, r.text, k.n), "streamed past the stop string");
+    llmgen_result_free(&r);
+    llmgen_free(ids);
+}
+
+Test(generate, cancel_context_and_minus_one, .init = setup, .fini = teardown) {
+    int n;
+    int32_t *ids = prompt_of("Once upon a time", &n);
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.ignore_eos = 1;
+    sink k = {.cancel_after = 3};
+    p.on_piece = on_piece;
+    p.user = &k;
+    llmgen_result r;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect_eq(r.stop_reason, LLMGEN_STOP_CANCELLED);
+    cr_expect_eq(r.n_ids, 3);
+    llmgen_result_free(&r);
+    /* -1: until the 64-token context is full; the session then holds 64 ids, the last sampled one is kept */
+    p.max_tokens = -1;
+    p.on_piece = NULL;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect_eq(r.stop_reason, LLMGEN_STOP_CONTEXT);
+    cr_expect_eq(llmgen_session_pos(s), 64);
+    cr_expect_eq(r.n_ids, 64 - n + 1);
+    llmgen_result_free(&r);
+    /* continuing a full session: the prompt does not fit, an error and nothing generated */
+    p.keep_cache = 1;
+    cr_expect_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_E_CONTEXT);
+    cr_expect_eq(r.n_ids, 0);
+    llmgen_result_free(&r);
+    p.max_tokens = 0;
+    cr_expect_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_E_USAGE);
+    llmgen_result_free(&r);
+    llmgen_free(ids);
+}
+
+Test(generate, conversation_prefills_only_the_new_turn, .init = setup, .fini = teardown) {
+    llmgen_chat *c;
+    cr_assert_eq(llmgen_chat_new(s, NULL, "Be brief.", &c, err, sizeof err), LLMGEN_OK, "%s", err);
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.max_tokens = 4;
+    llmgen_result r1, r2;
+    cr_assert_eq(llmgen_chat_turn(c, "Hi", &p, &r1, err, sizeof err), LLMGEN_OK, "%s", err);
+    int pos1 = llmgen_session_pos(s);
+    cr_assert_eq(llmgen_chat_turn(c, "And you?", &p, &r2, err, sizeof err), LLMGEN_OK, "%s", err);
+    /* the whole conversation, rendered and tokenized, is longer than what turn 2 prefilled */
+    char *reply;
+    size_t len;
+    cr_assert_eq(llmgen_detokenize(m, r1.ids, (size_t)r1.n_ids, &reply, &len, err, sizeof err), LLMGEN_OK);
+    llmgen_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", reply}, {"user", "And you?"}};
+    char *text;
+    cr_assert_eq(llmgen_chat_render_messages(m, msgs, 4, 1, NULL, &text, err, sizeof err), LLMGEN_OK, "%s", err);
+    int n_all;
+    int32_t *all = prompt_of(text, &n_all);
+    cr_expect_lt(r2.n_prompt, n_all - pos1 + r1.n_ids, "turn 2 prefilled %d of %d", r2.n_prompt, n_all);
+    cr_expect_gt(llmgen_session_pos(s), pos1);
+    llmgen_free(all);
+    llmgen_free(text);
+    llmgen_free(reply);
+    llmgen_result_free(&r1);
+    llmgen_result_free(&r2);
+    llmgen_chat_free(c);
+}
+
+Test(generate, misuse_statuses, .init = setup, .fini = teardown) {
+    llmgen_message bad[] = {{"user", "Hi"}, {"robot", "beep"}};
+    char *out;
+    /* the model's own template is Jinja: it decides which roles it takes (as transformers);
+     * a built-in template takes system, user and assistant, the system message first */
+    cr_expect_eq(llmgen_chat_render_messages(m, bad, 2, 1, NULL, &out, err, sizeof err), LLMGEN_OK, "%s", err);
+    llmgen_free(out);
+    llmgen_chat_options chatml = {.template_name = "chatml"};
+    cr_expect_eq(llmgen_chat_render_messages(m, bad, 2, 1, &chatml, &out, err, sizeof err), LLMGEN_E_USAGE);
+    cr_expect_not_null(strstr(err, "robot"), "%s", err);
+    llmgen_message late[] = {{"user", "Hi"}, {"system", "late"}};
+    cr_expect_eq(llmgen_chat_render_messages(m, late, 2, 1, &chatml, &out, err, sizeof err), LLMGEN_E_USAGE);
+    llmgen_chat_options o = {.template_name = "nosuch"};
+    llmgen_message one[] = {{"user", "Hi"}, {"assistant", "Hello"}};
+    cr_expect_eq(llmgen_chat_render_messages(m, one, 2, 0, &o, &out, err, sizeof err), LLMGEN_E_USAGE);
+    cr_expect_eq(llmgen_chat_render_as(m, "nosuch", NULL, NULL, "Hi", &out, err, sizeof err), LLMGEN_E_USAGE);
+    o.template_name = "llama2"; /* one exchange only: a conversation is a tokenizer error, not a guess */
+    cr_expect_eq(llmgen_chat_render_messages(m, one, 2, 1, &o, &out, err, sizeof err), LLMGEN_E_TOKENIZER);
+    /* a tokenizer-only open: tokenizer calls work, sessions are refused */
+    llmgen_model *t;
+    llmgen_model_options mo = {.tokenizer_only = 1};
+    llmgen_session *ts;
+    cr_assert_eq(llmgen_model_open(REAL_MODEL, &mo, &t, err, sizeof err), LLMGEN_OK, "%s", err);
+    int32_t *ids, *want;
+    size_t k, kw;
+    cr_expect_eq(llmgen_tokenize(t, "Hello world", 11, 1, 1, &ids, &k, err, sizeof err), LLMGEN_OK);
+    cr_expect_eq(llmgen_tokenize(m, "Hello world", 11, 1, 1, &want, &kw, err, sizeof err), LLMGEN_OK);
+    cr_expect(k == kw && !memcmp(ids, want, k * sizeof *ids), "tokenizer-only ids differ from the model's");
+    llmgen_free(ids);
+    llmgen_free(want);
+    cr_expect_eq(llmgen_session_new(t, 0, &ts, err, sizeof err), LLMGEN_E_USAGE);
+    llmgen_model_free(t);
+}
