@@ -33,7 +33,7 @@ ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -ma
 endif
 
 # The CLI (main.c and its option parser) sits on the library; everything else is the library.
-CLI_SRC := src/main.c src/options.c
+CLI_SRC := src/main.c src/options.c src/chat_template.c
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard src/*.c)) $(wildcard src/kernels/*.c) \
            $(wildcard vendor-free-tokenizer/*.c)
@@ -47,7 +47,7 @@ SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
-        lib install fuzz fuzz-replay bench-models peer bench-tokenizer
+        lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs
 
 all: llmgen  ## build ./llmgen
 
@@ -137,6 +137,17 @@ refs: $(REF_VENV)/.ok fixtures  ## regenerate tests/refs/ with HF transformers (
 quant-refs: $(TOOLS_VENV)/.ok  ## regenerate tests/refs/quant (gguf-py dequantizations) for tests/unit/test_quant.c
 	$(TOOLS_VENV)/bin/python tests/gen/gen_quant_refs.py
 
+# Chat templates llama.cpp ships (in the pinned llama-cpp-python sdist, shared with `make peer`): the
+# Jinja interpreter is checked against transformers on each of them (tests/cli/check_chat_template.py).
+CHAT_TEMPLATES := $(CACHE)/chat-templates/llama.cpp/.ok
+chat-templates: $(CHAT_TEMPLATES)  ## fetch llama.cpp's chat templates (pinned sdist) into .cache/chat-templates
+$(CHAT_TEMPLATES): tests/gen/fetch_chat_templates.py
+	$(PYTHON) tests/gen/fetch_chat_templates.py $(CACHE)
+
+chat-refs: $(REF_VENV)/.ok $(CHAT_TEMPLATES) model  ## regenerate tests/refs/chat/ with transformers' apply_chat_template
+	$(REF_VENV)/bin/python tests/gen/gen_chat_template_refs.py $(CACHE)
+	$(REF_VENV)/bin/python tests/gen/gen_jinja_refs.py
+
 # MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
 MLX_VENV := $(CACHE)/venv-mlx
 $(MLX_VENV)/.ok: tests/gen/requirements-mlx.txt
@@ -179,7 +190,7 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 
-regress: llmgen model fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(CHAT_TEMPLATES) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
@@ -244,7 +255,8 @@ install: llmgen lib  ## install binary, libraries, header, llmgen.pc and man pag
 	  '$(SO_VERSION)' '$(PC_LIBS_PRIVATE)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/llmgen.pc
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan + UBSan. Each runs
-# FUZZ_SECONDS on its seed corpus plus a working corpus in build/fuzz/corpus; crashes
+# FUZZ_SECONDS on its seed corpus plus a working corpus in build/fuzz/corpus (with the
+# dictionary tests/fuzz/<target>.dict when there is one); crashes
 # land in build/fuzz/ (copy them to tests/fuzz/regressions/<target>/ once fixed).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
@@ -271,6 +283,7 @@ fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)  ## run each libFuzzer target for FUZZ_S
 	  mkdir -p $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    $$([ -f tests/fuzz/$$t.dict ] && echo -dict=tests/fuzz/$$t.dict) \
 	    -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
 
@@ -366,3 +379,6 @@ distclean: clean  ## also remove .cache (models, venvs)
 -include $(LIB_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(SAN_LIB_OBJ:.o=.d) $(SAN_UNIT_OBJ:.o=.d)
 -include $(PIC_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
 -include $(wildcard $(BUILD)/tests/*.d $(BUILD)/tests/bench/*.d $(BUILD)/bench/*.d $(BUILD)/*.d)
+# the fuzz targets' objects too: a header change (e.g. jinja.h) must rebuild them, or the replay
+# links an object compiled against the old struct layout
+-include $(wildcard $(BUILD)/san/tests/fuzz/*.d $(BUILD)/fuzz/tests/fuzz/*.d)

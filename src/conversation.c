@@ -15,7 +15,7 @@
 
 struct llmgen_chat {
     llmgen_session *s;
-    char *template_name, *date; /* copies, or NULL */
+    char *template_name, *date, *template_text; /* copies, or NULL */
     llmgen_message *msgs;       /* (n) roles are literals, contents owned */
     size_t n, cap;
     char *held;                 /* the text the cache stands for (ids run + `pending`); NULL: nothing */
@@ -64,6 +64,7 @@ llmgen_status llmgen_chat_new(llmgen_session *s, const llmgen_chat_options *opt,
         c->pending = -1;
         c->template_name = dup_or_null(opt ? opt->template_name : NULL, &oom);
         c->date = dup_or_null(opt ? opt->date : NULL, &oom);
+        c->template_text = dup_or_null(opt ? opt->template_text : NULL, &oom);
         if (system && push(c, "system", system)) oom = 1;
     }
     if (oom) {
@@ -81,6 +82,7 @@ void llmgen_chat_free(llmgen_chat *c) {
     free(c->msgs);
     free(c->template_name);
     free(c->date);
+    free(c->template_text);
     free(c->held);
     free(c);
 }
@@ -119,7 +121,7 @@ llmgen_status llmgen_chat_turn(llmgen_chat *c, const char *user, const llmgen_ge
     llmgen_model *m = llmgen_session_model(c->s);
     if (!user) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_turn: user message is NULL");
     if (push(c, "user", user)) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
-    llmgen_chat_options co = {c->template_name, c->date};
+    llmgen_chat_options co = {.template_name = c->template_name, .date = c->date, .template_text = c->template_text};
     char *text = NULL, *reply = NULL;
     int32_t *ids = NULL;
     int n = 0, reset = 0;

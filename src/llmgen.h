@@ -69,7 +69,9 @@ typedef enum {
     LLMGEN_E_CONTEXT = 4, /* the tokens do not fit the session's context */
     LLMGEN_E_NOMEM = 5,   /* out of memory */
     LLMGEN_E_BUSY = 6,    /* another session of the same model is running prefill / decode */
-    LLMGEN_E_TOKENIZER = 7, /* no tokenizer, or text it rejects (invalid UTF-8, bad template) */
+    LLMGEN_E_TOKENIZER = 7, /* no tokenizer, or text it rejects (invalid UTF-8) */
+    LLMGEN_E_TEMPLATE = 8,  /* the chat template raised an error (raise_exception) for these messages,
+                               or uses Jinja outside the interpreter's subset */
 } llmgen_status;
 
 /* A short lower-case name of a status ("ok", "usage", "format", ...); never NULL. */
@@ -144,14 +146,49 @@ llmgen_status llmgen_detokenize(const llmgen_model *m, const int32_t *ids, size_
 llmgen_status llmgen_chat_render(const llmgen_model *m, const char *system, const char *user, char **out,
                                  char *err, size_t errlen);
 
-/* The same with a forced template family and a date. `name` NULL: the model's own
- * template, recognised from its text; else one of chatml, llama3, llama3.1, llama3.2,
+/* The same with a built-in template and a date. `name` NULL: the model's own
+ * template (llmgen_chat_render_messages); else one of chatml, llama3, llama3.1, llama3.2,
  * llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7.
  * `date` ("%d %b %Y", e.g. "02 Jan 2025") is what the Llama 3.1+ templates print as
  * today's date; NULL renders what transformers does (the template's default, or the
  * local date for templates that ask for it, so such renders change from day to day). */
 llmgen_status llmgen_chat_render_as(const llmgen_model *m, const char *name, const char *date, const char *system,
                                     const char *user, char **out, char *err, size_t errlen);
+
+/* A multi-turn conversation through a Jinja chat template, rendered byte for byte as
+ * transformers' apply_chat_template(tokenize=False) renders it. */
+typedef struct {
+    const char *role;     /* "system", "user", "assistant", "tool", ... (UTF-8) */
+    const char *content;  /* UTF-8 */
+} llmgen_message;
+
+typedef struct {
+    const char *template_name;  /* NULL: the model's own template (Jinja); else a built-in template as in
+                                   llmgen_chat_render_as (every family: a system and one user message with
+                                   the prompt; chatml, llama3, llama3.1, llama3.2: whole conversations) */
+    const char *date;           /* "DD Mon YYYY": strftime_now returns that day at 00:00:00 and the
+                                   template's date_string is set to it; NULL = the current time (and the
+                                   template's own default date) */
+    const char *template_text;  /* render this Jinja text instead of the model's own template */
+    const char *bos_token;      /* override the model's special tokens; NULL = the model's */
+    const char *eos_token;
+    const char *tools_json;     /* a JSON array: the template's `tools`; NULL = None */
+    const char *vars_json;      /* more variables as a JSON object (e.g. {"enable_thinking": false}); NULL = none */
+} llmgen_chat_options;
+
+/* Render n messages (n may be 0) as transformers' apply_chat_template(messages,
+ * add_generation_prompt) does; opt may be NULL. m may be NULL when opt->template_text
+ * is given (no special tokens then unless opt gives them). *out is NUL-terminated and
+ * the caller's: llmgen_free. LLMGEN_E_TEMPLATE: the template refused the messages
+ * ("raise_exception: <the template's message>") or is outside the supported subset
+ * (the message names the construct and the template line); LLMGEN_E_USAGE: bad input
+ * (invalid UTF-8, a date not "DD Mon YYYY", variables that are not a JSON object, an
+ * unknown template name; with a built-in template also a role other than system, user
+ * and assistant, or a system message that is not first); LLMGEN_E_TOKENIZER: a
+ * conversation a built-in family does not render (the message names the family). */
+llmgen_status llmgen_chat_render_messages(const llmgen_model *m, const llmgen_message *msgs, size_t n,
+                                          int add_generation_prompt, const llmgen_chat_options *opt,
+                                          char **out, char *err, size_t errlen);
 
 /* Streaming detokenizer: feed generated ids one at a time, get back only bytes
  * that form complete UTF-8 (a character split across tokens waits for its end).
@@ -283,27 +320,6 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
 void llmgen_result_free(llmgen_result *r); /* frees ids and text, zeroes *r */
 
 /* ---- chat: messages and conversations ------------------------------------------------ */
-
-typedef struct {
-    const char *role;    /* "system", "user" or "assistant" */
-    const char *content; /* UTF-8 */
-} llmgen_message;
-
-typedef struct {
-    const char *template_name; /* NULL: the model's own template; else a family as in llmgen_chat_render_as */
-    const char *date;          /* as in llmgen_chat_render_as; NULL = the template's default */
-} llmgen_chat_options;
-
-/* Render a conversation (n >= 1 messages: an optional system message first, then
- * user and assistant messages) with the model's chat template, as transformers'
- * apply_chat_template(messages, add_generation_prompt) does. opt may be NULL.
- * Every family renders a system and one user message; conversations with
- * assistant messages render with the chatml, llama3, llama3.1 and llama3.2
- * families (others: LLMGEN_E_TOKENIZER naming the family). An unknown template
- * name or role is LLMGEN_E_USAGE. *out is NUL-terminated, the caller's: llmgen_free. */
-llmgen_status llmgen_chat_render_messages(const llmgen_model *m, const llmgen_message *msgs, size_t n,
-                                          int add_generation_prompt, const llmgen_chat_options *opt,
-                                          char **out, char *err, size_t errlen);
 
 /* A multi-turn conversation on one session that keeps its KV cache between turns:
  * each turn renders the whole conversation, and only the text past what the

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chat_template.h"
 #include "llmgen.h"
 #include "options.h"
 #include "request.h"
@@ -34,6 +35,7 @@ enum {
     EXIT_IO = 3,        /* missing / unreadable input, unwritable output */
     EXIT_CONTEXT = 4,   /* the prompt does not fit, or generation stopped at a full context before -n */
     EXIT_NOMEM = 5,     /* out of memory */
+    EXIT_TEMPLATE = 6,  /* the chat template refused the messages (raise_exception) or is outside the Jinja subset */
     EXIT_INTERRUPT = 130, /* SIGINT / SIGTERM */
 };
 #define ERRLEN REQUEST_ERR_LEN
@@ -49,6 +51,7 @@ static void usage(FILE *f) {
             "       llmgen -m PATH -i [--system TEXT]           chat on the terminal\n"
             "       llmgen (-m PATH | --tokenizer PATH) --tokenize | --detokenize [-p ... | -f ... | --batch ...]\n"
             "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
+            "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
             "Generate text with a Llama-family model on the CPU. Without a prompt, or with -p - / -f -,\n"
             "the prompt is read from stdin.\n\n"
             "  -m, --model PATH         a .gguf file or a Hugging Face model directory\n"
@@ -60,8 +63,9 @@ static void usage(FILE *f) {
             "  -i, --interactive        multi-turn chat: one user turn per line of stdin; Ctrl-C stops a\n"
             "                           reply, Ctrl-D (end of input) ends the chat\n"
             "      --system TEXT        system message for --chat and -i\n"
-            "      --template NAME      force the chat template family: chatml, llama3, llama3.1, llama3.2,\n"
+            "      --template NAME      use a built-in chat template: chatml, llama3, llama3.1, llama3.2,\n"
             "                           llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7\n"
+            "      --chat-template-file FILE  render --chat / -i with this Jinja template instead of the model's\n"
             "      --date \"DD Mon YYYY\" the date Llama 3.1+ templates print (default: as transformers)\n"
             "      --tokenize           print the prompt's token ids (as generation would see them), no weights run\n"
             "      --detokenize         read comma-separated ids, print their text exactly (no newline added)\n"
@@ -91,7 +95,8 @@ static void usage(FILE *f) {
             "      --version            print the version\n\n"
             "Exit status: 0 ok (also when stdout is closed early), 1 usage or input error or conflicting\n"
             "options, 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
-            "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 130 interrupted.\n",
+            "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
+            "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n",
             REQUEST_MAX_STOPS);
 }
 
@@ -114,6 +119,7 @@ static int exit_code(llmgen_status st) {
     case LLMGEN_E_IO: return EXIT_IO;
     case LLMGEN_E_CONTEXT: return EXIT_CONTEXT;
     case LLMGEN_E_NOMEM: return EXIT_NOMEM;
+    case LLMGEN_E_TEMPLATE: return EXIT_TEMPLATE;
     default: return EXIT_USAGE;
     }
 }
@@ -431,7 +437,7 @@ static int run_batch(app *A) {
 static int run_interactive(app *A) {
     const options *o = A->o;
     request q = o->base;
-    llmgen_chat_options co = {q.template_name, q.date};
+    llmgen_chat_options co = {.template_name = q.template_name, .date = q.date, .template_text = q.template_text};
     llmgen_chat *chat;
     char err[ERRLEN], *line = NULL;
     size_t cap = 0;
@@ -523,10 +529,25 @@ static int quantize_main(int argc, char **argv) {
     return st ? die(exit_code(st), "quantize: %s", err) : EXIT_OK;
 }
 
+/* `llmgen chat-template ...`: the rendered conversation to stdout, nothing added. */
+static int chat_template_main(int argc, char **argv) {
+    chat_template_args a;
+    char err[ERRLEN], *out = NULL;
+    if (chat_template_parse(argc, argv, &a, err)) return die(EXIT_USAGE, "%s", err);
+    if (a.help) return fputs(chat_template_help, stdout) == EOF || fflush(stdout) ? EXIT_IO : EXIT_OK;
+    llmgen_status st = chat_template_render(&a, &out, err);
+    int rc = st ? die(exit_code(st), "%s", err) : 0;
+    if (!st && (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout)))
+        rc = errno == EPIPE ? EXIT_OK : die(EXIT_IO, "stdout: write error: %s", strerror(errno));
+    llmgen_free(out);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     options o;
     char err[ERRLEN];
     if (argc > 1 && !strcmp(argv[1], "quantize")) return quantize_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "chat-template")) return chat_template_main(argc - 1, argv + 1);
     install_signals();
     if (options_parse(argc, argv, &o, err)) return die(EXIT_USAGE, "%s", err);
     if (o.help || o.version) {
@@ -534,6 +555,11 @@ int main(int argc, char **argv) {
         else printf("llmgen %s\n", LLMGEN_VERSION);
         return fflush(stdout) ? EXIT_IO : EXIT_OK;
     }
+    char *template_text = NULL;
+    llmgen_status tst = o.template_file ? chat_template_read_file(o.template_file, "--chat-template-file",
+                                                                  &template_text, err) : LLMGEN_OK;
+    if (tst) return die(exit_code(tst), "%s", err);
+    o.base.template_text = template_text;
 
     app A = {.o = &o};
     struct timespec t0, t1;
@@ -562,5 +588,6 @@ int main(int argc, char **argv) {
     }
     llmgen_session_free(A.s);
     llmgen_model_free(A.m);
+    free(template_text);
     return rc;
 }

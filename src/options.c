@@ -88,7 +88,7 @@ static int conflicts(const options *o, char *err) {
 
 int options_parse(int argc, char **argv, options *o, char *err) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
-           O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
+           O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
            O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
@@ -102,6 +102,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         {"top-p", required_argument, 0, O_TOPP}, {"min-p", required_argument, 0, O_MINP},
         {"repeat-penalty", required_argument, 0, O_REPEAT}, {"chat", no_argument, 0, O_CHAT},
         {"system", required_argument, 0, O_SYSTEM}, {"template", required_argument, 0, O_TEMPLATE},
+        {"chat-template-file", required_argument, 0, O_TEMPLATE_FILE},
         {"date", required_argument, 0, O_DATE}, {"stop", required_argument, 0, O_STOP},
         {"echo", no_argument, 0, O_ECHO}, {"json", no_argument, 0, O_JSON}, {"stats", no_argument, 0, O_STATS},
         {"batch", required_argument, 0, O_BATCH}, {"exact", no_argument, 0, O_EXACT},
@@ -155,6 +156,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_CHAT: o->chat = b->chat = 1; break;
         case O_SYSTEM: b->system = optarg; break;
         case O_TEMPLATE: b->template_name = optarg; break;
+        case O_TEMPLATE_FILE: o->template_file = optarg; break;
         case O_DATE: b->date = optarg; break;
         case O_STOP:
             unescape(optarg);
@@ -184,8 +186,12 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         return fail(err, "give only one of --prompt, --file, --prompt-ids, --batch");
     if (b->date && !valid_date(b->date))
         return fail(err, "--date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'", b->date);
-    if ((b->template_name || b->date || b->system) && !o->chat && !o->batch && !o->interactive)
-        return fail(err, "--%s needs --chat or -i", b->template_name ? "template" : b->date ? "date" : "system");
+    if ((b->template_name || o->template_file || b->date || b->system) && !o->chat && !o->batch && !o->interactive)
+        return fail(err, "--%s needs --chat or -i", b->template_name ? "template" : o->template_file ? "chat-template-file"
+                                                   : b->date ? "date" : "system");
+    if (b->template_name && o->template_file) return fail(err, "give only one of --template, --chat-template-file");
     return conflicts(o, err);
 }
 
+
+int options_valid_date(const char *d) { return valid_date(d); }

@@ -9,6 +9,7 @@ typedef struct {
     const char *model_path, *tokenizer_path;
     const char *prompt, *prompt_file, *prompt_ids; /* -p, -f ("-" = stdin), --prompt-ids */
     const char *dump_logits, *batch, *kernels;
+    const char *template_file;                      /* --chat-template-file (main.c reads it into base.template_text) */
     int help, version;                              /* --help / --version: print and exit, nothing else */
     int chat, interactive, tokenize, detokenize, n_threads, ctx, ids_only, exact, echo, json, stats;
     request base;                                   /* the settings every request starts from */
@@ -17,5 +18,8 @@ typedef struct {
 /* Parse argv; 0, or -1 with one line in err (REQUEST_ERR_LEN bytes) naming the
  * option and what was expected, or the options that cannot be combined. */
 int options_parse(int argc, char **argv, options *o, char *err);
+
+/* "DD Mon YYYY" as the Llama 3.1+ templates print it (e.g. "02 Jan 2025"): 1, else 0. */
+int options_valid_date(const char *d);
 
 #endif

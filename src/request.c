@@ -277,7 +277,15 @@ llmgen_status request_prompt(llmgen_model *m, const request *q, int32_t **ids, i
         return seterr(err, "%s: invalid UTF-8 at byte %zu of the system message", q->sys_source, bad), LLMGEN_E_USAGE;
     const char *text = q->text;
     size_t len = q->text_len, k;
-    if (q->chat) {
+    if (q->chat && q->template_text) {
+        llmgen_message msgs[2] = {{"system", q->system}, {"user", q->text}};
+        llmgen_chat_options co = {.date = q->date, .template_text = q->template_text};
+        if ((st = llmgen_chat_render_messages(m, q->system ? msgs : msgs + 1, q->system ? 2 : 1, 1, &co, &chat, e,
+                                              sizeof e)))
+            return seterr(err, "--chat: %s", e), st;
+        text = chat;
+        len = strlen(chat);
+    } else if (q->chat) {
         if ((st = llmgen_chat_render_as(m, q->template_name, q->date, q->system, q->text, &chat, e, sizeof e)))
             return seterr(err, "--%s: %s", st == LLMGEN_E_USAGE ? "template" : "chat", e), st;
         text = chat;

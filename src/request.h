@@ -25,6 +25,7 @@ typedef struct {
     int chat;                  /* wrap the text in the chat template */
     const char *system;        /* NULL: the template's default */
     const char *template_name; /* NULL: the model's own template */
+    const char *template_text; /* --chat-template-file's Jinja text, or NULL */
     const char *date;          /* NULL: the template's default */
     int max_tokens;            /* >= 1, or -1 */
     int ignore_eos;

@@ -46,6 +46,7 @@ const char *llmgen_status_name(llmgen_status st) {
     case LLMGEN_E_NOMEM: return "nomem";
     case LLMGEN_E_BUSY: return "busy";
     case LLMGEN_E_TOKENIZER: return "tokenizer";
+    case LLMGEN_E_TEMPLATE: return "template";
     }
     return "unknown";
 }
@@ -160,6 +161,11 @@ llmgen_status llmgen_detokenize(const llmgen_model *lm, const int32_t *ids, size
     return LLMGEN_OK;
 }
 
+/* tok_chat_* return codes as API statuses */
+static llmgen_status chat_status(int rc) {
+    return rc == TOK_CHAT_E_TEMPLATE ? LLMGEN_E_TEMPLATE : rc == TOK_CHAT_E_ARG ? LLMGEN_E_USAGE : LLMGEN_E_TOKENIZER;
+}
+
 llmgen_status llmgen_chat_render_as(const llmgen_model *lm, const char *name, const char *date, const char *system,
                                     const char *user, char **out, char *err, size_t errlen) {
     char e[TOK_ERR_LEN];
@@ -168,32 +174,65 @@ llmgen_status llmgen_chat_render_as(const llmgen_model *lm, const char *name, co
     if (st) return st;
     if (!user) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render: user message is NULL");
     int rc = tok_chat_render_at(lm->m->tok, name, system, user, date, out, e);
-    if (rc) return fail(rc == TOK_CHAT_E_ARG ? LLMGEN_E_USAGE : LLMGEN_E_TOKENIZER, err, errlen, e);
+    if (rc) return fail(chat_status(rc), err, errlen, e);
+    return LLMGEN_OK;
+}
+
+llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_message *msgs, size_t n,
+                                          int add_generation_prompt, const llmgen_chat_options *opt,
+                                          char **out, char *err, size_t errlen) {
+    static const llmgen_chat_options none = {0};
+    char e[TOK_ERR_LEN];
+    *out = NULL;
+    if (!opt) opt = &none;
+    if (!opt->template_text) {
+        if (!lm) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: no model and no template");
+        llmgen_status st = need_tokenizer(lm, err, errlen);
+        if (st) return st;
+    }
+    if (n && !msgs) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: messages is NULL");
+    if (opt->template_name && opt->template_text)
+        return fail(LLMGEN_E_USAGE, err, errlen, "chat: a built-in template name and a template text cannot be combined");
+    tok_chat_msg *tm = malloc((n ? n : 1) * sizeof *tm);
+    char *vars = NULL;
+    if (!tm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    for (size_t i = 0; i < n; i++) tm[i] = (tok_chat_msg){msgs[i].role, msgs[i].content};
+    if (opt->template_name) { /* a built-in family: every family one exchange, chatml and llama3.x conversations */
+        int rc = tok_chat_render_messages(lm->m->tok, opt->template_name, opt->date, tm, n, add_generation_prompt,
+                                          out, e);
+        free(tm);
+        if (rc) return fail(chat_status(rc), err, errlen, e);
+        return LLMGEN_OK;
+    }
+    if (opt->tools_json) { /* {"tools": TOOLS, <the members of vars_json>} */
+        const char *v = opt->vars_json ? opt->vars_json : "{}";
+        while (*v == ' ' || *v == '\n' || *v == '\t' || *v == '\r') v++;
+        size_t need = strlen(opt->tools_json) + strlen(v) + 16;
+        if (*v != '{') {
+            free(tm);
+            return fail(LLMGEN_E_USAGE, err, errlen, "chat: the extra variables are not a JSON object");
+        }
+        if (!(vars = malloc(need))) {
+            free(tm);
+            return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+        }
+        const char *rest = v + 1;
+        while (*rest == ' ' || *rest == '\n' || *rest == '\t' || *rest == '\r') rest++;
+        snprintf(vars, need, "{\"tools\": %s%s%s", opt->tools_json, *rest == '}' ? "" : ", ", rest);
+    }
+    tok_chat_input in = {.messages = tm, .n_messages = n, .add_generation_prompt = add_generation_prompt,
+                         .date = opt->date, .bos_token = opt->bos_token, .eos_token = opt->eos_token,
+                         .vars_json = vars ? vars : opt->vars_json};
+    int rc = tok_chat_render_jinja(lm && lm->m->tok ? lm->m->tok : NULL, opt->template_text, &in, out, e);
+    free(tm);
+    free(vars);
+    if (rc) return fail(rc == -1 ? LLMGEN_E_USAGE : chat_status(rc), err, errlen, e);
     return LLMGEN_OK;
 }
 
 llmgen_status llmgen_chat_render(const llmgen_model *lm, const char *system, const char *user, char **out,
                                  char *err, size_t errlen) {
     return llmgen_chat_render_as(lm, NULL, NULL, system, user, out, err, errlen);
-}
-
-llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_message *msgs, size_t n,
-                                          int add_generation_prompt, const llmgen_chat_options *opt, char **out,
-                                          char *err, size_t errlen) {
-    char e[TOK_ERR_LEN];
-    *out = NULL;
-    llmgen_status st = need_tokenizer(lm, err, errlen);
-    if (st) return st;
-    if (!msgs || n == 0) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: no messages");
-    tok_chat_msg *tm = malloc(n * sizeof *tm);
-    if (!tm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
-    for (size_t i = 0; i < n; i++) tm[i] = (tok_chat_msg){msgs[i].role, msgs[i].content};
-    int rc = tok_chat_render_messages(lm->m->tok, opt ? opt->template_name : NULL, opt ? opt->date : NULL, tm, n,
-                                      add_generation_prompt, out, e);
-    free(tm);
-    if (rc == TOK_CHAT_E_ARG) return fail(LLMGEN_E_USAGE, err, errlen, e);
-    if (rc) return fail(LLMGEN_E_TOKENIZER, err, errlen, e);
-    return LLMGEN_OK;
 }
 
 llmgen_status llmgen_detok_new(const llmgen_model *lm, llmgen_detok **out, char *err, size_t errlen) {

@@ -12,7 +12,11 @@
  *   - llmgen_generate gives the ids of the loop written by hand, and its text;
  *   - a reset session gives the same ids again;
  *   - the API refuses misuse with the documented status (id out of range,
- *     empty prefill, a context overflow, bad sampler params).
+ *     empty prefill, a context overflow, bad sampler params);
+ *   - chat: llmgen_chat_render_messages with [system, user] gives llmgen_chat_render's
+ *     text; a conversation ending with an assistant turn and no generation prompt is a
+ *     prefix of the same conversation with one more user turn; a template given as text
+ *     renders without a model; a template's raise_exception is LLMGEN_E_TEMPLATE.
  *
  * --chat drives a two-turn conversation by hand, as llmgen.h describes it: render
  * the messages, prefill only the text past what the session holds (after the
@@ -56,6 +60,35 @@ static llmgen_status run(llmgen_session *s, llmgen_sampler *smp, const int32_t *
         if (i + 1 < n) st = llmgen_decode_step(s, out[i], &logits, err, errlen);
     }
     return st;
+}
+
+static void check_chat(const llmgen_model *m) {
+    char err[512], *one = NULL, *two = NULL, *three = NULL, *t = NULL;
+    llmgen_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
+    llmgen_chat_options opt = {.date = "02 Jan 2025"};
+    check(llmgen_chat_render(m, "Be brief.", "Hi", &one, err, sizeof err) == LLMGEN_OK, "chat_render");
+    check(llmgen_chat_render_messages(m, msgs, 2, 1, &opt, &two, err, sizeof err) == LLMGEN_OK, "chat_render_messages");
+    check(one && two && !strcmp(one, two), "chat_render_messages([system, user]) == chat_render(system, user)");
+    llmgen_free(two);
+    two = NULL;
+    check(llmgen_chat_render_messages(m, msgs, 3, 0, &opt, &two, err, sizeof err) == LLMGEN_OK &&
+              llmgen_chat_render_messages(m, msgs, 4, 1, &opt, &three, err, sizeof err) == LLMGEN_OK,
+          "chat_render_messages, 3 and 4 messages");
+    check(two && three && !strncmp(two, three, strlen(two)) && strlen(three) > strlen(two),
+          "a conversation without the generation prompt is a prefix of its continuation");
+    llmgen_chat_options tt = {.template_text = "{{ bos_token }}{{ messages | length }}", .bos_token = "<B>"};
+    check(llmgen_chat_render_messages(NULL, msgs, 4, 1, &tt, &t, err, sizeof err) == LLMGEN_OK && t &&
+              !strcmp(t, "<B>4"),
+          "chat_render_messages with template text and no model");
+    llmgen_free(t);
+    t = NULL;
+    tt.template_text = "{{ raise_exception('no ' ~ messages[0].role) }}";
+    check(llmgen_chat_render_messages(NULL, msgs, 1, 1, &tt, &t, err, sizeof err) == LLMGEN_E_TEMPLATE && !t &&
+              strstr(err, "raise_exception: no system"),
+          "raise_exception is LLMGEN_E_TEMPLATE with the template's message");
+    llmgen_free(one);
+    llmgen_free(two);
+    llmgen_free(three);
 }
 
 /* ids[0..n) comma-separated on one line of stdout. */
@@ -283,6 +316,7 @@ int main(int argc, char **argv) {
     llmgen_sampler_free(smp);
     llmgen_session_free(a);
     llmgen_session_free(b);
+    if (caps.has_tokenizer) check_chat(m);
     llmgen_model_free(m);
     return fails ? 1 : 0;
 }

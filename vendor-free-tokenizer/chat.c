@@ -1,32 +1,34 @@
-/* chat.c - chat prompts for `llmgen --chat`: the model's own template is
- * recognised from its text and rendered by hand (no Jinja interpreter), for
- * one optional system message and one user message, with the generation
- * prompt appended (transformers' add_generation_prompt=True).
+/* chat.c - chat prompts. The model's own template (GGUF tokenizer.chat_template,
+ * tokenizer_config.json chat_template, chat_template.jinja) or one given as text is
+ * rendered by the Jinja interpreter (jinja_*.c) with the variables transformers'
+ * apply_chat_template passes: any number of messages, add_generation_prompt, the
+ * special tokens, tools = documents = None, and a fixed date when asked for.
+ *
+ * Beside it, a set of built-in templates chosen by name (`--template NAME`), for one
+ * optional system message and one user message with the generation prompt:
  *
  *   chatml   <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
- *            (SmolLM2, Qwen); a default system message written in the template
- *            as a literal is used when `system` is NULL, as those templates do.
+ *            (SmolLM2, Qwen); a default system message written in the model's
+ *            template as a literal is used when `system` is NULL, as those templates do.
  *   llama3   <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n
  *            {content, trimmed}<|eot_id|> ... then the assistant header.
  *   llama3.1 / llama3.2  the same, with an always-present system block that
  *            starts "Cutting Knowledge Date: December 2023\nToday Date: {date}\n\n".
- *            3.1 defaults the date to the literal "26 Jul 2024"; 3.2 (and 3.3)
- *            to strftime_now("%d %b %Y"), i.e. today's local date under transformers.
+ *            3.1 defaults the date to "26 Jul 2024"; 3.2 to today's local date.
  *   llama2   <s>[INST] <<SYS>>\n{sys}\n<</SYS>>\n\n{user} [/INST], the whole
  *            content stripped (Python str.strip) as Meta's Llama-2-chat template does.
  *   mistral-*  [INST] wrappers whose spacing and system-message placement differ
  *            between versions (see `styles` below).
  *
- * Recognition looks for the literal template fragments that decide the output
- * (after unifying the two Jinja quote characters), so a template that differs in
- * any of them is an error naming what we know, never a guess. Every family is
- * checked byte for byte against transformers on real templates
- * (tests/refs/tokenizer/chat-templates.json, tests/cli/check_tokenizer.py). */
+ * Both are checked byte for byte against transformers on real templates
+ * (tests/refs/tokenizer/chat-templates.json, tests/refs/chat/, tests/cli/check_tokenizer.py,
+ * tests/cli/check_chat_template.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "jinja.h"
 #include "tok_internal.h"
 
 enum { CHAT_CHATML, CHAT_LLAMA3, CHAT_LLAMA31, CHAT_LLAMA2, CHAT_MISTRAL };
@@ -75,23 +77,13 @@ static const chat_style *style_named(const char *name)
     return NULL;
 }
 
-/* What was recognised in a template's text, plus what it carries (owned). */
+/* A built-in family and the default system message it takes from the model's template (owned). */
 typedef struct {
     const chat_style *style;
     char *default_system; /* a literal default system message, or NULL */
-    char *date_default;   /* llama3.1: the template's literal date_string default, or NULL */
 } chat_plan;
 
 /* ---- reading a template's literals --------------------------------------- */
-
-/* All fragments present in `t` (a template with its quotes unified to '). */
-static int has_all(const char *t, const char *const *frags)
-{
-    for (; *frags; frags++)
-        if (!strstr(t, *frags))
-            return 0;
-    return 1;
-}
 
 /* The Jinja single-quoted string literal starting at p (just past its opening
  * quote), unescaped; NULL if it does not end, or uses an escape we do not decode. */
@@ -163,123 +155,6 @@ static char *chatml_default_system(const char *tmpl)
         return strndup(p, (size_t)(e - p));
     }
     return NULL;
-}
-
-/* ---- recognising a template ---------------------------------------------- */
-
-static const char *const llama2_frags[] = {
-    "set system_message = false",
-    "'<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content']",
-    "bos_token + '[INST] ' + content.strip() + ' [/INST]'", NULL};
-static const char *const llama31_frags[] = {
-    "'<|start_header_id|>system<|end_header_id|>\\n\\n'", "'Cutting Knowledge Date: December 2023\\n'",
-    "'Today Date: ' + date_string + '\\n\\n'", "set system_message = messages[0]['content']|trim",
-    "set system_message = ''", "message['content'] | trim", NULL};
-static const char *const v7_frags[] = {"'[SYSTEM_PROMPT] '", "'[/SYSTEM_PROMPT]'", "'[INST] '", "'[/INST]'",
-                                       "set default_system_message = ", NULL};
-static const char *const v1_frags[] = {"' [INST] '", "' [/INST]'", "system_message != ''",
-                                       "set default_system_message = ", NULL};
-static const char *const v3_frags[] = {"'[INST] '", "'[/INST]'", "system_message != ''",
-                                       "set default_system_message = ", NULL};
-static const char *const tekken_frags[] = {"'[INST]' + system_message + '\\n\\n' + message['content'] + '[/INST]'",
-                                           "'[INST]' + message['content'] + '[/INST]'",
-                                           "set system_message = messages[0]['content']", NULL};
-static const char *const v01_frags[] = {"'[INST] ' + message['content'] + ' [/INST]'", NULL};
-
-static int plan_llama31(const char *q, chat_plan *p, char *err)
-{
-    p->style = style_named("llama3.2");
-    if (strstr(q, "strftime_now")) {
-        if (!strstr(q, "set date_string = strftime_now('%d %b %Y')")) {
-            tok_errf(err, "chat: this Llama 3.1+ template formats today's date in a way we do not know");
-            return -1;
-        }
-        return 0; /* today, as transformers' strftime_now gives it */
-    }
-    if (literal_setting(q, "date_string", &p->date_default) || !p->date_default) {
-        tok_errf(err, "chat: this Llama 3.1+ template has no literal date_string default we can read");
-        return -1;
-    }
-    p->style = style_named("llama3.1");
-    return 0;
-}
-
-static int plan_mistral(const char *q, chat_plan *p, char *err)
-{
-    const char *name = NULL;
-    if (has_all(q, v7_frags))
-        name = "mistral-v7";
-    else if (has_all(q, v1_frags))
-        name = "mistral-v1";
-    else if (has_all(q, v3_frags))
-        name = "mistral-v3";
-    else if (has_all(q, tekken_frags))
-        name = "mistral-v3-tekken";
-    else if (has_all(q, v01_frags) && !strstr(q, "system"))
-        name = "mistral-v0.1";
-    if (!name) {
-        tok_errf(err, "chat: an [INST] template we do not recognise (known: " KNOWN "); choose one by name");
-        return -1;
-    }
-    p->style = style_named(name);
-    if (p->style->sys_mode == SYS_IF_NONEMPTY || p->style->sys_mode == SYS_BLOCK) {
-        if (literal_setting(q, "default_system_message", &p->default_system)) {
-            tok_errf(err, "chat: this %s template computes its default system message; pass one with --system",
-                     name);
-            return -1;
-        }
-        if (p->default_system && !*p->default_system) {
-            free(p->default_system);
-            p->default_system = NULL;
-        }
-    }
-    return 0;
-}
-
-/* Recognise `tmpl`; on success p->style is set and p owns what it extracted. */
-static int plan_of_template(const char *tmpl, chat_plan *p, char *err)
-{
-    if (strstr(tmpl, "<|im_start|>")) {
-        p->style = style_named("chatml");
-        p->default_system = chatml_default_system(tmpl);
-        return 0;
-    }
-    char *q = strdup(tmpl); /* quotes unified, so fragments match either spelling */
-    if (!q) {
-        tok_errf(err, "chat: out of memory");
-        return -1;
-    }
-    for (char *c = q; *c; c++)
-        if (*c == '"')
-            *c = '\'';
-    int rc = 0;
-    if (strstr(q, "<|start_header_id|>")) {
-        if (!strstr(q, "Cutting Knowledge Date"))
-            p->style = style_named("llama3");
-        else if (has_all(q, llama31_frags))
-            rc = plan_llama31(q, p, err);
-        else {
-            tok_errf(err, "chat: a Llama 3.1+ template whose system block we do not recognise; choose one by name");
-            rc = -1;
-        }
-    } else if (strstr(q, "[INST]")) {
-        if (strstr(q, "<<SYS>>")) {
-            if (has_all(q, llama2_frags))
-                p->style = style_named("llama2");
-            else {
-                tok_errf(err, "chat: a Llama 2 style template that differs from Meta's Llama-2-chat one; "
-                         "choose one by name");
-                rc = -1;
-            }
-        } else
-            rc = plan_mistral(q, p, err);
-    } else {
-        tok_errf(err, "chat: the tokenizer's chat template is not one we recognise (known: " KNOWN
-                 "); choose one by name");
-        rc = -1;
-    }
-    free(q);
-    return rc;
 }
 
 /* The default system message a template of the family of `st` writes as a
@@ -422,7 +297,7 @@ static int render(const chat_plan *p, const char *system, const char *user, cons
         return render_llama3(system, user, b);
     case CHAT_LLAMA31:
         if (!date)
-            date = p->date_default ? p->date_default : st->date_default;
+            date = st->date_default;
         if (!date) {
             today(now);
             date = now;
@@ -434,7 +309,7 @@ static int render(const chat_plan *p, const char *system, const char *user, cons
         if (system && st->sys_mode == SYS_REFUSED) {
             tok_errf(err, "chat: the %s template has no system role (transformers raises an exception); "
                      "drop --system", st->name);
-            return -2;
+            return TOK_CHAT_E_TEMPLATE;
         }
         return render_mistral(st, system, p->default_system, user, b);
     }
@@ -454,39 +329,161 @@ static int check_utf8(const char *system, const char *user, char *err)
     return 0;
 }
 
+/* "DD Mon YYYY" -> that day at 00:00:00 local time; -1 if it is not such a date. */
+static long long parse_date(const char *d)
+{
+    static const char *mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    int day, year, m = -1;
+    char name[4];
+    if (strlen(d) != 11 || sscanf(d, "%2d %3s %4d", &day, name, &year) != 3 || d[2] != ' ' || d[6] != ' ')
+        return -1;
+    for (int i = 0; i < 12; i++)
+        if (!strcmp(name, mon[i]))
+            m = i;
+    if (m < 0 || day < 1 || day > 31 || year < 1)
+        return -1;
+    struct tm tm = {.tm_mday = day, .tm_mon = m, .tm_year = year - 1900, .tm_isdst = -1};
+    time_t t = mktime(&tm);
+    if (t == (time_t)-1 || tm.tm_mday != day)
+        return -1;
+    return (long long)t;
+}
+
+static int put_json_str(tok_buf *b, const char *s)
+{
+    char *j = NULL;
+    size_t n = 0, cap = 0;
+    int rc = jinja_json_string(&j, &n, &cap, s, strlen(s)) || tok_buf_put(b, j, n);
+    free(j);
+    return rc;
+}
+
+/* The special token text transformers passes as bos_token / eos_token. */
+static const char *special_text(const tokenizer *t, int32_t id, size_t *len)
+{
+    return id >= 0 && t ? tok_piece(t, id, len) : NULL;
+}
+
+/* The variables transformers' apply_chat_template hands the template, as JSON:
+ * messages, add_generation_prompt, the special tokens, tools = documents = None,
+ * date_string when a date is given, then the caller's own. */
+static int chat_vars(const tokenizer *t, const tok_chat_input *in, tok_buf *b)
+{
+    int rc = put(b, "{\"messages\": [");
+    for (size_t i = 0; !rc && i < in->n_messages; i++)
+        rc = put(b, i ? ", {\"role\": " : "{\"role\": ") || put_json_str(b, in->messages[i].role) ||
+             put(b, ", \"content\": ") || put_json_str(b, in->messages[i].content) || put(b, "}");
+    rc = rc || put(b, "], \"tools\": null, \"documents\": null, \"add_generation_prompt\": ") ||
+         put(b, in->add_generation_prompt ? "true" : "false");
+    const char *names[2] = {"bos_token", "eos_token"}, *given[2] = {in->bos_token, in->eos_token};
+    int32_t ids[2] = {t ? t->bos_id : -1, t ? t->eos_id : -1};
+    for (int k = 0; k < 2 && !rc; k++) {
+        size_t n = 0;
+        const char *v = given[k] ? given[k] : special_text(t, ids[k], &n);
+        if (!v)
+            continue;
+        char *z = given[k] ? NULL : strndup(v, n);
+        rc = put(b, ", \"") || put(b, names[k]) || put(b, "\": ") || put_json_str(b, z ? z : v);
+        free(z);
+    }
+    if (!rc && in->date)
+        rc = put(b, ", \"date_string\": ") || put_json_str(b, in->date);
+    if (!rc && in->vars_json) { /* the members of the caller's object go last: they win */
+        const char *p = in->vars_json;
+        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+            p++;
+        size_t n = strlen(p);
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\n' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+            n--;
+        if (n < 2 || p[0] != '{' || p[n - 1] != '}')
+            return TOK_CHAT_E_ARG;
+        const char *q = p + 1;
+        while (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r')
+            q++;
+        if (q < p + n - 1)
+            rc = put(b, ", ") || tok_buf_put(b, p + 1, n - 2);
+    }
+    return rc || put(b, "}") || tok_buf_put(b, "", 1);
+}
+
+int tok_chat_render_jinja(const tokenizer *t, const char *template_text, const tok_chat_input *in, char **out,
+                          char *err)
+{
+    *out = NULL;
+    const char *tmpl = template_text ? template_text : t ? t->chat_template : NULL;
+    if (!tmpl) {
+        tok_errf(err, "chat: the tokenizer has no chat template; give one (a template file, or a built-in name: " KNOWN
+                      ")");
+        return -1;
+    }
+    for (size_t i = 0; i < in->n_messages; i++) {
+        const char *f[2] = {in->messages[i].role, in->messages[i].content};
+        for (int k = 0; k < 2; k++) {
+            size_t n = f[k] ? strlen(f[k]) : 0, bad = f[k] ? tok_utf8_check(f[k], n) : 1;
+            if (bad < n || !f[k]) {
+                if (f[k])
+                    tok_errf(err, "chat: invalid UTF-8 at byte %zu of the %s of message %zu", bad,
+                             k ? "content" : "role", i + 1);
+                else
+                    tok_errf(err, "chat: message %zu has no %s", i + 1, k ? "content" : "role");
+                return -1;
+            }
+        }
+    }
+    long long now = -1;
+    if (in->date && (now = parse_date(in->date)) < 0) {
+        tok_errf(err, "chat: the date \"%s\" is not of the form \"DD Mon YYYY\"", in->date);
+        return -1;
+    }
+    tok_buf vars = {0};
+    int rc = chat_vars(t, in, &vars);
+    if (rc) {
+        tok_buf_free(&vars);
+        tok_errf(err, rc == TOK_CHAT_E_ARG ? "chat: the extra variables are not a JSON object" : "chat: out of memory");
+        return -1;
+    }
+    jinja_template *jt;
+    if (jinja_parse(tmpl, strlen(tmpl), &jt, err)) {
+        tok_buf_free(&vars);
+        return TOK_CHAT_E_TEMPLATE;
+    }
+    jinja_input ji = {.vars_json = vars.p, .vars_len = vars.len - 1, .now = now};
+    size_t len;
+    rc = jinja_render(jt, &ji, out, &len, err);
+    jinja_free(jt);
+    tok_buf_free(&vars);
+    return rc ? TOK_CHAT_E_TEMPLATE : 0;
+}
+
 int tok_chat_render_at(const tokenizer *t, const char *name, const char *system, const char *user,
                        const char *date, char **out, char *err)
 {
     *out = NULL;
     if (check_utf8(system, user, err))
         return -1;
-    chat_plan p = {0};
-    if (name) {
-        if (!(p.style = style_named(name))) {
-            tok_errf(err, "chat: unknown template name \"%s\" (known: " KNOWN ")", name);
-            return TOK_CHAT_E_ARG;
-        }
-        /* a forced family still takes the default system message the tokenizer's
-         * own template spells out, as recognising it would */
-        if (!system && t->chat_template)
-            p.default_system = template_default_system(p.style, t->chat_template);
-    } else if (!t->chat_template) {
-        tok_errf(err, "chat: the tokenizer has no chat template; choose one by name (" KNOWN ")");
-        return -1;
-    } else if (plan_of_template(t->chat_template, &p, err)) {
-        free(p.default_system);
-        free(p.date_default);
-        return -1;
+    if (!name) { /* the model's own template, through the Jinja interpreter */
+        tok_chat_msg msgs[2] = {{"system", system}, {"user", user ? user : ""}};
+        tok_chat_input in = {.messages = system ? msgs : msgs + 1, .n_messages = system ? 2 : 1,
+                             .add_generation_prompt = 1, .date = date};
+        return tok_chat_render_jinja(t, NULL, &in, out, err);
     }
+    chat_plan p = {0};
+    if (!(p.style = style_named(name))) {
+        tok_errf(err, "chat: unknown template name \"%s\" (known: " KNOWN ")", name);
+        return TOK_CHAT_E_ARG;
+    }
+    /* a forced family still takes the default system message the tokenizer's
+     * own template spells out, as recognising it would */
+    if (!system && t->chat_template)
+        p.default_system = template_default_system(p.style, t->chat_template);
     tok_buf b = {0};
     int rc = render(&p, system, user ? user : "", date, &b, err);
     free(p.default_system);
-    free(p.date_default);
     if (rc || (!b.p && tok_buf_put(&b, "", 0))) {
         tok_buf_free(&b);
-        if (rc != -2)
+        if (rc != TOK_CHAT_E_TEMPLATE)
             tok_errf(err, "chat: out of memory");
-        return -1;
+        return rc == TOK_CHAT_E_TEMPLATE ? rc : -1;
     }
     *out = b.p;
     return 0;
@@ -577,22 +574,17 @@ int tok_chat_render_messages(const tokenizer *t, const char *name, const char *d
     /* the one-exchange shape every family renders */
     if (add_gen && n == (size_t)has_sys + 1 && !strcmp(msgs[n - 1].role, "user"))
         return tok_chat_render_at(t, name, has_sys ? msgs[0].content : NULL, msgs[n - 1].content, date, out, err);
-    chat_plan p = {0};
-    if (name) {
-        if (!(p.style = style_named(name))) {
-            tok_errf(err, "chat: unknown template name \"%s\" (known: " KNOWN ")", name);
-            return TOK_CHAT_E_ARG;
-        }
-        if (t->chat_template)
-            p.default_system = template_default_system(p.style, t->chat_template);
-    } else if (!t->chat_template) {
-        tok_errf(err, "chat: the tokenizer has no chat template; choose one by name (" KNOWN ")");
-        return -1;
-    } else if (plan_of_template(t->chat_template, &p, err)) {
-        free(p.default_system);
-        free(p.date_default);
-        return -1;
+    if (!name) { /* the model's own template, through the Jinja interpreter */
+        tok_chat_input in = {.messages = msgs, .n_messages = n, .add_generation_prompt = add_gen, .date = date};
+        return tok_chat_render_jinja(t, NULL, &in, out, err);
     }
+    chat_plan p = {0};
+    if (!(p.style = style_named(name))) {
+        tok_errf(err, "chat: unknown template name \"%s\" (known: " KNOWN ")", name);
+        return TOK_CHAT_E_ARG;
+    }
+    if (t->chat_template)
+        p.default_system = template_default_system(p.style, t->chat_template);
     int rc = 0;
     char now[16];
     tok_buf b = {0};
@@ -602,7 +594,7 @@ int tok_chat_render_messages(const tokenizer *t, const char *name, const char *d
         rc = -1;
     } else {
         if (!date)
-            date = p.date_default ? p.date_default : p.style->date_default;
+            date = p.style->date_default;
         if (!date) {
             today(now);
             date = now;
@@ -613,7 +605,6 @@ int tok_chat_render_messages(const tokenizer *t, const char *name, const char *d
         }
     }
     free(p.default_system);
-    free(p.date_default);
     if (rc) {
         tok_buf_free(&b);
         return -1;

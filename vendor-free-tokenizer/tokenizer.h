@@ -76,34 +76,64 @@ int tok_stream_put(tok_stream *s, int32_t id, const char **out, size_t *len, cha
 int tok_stream_flush(tok_stream *s, const char **out, size_t *len);
 void tok_stream_free(tok_stream *s);
 
-/* Chat templates. `name` NULL: recognise the tokenizer's own chat_template text
- * (see tok_chat_render_at for the names); otherwise force that family. `system` may be
- * NULL (the family's default applies, as the reference template does). The result
- * equals transformers' apply_chat_template(add_generation_prompt=True) as text.
- * *out is malloc'd, caller frees. */
+/* Chat templates. A conversation rendered by a Jinja chat template exactly as
+ * transformers' apply_chat_template renders it (tokenize=False). */
+typedef struct {
+    const char *role;         /* "system", "user", "assistant", ... */
+    const char *content;
+} tok_chat_msg;
+
+typedef struct {
+    const tok_chat_msg *messages;
+    size_t n_messages;
+    int add_generation_prompt;
+    /* "DD Mon YYYY" (e.g. "02 Jan 2025"): strftime_now returns that day at 00:00:00
+     * and date_string is set to it (the Llama 3.1+ templates print it); NULL = now. */
+    const char *date;
+    /* bos_token / eos_token the template sees; NULL = the tokenizer's (none without one) */
+    const char *bos_token, *eos_token;
+    /* more variables as one JSON object text (e.g. {"tools": [...], "enable_thinking": false}), or NULL */
+    const char *vars_json;
+} tok_chat_input;
+
+/* Return codes of the chat calls besides 0 and -1 (bad input, out of memory) */
+#define TOK_CHAT_E_ARG (-2)      /* an unknown built-in template name */
+#define TOK_CHAT_E_TEMPLATE (-3) /* the template raised (raise_exception: its message; or a built-in
+                                  * template that has no system role) or is outside the Jinja subset
+                                  * (the message names the construct and the template line) */
+
+/* Render `template_text` (NULL: the tokenizer's own chat_template) with the Jinja
+ * interpreter. t may be NULL when template_text is given. *out is malloc'd, caller
+ * frees. Returns 0, -1 (invalid UTF-8, a bad date, vars_json not an object, no
+ * template, out of memory) or TOK_CHAT_E_TEMPLATE. */
+int tok_chat_render_jinja(const tokenizer *t, const char *template_text, const tok_chat_input *in, char **out,
+                          char *err);
+
+/* One optional system message and one user message with the generation prompt.
+ * `name` NULL: the tokenizer's own template through tok_chat_render_jinja;
+ * otherwise one of the built-in templates: chatml, llama3, llama3.1, llama3.2,
+ * llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7
+ * (a forced family still takes the default system message the tokenizer's own
+ * template spells out as a literal). `system` may be NULL. *out is malloc'd. */
 int tok_chat_render(const tokenizer *t, const char *name, const char *system,
                     const char *user, char **out, char *err);
 /* The same with the date the Llama 3.1+ templates print ("Today Date: ..."), in
  * their "%d %b %Y" form, e.g. "02 Jan 2025". date NULL renders what transformers
- * does: the template's literal default (Llama 3.1: "26 Jul 2024"), or today's local
- * date when the template asks for strftime_now (Llama 3.2, 3.3); a family forced by
- * name uses "26 Jul 2024" (llama3.1) or today's date (llama3.2). Names accepted:
- * chatml, llama3, llama3.1, llama3.2, llama2, mistral-v0.1, mistral-v1, mistral-v3,
- * mistral-v3-tekken, mistral-v7. */
+ * does: the template's default (Llama 3.1: "26 Jul 2024"), or today's local date
+ * when the template asks for strftime_now (Llama 3.2, 3.3); a built-in family uses
+ * "26 Jul 2024" (llama3.1) or today's date (llama3.2). Returns 0, -1, TOK_CHAT_E_ARG or
+ * TOK_CHAT_E_TEMPLATE. */
 int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
                        const char *user, const char *date, char **out, char *err);
 /* (tok_chat_render_at returns TOK_CHAT_E_ARG for an unknown name, else -1 on error.) */
 
 /* A whole conversation: msgs[0..n) with roles "system" (first only), "user" and
- * "assistant"; add_gen appends the generation prompt. [system,] user with add_gen
- * renders in every family (as tok_chat_render_at); other conversations in the
- * chatml, llama3, llama3.1 and llama3.2 families. Returns 0, -1 (template or
- * text error) or TOK_CHAT_E_ARG (unknown template name, bad role or order). */
-#define TOK_CHAT_E_ARG (-2)
-typedef struct {
-    const char *role;
-    const char *content;
-} tok_chat_msg;
+ * "assistant"; add_gen appends the generation prompt. `name` NULL: the tokenizer's
+ * own template through tok_chat_render_jinja. A built-in name: [system,] user with
+ * add_gen renders in every family (as tok_chat_render_at); other conversations in
+ * the chatml, llama3, llama3.1 and llama3.2 families. Returns 0, -1 (template or
+ * text error), TOK_CHAT_E_ARG (unknown template name, bad role or order) or
+ * TOK_CHAT_E_TEMPLATE (the model's template raised or is outside the subset). */
 int tok_chat_render_messages(const tokenizer *t, const char *name, const char *date, const tok_chat_msg *msgs,
                              size_t n, int add_gen, char **out, char *err);
 

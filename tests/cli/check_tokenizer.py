@@ -146,8 +146,8 @@ def check_chat(tmp, man, verbose):
     return fails
 
 
-# Our family name for each template of tests/refs/tokenizer/chat-templates.json:
-# rendering with --template NAME must give the same text as recognising the template.
+# Our built-in template for each template of tests/refs/tokenizer/chat-templates.json:
+# rendering with --template NAME must give the same text as the template itself (Jinja).
 TEMPLATE_FAMILIES = {
     "llama-3-instruct.jinja": "llama3",
     "llama-3.1-instruct.jinja": "llama3.1",
@@ -164,8 +164,9 @@ TEMPLATE_FAMILIES = {
 
 
 def check_chat_templates(tmp, man, verbose):
-    """Real templates (tests/fixtures/tokenizers/chat) on a fixture tokenizer: recognised
-    from the text and forced by name, every case must equal transformers' render, or
+    """Real templates (tests/fixtures/tokenizers/chat) on a fixture tokenizer: rendered by
+    the Jinja interpreter and by the built-in template of that name, every case must equal
+    transformers' render, or
     fail where transformers raised. Cases without a date use the template's default;
     where that is strftime_now, the reference's day of generation becomes today."""
     import datetime
@@ -204,7 +205,7 @@ def check_chat_templates(tmp, man, verbose):
                         print("  chat %s%s %r %r: got %r (%s) want %r" % (
                             name, " --template " + forced if forced else "", c["system"], c["user"], got,
                             p.stderr.decode().strip(), want if want is not None else c["error"]))
-        print("%s chat %s: %d/%d renders identical to transformers %s (recognised and by name)" % (
+        print("%s chat %s: %d/%d renders identical to transformers %s (Jinja and built-in)" % (
             "ok  " if not bad else "FAIL", name, n - bad, n, ref["transformers_version"]))
         fails += bool(bad)
     return fails

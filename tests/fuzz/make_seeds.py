@@ -217,6 +217,48 @@ def chat_seeds():
         put("fuzz_chat", name + "_nosys", b"\0" + t.encode())
 
 
+# Constructs of the interpreter's subset, one seed each, so the fuzzer starts from every
+# statement, filter and test; plus the repository's real templates (tests/fixtures/tokenizers/chat).
+JINJA_SNIPPETS = {
+    "loop": "{% for m in messages if m.role != 'x' %}{{ loop.index }}/{{ loop.length }}{{ loop.first }}"
+            "{{ loop.last }}{{ loop.previtem is defined }}{% if loop.index0 is even %}{% continue %}{% endif %}"
+            "{{ m['content'] | trim }}{% else %}none{% endfor %}",
+    "namespace": "{%- set ns = namespace(found=false, n=0) -%}{%- for m in messages -%}{%- set ns.n = ns.n + 1 -%}"
+                 "{%- if m.role == 'system' %}{% set ns.found = true %}{% break %}{% endif -%}{%- endfor -%}"
+                 "{{ ns.found }} {{ ns.n }}",
+    "macro": "{% macro render(x, sep=', ') -%}{{ x | join(sep) }}{%- endmacro %}{{ render([1, 2, 3]) }}"
+             "{% call(y) render(['a']) %}{{ caller }}{% endcall %}",
+    "filters": "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | list | tojson }}"
+               "{{ d | tojson(indent=2, sort_keys=true) }}{{ d | dictsort }}{{ 'a,b' .split(',') | first | upper }}"
+               "{{ f | round }}{{ n | string | length }}{{ '  x ' | trim }}{{ 'x' | default('y', true) }}"
+               "{{ d.a | last | items | list }}{{ 'Hello World' | lower | replace('o', '0') | indent(2, true) }}",
+    "tests": "{{ n is number }}{{ d is mapping }}{{ 'x' is string }}{{ none is none }}{{ d.a is iterable }}"
+             "{{ n is divisibleby 3 }}{{ undefined_var is not defined }}{{ [1] is sequence }}",
+    "exprs": "{{ (n * 2 + 1) // 3 % 2 ** 3 }}{{ -f / 2 }}{{ 'a' ~ n ~ none }}{{ [1, 2, 3][1:] }}{{ 'abc'[::-1] }}"
+             "{{ {'k': 'v'}.get('k') }}{{ 'x' if n > 2 else 'y' }}{{ 1 < n <= 3 }}{{ 'b' in 'abc' }}"
+             "{{ not (n == 3 and f != 1.5 or false) }}{{ messages[-1].content.startswith(' ') }}",
+    "blocks": "  {%- set s -%}\n  body {{ n }}\n{%- endset %}\n{% filter upper %}{{ s }}{% endfilter %}\n"
+              "{# comment #}\n    {% if true %}\nline\n    {% endif %}\n{% raw %}{{ not }}{% endraw %}"
+              "{% generation %}gen{% endgeneration %}",
+    "strings": "{{ '\\n\\t\\u00e9\\x41' }}{{ \"it's\" }}{{ 'a' 'b' }}{{ '{}-{}'.format(1, 'x') }}"
+               "{{ 'x'.rstrip('x') }}{{ 'a b  c'.split() }}{{ strftime_now('%d %b %Y') }}{{ range(3) | list }}"
+               "{{ raise_exception('no') if n == 4 else '' }}",
+}
+
+
+def jinja_seeds():
+    for name, t in JINJA_SNIPPETS.items():
+        put("fuzz_jinja", name, t.encode())
+    put("fuzz_jinja", "vars", b"{{ messages | tojson }}{{ x.y[0] }}\0" +
+        json.dumps({"messages": [{"role": "user", "content": "\u00e9\n"}], "x": {"y": [1.25e-7, True, None]}}).encode())
+    put("fuzz_jinja", "garbage", b"{% for %}{{ a | }}{% endif %}{{")
+    chat_dir = os.path.join(ROOT, "tests", "fixtures", "tokenizers", "chat")
+    for f in sorted(os.listdir(chat_dir)):
+        if f.endswith(".jinja"):
+            with open(os.path.join(chat_dir, f), "rb") as fh:
+                put("fuzz_jinja", "fixture-" + f[:-len(".jinja")], fh.read())
+
+
 # ---- batch JSONL ------------------------------------------------------------------
 def batch_seeds():
     put("fuzz_batch", "two_lines", '{"id": "a", "prompt": "Hello"}\n{"prompt_ids": [1, 2, 3], "max_tokens": 4}\n')
@@ -227,13 +269,14 @@ def batch_seeds():
 
 
 def main():
-    for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch"]:
+    for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch", "fuzz_jinja"]:
         os.makedirs(os.path.join(OUT, t), exist_ok=True)
     gguf_seeds()
     st_seeds()
     config_seeds()
     tok_seeds()
     chat_seeds()
+    jinja_seeds()
     batch_seeds()
 
 

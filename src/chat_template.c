@@ -1,0 +1,153 @@
+/* chat_template.c - `llmgen chat-template` and the template text of --chat-template-file
+ * (see chat_template.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "chat_template.h"
+#include "options.h"
+
+#define ERR_LEN 512
+
+const char chat_template_help[] =
+    "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json\n"
+    "                            [--bos-token S] [--eos-token S] [--no-generation-prompt] [--date \"DD Mon YYYY\"]\n"
+    "Render a conversation (a JSON array of {\"role\", \"content\"} objects) with the model's\n"
+    "chat template, or the Jinja template in FILE, exactly as transformers' apply_chat_template\n"
+    "renders it; the text goes to stdout with nothing added.\n";
+
+static llmgen_status fail(llmgen_status st, char *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static llmgen_status fail(llmgen_status st, char *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, ERR_LEN, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+int chat_template_parse(int argc, char **argv, chat_template_args *a, char *err) {
+    memset(a, 0, sizeof *a);
+    a->add_generation_prompt = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        const char **dst = !strcmp(s, "-m") || !strcmp(s, "--model") ? &a->model
+                         : !strcmp(s, "--template-file") ? &a->template_file
+                         : !strcmp(s, "--messages") ? &a->messages_file
+                         : !strcmp(s, "--bos-token") ? &a->co.bos_token
+                         : !strcmp(s, "--eos-token") ? &a->co.eos_token
+                         : !strcmp(s, "--date") ? &a->co.date : NULL;
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            a->help = 1;
+            return 0;
+        }
+        if (!strcmp(s, "--no-generation-prompt")) {
+            a->add_generation_prompt = 0;
+        } else if (dst) {
+            if (i + 1 >= argc) return fail(-1, err, "chat-template: %s needs a value", s), -1;
+            *dst = argv[++i];
+        } else {
+            return fail(-1, err, "chat-template: unexpected argument '%s' (see llmgen chat-template --help)", s), -1;
+        }
+    }
+    if (!!a->model + !!a->template_file != 1 || !a->messages_file)
+        return fail(-1, err, "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json"), -1;
+    if (a->co.date && !options_valid_date(a->co.date))
+        return fail(-1, err, "chat-template: --date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'",
+                    a->co.date), -1;
+    return 0;
+}
+
+llmgen_status chat_template_read_file(const char *path, const char *what, char **out, char *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(LLMGEN_E_IO, err, "%s: cannot open %s: %s", what, path, strerror(errno));
+    char *p = NULL;
+    size_t n = 0, cap = 0;
+    int nomem = 0;
+    for (;;) {
+        if (cap - n < 65536) {
+            char *q = realloc(p, cap = cap * 2 + 65536);
+            if (!q) { nomem = 1; break; }
+            p = q;
+        }
+        size_t k = fread(p + n, 1, cap - n - 1, f);
+        n += k;
+        if (!k) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (nomem) {
+        free(p);
+        return fail(LLMGEN_E_NOMEM, err, "%s: out of memory reading %s", what, path);
+    }
+    if (bad) {
+        free(p);
+        return fail(LLMGEN_E_IO, err, "%s: read error on %s", what, path);
+    }
+    p[n] = '\0';
+    if (strlen(p) != n) {
+        free(p);
+        return fail(LLMGEN_E_USAGE, err, "%s: %s contains a NUL byte", what, path);
+    }
+    *out = p;
+    return LLMGEN_OK;
+}
+
+/* MESSAGES.json: a JSON array of {"role": "...", "content": "..."} objects. The
+ * messages point into *root (json_decref it). */
+static llmgen_status read_messages(const char *path, json_t **root, llmgen_message **msgs, size_t *n, char *err) {
+    json_error_t je;
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(LLMGEN_E_IO, err, "--messages: cannot open %s: %s", path, strerror(errno));
+    json_t *r = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!r) return fail(LLMGEN_E_USAGE, err, "--messages: %s:%d:%d: %s", path, je.line, je.column, je.text);
+    *root = r;
+    if (!json_is_array(r))
+        return fail(LLMGEN_E_USAGE, err, "--messages: %s: expected a JSON array of {\"role\", \"content\"} objects", path);
+    *n = json_array_size(r);
+    if (!(*msgs = calloc(*n ? *n : 1, sizeof **msgs))) return fail(LLMGEN_E_NOMEM, err, "--messages: out of memory");
+    for (size_t i = 0; i < *n; i++) {
+        json_t *m = json_array_get(r, i), *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+        if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content))
+            return fail(LLMGEN_E_USAGE, err,
+                        "--messages: %s: message %zu is not an object with string \"role\" and \"content\"", path, i + 1);
+        if (strlen(json_string_value(role)) != json_string_length(role) ||
+            strlen(json_string_value(content)) != json_string_length(content))
+            return fail(LLMGEN_E_USAGE, err, "--messages: %s: message %zu contains a NUL character", path, i + 1);
+        (*msgs)[i] = (llmgen_message){json_string_value(role), json_string_value(content)};
+    }
+    return LLMGEN_OK;
+}
+
+llmgen_status chat_template_render(const chat_template_args *a, char **out, char *err) {
+    char *text = NULL, e[ERR_LEN];
+    json_t *root = NULL;
+    llmgen_message *msgs = NULL;
+    llmgen_model *m = NULL;
+    size_t n = 0;
+    *out = NULL;
+    llmgen_status st = a->template_file ? chat_template_read_file(a->template_file, "--template-file", &text, err)
+                                        : LLMGEN_OK;
+    if (!st) st = read_messages(a->messages_file, &root, &msgs, &n, err);
+    if (!st && a->model) {
+        /* exact mode: nothing is repacked, only the tokenizer is needed */
+        llmgen_model_options mo = {.n_threads = 1, .exact = 1};
+        st = llmgen_model_open(a->model, &mo, &m, err, ERR_LEN);
+    }
+    if (!st) {
+        llmgen_chat_options co = a->co;
+        co.template_text = text;
+        if ((st = llmgen_chat_render_messages(m, msgs, n, a->add_generation_prompt, &co, out, e, sizeof e)))
+            fail(st, err, "chat-template: %s", e);
+    }
+    llmgen_model_free(m);
+    free(msgs);
+    json_decref(root);
+    free(text);
+    return st;
+}
