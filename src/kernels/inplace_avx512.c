@@ -15,7 +15,7 @@
  *
  * Every type has a vector decoder (dec_generic, through dequant.h's scalar
  * decoder, is the fallback for a type added without one). Only the
- * VNNI table uses these (dispatch.c); without VNNI the types take the f32 route. */
+ * VNNI table uses these (dispatch.c); without VNNI, inplace_avx2.c's kernels run them. */
 #include "kernels.h"
 
 #include "dequant.h"
