@@ -174,9 +174,9 @@ static int load_weights(model *m, char *err) {
     note_type(m, m->tok_embd->type);
     note_type(m, m->lm_head->type);
     for (int l = 0; l < c->n_layers; l++) {
-        const layer_weights *L = &m->layers[l];
-        const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) note_type(m, ts[i]->type);
+        const tensor *ts[LAYER_MATRICES];
+        layer_matrices(&m->layers[l], ts);
+        for (int i = 0; i < LAYER_MATRICES; i++) note_type(m, ts[i]->type);
     }
     return 0;
 }

@@ -24,6 +24,13 @@ typedef struct {
     const tensor *w_down; /* (dim, hidden_dim) */
 } layer_weights;
 
+/* A layer's weight matrices, in one order for every loop that visits them all. */
+#define LAYER_MATRICES 7
+static inline void layer_matrices(const layer_weights *L, const tensor *out[LAYER_MATRICES]) {
+    const tensor *ts[LAYER_MATRICES] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+    for (int i = 0; i < LAYER_MATRICES; i++) out[i] = ts[i];
+}
+
 typedef struct model {
     char *path;              /* what the user gave: a .gguf file or a model directory */
     model_config cfg;

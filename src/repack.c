@@ -47,8 +47,8 @@ int repack_will_pack(const model *m, const tensor *t) {
  * values k and k + 16 of the block; Q4_K keeps a sub-block's 32 values in the low or
  * the high nibbles of 32 consecutive bytes). */
 static void q4k_row_q41(const uint8_t *src, int64_t cols, uint8_t *dst) {
-    for (int64_t sb = 0; sb < cols / QK_K; sb++, src += 144)
-        for (int j = 0; j < 8; j++, dst += 20) {
+    for (int64_t sb = 0; sb < cols / QK_K; sb++, src += sizeof(block_q4_K))
+        for (int j = 0; j < 8; j++, dst += sizeof(block_q4_1)) {
             int sc, m;
             q4k_scale_min(src + 4, j, &sc, &m);
             float d = f16_to_f32(rd_u16(src)), dmin = f16_to_f32(rd_u16(src + 2));
@@ -119,7 +119,7 @@ static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint
 /* A Q5_0 row as Q8_0 file-layout blocks: the same f16 scale, each value q - 16 as an
  * int8 (lossless; 34 bytes a block instead of 22). */
 static void q50_row_q80(const uint8_t *src, int64_t cols, uint8_t *dst) {
-    for (int64_t b = 0; b < cols / 32; b++, src += 22, dst += 34) {
+    for (int64_t b = 0; b < cols / 32; b++, src += sizeof(block_q5_0), dst += sizeof(block_q8_0)) {
         memcpy(dst, src, 2);
         uint32_t qh = rd_u32(src + 2);
         for (int l = 0; l < 32; l++) {
@@ -137,7 +137,7 @@ static void repack_rows(const repack_job *j, int r0, int r1) {
     int rows = j->row1 - j->row0, nb = (int)(t->shape[1] / 32);
     size_t rb = dtype_row_bytes(t->type, t->shape[1]);
     const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * rb;
-    uint8_t conv[Q8_MAX_CONVERT_COLS / 32 * 34];
+    uint8_t conv[Q8_MAX_CONVERT_COLS / 32 * sizeof(block_q8_0)];
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = src + (size_t)r * rb;
         if (t->type == DT_Q4_K) {
@@ -469,18 +469,18 @@ int repack_weights(model *m, char *err) {
     /* first: the arena's plan (fwd_decode_rows) sees which matrices take int8 inputs */
     use_in_place(m, m->lm_head);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        const layer_weights *L = &m->layers[l];
-        const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) use_in_place(m, ts[i]);
+        const tensor *ts[LAYER_MATRICES];
+        layer_matrices(&m->layers[l], ts);
+        for (int i = 0; i < LAYER_MATRICES; i++) use_in_place(m, ts[i]);
     }
     if (repack_arena(m, err)) return -1;
     if (repack_tensor(m, m->tok_embd, err) || repack_tensor(m, m->lm_head, err) ||
         repack_affine4(m, m->tok_embd, err) || repack_affine4(m, m->lm_head, err))
         return -1;
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        const layer_weights *L = &m->layers[l];
-        const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        const tensor *ts[LAYER_MATRICES];
+        layer_matrices(&m->layers[l], ts);
+        for (int i = 0; i < LAYER_MATRICES; i++)
             if (repack_tensor(m, ts[i], err) || repack_affine4(m, ts[i], err))
                 return -1;
     }
@@ -500,9 +500,9 @@ void repack_free(model *m) {
     if (m->tok_embd) unpack_tensor(m->tok_embd);
     if (m->lm_head) unpack_tensor(m->lm_head);
     for (int l = 0; m->layers && l < m->cfg.n_layers; l++) {
-        const layer_weights *L = &m->layers[l];
-        const tensor *ts[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) unpack_tensor(ts[i]);
+        const tensor *ts[LAYER_MATRICES];
+        layer_matrices(&m->layers[l], ts);
+        for (int i = 0; i < LAYER_MATRICES; i++) unpack_tensor(ts[i]);
     }
     if (m->arena) munmap(m->arena, m->arena_bytes);
     free(m->part_table);

@@ -13,7 +13,10 @@
 /* Bytes per block, and log2 of the sub-blocks of 32 in one (0 or 3): constants
  * for the types the ISA files decode themselves, the table for the others. */
 static inline int dq_block_bytes(dtype dt) {
-    return dt == DT_Q8_0 ? 34 : dt == DT_Q4_0 ? 18 : dt == DT_Q4_1 ? 20 : dtype_block_bytes(dt);
+    return dt == DT_Q8_0   ? (int)sizeof(block_q8_0)
+           : dt == DT_Q4_0 ? (int)sizeof(block_q4_0)
+           : dt == DT_Q4_1 ? (int)sizeof(block_q4_1)
+                           : dtype_block_bytes(dt);
 }
 static inline int dq_sub_shift(dtype dt) {
     return dt == DT_Q8_0 || dt == DT_Q4_0 || dt == DT_Q4_1 ? 0 : dtype_block_elems(dt) == QK_K ? 3 : 0;

@@ -19,7 +19,6 @@ For each file CACHE/quant/manifest.json records its sha256, size, tensor-type ce
 llama-quantize command line. A file is rebuilt only when its source, llama-quantize or this script
 changed (a .stamp beside it), so a second run takes seconds. The census and sha256 are printed.
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -30,6 +29,8 @@ from collections import Counter
 from gguf import GGUFReader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fixturelib import sha256_file  # noqa: E402
 
 SMOL_SRC = "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOL_TYPES = ["Q4_K_M", "Q5_K_M", "Q6_K", "Q3_K_M", "Q2_K", "IQ4_XS", "Q5_0", "Q5_1"]
@@ -40,14 +41,6 @@ THREADS = "2"
 
 def log(msg):
     print("quant-models: " + msg, file=sys.stderr, flush=True)
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def census(path):
