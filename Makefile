@@ -148,6 +148,13 @@ chat-refs: $(REF_VENV)/.ok $(CHAT_TEMPLATES) model  ## regenerate tests/refs/cha
 	$(REF_VENV)/bin/python tests/gen/gen_chat_template_refs.py $(CACHE)
 	$(REF_VENV)/bin/python tests/gen/gen_jinja_refs.py
 
+# Model families beyond Llama (qwen2 qwen3 gemma3 mistral phi3 smollm3): tiny random checkpoints saved by
+# transformers, their HF references, their GGUF conversions by the pinned sdist's convert_hf_to_gguf.py
+# (tests/fixtures/tiny-<family>-*, tests/refs/tiny-<family>-*, tests/refs/family-fixtures.json); never run by CI.
+.PHONY: family-refs
+family-refs: $(REF_VENV)/.ok  ## regenerate the model-family fixtures, their HF references and GGUF conversions
+	$(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
+
 # MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
 MLX_VENV := $(CACHE)/venv-mlx
 $(MLX_VENV)/.ok: tests/gen/requirements-mlx.txt
