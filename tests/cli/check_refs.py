@@ -14,7 +14,12 @@ being the logits generated id i was chosen from) and applies the rule of its ref
                    with int8 activations).
   tiny-*           ids equal at every step, and max |logit - HF| / max |HF logit| <= 1e-4 at every step.
                    Also tiny-gguf.<TYPE>: the quantized GGUF fixtures of tests/fixtures/tiny-gguf (one
-                   per K-quant / Q5 / IQ4 type, written by llama-quantize), against HF loading them.
+                   per K-quant / Q5 / IQ4 type, written by llama-quantize), against HF loading them; and
+                   the model families (tiny-qwen2-*, tiny-qwen3-*, tiny-gemma3-*, tiny-mistral-*,
+                   tiny-phi3-*, tiny-smollm3-*, made by tests/gen/make_family_refs.py): a reference whose
+                   "gguf" names a file (llama.cpp's convert_hf_to_gguf.py of the same directory, f32) is
+                   run twice, from the safetensors directory and from that GGUF (label "[gguf]"), with
+                   the same rule.
   llama-1b-random  relative logit error (vs the step's max |HF logit|; full rows where stored, the HF
                    top-64 ids elsewhere) <= REL_1B at every step, and identical greedy ids wherever HF's
                    top-2 gap > 1e-3. After a divergence at a smaller gap the two runs continue from
@@ -276,16 +281,29 @@ def main():
             res.show()
             failed += 1
             continue
-        for case in ref["cases"]:
-            res = Result("%s/%s" % (name, case["name"]))
-            try:
-                ids, rows, dt = run_llmgen(model, case["prompt_ids"], len(case["ids"]), ref["vocab_size"])
-                res.label += " (%.1f s)" % dt
-                family(name)(ref, case, ids, rows, res)
-            except (RuntimeError, ValueError, OSError) as e:
-                res.fail(str(e))
-            res.show()
-            failed += not res.ok
+        runs = [("", model)]
+        g = ref.get("gguf", {})
+        if g.get("file"):  # the same weights converted by llama.cpp's convert_hf_to_gguf.py: same reference
+            gpath = os.path.join(REPO, g["file"])
+            if not os.path.exists(gpath) or sha256_file(gpath) != g["sha256"]:
+                res = Result(name + " [gguf]")
+                res.fail("%s is missing or not the file the reference names (sha256 %s); regenerate with "
+                         "make family-refs" % (gpath, g["sha256"]))
+                res.show()
+                failed += 1
+            else:
+                runs.append((" [gguf]", gpath))
+        for tag, path in runs:
+            for case in ref["cases"]:
+                res = Result("%s%s/%s" % (name, tag, case["name"]))
+                try:
+                    ids, rows, dt = run_llmgen(path, case["prompt_ids"], len(case["ids"]), ref["vocab_size"])
+                    res.label += " (%.1f s)" % dt
+                    family(name)(ref, case, ids, rows, res)
+                except (RuntimeError, ValueError, OSError) as e:
+                    res.fail(str(e))
+                res.show()
+                failed += not res.ok
     print("check_refs: %s" % ("all passed" if not failed else "%d case(s) FAILED" % failed))
     return 1 if failed else 0
 
