@@ -150,10 +150,13 @@ chat-refs: $(REF_VENV)/.ok $(CHAT_TEMPLATES) model  ## regenerate tests/refs/cha
 
 # Model families beyond Llama (qwen2 qwen3 gemma3 mistral phi3 smollm3): tiny random checkpoints saved by
 # transformers, their HF references, their GGUF conversions by the pinned sdist's convert_hf_to_gguf.py
-# (tests/fixtures/tiny-<family>-*, tests/refs/tiny-<family>-*, tests/refs/family-fixtures.json); never run by CI.
+# (tests/fixtures/tiny-<family>-*, tests/refs/tiny-<family>-*, tests/refs/family-fixtures.json), then mlx_lm.convert
+# -q of five of them with mlx-lm's references (tests/fixtures/tiny-mlx-<family>-*, tests/refs/mlx/); never run by CI.
+# MLX_VENV is defined below; the rule's prerequisites are expanded when make reads the whole file.
 .PHONY: family-refs
-family-refs: $(REF_VENV)/.ok  ## regenerate the model-family fixtures, their HF references and GGUF conversions
+family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fixtures, HF references, GGUF and MLX conversions
 	$(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
+	$(MLX_VENV)/bin/python tests/gen/make_family_mlx_refs.py $(CACHE)
 
 # MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
 MLX_VENV := $(CACHE)/venv-mlx

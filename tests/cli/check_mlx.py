@@ -8,7 +8,11 @@
    The default (fast) mode quantizes activations to int8: its divergence from mlx-lm is measured and
    printed (first differing greedy step, max logit difference over the steps before it) and gated by
    FAST_REL; its ids must not depend on the thread count.
-2. `llmgen quantize` of the f32 / bf16 fixtures: every tensor must be byte-identical to mlx_lm.convert's
+   The model families (tiny-mlx-qwen2-*, -qwen3-*, -gemma3-*, -smollm3-*, -phi3-*: family fixtures of
+   tests/gen/make_family_refs.py converted by tests/gen/make_family_mlx_refs.py, whose mlx-lm run of each
+   unquantized source first reproduced HF's ids) are checked the same way.
+2. `llmgen quantize` of the f32 / bf16 fixtures (and of three family fixtures: Qwen2's biases, Phi-3's fused
+   matrices, Gemma 3's norms): every tensor must be byte-identical to mlx_lm.convert's
    (dtype, shape, bytes), and llmgen's ids on the written checkpoint must equal mlx-lm's ids on that same
    checkpoint (stored by make_mlx_refs.py).
 3. Memory: peak RSS of a 4-bit g64 run of the Llama-3.2-1B-shaped random checkpoint (written by
@@ -89,8 +93,21 @@ def kernel_sets():
     return ok
 
 
+def each_ref(pattern, check):
+    """Run check(path) for every reference matching pattern; an error fails that reference only."""
+    for path in sorted(glob.glob(os.path.join(REFS, pattern))):
+        try:
+            check(path)
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+            fail("%s: %s" % (os.path.basename(path)[:-5], str(e).strip()))
+
+
 def check_mlx_converted(kernels):
-    for path in sorted(glob.glob(os.path.join(REFS, "tiny-mlx-*.json"))):
+    each_ref("tiny-mlx-*.json", lambda path: check_mlx_one(path, kernels))
+
+
+def check_mlx_one(path, kernels):
+    if True:
         ref = json.load(open(path))
         name = os.path.basename(path)[:-5]
         model = os.path.join(REPO, ref["model"]["repo"])
@@ -160,7 +177,11 @@ def st_tensors(path):
 
 
 def check_llmgen_quantize():
-    for path in sorted(glob.glob(os.path.join(REFS, "llmgen-quantize-*.json"))):
+    each_ref("llmgen-quantize-*.json", check_llmgen_quantize_one)
+
+
+def check_llmgen_quantize_one(path):
+    if True:
         ref = json.load(open(path))
         name = os.path.basename(path)[:-5]
         with tempfile.TemporaryDirectory() as tmp:
