@@ -148,16 +148,6 @@ chat-refs: $(REF_VENV)/.ok $(CHAT_TEMPLATES) model  ## regenerate tests/refs/cha
 	$(REF_VENV)/bin/python tests/gen/gen_chat_template_refs.py $(CACHE)
 	$(REF_VENV)/bin/python tests/gen/gen_jinja_refs.py
 
-# Model families beyond Llama (qwen2 qwen3 gemma3 mistral phi3 smollm3): tiny random checkpoints saved by
-# transformers, their HF references, their GGUF conversions by the pinned sdist's convert_hf_to_gguf.py
-# (tests/fixtures/tiny-<family>-*, tests/refs/tiny-<family>-*, tests/refs/family-fixtures.json), then mlx_lm.convert
-# -q of five of them with mlx-lm's references (tests/fixtures/tiny-mlx-<family>-*, tests/refs/mlx/); never run by CI.
-# MLX_VENV is defined below; the rule's prerequisites are expanded when make reads the whole file.
-.PHONY: family-refs
-family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fixtures, HF references, GGUF and MLX conversions
-	$(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
-	$(MLX_VENV)/bin/python tests/gen/make_family_mlx_refs.py $(CACHE)
-
 # MLX references: mlx (CPU build) + mlx-lm from PyPI, pinned; never run by CI.
 MLX_VENV := $(CACHE)/venv-mlx
 $(MLX_VENV)/.ok: tests/gen/requirements-mlx.txt
@@ -168,6 +158,15 @@ $(MLX_VENV)/.ok: tests/gen/requirements-mlx.txt
 .PHONY: mlx-refs
 mlx-refs: $(MLX_VENV)/.ok llmgen  ## regenerate tests/refs/mlx and tests/fixtures/tiny-mlx-* with mlx-lm
 	$(MLX_VENV)/bin/python tests/gen/make_mlx_refs.py $(CACHE)
+
+# Model families beyond Llama (qwen2 qwen3 gemma3 mistral phi3 smollm3): tiny random checkpoints saved by
+# transformers, their HF references, their GGUF conversions by the pinned sdist's convert_hf_to_gguf.py
+# (tests/fixtures/tiny-<family>-*, tests/refs/tiny-<family>-*, tests/refs/family-fixtures.json), then mlx_lm.convert
+# -q of five of them with mlx-lm's references (tests/fixtures/tiny-mlx-<family>-*, tests/refs/mlx/); never run by CI.
+.PHONY: family-refs
+family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fixtures, HF references, GGUF and MLX conversions
+	$(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
+	$(MLX_VENV)/bin/python tests/gen/make_family_mlx_refs.py $(CACHE)
 
 # ---- use and test -------------------------------------------------------------
 
