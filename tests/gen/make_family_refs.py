@@ -360,7 +360,7 @@ def convert(llama_cpp, d, outtype):
         sys.exit("family-refs: convert_hf_to_gguf failed on %s" % d)
     info = json.loads(p.stdout)
     info["warnings"] = [l for l in p.stderr.decode("utf-8", "replace").split("\n")
-                        if l.strip() and not l.startswith("Writing") and "it/s" not in l]
+                        if l.strip() and "Writing" not in l and "it/s" not in l]
     return out, info
 
 
