@@ -168,6 +168,12 @@ family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fix
 	$(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
 	$(MLX_VENV)/bin/python tests/gen/make_family_mlx_refs.py $(CACHE)
 
+# llama.cpp (the benchmark peer) on the family GGUF conversions, against the HF references: a report.
+.PHONY: family-peer
+family-peer: peer $(TOOLS_VENV)/.ok  ## llama.cpp's greedy ids on the family GGUF fixtures vs HF's (needs make peer)
+	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
+	$(TOOLS_VENV)/bin/python tests/gen/peer_family_gguf.py $(CACHE)
+
 # ---- use and test -------------------------------------------------------------
 
 demo: deps  ## install, build, fetch the default model, generate a completion
