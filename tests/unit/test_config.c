@@ -216,16 +216,16 @@ Test(config_json, missing_required_keys) {
 }
 
 Test(config_json, unsupported_architectures_and_features) {
-    expect_bad("{\"model_type\": \"mistral\", \"hidden_size\": 64}", "unsupported architecture 'mistral'");
-    expect_bad("{\"architectures\": [\"Qwen2ForCausalLM\"]}", "unsupported architecture 'Qwen2ForCausalLM'");
+    expect_bad("{\"model_type\": \"gpt2\", \"hidden_size\": 64}", "unsupported architecture 'gpt2'");
+    expect_bad("{\"architectures\": [\"GPT2LMHeadModel\"]}", "unsupported architecture 'GPT2LMHeadModel'");
     expect_bad("{\"hidden_size\": 64}", "missing required key 'model_type'");
     expect_bad("{" BASE ", \"hidden_act\": \"gelu\"}", "unsupported hidden_act 'gelu'");
     expect_bad("{" BASE ", \"attention_bias\": true}", "attention_bias");
     expect_bad("{" BASE ", \"mlp_bias\": true}", "mlp_bias");
     expect_bad("{" BASE ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                "unsupported rope_scaling.rope_type 'yarn'");
-    expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4}}",
-               "unsupported rope_parameters.rope_type 'linear'");
+    expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 4}}",
+               "unsupported rope_parameters.rope_type 'dynamic'");
     expect_bad("{" BASE ", \"partial_rotary_factor\": 0.5}", "partial_rotary_factor");
     expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8,"
                " \"low_freq_factor\": 1}}", "missing required key 'rope_parameters.high_freq_factor'");
