@@ -337,3 +337,38 @@ Test(ops, swiglu_fast_close_to_expf) {
     ops_swiglu(exact, u, N);
     for (int i = 0; i < N; i++) cr_expect_float_eq(got[i], exact[i], 1e-30f + 1e-6f * fabsf(exact[i]), "i=%d", i);
 }
+
+/* A sliding window: each row attends exactly its last WIN positions (checked against
+ * ops_attend over those positions alone), whole key blocks before the window are
+ * skipped without changing a bit of any row, and a row's output still does not
+ * depend on the rows sharing its call. */
+Test(ops, attend_block_sliding_window) {
+    enum { HD = 32, CTX = 300, NT = 7, KB = 64, LEN0 = 200, WIN = 70 };
+    static float kc[CTX * HD], v[CTX * HD], q[NT * HD], all[NT * HD], one[HD], want[HD], sc[NT * CTX], s1[CTX];
+    for (int i = 0; i < CTX * HD; i++) {
+        kc[i] = sinf(0.7f * (float)i);
+        v[i] = cosf(0.3f * (float)i);
+    }
+    for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
+    void *kt = key_blocks(kc, HD, CTX, HD, KB, 0);
+    for (int i = 0; i < 4; i++) {
+        const kernels *k = isa_table(i);
+        if (!k) continue;
+        for (int fast = 0; fast < 2; fast++) {
+            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, LEN0, WIN, HD, 0.25f, sc, CTX);
+            for (int t = 0; t < NT; t++) {
+                int end = LEN0 + t;
+                ops_attend(kernels_scalar(), want, q + t * HD, kc + (end - WIN) * HD, v + (end - WIN) * HD, WIN, HD, HD,
+                           0.25f, s1);
+                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, end, WIN, HD, 0.25f, sc,
+                                 CTX);
+                for (int d = 0; d < HD; d++) {
+                    cr_expect_eq(all[t * HD + d], one[d], "%s fast=%d t=%d d=%d", k->name, fast, t, d);
+                    cr_expect(fabsf(one[d] - want[d]) <= 1e-5f + 1e-4f * fabsf(want[d]), "%s fast=%d t=%d d=%d: %g vs %g",
+                              k->name, fast, t, d, one[d], want[d]);
+                }
+            }
+        }
+    }
+    free(kt);
+}
