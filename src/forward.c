@@ -312,9 +312,9 @@ static void post_residual(const matmul_job *j, int r0, int r1) {
 static void post_swiglu(const matmul_job *j, int r0, int r1) {
     int hid = j->m->cfg.hidden_dim;
     fwd_state *s = j->s;
-    swiglu_fn swiglu = j->m->cfg.act == ACT_GELU_TANH ? ops_gelu_tanh_mul
-                       : s->fast                        ? j->m->kern->swiglu_fast
-                                                        : ops_swiglu;
+    int gelu = j->m->cfg.act == ACT_GELU_TANH;
+    swiglu_fn swiglu = s->fast ? (gelu ? j->m->kern->geglu_fast : j->m->kern->swiglu_fast)
+                               : (gelu ? ops_gelu_tanh_mul : ops_swiglu);
     for (int t = 0; t < j->nt; t++) swiglu(s->hb + (size_t)t * hid + r0, s->hb2 + (size_t)t * hid + r0, r1 - r0);
     if (!j->quantize_down) return;
     q8_act part = s->xq_down;

@@ -338,6 +338,25 @@ Test(ops, swiglu_fast_close_to_expf) {
     for (int i = 0; i < N; i++) cr_expect_float_eq(got[i], exact[i], 1e-30f + 1e-6f * fabsf(exact[i]), "i=%d", i);
 }
 
+/* Fast mode's GELU-tanh gate against ops_gelu_tanh_mul (libm tanhf), through both
+ * clamps of e^x and around 0. The bound: x / (1 + e^-2u) differs from 0.5 x (1 +
+ * tanh u) by rounding only where both are far from 0; near x = 0 both are ~x/2. */
+Test(ops, geglu_fast_close_to_tanhf) {
+    enum { N = 1000 };
+    static float g[N], u[N], got[N], exact[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = (i % 2 ? 60.0f : 3.0f) * sinf(0.731f * (float)i);
+        u[i] = cosf(0.291f * (float)i);
+    }
+    memcpy(got, g, sizeof g);
+    kernels_scalar()->geglu_fast(got, u, N);
+    memcpy(exact, g, sizeof g);
+    ops_gelu_tanh_mul(exact, u, N);
+    for (int i = 0; i < N; i++)
+        cr_expect(fabsf(got[i] - exact[i]) <= 1e-7f + 2e-6f * fabsf(exact[i]), "i=%d x=%g: %g vs %g", i, g[i], got[i],
+                  exact[i]);
+}
+
 /* A sliding window: each row attends exactly its last WIN positions (checked against
  * ops_attend over those positions alone), whole key blocks before the window are
  * skipped without changing a bit of any row, and a row's output still does not
