@@ -619,7 +619,10 @@ static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
 static int gguf_rope_scaling(const gguf_file *g, model_config *c, char *err) {
     char kb[96];
     gguf_str t;
-    if (gguf_get_str(g, AK("rope.scaling.type"), &t) || (t.len == 4 && !memcmp(t.ptr, "none", 4))) return 0;
+    /* llama.cpp's Phi-3 files carry the factor tensors without a scaling type */
+    if (gguf_get_str(g, AK("rope.scaling.type"), &t))
+        t = gguf_find_tensor(g, "rope_factors_long.weight") ? (gguf_str){"longrope", 8} : (gguf_str){"none", 4};
+    if (t.len == 4 && !memcmp(t.ptr, "none", 4)) return 0;
     if (t.len == 6 && !memcmp(t.ptr, "linear", 6)) {
         float f;
         if (gguf_float_key(g, AK("rope.scaling.factor"), 1, 0, &f, err)) return -1;
