@@ -198,8 +198,14 @@ static int load_weights(model *m, char *err) {
         return -1;
     }
     /* sqrt(hidden) in double (Python's hidden_size ** 0.5), rounded once to f32 as
-     * transformers' f32 buffer holds it */
-    m->embed_scale = c->flags & ARCH_EMBED_SCALE ? (float)sqrt((double)c->dim) : 1.0f;
+     * transformers' f32 buffer holds it; mlx-lm, the reference of MLX checkpoints
+     * (config.json "quantization"), rounds it to bf16 first (33.75 for Gemma-3-1B's
+     * 1152, where transformers has 33.94) */
+    m->embed_scale = 1.0f;
+    if (c->flags & ARCH_EMBED_SCALE) {
+        m->embed_scale = (float)sqrt((double)c->dim);
+        if (c->quant_bits) m->embed_scale = bf16_to_f32(f32_to_bf16(m->embed_scale));
+    }
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     m->views = calloc((size_t)c->n_layers * 5, sizeof *m->views);
     if (!m->layers || !m->views) return errf(err, "%s: out of memory", m->path);
