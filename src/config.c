@@ -250,11 +250,10 @@ static int json_rope_longrope(const json_t *root, const json_t *rp, const char *
     if (n > CONFIG_MAX_ROT_PAIRS) return errf(err, "%s: %d rotary pairs, at most %d supported", path, n,
                                               CONFIG_MAX_ROT_PAIRS);
     double orig, factor, attn;
-    const json_t *top = get(root, "original_max_position_embeddings");
-    if (json_num_key(get(rp, "original_max_position_embeddings") ? rp : root, "original_max_position_embeddings",
-                     1, 0, &orig, get(rp, "original_max_position_embeddings") ? where : "", path, err))
+    int in_dict = get(rp, "original_max_position_embeddings") != NULL; /* 5.x: in the dict; 4.x: top level */
+    if (json_num_key(in_dict ? rp : root, "original_max_position_embeddings", 1, 0, &orig, in_dict ? where : "",
+                     path, err))
         return -1;
-    (void)top;
     if (orig != floor(orig) || orig < 1 || orig > MAX_POS)
         return errf(err, "%s: original_max_position_embeddings must be a positive integer", path);
     if (json_num_key(rp, "factor", 0, (double)c->max_pos / orig, &factor, where, path, err)) return -1;
