@@ -249,10 +249,14 @@ static int json_rope_longrope(const json_t *root, const json_t *rp, const char *
     int n = c->rot_dim / 2;
     if (n > CONFIG_MAX_ROT_PAIRS) return errf(err, "%s: %d rotary pairs, at most %d supported", path, n,
                                               CONFIG_MAX_ROT_PAIRS);
+    /* transformers' standardize_rope_params: the top-level key wins; Phi3Config always
+     * has that attribute (default 4096), other classes fall back to the dict's value,
+     * then to max_position_embeddings */
     double orig, factor, attn;
-    int in_dict = get(rp, "original_max_position_embeddings") != NULL; /* 5.x: in the dict; 4.x: top level */
-    if (json_num_key(in_dict ? rp : root, "original_max_position_embeddings", 1, 0, &orig, in_dict ? where : "",
-                     path, err))
+    int top = get(root, "original_max_position_embeddings") != NULL, phi3 = !strcmp(c->arch, "phi3");
+    double dflt_orig = phi3 ? 4096 : c->max_pos;
+    if (json_num_key(top || phi3 ? root : rp, "original_max_position_embeddings", 0, dflt_orig, &orig,
+                     top || phi3 ? "" : where, path, err))
         return -1;
     if (orig != floor(orig) || orig < 1 || orig > MAX_POS)
         return errf(err, "%s: original_max_position_embeddings must be a positive integer", path);
