@@ -76,6 +76,27 @@ int affine_assemble(affine_store **store, const tensor *weight, const tensor *sc
     return 0;
 }
 
+int affine_split(affine_store **store, const tensor *t, int64_t row0, int64_t rows, const tensor **out,
+                 const char *path, char *err) {
+    const affine_weights *a = t->data;
+    int64_t cols = t->shape[1], ng = cols / a->group;
+    size_t psz = dtype_row_bytes((dtype)a->sdt, 1);
+    affine_node *n = calloc(1, sizeof *n);
+    if (!n) return errf(err, "%s: out of memory", path);
+    n->aw = *a;
+    n->aw.q = (const uint8_t *)a->q + (size_t)row0 * dtype_row_bytes(t->type, cols);
+    n->aw.scales = (const uint8_t *)a->scales + (size_t)(row0 * ng) * psz;
+    n->aw.biases = (const uint8_t *)a->biases + (size_t)(row0 * ng) * psz;
+    n->t = *t;
+    n->t.shape[0] = rows;
+    n->t.data = &n->aw;
+    n->t.nbytes = (size_t)rows * (dtype_row_bytes(t->type, cols) + 2 * (size_t)ng * psz);
+    n->next = (*store)->head;
+    (*store)->head = n;
+    *out = &n->t;
+    return 0;
+}
+
 void affine_store_free(affine_store *s) {
     if (!s) return;
     for (affine_node *n = s->head, *next; n; n = next) {

@@ -23,6 +23,11 @@ int affine_assemble(affine_store **store, const tensor *weight, const tensor *sc
                     const tensor *biases, int64_t rows, int64_t cols, const tensor **out,
                     const char *path, char *err);
 
+/* Rows [row0, row0 + rows) of an assembled matrix t of *store as a matrix of their own
+ * (the q, k and v of a fused qkv projection), living in *store like t. */
+int affine_split(affine_store **store, const tensor *t, int64_t row0, int64_t rows, const tensor **out,
+                 const char *path, char *err);
+
 void affine_store_free(affine_store *s);
 
 /* Fast mode: the matrices of s whose dtype has an int8-activation kernel in k

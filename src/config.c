@@ -1,5 +1,6 @@
-/* config.c - Llama hyperparameters from a Hugging Face config.json or from GGUF
- * metadata, into one model_config.
+/* config.c - hyperparameters of any family in the architecture table (arch.h) from a
+ * Hugging Face config.json or from GGUF metadata (keys "<arch>.*"), into one
+ * model_config.
  *
  * config.json comes in two shapes, both accepted:
  *   transformers 4.x: top-level "rope_theta" and "rope_scaling": {"rope_type" (or the
@@ -12,9 +13,10 @@
  * top-level key, then 10000; a top-level "original_max_position_embeddings" wins
  * over the dict's, and max_position_embeddings is the last fallback.
  *
- * Defaults are LlamaConfig's (transformers 5.23): num_key_value_heads = heads,
- * head_dim = hidden / heads, max_position_embeddings 2048, rms_norm_eps 1e-6,
- * tie_word_embeddings false, bos 1, eos 2, hidden_act silu. The five size keys
+ * Defaults are the family's config class's (transformers 5.23; DEFAULTS below):
+ * num_key_value_heads = heads, head_dim = hidden / heads (Qwen3 128, Gemma 3 256),
+ * and per family max_position_embeddings, rms_norm_eps, tie_word_embeddings, rope
+ * base, bos and eos. The five size keys
  * (hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
  * vocab_size) are required even though LlamaConfig has defaults for them: a
  * checkpoint without them would silently take Llama-7B's sizes. */
@@ -43,6 +45,7 @@ static void set_defaults(model_config *c) {
     c->rope_theta = 10000.0f;
     c->rope_scaling = ROPE_SCALING_NONE;
     c->rope_factor = 1.0f;
+    c->rope_attn_factor = 1.0f;
     c->bos_id = -1;
 }
 
@@ -94,53 +97,93 @@ static int json_bool_key(const json_t *root, const char *key, int dflt, int *out
     return 0;
 }
 
-static int check_arch(const json_t *root, const char *path, char *err) {
+/* What config.json leaves out means the family's config class default (transformers
+ * 5.23): these are the ones that change a result. head_dim 0: hidden / heads. */
+typedef struct {
+    const char *arch;
+    int tied, max_pos, bos, eos, head_dim; /* bos / eos -1: none */
+    double theta, eps;
+} json_defaults;
+
+static const json_defaults DEFAULTS[] = {
+    {"llama", 0, 2048, 1, 2, 0, 1e4, 1e-6},        {"mistral", 0, 131072, 1, 2, 0, 1e4, 1e-6},
+    {"qwen2", 0, 32768, -1, -1, 0, 1e4, 1e-6},     {"qwen3", 0, 32768, -1, -1, 128, 1e4, 1e-6},
+    {"gemma3", 1, 131072, 2, 1, 256, 1e6, 1e-6},   {"phi3", 0, 4096, 1, 32000, 0, 1e4, 1e-5},
+    {"smollm3", 1, 32768, 128000, 128001, 0, 2e6, 1e-6},
+};
+
+static const json_defaults *defaults_of(const char *arch) {
+    for (size_t i = 0; i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
+        if (!strcmp(DEFAULTS[i].arch, arch)) return &DEFAULTS[i];
+    return &DEFAULTS[0];
+}
+
+static void set_arch(model_config *c, const arch_info *a) {
+    snprintf(c->arch, sizeof c->arch, "%s", a->name);
+    c->flags = a->flags;
+    c->act = a->act;
+}
+
+/* model_type first (transformers' own choice), else an architectures entry. */
+static int check_arch(const json_t *root, model_config *c, const char *path, char *err) {
+    char names[160];
+    arch_list(names, sizeof names);
     const json_t *mt = get(root, "model_type");
     if (mt) {
         if (!json_is_string(mt)) return errf(err, "%s: key 'model_type' must be a string", path);
-        if (strcmp(json_string_value(mt), "llama"))
-            return errf(err, "%s: unsupported architecture '%s' (model_type), expected llama", path,
-                        json_string_value(mt));
+        const arch_info *a = arch_by_model_type(json_string_value(mt));
+        if (!a)
+            return errf(err, "%s: unsupported architecture '%s' (model_type); supported: %s", path,
+                        json_string_value(mt), names);
+        set_arch(c, a);
         return 0;
     }
     const json_t *archs = get(root, "architectures");
     if (!archs) return errf(err, "%s: missing required key 'model_type'", path);
     size_t i;
-    const json_t *a;
-    json_array_foreach(archs, i, a)
-        if (json_is_string(a) && !strcmp(json_string_value(a), "LlamaForCausalLM")) return 0;
-    a = json_array_get(archs, 0);
-    return errf(err, "%s: unsupported architecture '%s', expected LlamaForCausalLM", path,
-                json_is_string(a) ? json_string_value(a) : "?");
+    const json_t *v;
+    json_array_foreach(archs, i, v) {
+        const arch_info *a = json_is_string(v) ? arch_by_class(json_string_value(v)) : NULL;
+        if (a) {
+            set_arch(c, a);
+            return 0;
+        }
+    }
+    v = json_array_get(archs, 0);
+    return errf(err, "%s: unsupported architecture '%s'; supported: %s", path,
+                json_is_string(v) ? json_string_value(v) : "?", names);
 }
 
-/* Features of the Llama family that llmgen does not implement: refuse them
- * rather than compute something else. */
-static int check_unsupported(const json_t *root, const char *path, char *err) {
-    const json_t *act = get(root, "hidden_act");
-    if (act && (!json_is_string(act) || strcmp(json_string_value(act), "silu")))
-        return errf(err, "%s: unsupported hidden_act '%s', expected silu", path,
-                    json_is_string(act) ? json_string_value(act) : "?");
+/* Features llmgen does not implement: refuse them rather than compute something else. */
+static int check_unsupported(const json_t *root, const model_config *c, const char *path, char *err) {
+    const char *want = c->act == ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu";
+    const char *key = get(root, "hidden_activation") ? "hidden_activation" : "hidden_act";
+    const json_t *act = get(root, key);
+    if (act && (!json_is_string(act) || strcmp(json_string_value(act), want)))
+        return errf(err, "%s: unsupported %s '%s' for %s, expected %s", path, key,
+                    json_is_string(act) ? json_string_value(act) : "?", c->arch, want);
     static const char *bias_keys[] = {"attention_bias", "mlp_bias"};
     for (int i = 0; i < 2; i++) {
         int b;
         if (json_bool_key(root, bias_keys[i], 0, &b, path, err)) return -1;
-        if (b) return errf(err, "%s: unsupported '%s': true (Llama without biases only)", path,
-                           bias_keys[i]);
+        if (b) return errf(err, "%s: unsupported '%s': true", path, bias_keys[i]);
     }
+    if (get(root, "attn_logit_softcapping"))
+        return errf(err, "%s: unsupported 'attn_logit_softcapping' (attention score soft-capping)", path);
     return 0;
 }
 
 static int json_token_ids(const json_t *root, model_config *c, const char *path, char *err) {
+    const json_defaults *d = defaults_of(c->arch);
     json_t *bos = json_object_get(root, "bos_token_id");
-    if (!bos) c->bos_id = 1; /* LlamaConfig's default */
+    if (!bos) c->bos_id = d->bos;
     else if (json_is_null(bos)) c->bos_id = -1;
     else if (json_int_key(root, "bos_token_id", 0, 0, &c->bos_id, path, err)) return -1;
 
     json_t *eos = json_object_get(root, "eos_token_id");
     if (!eos) {
-        c->n_eos = 1;
-        c->eos_ids[0] = 2; /* LlamaConfig's default */
+        c->n_eos = d->eos >= 0;
+        c->eos_ids[0] = d->eos;
     } else if (json_is_integer(eos)) {
         if (json_int_key(root, "eos_token_id", 0, 0, &c->eos_ids[0], path, err)) return -1;
         c->n_eos = 1;
@@ -183,7 +226,83 @@ static int json_rope_llama3(const json_t *root, const json_t *rp, const char *wh
     return 0;
 }
 
+/* A LongRoPE factor list of exactly rot_dim / 2 positive numbers. */
+static int json_factor_list(const json_t *rp, const char *key, float *out, int n, const char *where,
+                            const char *path, char *err) {
+    const json_t *a = get(rp, key);
+    if (!json_is_array(a) || (int)json_array_size(a) != n)
+        return errf(err, "%s: key '%s%s' must be a list of %d numbers (rotary dimensions / 2)", path, where,
+                    key, n);
+    for (int i = 0; i < n; i++) {
+        const json_t *v = json_array_get(a, (size_t)i);
+        if (!json_is_number(v) || !(json_number_value(v) > 0))
+            return errf(err, "%s: key '%s%s' entry %d must be a positive number", path, where, key, i);
+        out[i] = (float)json_number_value(v);
+    }
+    return 0;
+}
+
+/* transformers' _compute_longrope_parameters: factor defaults to max_pos / original, the
+ * attention factor to sqrt(1 + ln(factor) / ln(original)) when factor > 1. */
+static int json_rope_longrope(const json_t *root, const json_t *rp, const char *where, model_config *c,
+                              const char *path, char *err) {
+    int n = c->rot_dim / 2;
+    if (n > CONFIG_MAX_ROT_PAIRS) return errf(err, "%s: %d rotary pairs, at most %d supported", path, n,
+                                              CONFIG_MAX_ROT_PAIRS);
+    /* transformers' standardize_rope_params: the top-level key wins; Phi3Config always
+     * has that attribute (default 4096), other classes fall back to the dict's value,
+     * then to max_position_embeddings */
+    double orig, factor, attn;
+    int top = get(root, "original_max_position_embeddings") != NULL, phi3 = !strcmp(c->arch, "phi3");
+    double dflt_orig = phi3 ? 4096 : c->max_pos;
+    if (json_num_key(top || phi3 ? root : rp, "original_max_position_embeddings", 0, dflt_orig, &orig,
+                     top || phi3 ? "" : where, path, err))
+        return -1;
+    if (orig != floor(orig) || orig < 1 || orig > MAX_POS)
+        return errf(err, "%s: original_max_position_embeddings must be a positive integer", path);
+    if (json_num_key(rp, "factor", 0, (double)c->max_pos / orig, &factor, where, path, err)) return -1;
+    double dflt = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log(orig));
+    if (json_num_key(rp, "attention_factor", 0, dflt, &attn, where, path, err)) return -1;
+    if (json_factor_list(rp, "short_factor", c->rope_short, n, where, path, err) ||
+        json_factor_list(rp, "long_factor", c->rope_long, n, where, path, err))
+        return -1;
+    c->rope_scaling = ROPE_SCALING_LONGROPE;
+    c->rope_factors_json = 1;
+    c->rope_orig_max_pos = (int)orig;
+    c->rope_attn_factor = (float)attn;
+    return 0;
+}
+
+/* The rope type of one parameter dict (rope_scaling or rope_parameters, or Gemma 3's
+ * full_attention entry). */
+static int json_rope_type(const json_t *root, const json_t *rp, const char *where, model_config *c,
+                          const char *path, char *err) {
+    const json_t *type = get(rp, "rope_type");
+    if (!type) type = get(rp, "type");
+    if (!type) return 0;
+    if (!json_is_string(type)) return errf(err, "%s: key '%srope_type' must be a string", path, where);
+    const char *t = json_string_value(type);
+    if (!strcmp(t, "default")) return 0;
+    if (!strcmp(t, "llama3")) return json_rope_llama3(root, rp, where, c, path, err);
+    if (!strcmp(t, "longrope")) return json_rope_longrope(root, rp, where, c, path, err);
+    if (!strcmp(t, "linear")) {
+        double f;
+        if (json_num_key(rp, "factor", 1, 0, &f, where, path, err)) return -1;
+        if (!(f > 0)) return errf(err, "%s: key '%sfactor' must be positive", path, where);
+        c->rope_scaling = ROPE_SCALING_LINEAR;
+        c->rope_factor = (float)f;
+        return 0;
+    }
+    return errf(err, "%s: unsupported %srope_type '%s' (default, linear, llama3 and longrope are supported)",
+                path, where, t);
+}
+
+/* rope_theta, partial rotary and scaling. The precedence follows transformers 5.x
+ * (see the top of this file). Gemma 3 nests one dict per layer type in
+ * rope_parameters ("full_attention", "sliding_attention"); its older configs have
+ * rope_local_base_freq for the sliding layers. */
 static int json_rope(const json_t *root, model_config *c, const char *path, char *err) {
+    const json_defaults *d = defaults_of(c->arch);
     const json_t *rp = get(root, "rope_scaling");
     const char *where = "rope_scaling.";
     if (!rp || (json_is_object(rp) && json_object_size(rp) == 0)) {
@@ -192,41 +311,125 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
     }
     if (rp && !json_is_object(rp))
         return errf(err, "%s: key '%.*s' must be an object", path, (int)strlen(where) - 1, where);
-    double theta;
-    if (json_num_key(root, "rope_theta", 0, 10000.0, &theta, "", path, err) ||
-        json_num_key(rp, "rope_theta", 0, theta, &theta, where, path, err))
-        return -1;
+    double theta, theta_swa = 0;
+    const json_t *full = get(rp, "full_attention"), *swa = get(rp, "sliding_attention");
+    if (json_num_key(root, "rope_theta", 0, d->theta, &theta, "", path, err)) return -1;
+    if (c->flags & ARCH_POST_NORMS) { /* Gemma 3: a base of the sliding layers' own */
+        if (json_num_key(root, "rope_local_base_freq", 0, 10000.0, &theta_swa, "", path, err)) return -1;
+        if (full || swa) {
+            if (!json_is_object(full) || !json_is_object(swa))
+                return errf(err, "%s: key '%sfull_attention' and 'sliding_attention' must both be objects",
+                            path, where);
+            where = "rope_parameters.full_attention.";
+            if (json_num_key(swa, "rope_theta", 0, theta_swa, &theta_swa, "rope_parameters.sliding_attention.",
+                             path, err))
+                return -1;
+            const json_t *st = get(swa, "rope_type");
+            if (st && (!json_is_string(st) || strcmp(json_string_value(st), "default")))
+                return errf(err, "%s: unsupported rope_parameters.sliding_attention.rope_type", path);
+            rp = full;
+        }
+    }
+    if (json_num_key(rp, "rope_theta", 0, theta, &theta, where, path, err)) return -1;
     c->rope_theta = (float)theta;
+    c->rope_theta_swa = (float)theta_swa;
     double prf;
-    if (json_num_key(rp, "partial_rotary_factor", 0, 1.0, &prf, where, path, err) ||
-        json_num_key(root, "partial_rotary_factor", 0, prf, &prf, "", path, err))
+    if (json_num_key(root, "partial_rotary_factor", 0, 1.0, &prf, "", path, err) ||
+        json_num_key(rp, "partial_rotary_factor", 0, prf, &prf, where, path, err))
         return -1;
-    if (prf != 1.0) return errf(err, "%s: unsupported partial_rotary_factor %g", path, prf);
-    const json_t *type = get(rp, "rope_type");
-    if (!type) type = get(rp, "type");
-    if (!type) return 0;
-    if (!json_is_string(type)) return errf(err, "%s: key '%srope_type' must be a string", path, where);
-    const char *t = json_string_value(type);
-    if (!strcmp(t, "default")) return 0;
-    if (!strcmp(t, "llama3")) return json_rope_llama3(root, rp, where, c, path, err);
-    return errf(err, "%s: unsupported %srope_type '%s' (default and llama3 are supported)", path,
-                where, t);
+    /* of these families only Phi-3's attention slices the rotated part off the head */
+    if (prf != 1.0 && strcmp(c->arch, "phi3"))
+        return errf(err, "%s: unsupported partial_rotary_factor %g for %s", path, prf, c->arch);
+    if (!(prf > 0 && prf <= 1)) return errf(err, "%s: partial_rotary_factor %g must be in (0, 1]", path, prf);
+    c->rot_dim = (int)(c->head_dim * prf); /* int() of the double product, as transformers; checked in
+                                              config_validate */
+    return json_rope_type(root, rp, where, c, path, err);
 }
 
 static int json_sizes(const json_t *root, model_config *c, const char *path, char *err) {
+    const json_defaults *d = defaults_of(c->arch);
     if (json_int_key(root, "hidden_size", 1, 0, &c->dim, path, err) ||
         json_int_key(root, "num_hidden_layers", 1, 0, &c->n_layers, path, err) ||
         json_int_key(root, "num_attention_heads", 1, 0, &c->n_heads, path, err) ||
         json_int_key(root, "intermediate_size", 1, 0, &c->hidden_dim, path, err) ||
         json_int_key(root, "vocab_size", 1, 0, &c->vocab_size, path, err) ||
         json_int_key(root, "num_key_value_heads", 1, c->n_heads, &c->n_kv_heads, path, err) ||
-        json_int_key(root, "head_dim", 1, c->dim / c->n_heads, &c->head_dim, path, err) ||
-        json_int_key(root, "max_position_embeddings", 1, 2048, &c->max_pos, path, err))
+        json_int_key(root, "head_dim", 1, d->head_dim ? d->head_dim : c->dim / c->n_heads, &c->head_dim, path,
+                     err) ||
+        json_int_key(root, "max_position_embeddings", 1, d->max_pos, &c->max_pos, path, err))
         return -1;
-    double eps = 0;
-    if (json_num_key(root, "rms_norm_eps", 0, 1e-6, &eps, "", path, err)) return -1;
+    double eps = 0, cap = 0, qpas = 0;
+    if (json_num_key(root, "rms_norm_eps", 0, d->eps, &eps, "", path, err)) return -1;
     c->rms_eps = (float)eps;
-    return json_bool_key(root, "tie_word_embeddings", 0, &c->tied_embeddings, path, err);
+    if (json_num_key(root, "final_logit_softcapping", 0, 0, &cap, "", path, err)) return -1;
+    if (cap < 0) return errf(err, "%s: final_logit_softcapping must be positive", path);
+    c->final_softcap = (float)cap;
+    /* Gemma 3: query_pre_attn_scalar ** -0.5 in double, rounded once to f32 */
+    if (c->flags & ARCH_POST_NORMS) {
+        if (json_num_key(root, "query_pre_attn_scalar", 0, 256, &qpas, "", path, err)) return -1;
+        if (!(qpas > 0)) return errf(err, "%s: query_pre_attn_scalar must be positive", path);
+        c->attn_scale = (float)pow(qpas, -0.5);
+    }
+    return json_bool_key(root, "tie_word_embeddings", d->tied, &c->tied_embeddings, path, err);
+}
+
+/* Which layers slide and which skip RoPE. layer_types (transformers 5.x) wins where the
+ * family reads it; else each family's own rule. Mistral and Phi-3 slide every layer
+ * when sliding_window is set; Qwen2 / Qwen3 the layers from max_window_layers on when
+ * use_sliding_window; Gemma 3 all but every sliding_window_pattern-th; SmolLM3 the
+ * no-RoPE layers when use_sliding_window. */
+static int json_layers(const json_t *root, model_config *c, const char *path, char *err) {
+    const char *a = c->arch;
+    int is_qwen = !strcmp(a, "qwen2") || !strcmp(a, "qwen3"), is_smol = !strcmp(a, "smollm3");
+    int is_gemma = !strcmp(a, "gemma3"), all_slide = !strcmp(a, "mistral") || !strcmp(a, "phi3");
+    int use_sw = 1, window = 0, max_window_layers = 28, pattern = 6, interval = 4;
+    if ((is_qwen || is_smol) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
+    const json_t *sw = json_object_get(root, "sliding_window");
+    int sw_dflt = !strcmp(a, "mistral") || is_gemma ? 4096 : 0; /* an absent key, not a null one */
+    if (sw && !json_is_null(sw)) {
+        if (json_int_key(root, "sliding_window", 1, 0, &window, path, err)) return -1;
+    } else if (!sw) {
+        window = sw_dflt;
+    }
+    if (!use_sw || !strcmp(a, "llama")) window = 0;
+    c->sliding_window = window;
+    if (json_int_key(root, "max_window_layers", 0, 28, &max_window_layers, path, err) ||
+        json_int_key(root, "sliding_window_pattern", 1, 6, &pattern, path, err) ||
+        json_int_key(root, "no_rope_layer_interval", 1, 4, &interval, path, err))
+        return -1;
+    const json_t *types = (is_qwen || is_smol || is_gemma) ? get(root, "layer_types") : NULL;
+    const json_t *norope = is_smol ? get(root, "no_rope_layers") : NULL;
+    if (types && (!json_is_array(types) || (int)json_array_size(types) != c->n_layers))
+        return errf(err, "%s: key 'layer_types' must list %d layer types", path, c->n_layers);
+    if (norope && (!json_is_array(norope) || (int)json_array_size(norope) != c->n_layers))
+        return errf(err, "%s: key 'no_rope_layers' must list %d flags", path, c->n_layers);
+    for (int l = 0; l < c->n_layers && l < CONFIG_MAX_LAYERS; l++) {
+        int rope = 1, slide = 0;
+        if (is_smol) {
+            const json_t *v = norope ? json_array_get(norope, (size_t)l) : NULL;
+            if (v && !json_is_integer(v) && !json_is_boolean(v))
+                return errf(err, "%s: key 'no_rope_layers' entry %d must be 0 or 1", path, l);
+            rope = v ? (json_is_integer(v) ? json_integer_value(v) != 0 : json_is_true(v)) : (l + 1) % interval != 0;
+        }
+        if (types) {
+            const json_t *v = json_array_get(types, (size_t)l);
+            const char *t = json_is_string(v) ? json_string_value(v) : "";
+            if (strcmp(t, "full_attention") && strcmp(t, "sliding_attention"))
+                return errf(err, "%s: key 'layer_types' entry %d must be full_attention or sliding_attention", path,
+                            l);
+            slide = !strcmp(t, "sliding_attention");
+        } else if (all_slide) {
+            slide = 1;
+        } else if (is_qwen) {
+            slide = l >= max_window_layers;
+        } else if (is_gemma) {
+            slide = (l + 1) % pattern != 0;
+        } else if (is_smol) {
+            slide = !rope;
+        }
+        c->layer_flags[l] = (uint8_t)((slide && window ? LAYER_SLIDING : 0) | (rope ? 0 : LAYER_NO_ROPE));
+    }
+    return 0;
 }
 
 /* One MLX quantization setting ({"group_size", "bits", optional "mode"}); `where` names
@@ -290,10 +493,13 @@ int config_from_json(const char *path, model_config *c, char *err) {
         return errf(err, "%s: not valid JSON (line %d, column %d): %s", path, je.line, je.column,
                     je.text);
     int rc = json_is_object(root) ? 0 : errf(err, "%s: expected a JSON object", path);
-    if (!rc) rc = check_arch(root, path, err);
-    if (!rc) rc = check_unsupported(root, path, err);
+    if (!rc) rc = check_arch(root, c, path, err);
+    if (!rc) rc = check_unsupported(root, c, path, err);
     if (!rc) rc = json_sizes(root, c, path, err);
+    if (!rc && c->n_layers > CONFIG_MAX_LAYERS)
+        rc = errf(err, "%s: %d layers, at most %d are supported", path, c->n_layers, CONFIG_MAX_LAYERS);
     if (!rc) rc = json_rope(root, c, path, err);
+    if (!rc) rc = json_layers(root, c, path, err);
     if (!rc) rc = json_token_ids(root, c, path, err);
     if (!rc) rc = json_quantization(root, c, path, err);
     json_decref(root);
@@ -328,43 +534,128 @@ static int gguf_float_key(const gguf_file *g, const char *key, int required, dou
     return 0;
 }
 
-static int gguf_check_arch(const gguf_file *g, char *err) {
+/* "<arch>.<rest>" into buf: every architecture key carries the architecture's prefix. */
+static const char *akey(char *buf, size_t n, const model_config *c, const char *rest) {
+    snprintf(buf, n, "%s.%s", c->arch, rest);
+    return buf;
+}
+#define AK(rest) akey(kb, sizeof kb, c, rest)
+
+static int gguf_check_arch(const gguf_file *g, model_config *c, char *err) {
     gguf_str a;
     if (gguf_get_str(g, "general.architecture", &a))
         return errf(err, "%s: missing required key 'general.architecture'", gguf_path(g));
-    if (a.len != 5 || memcmp(a.ptr, "llama", 5)) {
+    const arch_info *ai = arch_by_gguf(a.ptr, a.len);
+    if (!ai) {
+        char names[160];
+        arch_list(names, sizeof names);
         int n = a.len > 64 ? 64 : (int)a.len;
-        return errf(err, "%s: unsupported architecture '%.*s', expected llama", gguf_path(g), n, a.ptr);
+        return errf(err, "%s: unsupported architecture '%.*s'; supported: %s", gguf_path(g), n, a.ptr, names);
     }
+    set_arch(c, ai);
     return 0;
 }
 
 static int gguf_head_dim(const gguf_file *g, model_config *c, char *err) {
+    char kb[96], kk[96];
     int kl = 0, vl = 0, rd = 0;
-    if (gguf_pos_int(g, "llama.attention.key_length", c->dim / c->n_heads, &kl, err) ||
-        gguf_pos_int(g, "llama.attention.value_length", kl, &vl, err) ||
-        gguf_pos_int(g, "llama.rope.dimension_count", kl, &rd, err))
+    snprintf(kk, sizeof kk, "%s", AK("attention.key_length"));
+    if (gguf_pos_int(g, kk, c->dim / c->n_heads, &kl, err) ||
+        gguf_pos_int(g, AK("attention.value_length"), kl, &vl, err) ||
+        gguf_pos_int(g, AK("rope.dimension_count"), kl, &rd, err))
         return -1;
-    /* Without key_length, rope.dimension_count is the head size in llama files. */
-    if (!gguf_has_key(g, "llama.attention.key_length") && gguf_has_key(g, "llama.rope.dimension_count"))
+    /* Without key_length, rope.dimension_count is the head size in files whose RoPE
+     * covers the whole head (all but Phi-3's partial rotary). */
+    if (!gguf_has_key(g, kk) && gguf_has_key(g, AK("rope.dimension_count")) && strcmp(c->arch, "phi3"))
         kl = vl = rd;
     if (vl != kl)
-        return errf(err, "%s: llama.attention.value_length %d != key_length %d (unsupported)",
-                    gguf_path(g), vl, kl);
-    if (rd != kl)
-        return errf(err, "%s: llama.rope.dimension_count %d != head size %d: partial rotary "
-                    "embeddings are not supported", gguf_path(g), rd, kl);
+        return errf(err, "%s: %s.attention.value_length %d != key_length %d (unsupported)", gguf_path(g),
+                    c->arch, vl, kl);
+    if (rd > kl || rd < 2 || rd % 2)
+        return errf(err, "%s: %s.rope.dimension_count %d must be even and at most the head size %d",
+                    gguf_path(g), c->arch, rd, kl);
     c->head_dim = kl;
+    c->rot_dim = rd;
     return 0;
 }
 
+/* Sliding windows and RoPE per layer, as llama.cpp reads them: Gemma 3 slides all
+ * but every 6th layer (or per sliding_window_pattern, an integer or one flag per
+ * layer) with its own RoPE base for them; Phi-3 slides every layer when the window
+ * is set; SmolLM3 skips RoPE on every 4th layer; the other families ignore the key
+ * (so does llama.cpp: Mistral files are architecture "llama"). */
+static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    int window = 0, pattern = 6;
+    int is_gemma = !strcmp(c->arch, "gemma3"), is_phi = !strcmp(c->arch, "phi3");
+    if ((is_gemma || is_phi) && gguf_has_key(g, AK("attention.sliding_window"))) {
+        int64_t v;
+        if (gguf_get_int(g, AK("attention.sliding_window"), &v) || v < 0 || v > INT32_MAX)
+            return errf(err, "%s: key '%s' must be a non-negative integer", gguf_path(g), kb);
+        window = (int)v;
+    }
+    gguf_type et;
+    uint64_t n = 0;
+    const void *flags = NULL;
+    if (is_gemma && gguf_has_key(g, AK("attention.sliding_window_pattern"))) {
+        if (!gguf_get_arr(g, kb, &et, &n, &flags)) {
+            if (et != GGUF_BOOL || n != (uint64_t)c->n_layers)
+                return errf(err, "%s: key '%s' must be an integer or %d booleans", gguf_path(g), kb, c->n_layers);
+        } else if (gguf_pos_int(g, kb, 6, &pattern, err)) {
+            return -1;
+        }
+    }
+    if (is_gemma && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err)) return -1;
+    c->sliding_window = window;
+    for (int l = 0; l < c->n_layers; l++) {
+        int slide = is_phi || (is_gemma && (flags ? ((const uint8_t *)flags)[l] != 0 : l % pattern < pattern - 1));
+        int no_rope = !strcmp(c->arch, "smollm3") && (l + 1) % 4 == 0;
+        c->layer_flags[l] = (uint8_t)((slide && window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0));
+    }
+    return 0;
+}
+
+/* rope.scaling.type: linear (factor) and longrope (Phi-3: attn_factor,
+ * original_context_length; the factor lists are the rope_factors_{short,long}.weight
+ * tensors, read by the model). llama3 scaling needs nothing here: such files carry
+ * rope_freqs.weight. */
+static int gguf_rope_scaling(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    gguf_str t;
+    /* llama.cpp's Phi-3 files carry the factor tensors without a scaling type */
+    if (gguf_get_str(g, AK("rope.scaling.type"), &t))
+        t = gguf_find_tensor(g, "rope_factors_long.weight") ? (gguf_str){"longrope", 8} : (gguf_str){"none", 4};
+    if (t.len == 4 && !memcmp(t.ptr, "none", 4)) return 0;
+    if (t.len == 6 && !memcmp(t.ptr, "linear", 6)) {
+        float f;
+        if (gguf_float_key(g, AK("rope.scaling.factor"), 1, 0, &f, err)) return -1;
+        if (f == 1.0f) return 0;
+        if (!(f > 0)) return errf(err, "%s: key '%s' must be positive", gguf_path(g), kb);
+        c->rope_scaling = ROPE_SCALING_LINEAR;
+        c->rope_factor = f;
+        return 0;
+    }
+    if (t.len == 8 && !memcmp(t.ptr, "longrope", 8)) {
+        int orig;
+        if (gguf_float_key(g, AK("rope.scaling.attn_factor"), 0, 1.0, &c->rope_attn_factor, err) ||
+            gguf_pos_int(g, AK("rope.scaling.original_context_length"), c->max_pos, &orig, err))
+            return -1;
+        c->rope_scaling = ROPE_SCALING_LONGROPE;
+        c->rope_orig_max_pos = orig;
+        return 0;
+    }
+    int n = t.len > 32 ? 32 : (int)t.len;
+    return errf(err, "%s: unsupported %s '%.*s' (linear and longrope are supported)", gguf_path(g),
+                AK("rope.scaling.type"), n, t.ptr);
+}
+
 static int gguf_vocab(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
     gguf_type et;
     uint64_t n;
     const void *data;
     const tensor *emb = gguf_find_tensor(g, "token_embd.weight");
-    if (gguf_has_key(g, "llama.vocab_size"))
-        return gguf_pos_int(g, "llama.vocab_size", 0, &c->vocab_size, err);
+    if (gguf_has_key(g, AK("vocab_size"))) return gguf_pos_int(g, kb, 0, &c->vocab_size, err);
     if (!gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n, &data) && n > 0 && n <= INT32_MAX) {
         c->vocab_size = (int)n;
         return 0;
@@ -373,8 +664,8 @@ static int gguf_vocab(const gguf_file *g, model_config *c, char *err) {
         c->vocab_size = (int)emb->shape[0];
         return 0;
     }
-    return errf(err, "%s: no llama.vocab_size, tokenizer.ggml.tokens or token_embd.weight to "
-                "size the vocabulary", gguf_path(g));
+    return errf(err, "%s: no %s.vocab_size, tokenizer.ggml.tokens or token_embd.weight to "
+                "size the vocabulary", gguf_path(g), c->arch);
 }
 
 static void gguf_add_eos(const gguf_file *g, const char *key, model_config *c) {
@@ -406,22 +697,30 @@ static int gguf_token_ids(const gguf_file *g, model_config *c, char *err) {
 }
 
 int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
     set_defaults(c);
-    if (gguf_check_arch(g, err)) return -1;
-    if (gguf_pos_int(g, "llama.embedding_length", 0, &c->dim, err) ||
-        gguf_pos_int(g, "llama.block_count", 0, &c->n_layers, err) ||
-        gguf_pos_int(g, "llama.attention.head_count", 0, &c->n_heads, err) ||
-        gguf_pos_int(g, "llama.attention.head_count_kv", c->n_heads, &c->n_kv_heads, err) ||
-        gguf_pos_int(g, "llama.feed_forward_length", 0, &c->hidden_dim, err) ||
-        gguf_pos_int(g, "llama.context_length", 0, &c->max_pos, err) ||
-        gguf_float_key(g, "llama.attention.layer_norm_rms_epsilon", 1, 0, &c->rms_eps, err) ||
-        gguf_float_key(g, "llama.rope.freq_base", 0, 10000.0, &c->rope_theta, err))
+    if (gguf_check_arch(g, c, err)) return -1;
+    if (gguf_pos_int(g, AK("embedding_length"), 0, &c->dim, err) ||
+        gguf_pos_int(g, AK("block_count"), 0, &c->n_layers, err) ||
+        gguf_pos_int(g, AK("attention.head_count"), 0, &c->n_heads, err) ||
+        gguf_pos_int(g, AK("attention.head_count_kv"), c->n_heads, &c->n_kv_heads, err) ||
+        gguf_pos_int(g, AK("feed_forward_length"), 0, &c->hidden_dim, err) ||
+        gguf_pos_int(g, AK("context_length"), 0, &c->max_pos, err) ||
+        gguf_float_key(g, AK("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps, err) ||
+        gguf_float_key(g, AK("rope.freq_base"), 0, 10000.0, &c->rope_theta, err) ||
+        gguf_float_key(g, AK("final_logit_softcapping"), 0, 0.0, &c->final_softcap, err))
         return -1;
-    if (gguf_head_dim(g, c, err) || gguf_vocab(g, c, err) || gguf_token_ids(g, c, err)) return -1;
-    /* Rope scaling stays NONE: llama3-scaled GGUFs carry the factors as a
-     * `rope_freqs.weight` tensor, which the model applies directly. */
+    if (c->n_layers > CONFIG_MAX_LAYERS)
+        return errf(err, "%s: %d layers, at most %d are supported", gguf_path(g), c->n_layers, CONFIG_MAX_LAYERS);
+    if (gguf_head_dim(g, c, err) || gguf_vocab(g, c, err) || gguf_token_ids(g, c, err) ||
+        gguf_layers(g, c, err) || gguf_rope_scaling(g, c, err))
+        return -1;
+    /* Gemma 3's attention scale, as llama.cpp sets it (the files have no
+     * query_pre_attn_scalar): head_dim, except hidden / heads in the 62-layer 27B */
+    if (c->flags & ARCH_POST_NORMS)
+        c->attn_scale = 1.0f / sqrtf((float)(c->n_layers == 62 ? c->dim / c->n_heads : c->head_dim));
     c->tied_embeddings = gguf_find_tensor(g, "output.weight") == NULL;
-    c->rope_interleaved = 1;
+    c->rope_interleaved = (c->flags & ARCH_GGUF_ROPE_PAIRS) != 0;
     return 0;
 }
 
@@ -447,6 +746,18 @@ int config_validate(const model_config *c, const char *source, char *err) {
         return errf(err, "%s: %d attention heads are not a multiple of %d kv heads", source,
                     c->n_heads, c->n_kv_heads);
     if (c->head_dim % 2) return errf(err, "%s: head_dim %d must be even for RoPE", source, c->head_dim);
+    if (c->rot_dim < 2 || c->rot_dim > c->head_dim || c->rot_dim % 2)
+        return errf(err, "%s: %d rotary dimensions, expected an even number in 2..head_dim %d", source, c->rot_dim,
+                    c->head_dim);
+    if (c->sliding_window < 0) return errf(err, "%s: sliding window %d is negative", source, c->sliding_window);
+    if (!(c->attn_scale >= 0 && isfinite(c->attn_scale)) || !(c->final_softcap >= 0 && isfinite(c->final_softcap)))
+        return errf(err, "%s: attention scale and final logit soft-cap must be finite and positive", source);
+    if (!(c->rope_theta_swa >= 0 && isfinite(c->rope_theta_swa)) ||
+        !(c->rope_attn_factor > 0 && isfinite(c->rope_attn_factor)))
+        return errf(err, "%s: the sliding layers' rope base and the rope attention factor must be positive", source);
+    if ((c->rope_scaling == ROPE_SCALING_LINEAR && !(c->rope_factor > 0 && isfinite(c->rope_factor))) ||
+        (c->rope_scaling == ROPE_SCALING_LONGROPE && c->rope_orig_max_pos < 1))
+        return errf(err, "%s: rope scaling needs a positive factor (linear) or original context (longrope)", source);
     if (!(c->rms_eps > 0 && c->rms_eps < 1))
         return errf(err, "%s: rms_norm_eps %g must be in (0, 1)", source, c->rms_eps);
     if (!(c->rope_theta > 0 && isfinite(c->rope_theta)))

@@ -1,15 +1,36 @@
-/* config.h - Llama-family hyperparameters, from config.json or GGUF metadata. */
+/* config.h - hyperparameters of a model of any family in the architecture table
+ * (arch.h), from config.json or GGUF metadata. */
 #ifndef LLMGEN_CONFIG_H
 #define LLMGEN_CONFIG_H
 
+#include <stdint.h>
+
+#include "arch.h"
 #include "gguf.h"
 
 #define CONFIG_MAX_EOS 8
+#define CONFIG_MAX_LAYERS 1024
+#define CONFIG_MAX_ROT_PAIRS 512  /* rotary pairs (rot_dim / 2) a LongRoPE factor list may hold */
 
-typedef enum { ROPE_SCALING_NONE = 0, ROPE_SCALING_LLAMA3 = 1 } rope_scaling_type;
+typedef enum {
+    ROPE_SCALING_NONE = 0,
+    ROPE_SCALING_LLAMA3 = 1,
+    ROPE_SCALING_LINEAR = 2,  /* inv_freq / factor (Gemma 3 4B+ global layers) */
+    ROPE_SCALING_LONGROPE = 3 /* inv_freq / short or long factor per pair, cos and sin times
+                                 rope_attn_factor (Phi-3): long once a call's last position
+                                 reaches rope_orig_max_pos, as transformers chooses */
+} rope_scaling_type;
+
+/* layer_flags bits */
+enum {
+    LAYER_SLIDING = 1,  /* attends only the last sliding_window positions */
+    LAYER_NO_ROPE = 2,  /* q and k are not rotated (SmolLM3) */
+};
 
 typedef struct {
-    char arch[32];        /* "llama" */
+    char arch[32];        /* arch_info.name: "llama", "qwen3", ... */
+    unsigned flags;       /* arch_info.flags (ARCH_*) */
+    arch_act act;         /* the MLP's gate activation */
     int dim;              /* hidden_size */
     int n_layers;         /* num_hidden_layers */
     int n_heads;          /* num_attention_heads */
@@ -24,6 +45,17 @@ typedef struct {
     float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_orig_max_pos;
     int tied_embeddings;  /* tie_word_embeddings (GGUF: no output.weight tensor) */
+    int rot_dim;          /* dimensions of a head that RoPE rotates (partial_rotary_factor *
+                             head_dim; == head_dim by default), even */
+    float rope_theta_swa; /* RoPE base of sliding-window layers; 0: they use rope_theta */
+    float rope_attn_factor; /* LongRoPE: cos and sin scale (1 otherwise) */
+    float rope_short[CONFIG_MAX_ROT_PAIRS], rope_long[CONFIG_MAX_ROT_PAIRS];
+                          /* LongRoPE factors from config.json (GGUF: rope_factors_*.weight) */
+    int rope_factors_json;/* 1: rope_short / rope_long hold rot_dim / 2 values each */
+    int sliding_window;   /* window of LAYER_SLIDING layers in positions, 0 if none */
+    float attn_scale;     /* q.k scale: head_dim^-0.5, or query_pre_attn_scalar^-0.5 (Gemma) */
+    float final_softcap;  /* logits = cap * tanh(logits / cap); 0: none */
+    uint8_t layer_flags[CONFIG_MAX_LAYERS]; /* LAYER_* per layer */
     int rope_interleaved; /* 1 for GGUF llama files: Q/K rows permuted so rotary
                              pairs are (2i, 2i+1); 0 for HF (pairs i, i + d/2) */
     int bos_id;           /* -1 if none */

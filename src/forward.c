@@ -1,10 +1,13 @@
-/* forward.c - the Llama forward pass, stage by stage in the order data flows:
+/* forward.c - the forward pass of every family in arch.h, stage by stage in the
+ * order data flows (optional stages in brackets; the config's flags say which):
  *
- *   embed -> for each layer:
- *              rmsnorm -> q,k,v matmuls -> rope -> causal GQA attention over the
- *              KV cache -> o matmul -> residual -> rmsnorm -> gate,up matmuls ->
- *              swiglu -> down matmul -> residual
- *         -> final rmsnorm (last token) -> lm_head -> logits
+ *   embed [* sqrt(dim)] -> for each layer:
+ *              rmsnorm -> q,k,v matmuls [+ bias] -> [q/k head rmsnorm] -> rope (maybe
+ *              partial, per-layer base, or none) -> causal GQA attention over the KV
+ *              cache [in a sliding window] -> o matmul -> [rmsnorm] -> residual ->
+ *              rmsnorm -> gate,up matmuls -> silu or gelu-tanh gate -> down matmul ->
+ *              [rmsnorm] -> residual
+ *         -> final rmsnorm (last token) -> lm_head -> [soft-cap] -> logits
  *
  * f32 activations throughout; weights are read in their stored dtype by the
  * kernels. In fast mode (repacked Q4_0 / Q4_1 / Q8_0 weights) each matmul input
@@ -95,7 +98,7 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     s->k_new = s->att_out + ch * qd;
     s->v_new = s->k_new + ch * kvd;
     s->hb2 = s->shared;
-    s->rope_cs = malloc(ch * c->head_dim * sizeof(float));
+    s->rope_cs = malloc(2 * ch * c->rot_dim * sizeof(float));
     s->hb = malloc(ch * c->hidden_dim * sizeof(float));
     size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
     s->scores = malloc(att * s->score_ld * sizeof(float));
@@ -160,6 +163,7 @@ struct matmul_job {
     mm_post_fn post;     /* or NULL */
     int layer, pos;      /* for post functions that write the cache */
     int quantize_down;   /* post_swiglu also quantizes its rows into s->xq_down (nt = 1) */
+    const float *rope_cs;/* post_qkv: (nt, rot_dim) angles of this layer's RoPE, or NULL (none) */
     pool_queue queue;    /* the row chunks, set up by run_matmuls */
 };
 
@@ -308,7 +312,9 @@ static void post_residual(const matmul_job *j, int r0, int r1) {
 static void post_swiglu(const matmul_job *j, int r0, int r1) {
     int hid = j->m->cfg.hidden_dim;
     fwd_state *s = j->s;
-    swiglu_fn swiglu = s->fast ? j->m->kern->swiglu_fast : ops_swiglu;
+    int gelu = j->m->cfg.act == ACT_GELU_TANH;
+    swiglu_fn swiglu = s->fast ? (gelu ? j->m->kern->geglu_fast : j->m->kern->swiglu_fast)
+                               : (gelu ? ops_gelu_tanh_mul : ops_swiglu);
     for (int t = 0; t < j->nt; t++) swiglu(s->hb + (size_t)t * hid + r0, s->hb2 + (size_t)t * hid + r0, r1 - r0);
     if (!j->quantize_down) return;
     q8_act part = s->xq_down;
@@ -319,22 +325,35 @@ static void post_swiglu(const matmul_job *j, int r0, int r1) {
     quantizer(j->m)(s->hb + r0, hid, 0, 1, &part);
 }
 
+/* One head of q or k as it enters attention: + bias, RMSNorm over the head (the
+ * norm's weight: hd values), RoPE with the angles cs (NULL: a layer without RoPE)
+ * on the first rot_dim values. */
+static void head_in(float *v, const float *bias, const float *norm, const float *cs, const model_config *c) {
+    if (bias)
+        for (int d = 0; d < c->head_dim; d++) v[d] += bias[d];
+    if (norm) ops_rmsnorm(v, v, norm, c->head_dim, c->rms_eps);
+    if (cs) ops_rope_apply(v, c->rot_dim, cs, c->rope_interleaved);
+}
+
 /* The rows just computed of Q, K and V (stacked in that order; the split is in
- * whole heads): RoPE on the query and key heads, then the keys into the cache,
- * transposed, and the values as they are. In-thread, on rows still in this
- * core's cache, and no serial stage between the matmul and attention. */
+ * whole heads): bias, head norm and RoPE on the query and key heads, then the keys
+ * into the cache, transposed, and the values (+ bias) as they are. In-thread, on
+ * rows still in this core's cache, and no serial stage between the matmul and
+ * attention. */
 static void post_qkv(const matmul_job *j, int r0, int r1) {
     const model_config *c = &j->m->cfg;
+    const layer_weights *L = &j->m->layers[j->layer];
     fwd_state *s = j->s;
     int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
     for (int t = 0; t < j->nt; t++) {
-        const float *cs = s->rope_cs + (size_t)t * hd;
+        const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * c->rot_dim : NULL;
         int p = j->pos + t;
-        for (int r = r0; r < r1 && r < qd; r += hd) ops_rope_apply(s->q + (size_t)t * qd + r, hd, cs, c->rope_interleaved);
+        for (int r = r0; r < r1 && r < qd; r += hd)
+            head_in(s->q + (size_t)t * qd + r, L->q_bias ? L->q_bias + r : NULL, L->q_norm, cs, c);
         for (int r = r0 > qd ? r0 : qd; r < r1 && r < qd + kvd; r += hd) {
             int h = (r - qd) / hd;
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
-            ops_rope_apply(k, hd, cs, c->rope_interleaved);
+            head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
             void *kc = k_head(s, c, j->layer, h);
             size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
             for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[d]);
@@ -342,7 +361,8 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
         /* rows of V are (kv head, dim) in order: whole heads, as the split is */
         for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r += hd) {
             int h = (r - qd - kvd) / hd;
-            const float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
+            float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
+            if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
             void *vc = v_head(s, c, j->layer, h);
             for (int d = 0; d < hd; d++) cache_put(s, vc, (size_t)p * hd + d, v[d]);
         }
@@ -355,13 +375,15 @@ typedef struct {
     const model *m;
     fwd_state *s;
     int layer, n, pos;
+    int win;     /* sliding window of this layer, 0: none */
+    float scale; /* q.k scale */
 } attn_job;
 
 /* One token (decode): the query heads split into equal contiguous ranges, and
  * within a thread's range one ops_attend_block per kv head it touches, over
  * that kv head's queries in the range. Splitting by kv head instead would give
  * one of 2 threads twice the other's work for 3 kv heads. */
-static void attention_decode(const attn_job *j, int ith, int nth, float scale, float *sc) {
+static void attention_decode(const attn_job *j, int ith, int nth, float *sc) {
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
@@ -371,7 +393,7 @@ static void attention_decode(const attn_job *j, int ith, int nth, float scale, f
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
                          he - h, s->kv_type, k_head(s, c, j->layer, kvh), ATT_KBLOCK, v_head(s, c, j->layer, kvh),
-                         (size_t)hd, j->pos + 1, hd, scale, sc, s->score_ld);
+                         (size_t)hd, j->pos + 1, j->win, hd, j->scale, sc, s->score_ld);
         h = he;
     }
 }
@@ -388,10 +410,9 @@ static void attention_task(void *ctx, int ith, int nth) {
     const fwd_state *s = j->s;
     int hd = c->head_dim, qd = c->n_heads * hd;
     int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
-    float scale = 1.0f / sqrtf((float)hd);
     float *sc = s->scores + (size_t)ith * rows * s->score_ld;
     if (j->n == 1) {
-        attention_decode(j, ith, nth, scale, sc);
+        attention_decode(j, ith, nth, sc);
         return;
     }
     float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
@@ -405,7 +426,7 @@ static void attention_task(void *ctx, int ith, int nth) {
         for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
         ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv_type,
                          k_head(s, c, j->layer, kvh), ATT_KBLOCK, v_head(s, c, j->layer, kvh), (size_t)hd,
-                         j->pos + t0 + 1, hd, scale, sc, s->score_ld);
+                         j->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld);
         for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
     }
 }
@@ -419,24 +440,50 @@ typedef struct {
     fwd_state *s;
     const float *norm_w; /* (dim) rmsnorm weight */
     int n;
+    int residual;        /* 0: xb = rmsnorm(x); 1: x += rmsnorm(xb) (a post-norm) */
 } norm_job;
 
-/* xb = rmsnorm(x) * norm_w for each token */
 static void rmsnorm_task(void *ctx, int ith, int nth) {
     const norm_job *j = ctx;
     const model_config *c = &j->m->cfg;
     int t0, t1;
     pool_split(j->n, 1, ith, nth, &t0, &t1);
-    for (int t = t0; t < t1; t++)
-        ops_rmsnorm(j->s->xb + (size_t)t * c->dim, j->s->x + (size_t)t * c->dim, j->norm_w, c->dim, c->rms_eps);
+    for (int t = t0; t < t1; t++) {
+        float *x = j->s->x + (size_t)t * c->dim, *xb = j->s->xb + (size_t)t * c->dim;
+        if (!j->residual) {
+            ops_rmsnorm(xb, x, j->norm_w, c->dim, c->rms_eps);
+            continue;
+        }
+        ops_rmsnorm(xb, xb, j->norm_w, c->dim, c->rms_eps);
+        for (int i = 0; i < c->dim; i++) x[i] += xb[i];
+    }
 }
 
-static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n) {
-    norm_job j = {m, s, norm_w, n};
+static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n, int residual) {
+    norm_job j = {m, s, norm_w, n, residual};
     if (n >= 2 * pool_size(m->pool)) {
         pool_run(m->pool, rmsnorm_task, &j);
     } else {
         rmsnorm_task(&j, 0, 1);
+    }
+}
+
+/* The RoPE angles of the chunk's tokens, once per token (not per head and layer):
+ * (n, rot_dim) per table, the model's at rope_cs and the sliding layers' own base
+ * after it. LongRoPE takes its long factors once the call's sequence (s->seq_end,
+ * or this chunk's end) passes the original context, as transformers decides per
+ * forward call; its cos and sin are scaled by the attention factor. */
+static void rope_tables(const model *m, fwd_state *s, int n, int pos) {
+    const model_config *c = &m->cfg;
+    int rd = c->rot_dim, end = s->seq_end > pos + n ? s->seq_end : pos + n;
+    const float *f = m->rope_inv_freq_long && end > c->rope_orig_max_pos ? m->rope_inv_freq_long : m->rope_inv_freq;
+    for (int t = 0; t < n; t++) {
+        float *cs = s->rope_cs + (size_t)t * rd;
+        ops_rope_angles(cs, rd, f, pos + t);
+        if (c->rope_scaling == ROPE_SCALING_LONGROPE)
+            for (int i = 0; i < rd; i++) cs[i] *= c->rope_attn_factor;
+        if (m->rope_inv_freq_swa)
+            ops_rope_angles(s->rope_cs + (size_t)(s->chunk + t) * rd, rd, m->rope_inv_freq_swa, pos + t);
     }
 }
 
@@ -445,28 +492,40 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     int dim = c->dim, hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
     int hid = c->hidden_dim;
     int head_align = lcm16(hd); /* Q, K, V split in whole heads (post_qkv) and whole 16-row groups */
+    float scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd);
 
-    for (int t = 0; t < n; t++) tensor_row_f32(m->tok_embd, ids[t], s->x + (size_t)t * dim);
-    /* the angles depend on the position only: once per token, not per head and layer */
-    for (int t = 0; t < n; t++) ops_rope_angles(s->rope_cs + (size_t)t * hd, hd, m->rope_inv_freq, pos + t);
+    for (int t = 0; t < n; t++) {
+        float *x = s->x + (size_t)t * dim;
+        tensor_row_f32(m->tok_embd, ids[t], x);
+        if (m->embed_scale != 1.0f)
+            for (int i = 0; i < dim; i++) x[i] *= m->embed_scale;
+    }
+    rope_tables(m, s, n, pos);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];
+        int lf = c->layer_flags[l], slide = lf & LAYER_SLIDING;
+        const float *cs = lf & LAYER_NO_ROPE                    ? NULL
+                          : slide && m->rope_inv_freq_swa ? s->rope_cs + (size_t)s->chunk * c->rot_dim
+                                                          : s->rope_cs;
 
-        run_rmsnorm(m, s, L->attn_norm, n);
+        run_rmsnorm(m, s, L->attn_norm, n, 0);
         /* keys and values reach the cache through k_new and v_new, RoPE on the way */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
-                         .nt = n, .post = post_qkv, .layer = l, .pos = pos};
+                         .nt = n, .post = post_qkv, .layer = l, .pos = pos, .rope_cs = cs};
         run_matmuls(&jq, NULL);
-        attn_job aj = {m, s, l, n, pos};
+        attn_job aj = {m, s, l, n, pos, slide ? c->sliding_window : 0, scale};
         pool_run(m->pool, attention_task, &aj);
+        /* the o projection adds itself to the residual in its threads, unless a
+         * post-norm (over whole rows) has to come first */
         mm_out o[] = {{L->wo, s->xb, dim}};
         matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
-                         .post = post_residual};
+                         .post = L->post_attn_norm ? NULL : post_residual};
         run_matmuls(&jo, NULL);
+        if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
 
-        run_rmsnorm(m, s, L->ffn_norm, n);
+        run_rmsnorm(m, s, L->ffn_norm, n, 0);
         /* decode: the gate/up threads also quantize the down projection's input */
         int fuse_q = n == 1 && q8_weights(L->w_down) != NULL;
         if (fuse_q) q8_act_shape(&s->xq_down, 1, hid);
@@ -476,8 +535,9 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         run_matmuls(&jg, NULL);
         mm_out d[] = {{L->w_down, s->xb, dim}};
         matmul_job jd = {.m = m, .s = s, .out = d, .n_out = 1, .x = s->hb, .ldx = hid, .nt = n,
-                         .post = post_residual};
+                         .post = L->post_ffn_norm ? NULL : post_residual};
         run_matmuls(&jd, fuse_q ? &s->xq_down : NULL);
+        if (L->post_ffn_norm) run_rmsnorm(m, s, L->post_ffn_norm, n, 1);
     }
 
     /* only the last token's logits are needed: prefill and decode both sample from it */
@@ -486,6 +546,8 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     mm_out lm[] = {{m->lm_head, s->logits, c->vocab_size}};
     matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = 1};
     run_matmuls(&jl, NULL);
+    if (c->final_softcap > 0) /* transformers: logits / cap, tanh, * cap */
+        for (int i = 0; i < c->vocab_size; i++) s->logits[i] = tanhf(s->logits[i] / c->final_softcap) * c->final_softcap;
 }
 
 /* The rows [b, e) of the outputs ws[0..n) stacked end to end, tensor by tensor. */

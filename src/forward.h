@@ -1,4 +1,4 @@
-/* forward.h - the Llama forward pass over a chunk of tokens, writing the KV cache. */
+/* forward.h - the forward pass over a chunk of tokens, writing the KV cache. */
 #ifndef LLMGEN_FORWARD_H
 #define LLMGEN_FORWARD_H
 
@@ -40,7 +40,11 @@ typedef struct {
                          before their transposed copy into k_cache */
     float *v_new;     /* (chunk, n_kv_heads * head_dim) values of this chunk, before
                          their copy into v_cache */
-    float *rope_cs;   /* (chunk, head_dim) cos then sin of each token's angles */
+    float *rope_cs;   /* (2, chunk, rot_dim) cos then sin of each token's angles: the model's
+                         RoPE table, then the sliding layers' own (Gemma 3) */
+    int seq_end;      /* set by the caller before a run of forward calls: the position after
+                         the last token of the whole run (LongRoPE picks its factors by it);
+                         0: each call's own end */
     float *att_out;   /* (chunk, n_heads * head_dim) attention output before wo */
     float *hb;        /* (chunk, hidden_dim) gate, then silu(gate) * up */
     float *hb2;       /* (chunk, hidden_dim) up; overlaps q .. v_new (see shared) */

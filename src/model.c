@@ -104,44 +104,71 @@ static int get_vector(const model *m, const char *name, int64_t n, float **out, 
     return 0;
 }
 
-/* Tensor names: GGUF (llama.cpp) and Hugging Face conventions. */
-typedef struct {
-    const char *embd, *out_norm, *lm_head;
-    const char *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *gate, *up, *down; /* with %d */
-} name_scheme;
+static int64_t slot_dim(const model_config *c, slot_size s) {
+    switch (s) {
+    case SZ_DIM: return c->dim;
+    case SZ_Q: return (int64_t)c->n_heads * c->head_dim;
+    case SZ_KV: return (int64_t)c->n_kv_heads * c->head_dim;
+    case SZ_QKV: return (int64_t)(c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+    case SZ_HEAD: return c->head_dim;
+    case SZ_FF: return c->hidden_dim;
+    case SZ_FF2: return 2 * (int64_t)c->hidden_dim;
+    }
+    return 0;
+}
 
-static const name_scheme GGUF_NAMES = {
-    "token_embd.weight", "output_norm.weight", "output.weight",
-    "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight", "blk.%d.attn_k.weight",
-    "blk.%d.attn_v.weight", "blk.%d.attn_output.weight", "blk.%d.ffn_norm.weight",
-    "blk.%d.ffn_gate.weight", "blk.%d.ffn_up.weight", "blk.%d.ffn_down.weight",
-};
+/* The family of c has this slot (two slots may fill one field, in different families). */
+static int slot_used(const model_config *c, const layer_slot *sl) {
+    return (c->flags & sl->need) == sl->need && !(c->flags & sl->without);
+}
 
-static const name_scheme HF_NAMES = {
-    "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight",
-    "model.layers.%d.input_layernorm.weight", "model.layers.%d.self_attn.q_proj.weight",
-    "model.layers.%d.self_attn.k_proj.weight", "model.layers.%d.self_attn.v_proj.weight",
-    "model.layers.%d.self_attn.o_proj.weight", "model.layers.%d.post_attention_layernorm.weight",
-    "model.layers.%d.mlp.gate_proj.weight", "model.layers.%d.mlp.up_proj.weight",
-    "model.layers.%d.mlp.down_proj.weight",
-};
+/* A norm weight as the forward pass multiplies by it: Gemma's (1 + w) from HF and
+ * MLX files, in f32 as transformers adds it; GGUF files already store 1 + w. */
+static void norm_plus_one(const model *m, float *v, int64_t n) {
+    if (!(m->cfg.flags & ARCH_NORM_PLUS_ONE) || m->gguf) return;
+    for (int64_t i = 0; i < n; i++) v[i] = 1.0f + v[i];
+}
 
-static int load_layer(model *m, const name_scheme *ns, int l, char *err) {
+/* Rows [row0, row0 + rows) of the fused matrix t as a matrix of its own: a view in
+ * m->views (or in the affine store for MLX), nothing copied. */
+static int split_rows(model *m, const tensor *t, int64_t row0, int64_t rows, const tensor **out, char *err) {
+    if (affine_bits(t->type)) return affine_split(&m->affine, t, row0, rows, out, m->path, err);
+    tensor *v = &m->views[m->n_views++];
+    size_t rb = dtype_row_bytes(t->type, t->shape[1]);
+    *v = *t;
+    v->shape[0] = rows;
+    v->data = (const uint8_t *)t->data + (size_t)row0 * rb;
+    v->nbytes = (size_t)rows * rb;
+    *out = v;
+    return 0;
+}
+
+/* Layer l's tensors, slot by slot (arch.h's LAYER_SLOTS: the one list of them),
+ * then the views of its fused tensors. */
+static int load_layer(model *m, int l, char *err) {
     const model_config *c = &m->cfg;
     layer_weights *L = &m->layers[l];
-    int64_t q_rows = (int64_t)c->n_heads * c->head_dim, kv_rows = (int64_t)c->n_kv_heads * c->head_dim;
     char name[128];
-#define NAME(fmt) (snprintf(name, sizeof name, fmt, l), name)
-    if (get_vector(m, NAME(ns->attn_norm), c->dim, &L->attn_norm, err)) return -1;
-    if (get_matrix(m, NAME(ns->wq), q_rows, c->dim, &L->wq, err)) return -1;
-    if (get_matrix(m, NAME(ns->wk), kv_rows, c->dim, &L->wk, err)) return -1;
-    if (get_matrix(m, NAME(ns->wv), kv_rows, c->dim, &L->wv, err)) return -1;
-    if (get_matrix(m, NAME(ns->wo), c->dim, q_rows, &L->wo, err)) return -1;
-    if (get_vector(m, NAME(ns->ffn_norm), c->dim, &L->ffn_norm, err)) return -1;
-    if (get_matrix(m, NAME(ns->gate), c->hidden_dim, c->dim, &L->w_gate, err)) return -1;
-    if (get_matrix(m, NAME(ns->up), c->hidden_dim, c->dim, &L->w_up, err)) return -1;
-    if (get_matrix(m, NAME(ns->down), c->dim, c->hidden_dim, &L->w_down, err)) return -1;
-#undef NAME
+    for (int i = 0; i < N_LAYER_SLOTS; i++) {
+        const layer_slot *sl = &LAYER_SLOTS[i];
+        if (!slot_used(c, sl)) continue;
+        snprintf(name, sizeof name, m->gguf ? sl->gguf : sl->hf, l);
+        void *field = (char *)L + sl->field;
+        int64_t rows = slot_dim(c, sl->rows);
+        if (sl->cols < 0) {
+            if (get_vector(m, name, rows, (float **)field, err)) return -1;
+            if (sl->norm) norm_plus_one(m, *(float **)field, rows);
+        } else if (get_matrix(m, name, rows, slot_dim(c, (slot_size)sl->cols), (const tensor **)field, err)) {
+            return -1;
+        }
+    }
+    int64_t qd = slot_dim(c, SZ_Q), kvd = slot_dim(c, SZ_KV), ff = c->hidden_dim;
+    if (L->w_qkv && (split_rows(m, L->w_qkv, 0, qd, &L->wq, err) || split_rows(m, L->w_qkv, qd, kvd, &L->wk, err) ||
+                     split_rows(m, L->w_qkv, qd + kvd, kvd, &L->wv, err)))
+        return -1;
+    if (L->w_gate_up &&
+        (split_rows(m, L->w_gate_up, 0, ff, &L->w_gate, err) || split_rows(m, L->w_gate_up, ff, ff, &L->w_up, err)))
+        return -1;
     return 0;
 }
 
@@ -159,18 +186,31 @@ static void note_type(model *m, dtype t) {
 
 static int load_weights(model *m, char *err) {
     const model_config *c = &m->cfg;
-    const name_scheme *ns = m->gguf ? &GGUF_NAMES : &HF_NAMES;
-    if (get_matrix(m, ns->embd, c->vocab_size, c->dim, &m->tok_embd, err)) return -1;
-    if (get_vector(m, ns->out_norm, c->dim, &m->out_norm, err)) return -1;
+    int g = m->gguf != NULL;
+    if (get_matrix(m, g ? "token_embd.weight" : "model.embed_tokens.weight", c->vocab_size, c->dim, &m->tok_embd,
+                   err))
+        return -1;
+    if (get_vector(m, g ? "output_norm.weight" : "model.norm.weight", c->dim, &m->out_norm, err)) return -1;
+    norm_plus_one(m, m->out_norm, c->dim);
     if (c->tied_embeddings) {
         m->lm_head = m->tok_embd;
-    } else if (get_matrix(m, ns->lm_head, c->vocab_size, c->dim, &m->lm_head, err)) {
+    } else if (get_matrix(m, g ? "output.weight" : "lm_head.weight", c->vocab_size, c->dim, &m->lm_head, err)) {
         return -1;
     }
+    /* sqrt(hidden) in double (Python's hidden_size ** 0.5), rounded once to f32 as
+     * transformers' f32 buffer holds it; mlx-lm, the reference of MLX checkpoints
+     * (config.json "quantization"), rounds it to bf16 first (33.75 for Gemma-3-1B's
+     * 1152, where transformers has 33.94) */
+    m->embed_scale = 1.0f;
+    if (c->flags & ARCH_EMBED_SCALE) {
+        m->embed_scale = (float)sqrt((double)c->dim);
+        if (c->quant_bits) m->embed_scale = bf16_to_f32(f32_to_bf16(m->embed_scale));
+    }
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->layers) return errf(err, "%s: out of memory", m->path);
+    m->views = calloc((size_t)c->n_layers * 5, sizeof *m->views);
+    if (!m->layers || !m->views) return errf(err, "%s: out of memory", m->path);
     for (int l = 0; l < c->n_layers; l++)
-        if (load_layer(m, ns, l, err)) return -1;
+        if (load_layer(m, l, err)) return -1;
     note_type(m, m->tok_embd->type);
     note_type(m, m->lm_head->type);
     for (int l = 0; l < c->n_layers; l++) {
@@ -183,43 +223,80 @@ static int load_weights(model *m, char *err) {
 
 /* ---- RoPE frequencies -------------------------------------------------------------- */
 
-/* inv_freq[i] = 1 / theta^(2i/d), in f32 as transformers computes it, then llama3
- * scaling (transformers' _compute_llama3_parameters, also in f32). GGUF files may
- * instead carry rope_freqs.weight: llama.cpp divides the frequency by it. */
+/* inv_freq[i] = 1 / (factor_i * theta^(2i/d)) over the d = rot_dim rotated dimensions,
+ * in f32 as transformers computes it (factor 1 but for LongRoPE). */
+static void rope_base(float *f, const model_config *c, float theta, const float *factors) {
+    for (int i = 0; i < c->rot_dim / 2; i++) {
+        float e = (float)(2 * i) / (float)c->rot_dim;
+        f[i] = 1.0f / (factors ? factors[i] * powf(theta, e) : powf(theta, e));
+    }
+}
+
+/* transformers' _compute_llama3_parameters, in f32. */
+static void rope_llama3(float *f, const model_config *c) {
+    float old = (float)c->rope_orig_max_pos, factor = c->rope_factor;
+    float lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
+    float low_wl = old / lo, high_wl = old / hi;
+    for (int i = 0; i < c->rot_dim / 2; i++) {
+        float wl = 2.0f * (float)M_PI / f[i];
+        float base = wl > low_wl ? f[i] / factor : f[i];
+        if (!(wl < high_wl) && !(wl > low_wl)) {
+            float s = (old / wl - lo) / (hi - lo);
+            base = (1.0f - s) * base / factor + s * base;
+        }
+        f[i] = base;
+    }
+}
+
+/* An F32 GGUF vector of n positive values (rope_freqs / rope_factors_*), or NULL if absent. */
+static int gguf_rope_vector(const model *m, const char *name, int n, const tensor **out, char *err) {
+    const tensor *t = m->gguf ? gguf_find_tensor(m->gguf, name) : NULL;
+    *out = t;
+    if (!t) return 0;
+    if (t->type != DT_F32 || tensor_numel(t) != n)
+        return errf(err, "%s: %s should be F32 with %d elements", m->path, name, n);
+    for (int i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, (const uint8_t *)t->data + 4 * i, 4);
+        if (!(v > 0.0f) || !isfinite(v)) return errf(err, "%s: %s[%d] is not a positive number", m->path, name, i);
+    }
+    return 0;
+}
+
+/* The rotary frequency tables: the model's, the sliding layers' (own base, no
+ * scaling: Gemma 3 scales its global layers only) and LongRoPE's long set. GGUF
+ * files may carry the llama3 factors as rope_freqs.weight (llama.cpp divides the
+ * frequency by them) and LongRoPE's as rope_factors_{short,long}.weight. */
 static int rope_frequencies(model *m, char *err) {
     const model_config *c = &m->cfg;
-    int half = c->head_dim / 2;
-    float *f = malloc((size_t)half * sizeof(float));
+    int half = c->rot_dim / 2, longrope = c->rope_scaling == ROPE_SCALING_LONGROPE;
+    float *f = malloc((size_t)3 * half * sizeof(float));
     if (!f) return errf(err, "%s: out of memory", m->path);
     m->rope_inv_freq = f;
-    for (int i = 0; i < half; i++) {
-        float e = (float)(2 * i) / (float)c->head_dim;
-        f[i] = 1.0f / powf(c->rope_theta, e);
-    }
-    if (c->rope_scaling == ROPE_SCALING_LLAMA3) {
-        float old = (float)c->rope_orig_max_pos, factor = c->rope_factor;
-        float lo = c->rope_low_freq_factor, hi = c->rope_high_freq_factor;
-        float low_wl = old / lo, high_wl = old / hi;
-        for (int i = 0; i < half; i++) {
-            float wl = 2.0f * (float)M_PI / f[i];
-            float base = wl > low_wl ? f[i] / factor : f[i];
-            if (!(wl < high_wl) && !(wl > low_wl)) {
-                float s = (old / wl - lo) / (hi - lo);
-                base = (1.0f - s) * base / factor + s * base;
-            }
-            f[i] = base;
-        }
-    }
-    const tensor *rf = m->gguf ? gguf_find_tensor(m->gguf, "rope_freqs.weight") : NULL;
-    if (rf) {
-        if (rf->type != DT_F32 || tensor_numel(rf) != half)
-            return errf(err, "%s: rope_freqs.weight should be F32 with %d elements", m->path, half);
-        for (int i = 0; i < half; i++) {
-            float v;
-            memcpy(&v, (const uint8_t *)rf->data + 4 * i, 4);
-            if (!(v > 0.0f)) return errf(err, "%s: rope_freqs.weight[%d] is not positive", m->path, i);
-            f[i] /= v;
-        }
+    m->rope_inv_freq_swa = c->rope_theta_swa > 0 ? f + half : NULL;
+    m->rope_inv_freq_long = longrope ? f + 2 * half : NULL;
+    const tensor *rf, *fs = NULL, *fl = NULL;
+    if (gguf_rope_vector(m, "rope_freqs.weight", half, &rf, err)) return -1;
+    if (longrope && !c->rope_factors_json &&
+        (gguf_rope_vector(m, "rope_factors_short.weight", half, &fs, err) ||
+         gguf_rope_vector(m, "rope_factors_long.weight", half, &fl, err)))
+        return -1;
+    if (longrope && !c->rope_factors_json && (!fs || !fl))
+        return errf(err, "%s: LongRoPE scaling without rope_factors_short.weight and rope_factors_long.weight",
+                    m->path);
+    float fsv[CONFIG_MAX_ROT_PAIRS], flv[CONFIG_MAX_ROT_PAIRS];
+    if (fs) memcpy(fsv, fs->data, (size_t)half * 4);
+    if (fl) memcpy(flv, fl->data, (size_t)half * 4);
+    rope_base(f, c, c->rope_theta, longrope ? (fs ? fsv : c->rope_short) : NULL);
+    if (longrope) rope_base(m->rope_inv_freq_long, c, c->rope_theta, fl ? flv : c->rope_long);
+    if (m->rope_inv_freq_swa) rope_base(m->rope_inv_freq_swa, c, c->rope_theta_swa, NULL);
+    if (c->rope_scaling == ROPE_SCALING_LLAMA3) rope_llama3(f, c);
+    if (c->rope_scaling == ROPE_SCALING_LINEAR)
+        for (int i = 0; i < half; i++) f[i] /= c->rope_factor;
+    for (int i = 0; rf && i < half; i++) {
+        float v;
+        memcpy(&v, (const uint8_t *)rf->data + 4 * i, 4);
+        f[i] /= v;
     }
     return 0;
 }
@@ -466,12 +543,13 @@ void model_free(model *m) {
     if (m->pool) pool_free(m->pool);
     repack_free(m); /* before the layer table it walks is freed */
     if (m->layers) {
-        for (int l = 0; l < m->cfg.n_layers; l++) {
-            free(m->layers[l].attn_norm);
-            free(m->layers[l].ffn_norm);
-        }
+        for (int l = 0; l < m->cfg.n_layers; l++)
+            for (int i = 0; i < N_LAYER_SLOTS; i++)
+                if (slot_used(&m->cfg, &LAYER_SLOTS[i]) && LAYER_SLOTS[i].cols < 0)
+                    free(*(float **)((char *)&m->layers[l] + LAYER_SLOTS[i].field));
         free(m->layers);
     }
+    free(m->views);
     free(m->out_norm);
     free(m->rope_inv_freq);
     if (m->tok) tok_free(m->tok);

@@ -1,4 +1,4 @@
-/* model.h - a loaded Llama-family model: config, weight views into the file
+/* model.h - a loaded model of any family in arch.h: config, weight views into the file
  * mapping, the tokenizer (if the file has one), kernels and threads.
  * Read-only after model_open: one model serves many sessions. */
 #ifndef LLMGEN_MODEL_H
@@ -12,25 +12,6 @@
 #include "threads.h"
 #include "tokenizer.h"
 
-typedef struct {
-    float *attn_norm;   /* (dim) f32 copy of the RMSNorm weight */
-    const tensor *wq;   /* (n_heads * head_dim, dim) */
-    const tensor *wk;   /* (n_kv_heads * head_dim, dim) */
-    const tensor *wv;   /* (n_kv_heads * head_dim, dim) */
-    const tensor *wo;   /* (dim, n_heads * head_dim) */
-    float *ffn_norm;    /* (dim) f32 */
-    const tensor *w_gate; /* (hidden_dim, dim) */
-    const tensor *w_up;   /* (hidden_dim, dim) */
-    const tensor *w_down; /* (dim, hidden_dim) */
-} layer_weights;
-
-/* A layer's weight matrices, in one order for every loop that visits them all. */
-#define LAYER_MATRICES 7
-static inline void layer_matrices(const layer_weights *L, const tensor *out[LAYER_MATRICES]) {
-    const tensor *ts[LAYER_MATRICES] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-    for (int i = 0; i < LAYER_MATRICES; i++) out[i] = ts[i];
-}
-
 typedef struct model {
     char *path;              /* what the user gave: a .gguf file or a model directory */
     model_config cfg;
@@ -41,7 +22,15 @@ typedef struct model {
     float *out_norm;         /* (dim) f32 */
     const tensor *lm_head;   /* (vocab, dim); == tok_embd when embeddings are tied */
     struct affine_store *affine; /* owns the assembled MLX affine views (affine.c); NULL if none */
-    float *rope_inv_freq;    /* (head_dim / 2) rotary frequencies, llama3 scaling applied */
+    float *rope_inv_freq;    /* (rot_dim / 2) rotary frequencies, scaling applied (LongRoPE: the short
+                                factors); one allocation with the two below */
+    float *rope_inv_freq_swa;/* (rot_dim / 2) those of sliding-window layers with a base of their own
+                                (Gemma 3), or NULL */
+    float *rope_inv_freq_long;/* (rot_dim / 2) LongRoPE's long factors, or NULL */
+    float embed_scale;       /* ARCH_EMBED_SCALE: sqrt(dim) rounded to f32; else 1 */
+    tensor *views;           /* (n_layers * 5) row ranges of fused tensors (wq, wk, wv of a qkv tensor,
+                                ...): owned here */
+    int n_views;
     tokenizer *tok;          /* NULL when the file carries no tokenizer */
     const kernels *kern;
     thread_pool *pool;

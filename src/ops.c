@@ -76,17 +76,32 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
 }
 
 void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
-                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int hd,
+                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int win, int hd,
                       float scale, float *scores, int lds) {
-    int len = len0 + (nt - 1) / rpt; /* the last row's length bounds every row */
+    /* a window: skip the whole key blocks before the first row's window */
+    int skip = win && len0 > win ? (len0 - win) / kb * kb : 0;
+    kt = (const char *)kt + dtype_row_bytes(kvt, (int64_t)skip * hd);
+    vc = (const char *)vc + dtype_row_bytes(kvt, (int64_t)skip * (int64_t)vstride);
+    int len = len0 + (nt - 1) / rpt - skip; /* the last row's length bounds every row */
     k->att_scores[kvt](kt, kb, hd, len, q, ldq, nt, scores, lds);
     for (int i = 0; i < nt; i++) {
         float *row = scores + (size_t)i * lds;
+        int end = len0 + i / rpt - skip, lo = win && end > win ? end - win : 0;
+        for (int p = 0; p < lo; p++) row[p] = 0.0f;
         if (fast) {
-            k->softmax_fast(row, len0 + i / rpt, len, scale);
+            k->softmax_fast(row + lo, end - lo, len - lo, scale);
         } else {
-            softmax_with(row, len0 + i / rpt, len, scale, expf); /* exact mode: libm */
+            softmax_with(row + lo, end - lo, len - lo, scale, expf); /* exact mode: libm */
         }
     }
     k->att_values[kvt](vc, vstride, hd, len, scores, lds, nt, out, ldo);
+}
+
+void ops_gelu_tanh_mul(float *gate, const float *up, int n) {
+    /* PyTorch's gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+    for (int i = 0; i < n; i++) {
+        float x = gate[i], inner = beta * (x + kappa * (x * x * x));
+        gate[i] = 0.5f * x * (1.0f + tanhf(inner)) * up[i];
+    }
 }

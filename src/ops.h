@@ -41,9 +41,14 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
  * kernels' softmax_fast. Keys and values are read once for all nt rows;
  * masked positions get probability exactly 0, which adds exactly nothing, so
  * a row's output does not depend on nt or on the rows sharing its call, and
- * (fast = 0) not on the ISA either. */
+ * (fast = 0) not on the ISA either. win > 0: a sliding window, row i attends only
+ * its last win positions (transformers' kv_idx > q_idx - sliding_window); whole key
+ * blocks before the first row's window are not read. */
 void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
-                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int hd,
+                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int win, int hd,
                       float scale, float *scores, int lds);
+
+/* gate[i] = gelu_tanh(gate[i]) * up[i]  (Gemma's MLP; PyTorch's formula, libm's tanhf) */
+void ops_gelu_tanh_mul(float *gate, const float *up, int n);
 
 #endif

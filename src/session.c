@@ -334,6 +334,7 @@ static void release(llmgen_session *s) { atomic_store(&s->owner->busy, 0); }
 
 /* Run ids through the model in chunks; callers have checked them. */
 static void run_chunks(llmgen_session *s, const int32_t *ids, int n) {
+    s->st.seq_end = s->pos + n; /* one call, one sequence length (LongRoPE) */
     for (int done = 0; done < n;) {
         int k = n - done < s->st.chunk ? n - done : s->st.chunk;
         forward(s->owner->m, &s->st, ids + done, k, s->pos);

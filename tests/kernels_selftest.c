@@ -875,6 +875,10 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
         ref->swiglu_fast(a, u, n);
         k->swiglu_fast(b, u, n);
         if (memcmp(a, b, (size_t)n * 4)) return snprintf(msg, len, "swiglu_fast n %d differs from scalar", n), 1;
+        memcpy(a, g, sizeof g), memcpy(b, g, sizeof g);
+        ref->geglu_fast(a, u, n);
+        k->geglu_fast(b, u, n);
+        if (memcmp(a, b, (size_t)n * 4)) return snprintf(msg, len, "geglu_fast n %d differs from scalar", n), 1;
     }
     for (int n = 1; n <= 333; n += 37) {
         for (int i = 0; i < SPAD; i++) g[i] = 40.0f * st_unit(&st); /* logits over +-40 */

@@ -74,5 +74,11 @@ void att_values_f16_scalar(const void *v, size_t vstride, int hd, int len, const
                            float *out, int ldo);
 void softmax_fast_scalar(float *x, int len, int pad, float scale);
 void swiglu_fast_scalar(float *gate, const float *up, int n);
+void geglu_fast_scalar(float *gate, const float *up, int n);
+
+/* gelu_tanh(x) = 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3):
+ * 2u = GELU_C2 * (x + GELU_KAPPA * x^3). */
+#define GELU_C2 1.5957691216057308f
+#define GELU_KAPPA 0.044715f
 
 #endif

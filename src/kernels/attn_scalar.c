@@ -56,3 +56,10 @@ void softmax_fast_scalar(float *x, int len, int pad, float scale) { softmax_with
 void swiglu_fast_scalar(float *gate, const float *up, int n) {
     for (int i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + exp_poly(-gate[i])) * up[i];
 }
+
+void geglu_fast_scalar(float *gate, const float *up, int n) {
+    for (int i = 0; i < n; i++) {
+        float x = gate[i], x3 = x * x * x, u2 = GELU_C2 * (x + GELU_KAPPA * x3);
+        gate[i] = x / (1.0f + exp_poly(0.0f - u2)) * up[i];
+    }
+}

@@ -201,6 +201,22 @@ static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
     for (p = len; p < pad; p++) x[p] = 0.0f;
 }
 
+/* The same operations in the same order as geglu_fast_scalar, lane by lane. */
+static void ATT_FN(geglu_fast)(float *gate, const float *up, int n) {
+    int i = 0;
+    AV one = av_set1(1.0f), c2 = av_set1(GELU_C2), kappa = av_set1(GELU_KAPPA);
+    for (; i + AW <= n; i += AW) {
+        AV x = av_load(gate + i), x3 = av_mul(av_mul(x, x), x);
+        AV u2 = av_mul(c2, av_add(x, av_mul(kappa, x3)));
+        AV e = att_exp(av_sub(av_zero(), u2));
+        av_store(gate + i, av_mul(av_div(x, av_add(one, e)), av_load(up + i)));
+    }
+    for (; i < n; i++) {
+        float x = gate[i], x3 = x * x * x, u2 = GELU_C2 * (x + GELU_KAPPA * x3);
+        gate[i] = x / (1.0f + exp_poly(0.0f - u2)) * up[i];
+    }
+}
+
 static void ATT_FN(swiglu_fast)(float *gate, const float *up, int n) {
     int i = 0;
     AV one = av_set1(1.0f);

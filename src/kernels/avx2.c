@@ -405,6 +405,7 @@ static const kernels AVX2 = {
     .att_values = {[DT_F32] = att_values_f32_avx2, [DT_F16] = att_values_f16_avx2},
     .softmax_fast = softmax_fast_avx2,
     .swiglu_fast = swiglu_fast_avx2,
+    .geglu_fast = geglu_fast_avx2,
 };
 
 /* The table, without any CPU check: dispatch.c calls this only after checking. */

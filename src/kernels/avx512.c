@@ -807,6 +807,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .att_values = {[DT_F32] = att_values_f32_avx512, [DT_F16] = att_values_f16_avx512},         \
         .softmax_fast = softmax_fast_avx512,                                                        \
         .swiglu_fast = swiglu_fast_avx512,                                                          \
+        .geglu_fast = geglu_fast_avx512,                                                            \
     };
 
 /* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */

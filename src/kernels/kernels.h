@@ -189,6 +189,7 @@ typedef struct {
     att_values_fn att_values[DT_COUNT]; /* F32, F16 */
     softmax_fn softmax_fast;
     swiglu_fn swiglu_fast;
+    swiglu_fn geglu_fast; /* gate = gelu_tanh(gate) * up = gate / (1 + e^(-2u)) * up, the e^ of softmax_fast */
 } kernels;
 
 /* The portable reference table (a matmul for every weight type of the type table, quant.h). */

@@ -551,6 +551,7 @@ static const kernels NEON = {
     .att_values = {[DT_F32] = att_values_f32_neon, [DT_F16] = att_values_f16_neon},
     .softmax_fast = softmax_fast_neon,
     .swiglu_fast = swiglu_fast_neon,
+    .geglu_fast = geglu_fast_neon,
 };
 
 /* The table; dispatch.c hands it out on every AArch64 CPU. */

@@ -307,6 +307,7 @@ static const kernels SCALAR = {
     .att_values = {[DT_F32] = att_values_f32_scalar, [DT_F16] = att_values_f16_scalar},
     .softmax_fast = softmax_fast_scalar,
     .swiglu_fast = swiglu_fast_scalar,
+    .geglu_fast = geglu_fast_scalar,
 };
 
 const kernels *kernels_scalar(void) { return &SCALAR; }

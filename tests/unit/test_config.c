@@ -6,6 +6,7 @@
  * LlamaConfig's. (config_from_gguf is tested in test_gguf.c, next to the GGUF
  * writer.) */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,16 +217,16 @@ Test(config_json, missing_required_keys) {
 }
 
 Test(config_json, unsupported_architectures_and_features) {
-    expect_bad("{\"model_type\": \"mistral\", \"hidden_size\": 64}", "unsupported architecture 'mistral'");
-    expect_bad("{\"architectures\": [\"Qwen2ForCausalLM\"]}", "unsupported architecture 'Qwen2ForCausalLM'");
+    expect_bad("{\"model_type\": \"gpt2\", \"hidden_size\": 64}", "unsupported architecture 'gpt2'");
+    expect_bad("{\"architectures\": [\"GPT2LMHeadModel\"]}", "unsupported architecture 'GPT2LMHeadModel'");
     expect_bad("{\"hidden_size\": 64}", "missing required key 'model_type'");
     expect_bad("{" BASE ", \"hidden_act\": \"gelu\"}", "unsupported hidden_act 'gelu'");
     expect_bad("{" BASE ", \"attention_bias\": true}", "attention_bias");
     expect_bad("{" BASE ", \"mlp_bias\": true}", "mlp_bias");
     expect_bad("{" BASE ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                "unsupported rope_scaling.rope_type 'yarn'");
-    expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4}}",
-               "unsupported rope_parameters.rope_type 'linear'");
+    expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 4}}",
+               "unsupported rope_parameters.rope_type 'dynamic'");
     expect_bad("{" BASE ", \"partial_rotary_factor\": 0.5}", "partial_rotary_factor");
     expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8,"
                " \"low_freq_factor\": 1}}", "missing required key 'rope_parameters.high_freq_factor'");
@@ -286,4 +287,60 @@ Test(config_validate, bounds) {
     cr_expect_eq(config_validate(&c, "SRC", err), -1);
     c = good;
     cr_expect_eq(config_validate(&c, "SRC", err), 0, "%s", err);
+}
+
+/* The families of the architecture table: the keys that change a result, in the
+ * shapes transformers 5.23 writes them (and the older ones). */
+#define SIZES "\"hidden_size\": 64, \"num_hidden_layers\": 6, \"num_attention_heads\": 4, " \
+              "\"intermediate_size\": 128, \"vocab_size\": 100"
+
+Test(config_json, families) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    /* Gemma 3: nested rope parameters, layer types, query_pre_attn_scalar, tied by default */
+    cr_assert_eq(parse("{\"model_type\": \"gemma3_text\", " SIZES ", \"head_dim\": 16, \"sliding_window\": 5, "
+                       "\"query_pre_attn_scalar\": 64, \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
+                       "\"default\", \"rope_theta\": 1000000.0}, \"sliding_attention\": {\"rope_type\": \"default\", "
+                       "\"rope_theta\": 10000.0}}}", &c, err, &t), 0, "%s", err);
+    cr_expect_str_eq(c.arch, "gemma3");
+    cr_expect(c.flags & ARCH_POST_NORMS && c.act == ACT_GELU_TANH && c.tied_embeddings);
+    cr_expect_eq(c.rope_theta, 1e6f);
+    cr_expect_eq(c.rope_theta_swa, 1e4f);
+    cr_expect_eq(c.attn_scale, 0.125f);
+    cr_expect_eq(c.sliding_window, 5);
+    for (int l = 0; l < 6; l++) cr_expect_eq(c.layer_flags[l], l == 5 ? 0 : LAYER_SLIDING, "layer %d", l);
+    drop(&t);
+    /* Qwen2: the window only with use_sliding_window, from max_window_layers on */
+    cr_assert_eq(parse("{\"model_type\": \"qwen2\", " SIZES ", \"sliding_window\": 8, \"use_sliding_window\": true, "
+                       "\"max_window_layers\": 4}", &c, err, &t), 0, "%s", err);
+    for (int l = 0; l < 6; l++) cr_expect_eq(c.layer_flags[l], l >= 4 ? LAYER_SLIDING : 0, "layer %d", l);
+    drop(&t);
+    cr_assert_eq(parse("{\"model_type\": \"qwen2\", " SIZES ", \"sliding_window\": 8}", &c, err, &t), 0, "%s", err);
+    cr_expect_eq(c.sliding_window, 0);
+    drop(&t);
+    /* SmolLM3: no_rope_layers, 1 = RoPE */
+    cr_assert_eq(parse("{\"model_type\": \"smollm3\", " SIZES ", \"bos_token_id\": 1, \"eos_token_id\": 2, \"no_rope_layers\": [1, 0, 1, 1, 0, 1]}", &c, err, &t), 0,
+                 "%s", err);
+    for (int l = 0; l < 6; l++) cr_expect_eq(c.layer_flags[l], l == 1 || l == 4 ? LAYER_NO_ROPE : 0, "layer %d", l);
+    drop(&t);
+    /* Phi-3: partial rotary, LongRoPE with the default attention factor */
+    cr_assert_eq(parse("{\"model_type\": \"phi3\", " SIZES ", \"eos_token_id\": 2, \"max_position_embeddings\": 64, "
+                       "\"original_max_position_embeddings\": 16, \"rope_parameters\": {\"rope_type\": \"longrope\", "
+                       "\"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.5, \"short_factor\": [1, 1, 1, 1], "
+                       "\"long_factor\": [2, 3, 4, 5]}}", &c, err, &t), 0, "%s", err);
+    cr_expect_eq(c.rot_dim, 8);
+    cr_expect_eq(c.rope_scaling, ROPE_SCALING_LONGROPE);
+    cr_expect_eq(c.rope_orig_max_pos, 16);
+    cr_expect_eq(c.rope_attn_factor, (float)sqrt(1.0 + log(4.0) / log(16.0)));
+    cr_expect_eq(c.rope_long[3], 5.0f);
+    drop(&t);
+    expect_bad("{\"model_type\": \"phi3\", " SIZES ", \"eos_token_id\": 2, \"original_max_position_embeddings\": 16, \"rope_parameters\": "
+               "{\"rope_type\": \"longrope\", \"short_factor\": [1], \"long_factor\": [2]}}",
+               "must be a list of 8 numbers");
+    expect_bad("{\"model_type\": \"gemma3_text\", " SIZES ", \"layer_types\": [\"full_attention\"]}",
+               "'layer_types' must list 6");
+    expect_bad("{\"model_type\": \"gemma3_text\", " SIZES ", \"hidden_activation\": \"silu\"}",
+               "unsupported hidden_activation 'silu'");
+    expect_bad("{\"model_type\": \"gemma3_text\", " SIZES ", \"attn_logit_softcapping\": 50.0}", "attn_logit_softcapping");
 }

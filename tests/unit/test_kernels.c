@@ -143,5 +143,6 @@ Test(kernels_dispatch, every_table_is_complete) {
         cr_assert_not_null(tables[i]->att_values[DT_F16]);
         cr_assert_not_null(tables[i]->softmax_fast);
         cr_assert_not_null(tables[i]->swiglu_fast);
+        cr_assert_not_null(tables[i]->geglu_fast);
     }
 }

@@ -180,7 +180,7 @@ static void check_attend_block(const kernels *k, int fast, int hd, int kb) {
     for (int i = 0; i < NT * qd; i++) q[i] = 2.0f * sinf(0.11f * (float)i * (float)i);
     const int kvh = 1, h = 2; /* one query head of the second kv head */
     void *kt = key_blocks(kc + kvh * hd, kvd, CTX, hd, kb, 0);
-    ops_attend_block(k, fast, out + h * hd, qd, q + h * hd, qd, NT, 1, DT_F32, kt, kb, v + kvh * hd, kvd, POS + 1, hd,
+    ops_attend_block(k, fast, out + h * hd, qd, q + h * hd, qd, NT, 1, DT_F32, kt, kb, v + kvh * hd, kvd, POS + 1, 0, hd,
                      0.2f, sc, CTX);
     float tol = fast ? 1e-5f : 1e-6f;
     for (int t = 0; t < NT; t++) {
@@ -221,14 +221,14 @@ Test(ops, attend_block_independent_of_batch_and_isa) {
     }
     for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
     void *kt = key_blocks(kc, HD, CTX, HD, KB, 0);
-    ops_attend_block(kernels_scalar(), 0, ref, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, HD, 0.25f, sc, CTX);
+    ops_attend_block(kernels_scalar(), 0, ref, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, 0, HD, 0.25f, sc, CTX);
     for (int i = 0; i < 4; i++) {
         const kernels *k = isa_table(i);
         if (!k) continue;
         for (int fast = 0; fast < 2; fast++) {
-            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, HD, 0.25f, sc, CTX);
+            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, 0, HD, 0.25f, sc, CTX);
             for (int t = 0; t < NT; t++) {
-                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, 120 + t, HD, 0.25f, sc,
+                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, 120 + t, 0, HD, 0.25f, sc,
                                  CTX);
                 for (int d = 0; d < HD; d++) {
                     cr_expect_eq(all[t * HD + d], one[d], "%s fast=%d t=%d d=%d", k->name, fast, t, d);
@@ -255,10 +255,10 @@ Test(ops, attend_block_group_rows_equal_per_head) {
     void *kt = key_blocks(kc, HD, CTX, HD, KB, 1);
     uint16_t vh[CTX * HD];
     for (int i = 0; i < CTX * HD; i++) vh[i] = f32_to_f16(v[i]);
-    ops_attend_block(k, 1, grp, HD, q, HD, NT * G, G, DT_F16, kt, KB, vh, HD, 11, HD, 0.25f, sc, CTX);
+    ops_attend_block(k, 1, grp, HD, q, HD, NT * G, G, DT_F16, kt, KB, vh, HD, 11, 0, HD, 0.25f, sc, CTX);
     for (int t = 0; t < NT; t++)
         for (int g = 0; g < G; g++) {
-            ops_attend_block(k, 1, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F16, kt, KB, vh, HD, 11 + t, HD, 0.25f,
+            ops_attend_block(k, 1, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F16, kt, KB, vh, HD, 11 + t, 0, HD, 0.25f,
                              sc, CTX);
             for (int i = 0; i < HD; i++) cr_expect_eq(grp[(t * G + g) * HD + i], one[i], "t=%d g=%d i=%d", t, g, i);
         }
@@ -280,8 +280,8 @@ Test(ops, attend_block_f16_cache) {
     for (int i = 0; i < 4; i++) {
         const kernels *k = isa_table(i);
         if (!k) continue;
-        ops_attend_block(k, 0, want, HD, q, HD, NT, 1, DT_F32, k32, KB, v, HD, 70, HD, 0.2f, sc, CTX);
-        ops_attend_block(k, 0, got, HD, q, HD, NT, 1, DT_F16, k16, KB, vh, HD, 70, HD, 0.2f, sc, CTX);
+        ops_attend_block(k, 0, want, HD, q, HD, NT, 1, DT_F32, k32, KB, v, HD, 70, 0, HD, 0.2f, sc, CTX);
+        ops_attend_block(k, 0, got, HD, q, HD, NT, 1, DT_F16, k16, KB, vh, HD, 70, 0, HD, 0.2f, sc, CTX);
         for (int j = 0; j < NT * HD; j++) cr_expect_eq(got[j], want[j], "%s j=%d", k->name, j);
     }
     free(k32);
@@ -336,4 +336,58 @@ Test(ops, swiglu_fast_close_to_expf) {
     memcpy(exact, g, sizeof g);
     ops_swiglu(exact, u, N);
     for (int i = 0; i < N; i++) cr_expect_float_eq(got[i], exact[i], 1e-30f + 1e-6f * fabsf(exact[i]), "i=%d", i);
+}
+
+/* Fast mode's GELU-tanh gate against ops_gelu_tanh_mul (libm tanhf), through both
+ * clamps of e^x and around 0. The bound: x / (1 + e^-2u) differs from 0.5 x (1 +
+ * tanh u) by rounding only where both are far from 0; near x = 0 both are ~x/2. */
+Test(ops, geglu_fast_close_to_tanhf) {
+    enum { N = 1000 };
+    static float g[N], u[N], got[N], exact[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = (i % 2 ? 60.0f : 3.0f) * sinf(0.731f * (float)i);
+        u[i] = cosf(0.291f * (float)i);
+    }
+    memcpy(got, g, sizeof g);
+    kernels_scalar()->geglu_fast(got, u, N);
+    memcpy(exact, g, sizeof g);
+    ops_gelu_tanh_mul(exact, u, N);
+    for (int i = 0; i < N; i++)
+        cr_expect(fabsf(got[i] - exact[i]) <= 1e-7f + 2e-6f * fabsf(exact[i]), "i=%d x=%g: %g vs %g", i, g[i], got[i],
+                  exact[i]);
+}
+
+/* A sliding window: each row attends exactly its last WIN positions (checked against
+ * ops_attend over those positions alone), whole key blocks before the window are
+ * skipped without changing a bit of any row, and a row's output still does not
+ * depend on the rows sharing its call. */
+Test(ops, attend_block_sliding_window) {
+    enum { HD = 32, CTX = 300, NT = 7, KB = 64, LEN0 = 200, WIN = 70 };
+    static float kc[CTX * HD], v[CTX * HD], q[NT * HD], all[NT * HD], one[HD], want[HD], sc[NT * CTX], s1[CTX];
+    for (int i = 0; i < CTX * HD; i++) {
+        kc[i] = sinf(0.7f * (float)i);
+        v[i] = cosf(0.3f * (float)i);
+    }
+    for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
+    void *kt = key_blocks(kc, HD, CTX, HD, KB, 0);
+    for (int i = 0; i < 4; i++) {
+        const kernels *k = isa_table(i);
+        if (!k) continue;
+        for (int fast = 0; fast < 2; fast++) {
+            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, LEN0, WIN, HD, 0.25f, sc, CTX);
+            for (int t = 0; t < NT; t++) {
+                int end = LEN0 + t;
+                ops_attend(kernels_scalar(), want, q + t * HD, kc + (end - WIN) * HD, v + (end - WIN) * HD, WIN, HD, HD,
+                           0.25f, s1);
+                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, end, WIN, HD, 0.25f, sc,
+                                 CTX);
+                for (int d = 0; d < HD; d++) {
+                    cr_expect_eq(all[t * HD + d], one[d], "%s fast=%d t=%d d=%d", k->name, fast, t, d);
+                    cr_expect(fabsf(one[d] - want[d]) <= 1e-5f + 1e-4f * fabsf(want[d]), "%s fast=%d t=%d d=%d: %g vs %g",
+                              k->name, fast, t, d, one[d], want[d]);
+                }
+            }
+        }
+    }
+    free(kt);
 }

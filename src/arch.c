@@ -1,0 +1,87 @@
+/* arch.c - the architecture table and the layer-weight slots (see arch.h).
+ *
+ * Facts per family, checked against transformers 5.23's modeling_*.py and the
+ * GGUF converter and loader of the pinned llama.cpp sdist:
+ *   llama    the baseline: RMSNorm, RoPE, GQA attention, SwiGLU MLP
+ *   mistral  llama plus a sliding window when config.json sets sliding_window (its
+ *            GGUF files are architecture "llama", where llama.cpp ignores the window)
+ *   qwen2    biases on q, k, v; NEOX-style RoPE in GGUF (no Q/K permutation)
+ *   qwen3    RMSNorm per head on q and k before RoPE; explicit head_dim
+ *   gemma3   embeddings * sqrt(hidden); (1 + w) norms; norms after attention and MLP;
+ *            GELU-tanh gate; q/k norm; attention scale from query_pre_attn_scalar;
+ *            sliding-window layers with their own RoPE base; tied embeddings
+ *   phi3     fused qkv and gate_up tensors; partial rotary; LongRoPE
+ *   smollm3  llama with layers that skip RoPE (no_rope_layers) */
+#include "arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const arch_info ARCHES[] = {
+    {"llama", "llama", "LlamaForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
+    {"mistral", "mistral", "MistralForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", ARCH_QKV_BIAS, ACT_SILU},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", ARCH_QK_NORM, ACT_SILU},
+    {"gemma3", "gemma3_text", "Gemma3ForCausalLM",
+     ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_EMBED_SCALE | ARCH_POST_NORMS, ACT_GELU_TANH},
+    {"phi3", "phi3", "Phi3ForCausalLM", ARCH_FUSED_QKV | ARCH_FUSED_GATE_UP, ACT_SILU},
+    {"smollm3", "smollm3", "SmolLM3ForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
+};
+#define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
+
+const arch_info *arch_by_gguf(const char *name, size_t n) {
+    for (int i = 0; i < N_ARCHES; i++)
+        if (strlen(ARCHES[i].name) == n && !memcmp(ARCHES[i].name, name, n)) return &ARCHES[i];
+    return NULL;
+}
+
+const arch_info *arch_by_model_type(const char *model_type) {
+    for (int i = 0; i < N_ARCHES; i++)
+        if (!strcmp(ARCHES[i].hf_model_type, model_type)) return &ARCHES[i];
+    return NULL;
+}
+
+const arch_info *arch_by_class(const char *cls) {
+    for (int i = 0; i < N_ARCHES; i++)
+        if (!strcmp(ARCHES[i].hf_class, cls)) return &ARCHES[i];
+    return NULL;
+}
+
+void arch_list(char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_ARCHES && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", ARCHES[i].name);
+}
+
+#define F(x) offsetof(layer_weights, x)
+#define HF "model.layers.%d."
+#define VEC -1
+
+/* In the order the loader reports a missing tensor: the file's order of a layer. */
+const layer_slot LAYER_SLOTS[] = {
+    {"blk.%d.attn_norm.weight", HF "input_layernorm.weight", F(attn_norm), SZ_DIM, VEC, 0, 0, 1},
+    {"blk.%d.attn_q.weight", HF "self_attn.q_proj.weight", F(wq), SZ_Q, SZ_DIM, 0, ARCH_FUSED_QKV, 0},
+    {"blk.%d.attn_k.weight", HF "self_attn.k_proj.weight", F(wk), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV, 0},
+    {"blk.%d.attn_v.weight", HF "self_attn.v_proj.weight", F(wv), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV, 0},
+    {"blk.%d.attn_qkv.weight", HF "self_attn.qkv_proj.weight", F(w_qkv), SZ_QKV, SZ_DIM, ARCH_FUSED_QKV, 0, 0},
+    {"blk.%d.attn_q.bias", HF "self_attn.q_proj.bias", F(q_bias), SZ_Q, VEC, ARCH_QKV_BIAS, 0, 0},
+    {"blk.%d.attn_k.bias", HF "self_attn.k_proj.bias", F(k_bias), SZ_KV, VEC, ARCH_QKV_BIAS, 0, 0},
+    {"blk.%d.attn_v.bias", HF "self_attn.v_proj.bias", F(v_bias), SZ_KV, VEC, ARCH_QKV_BIAS, 0, 0},
+    {"blk.%d.attn_q_norm.weight", HF "self_attn.q_norm.weight", F(q_norm), SZ_HEAD, VEC, ARCH_QK_NORM, 0, 1},
+    {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm), SZ_HEAD, VEC, ARCH_QK_NORM, 0, 1},
+    {"blk.%d.attn_output.weight", HF "self_attn.o_proj.weight", F(wo), SZ_DIM, SZ_Q, 0, 0, 0},
+    {"blk.%d.post_attention_norm.weight", HF "post_attention_layernorm.weight", F(post_attn_norm), SZ_DIM, VEC,
+     ARCH_POST_NORMS, 0, 1},
+    /* Llama's MLP input norm is HF's post_attention_layernorm; Gemma's is pre_feedforward_layernorm */
+    {"blk.%d.ffn_norm.weight", HF "post_attention_layernorm.weight", F(ffn_norm), SZ_DIM, VEC, 0, ARCH_POST_NORMS, 1},
+    {"blk.%d.ffn_norm.weight", HF "pre_feedforward_layernorm.weight", F(ffn_norm), SZ_DIM, VEC, ARCH_POST_NORMS, 0, 1},
+    {"blk.%d.ffn_gate.weight", HF "mlp.gate_proj.weight", F(w_gate), SZ_FF, SZ_DIM, 0, ARCH_FUSED_GATE_UP, 0},
+    {"blk.%d.ffn_up.weight", HF "mlp.up_proj.weight", F(w_up), SZ_FF, SZ_DIM, 0, ARCH_FUSED_GATE_UP, 0},
+    /* llama.cpp keeps Phi-3's gate_up fused under the name of the up projection */
+    {"blk.%d.ffn_up.weight", HF "mlp.gate_up_proj.weight", F(w_gate_up), SZ_FF2, SZ_DIM, ARCH_FUSED_GATE_UP, 0, 0},
+    {"blk.%d.ffn_down.weight", HF "mlp.down_proj.weight", F(w_down), SZ_DIM, SZ_FF, 0, 0, 0},
+    {"blk.%d.post_ffw_norm.weight", HF "post_feedforward_layernorm.weight", F(post_ffn_norm), SZ_DIM, VEC,
+     ARCH_POST_NORMS, 0, 1},
+};
+const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);

@@ -1,0 +1,99 @@
+/* arch.h - the architecture table: what each model family llmgen reads adds to
+ * Llama, as one row of names and feature flags, and the one description of a
+ * layer's weights (LAYER_SLOTS) that the loader walks. The forward pass reads the
+ * flags through the loaded config and weights, never an architecture name.
+ *
+ * Adding a family: a row in ARCHES (arch.c), its config keys in config.c where
+ * they differ, and any genuinely new stage in forward.c. */
+#ifndef LLMGEN_ARCH_H
+#define LLMGEN_ARCH_H
+
+#include <stddef.h>
+
+#include "tensor.h"
+
+/* Feature flags of a family (arch_info.flags, copied into model_config.flags). */
+enum {
+    ARCH_QKV_BIAS = 1 << 0,       /* q, k and v projections carry biases (Qwen2) */
+    ARCH_QK_NORM = 1 << 1,        /* RMSNorm over head_dim on every q and k head, before RoPE
+                                     (Qwen3, Gemma 3) */
+    ARCH_NORM_PLUS_ONE = 1 << 2,  /* RMSNorm output x * (1 + w) (Gemma): HF files store w,
+                                     GGUF files store 1 + w (the converter adds it) */
+    ARCH_EMBED_SCALE = 1 << 3,    /* embeddings times sqrt(hidden), rounded to f32 (Gemma) */
+    ARCH_POST_NORMS = 1 << 4,     /* RMSNorm on the attention and MLP outputs before each
+                                     residual add; the MLP's input norm is then named
+                                     pre_feedforward_layernorm in HF files (Gemma 3) */
+    ARCH_FUSED_QKV = 1 << 5,      /* one qkv tensor, q rows then k then v (Phi-3) */
+    ARCH_FUSED_GATE_UP = 1 << 6,  /* one gate_up tensor, gate rows then up (Phi-3) */
+    ARCH_GGUF_ROPE_PAIRS = 1 << 7,/* llama.cpp's converter permutes Q/K rows so rotary pairs
+                                     are (2i, 2i+1) (its "norm" rope); others keep HF's halves */
+};
+
+typedef enum { ACT_SILU = 0, ACT_GELU_TANH = 1 } arch_act;
+
+typedef struct {
+    const char *name;           /* llmgen's name == GGUF general.architecture == key prefix */
+    const char *hf_model_type;  /* config.json "model_type" */
+    const char *hf_class;       /* config.json "architectures" entry */
+    unsigned flags;             /* ARCH_* */
+    arch_act act;               /* the MLP's gate activation */
+} arch_info;
+
+/* The row of a GGUF architecture name (n bytes), or NULL. */
+const arch_info *arch_by_gguf(const char *name, size_t n);
+/* The row of a config.json model_type, or NULL. */
+const arch_info *arch_by_model_type(const char *model_type);
+/* The row of a config.json architectures entry (e.g. "Qwen2ForCausalLM"), or NULL. */
+const arch_info *arch_by_class(const char *cls);
+/* "llama, mistral, qwen2, ..." into buf: for messages. */
+void arch_list(char *buf, size_t n);
+
+/* One layer's weights, as the loader fills them (shapes in HF (out, in) order). */
+typedef struct {
+    float *attn_norm;        /* (dim) f32, (1 + w) already applied for ARCH_NORM_PLUS_ONE */
+    const tensor *wq;        /* (n_heads * head_dim, dim) */
+    const tensor *wk;        /* (n_kv_heads * head_dim, dim) */
+    const tensor *wv;        /* (n_kv_heads * head_dim, dim) */
+    float *q_bias;           /* (n_heads * head_dim) f32, ARCH_QKV_BIAS only, else NULL */
+    float *k_bias;           /* (n_kv_heads * head_dim) */
+    float *v_bias;           /* (n_kv_heads * head_dim) */
+    float *q_norm;           /* (head_dim) f32, ARCH_QK_NORM only */
+    float *k_norm;           /* (head_dim) */
+    const tensor *wo;        /* (dim, n_heads * head_dim) */
+    float *post_attn_norm;   /* (dim) ARCH_POST_NORMS only */
+    float *ffn_norm;         /* (dim) */
+    const tensor *w_gate;    /* (hidden_dim, dim) */
+    const tensor *w_up;      /* (hidden_dim, dim) */
+    const tensor *w_down;    /* (dim, hidden_dim) */
+    float *post_ffn_norm;    /* (dim) ARCH_POST_NORMS only */
+    const tensor *w_qkv;     /* ARCH_FUSED_QKV: the file's fused tensor; wq, wk, wv are views of its rows */
+    const tensor *w_gate_up; /* ARCH_FUSED_GATE_UP: likewise for w_gate and w_up */
+} layer_weights;
+
+/* A layer's weight matrices, in one order for every loop that visits them all. */
+#define LAYER_MATRICES 7
+static inline void layer_matrices(const layer_weights *L, const tensor *out[LAYER_MATRICES]) {
+    const tensor *ts[LAYER_MATRICES] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+    for (int i = 0; i < LAYER_MATRICES; i++) out[i] = ts[i];
+}
+
+/* Sizes a slot's shape is made of (model_config fields). */
+typedef enum { SZ_DIM, SZ_Q, SZ_KV, SZ_QKV, SZ_HEAD, SZ_FF, SZ_FF2 } slot_size;
+
+/* One tensor of a layer: its names (with %d for the layer index), where it goes in
+ * layer_weights, its shape, and when a family has it. A vector slot (cols < 0) is
+ * copied to f32; a matrix slot is a view of the file. */
+typedef struct {
+    const char *gguf, *hf;
+    size_t field;            /* offsetof(layer_weights, ...) */
+    slot_size rows;
+    int cols;                /* a slot_size, or -1 for a vector */
+    unsigned need;           /* ARCH_* flags the family must have (0: every family) */
+    unsigned without;        /* ARCH_* flags the family must not have */
+    int norm;                /* 1: a norm weight ((1 + w) for ARCH_NORM_PLUS_ONE from HF files) */
+} layer_slot;
+
+extern const layer_slot LAYER_SLOTS[];
+extern const int N_LAYER_SLOTS;
+
+#endif
