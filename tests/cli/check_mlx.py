@@ -43,10 +43,12 @@ TIMEOUT = 900
 # they differ in summation order only, so logits agree to ~1e-6 of their max. 1e-4 as for check_refs.py.
 TINY_REL = 1e-4
 # Fast mode: int8 activations per block of 32 (rounding error up to d/2 per value, d = max|x|/127).
-# Measured on the tiny-mlx fixtures (AVX-512 VNNI): 1.1% to 3.1% of the step's max |logit| before the first
-# differing id (greedy ids equal for 10 to 32 of 32 steps, 32 on 4 of 6 fixtures); 5% leaves room
-# for other ISAs' summation orders without hiding a broken kernel (those are off by 100%+).
-FAST_REL = 0.05
+# Measured on the tiny-mlx fixtures (AVX-512 VNNI and AVX2 alike, 2026-11-24): the Llama ones 1.1% to 3.9% of the
+# step's max |logit| before the first differing id (mha-q8g32 3.9%), the model families 2.2% to 4.3% (gemma3-q8g32
+# and phi3-longrope-q8g32 4.3%: Gemma's four norms per layer and Phi-3's fused rows add int8 roundings); greedy ids
+# equal for 9 to 32 of 32 steps. 8% leaves about 2x for other ISAs' summation orders without hiding a broken kernel
+# (those are off by 100%+).
+FAST_REL = 0.08
 RSS_SLACK = 1.10
 
 failures = []
