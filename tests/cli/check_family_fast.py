@@ -21,7 +21,9 @@ tiny-mqa-odd-tied, whose rows of 80 stay F32), bit-identical at 1 / 2 / 3 thread
 fast vs HF 7.0e-7 to 9.6e-7 (fast mode keeps f32 weights on the f32 path). MAX_REL_Q8 = 0.08 is about 2.4x
 the worst Q8_0 case (check_quant_fast.py's rule); MAX_REL_F32 = 1e-4 is the exact-mode bound of
 check_refs.py, 100x what was measured. A wrong scale, row order, bias, norm or rope stage in a family's
-fast path moves the logits by tens of percent.
+fast path moves the logits by tens of percent. Measured on the families once their forward pass landed (same
+machine): Q8_0 fast vs exact 2.1e-2 (qwen2) to 3.5e-2 (smollm3), bit-identical at 1 / 2 / 3 threads;
+directories fast vs HF 6.8e-7 to 9.7e-7.
 
 Environment: LLMGEN (default ./llmgen). Exits 1 on failure. Standard library only.
 """
