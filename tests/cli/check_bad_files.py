@@ -132,8 +132,8 @@ def drop_key(key):
 
 
 def set_arch(cfg):
-    cfg["model_type"] = "mistral"
-    cfg["architectures"] = ["MistralForCausalLM"]
+    cfg["model_type"] = "gpt2"  # mistral, qwen2, ... are supported now (src/arch.c)
+    cfg["architectures"] = ["GPT2LMHeadModel"]
 
 
 # ---- the checks --------------------------------------------------------------------------------

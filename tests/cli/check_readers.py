@@ -23,7 +23,7 @@ import zlib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-OBJS = ["build/src/%s.o" % m for m in ("gguf", "safetensors", "config", "util", "tensor", "quant")]
+OBJS = ["build/src/%s.o" % m for m in ("gguf", "safetensors", "config", "arch", "util", "tensor", "quant")]
 
 DRIVER = r"""
 #include <stdio.h>
@@ -360,7 +360,10 @@ def check_config(exe, path):
     c = parse_config_line(lines)
     j = json.load(open(path))
     rp = j.get("rope_scaling") or j.get("rope_parameters") or {}
+    if "full_attention" in rp:  # Gemma 3 (transformers 5): one dict per layer type; the global layers' here
+        rp = rp["full_attention"]
     theta = rp.get("rope_theta", j.get("rope_theta", 10000.0))
+    scaling = {"llama3": 1, "linear": 2, "longrope": 3, "su": 3}.get(rp.get("rope_type", rp.get("type")), 0)
     eos = j.get("eos_token_id", 2)
     eos = eos if isinstance(eos, list) else [eos]
     want = {"dim": j["hidden_size"], "n_layers": j["num_hidden_layers"],
@@ -370,14 +373,14 @@ def check_config(exe, path):
             "hidden_dim": j["intermediate_size"], "vocab_size": j["vocab_size"],
             "max_pos": j.get("max_position_embeddings", 2048),
             "tied_embeddings": int(bool(j.get("tie_word_embeddings", False))),
-            "rope_scaling": int(rp.get("rope_type", rp.get("type")) == "llama3"),
+            "rope_scaling": scaling,
             "bos_id": j.get("bos_token_id", 1), "eos_ids": ",".join(map(str, eos))}
     bad = [(k, c.get(k), str(v)) for k, v in want.items() if c.get(k) != str(v)]
     if abs(float(c.get("rope_theta", "nan")) - theta) > 1e-6 * theta:
         bad.append(("rope_theta", c.get("rope_theta"), theta))
     if abs(float(c.get("rms_eps", "nan")) - j.get("rms_norm_eps", 1e-6)) > 1e-12:
         bad.append(("rms_eps", c.get("rms_eps"), j.get("rms_norm_eps")))
-    if want["rope_scaling"]:
+    if want["rope_scaling"] == 1:
         if float(c["rope_factor"]) != rp["factor"]:
             bad.append(("rope_factor", c["rope_factor"], rp["factor"]))
         orig = rp.get("original_max_position_embeddings", want["max_pos"])
