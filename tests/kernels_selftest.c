@@ -344,6 +344,7 @@ done:
 static const int ST_DENSE_COLS[] = {1, 7, 33, 96, 576, 1000};
 static const int ST_BLOCK_COLS[] = {32, 64, 96, 576};
 static const int ST_SUPER_COLS[] = {256, 512, 1280}; /* QK_K blocks: K-quants, IQ4_XS */
+#define ST_MAX_SUPER_COLS 1280
 static const int ST_ROWS[] = {1, 2, 5, 13};
 static const int ST_NT[] = {1, 2, 3, 5, 17};
 static const dtype ST_DTYPES[] = {DT_F32,  DT_F16,  DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1,   DT_Q5_0,  DT_Q5_1,
@@ -911,27 +912,41 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     matmul_q8_fn f = k->matmul_q8[dt], fr = kernels_scalar()->matmul_q8[dt];
     if (!fr) return st_fail(msg, len, k, dt, rows, cols, nt, "scalar table has no in-place int8 kernel");
     size_t rb = dtype_row_bytes(dt, cols);
-    int qd = q8_quads(cols), ny = nt * rows;
+    int qd = q8_quads(cols), ny = nt * rows, packed = dt == DT_Q6_K;
     uint8_t *w = malloc(rb * (size_t)rows);
+    uint8_t *pk = packed ? malloc(q8w_matrix_bytes(dt, rows, cols / 32)) : w; /* what the kernels read */
     float *x = malloc(sizeof(float) * (size_t)nt * cols), *wf = malloc(sizeof(float) * (size_t)cols);
     float *y = malloc(sizeof(float) * ny), *yr = malloc(sizeof(float) * ny), *ys = malloc(sizeof(float) * ny);
     q8_act a = {nt, cols, qd, malloc((size_t)nt * qd * 128), malloc(sizeof(float) * nt * qd * 4),
                 malloc(sizeof(float) * nt * qd * 4)};
     int rc = 0;
-    if (!w || !x || !wf || !y || !yr || !ys || !a.q || !a.d || !a.s) {
+    if (!w || !pk || !x || !wf || !y || !yr || !ys || !a.q || !a.d || !a.s) {
         rc = st_fail(msg, len, k, dt, rows, cols, nt, "out of memory");
         goto done;
     }
     uint64_t s = seed;
     for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, cols, &s);
+    if (packed) { /* in two calls, as threads pack their own groups */
+        int g = rows / 2 / Q8W_GROUP * Q8W_GROUP;
+        q6k_pack_rows(w, rows, cols, g, rows, pk);
+        q6k_pack_rows(w, rows, cols, 0, g, pk);
+        for (int r = 0; r < rows && !rc; r++) { /* the packed rows read back: the file's values */
+            float back[ST_MAX_SUPER_COLS];
+            dtype_dequant_row(dt, w, cols, r, wf);
+            q6k_packed_row_f32(pk, rows, cols, r, back);
+            if (memcmp(back, wf, sizeof(float) * (size_t)cols)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "packed row != file row");
+        }
+        if (rc) goto done;
+    }
     for (int i = 0; i < nt * cols; i++) x[i] = st_unit(&s) * (i % 97 == 0 ? 8.0f : 1.0f); /* some outliers */
     kernels_scalar()->quantize_act(x, cols, 0, nt, &a);
-    int mid = rows / 2;
-    fr(w, rows, cols, 0, rows, &a, yr, rows);
+    /* a split in the middle, and for packed types also inside groups of 8 (4 and 13 of 17) */
+    int mid = packed && rows > 4 ? rows / 4 + 1 : rows / 2;
+    fr(pk, rows, cols, 0, rows, &a, yr, rows);
     if (f) {
-        f(w, rows, cols, 0, rows, &a, y, rows);
-        f(w, rows, cols, 0, mid, &a, ys, rows);
-        f(w, rows, cols, mid, rows, &a, ys, rows);
+        f(pk, rows, cols, 0, rows, &a, y, rows);
+        f(pk, rows, cols, 0, mid, &a, ys, rows);
+        f(pk, rows, cols, mid, rows, &a, ys, rows);
     }
     for (int r = 0; r < rows && !rc; r++) {
         dtype_dequant_row(dt, w, cols, r, wf);
@@ -960,25 +975,29 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     }
     for (int t = 0; f && t < nt && !rc && nt > 1; t++) { /* each token alone = its prefill value */
         q8_act one = {1, cols, qd, a.q + (size_t)t * qd * 128, a.d + (size_t)t * qd * 4, a.s + (size_t)t * qd * 4};
-        f(w, rows, cols, 0, rows, &one, ys, rows);
+        f(pk, rows, cols, 0, rows, &one, ys, rows);
         for (int r = 0; r < rows && !rc; r++)
             if (memcmp(&ys[r], &y[t * rows + r], 4)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "int8 token alone differs from prefill");
     }
 done:
+    if (pk != w) free(pk);
     free(w), free(x), free(wf), free(y), free(yr), free(ys), free(a.q), free(a.d), free(a.s);
     return rc;
 }
 
-/* Every size for one table and in-place type (rows not multiples of 256 where the type allows). */
+/* Every size for one table and in-place type (rows not multiples of 256 where the type allows).
+ * Q6_K, packed, also takes 17 and 34 rows (partial groups after whole ones; AVX-512's
+ * 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
 __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
-    static const int rows[] = {1, 3, 9}, nts[] = {1, 2, 5};
+    static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17};
     int sup = st_block_elems(dt) == QK_K;
     const int *cols = sup ? ST_SUPER_COLS : ST_BLOCK_COLS;
     int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : ST_COUNT(ST_BLOCK_COLS);
     uint64_t seed = 77000 + 1000 * (uint64_t)dt;
+    int nr = dt == DT_Q6_K ? ST_COUNT(rows) : 3, nn = dt == DT_Q6_K ? ST_COUNT(nts) : 3;
     for (int c = 0; c < ncols; c++)
-        for (int r = 0; r < ST_COUNT(rows); r++)
-            for (int t = 0; t < ST_COUNT(nts); t++)
+        for (int r = 0; r < nr; r++)
+            for (int t = 0; t < nn; t++)
                 if (st_check_inplace_case(k, dt, rows[r], cols[c], nts[t], ++seed, msg, len)) return -1;
     return 0;
 }

@@ -251,7 +251,7 @@ AI __m256 scales8(const uint8_t *p, int gb) {
 AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq, const float *xd, const float *xs,
                     __m256 acc) {
     const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt);
-    const q8w_chunk c = {0, Q8W_GROUP, 4};
+    const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + 2 * q8w_nscales(dt, &c);
     const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
@@ -398,7 +398,7 @@ static const kernels AVX2 = {
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
-                  DQ_Q8_MATMULS(inplace_avx2)},                                   /* inplace_avx2.c */
+                  DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_F16] = att_scores_f16_avx2},

@@ -362,7 +362,7 @@ AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *
         for (int bi = 0; bi < kb; bi++) {
             int8x16_t w[8];
             block_weights(dt, ck, kb, h, bi, w);
-            const q8w_chunk c = {0, Q8W_GROUP, kb};
+            const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
             const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, bi), *mn = sc + 2 * q8w_nscales(dt, &c);
             float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
             float32x4_t mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(mn))) : dw;
@@ -544,7 +544,7 @@ static const kernels NEON = {
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
                   [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon,
-                  DQ_Q8_MATMULS(inplace_neon)}, /* inplace_neon.c */
+                  DQ_Q8_INPLACE(inplace_neon)}, /* inplace_neon.c */
     .dot = dot_neon,
     .axpy = axpy_neon,
     .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_F16] = att_scores_f16_neon},
