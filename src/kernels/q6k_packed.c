@@ -17,14 +17,34 @@
 #include "quant.h"
 #include "util.h"
 
-/* The 32 six-bit values of block j (0..7) of the super-block at blk. */
-static void q6k_block_u(const uint8_t *blk, int j, uint8_t u[32]) {
-    const uint8_t *ql = blk + offsetof(block_q6_K, ql), *qh = blk + offsetof(block_q6_K, qh);
-    for (int l = 0; l < 32; l++) {
-        int v = 32 * j + l, h = v / 128, w = v % 128;
-        int lo = w < 64 ? ql[64 * h + w] & 15 : ql[64 * h + w - 64] >> 4;
-        int hi = (qh[32 * h + w % 32] >> (2 * (w / 32))) & 3;
-        u[l] = (uint8_t)(lo | hi << 4);
+/* Block j (0..7) of the super-block at blk in its packed payload form (kernels.h):
+ * 16 nibble bytes, then 8 high-bit bytes. Values v of a super-block: half h = v /
+ * 128, w = v % 128: bits 0-3 in ql[64 h + w % 64] (low nibble for w < 64, high
+ * above), bits 4-5 in qh[32 h + w % 32] at bits 2 (w / 32). So block j's value l
+ * has its nibble in ql[64 (j / 4) + 32 (j % 2) + l] (high nibble for j % 4 >= 2)
+ * and its high bits in qh[32 (j / 4) + l] at bits 2 (j % 4). */
+static void q6k_block_payload(const uint8_t *blk, int j, uint8_t out[24]) {
+    const uint8_t *ql = blk + offsetof(block_q6_K, ql) + 64 * (j / 4) + 32 * (j % 2);
+    const uint8_t *qh = blk + offsetof(block_q6_K, qh) + 32 * (j / 4);
+    const uint64_t lo = 0x0f0f0f0f0f0f0f0full;
+    for (int k = 0; k < 16; k += 8) { /* byte k: value k (low nibble), value k + 16 (high) */
+        uint64_t a, b, v;
+        memcpy(&a, ql + k, 8);
+        memcpy(&b, ql + k + 16, 8);
+        v = j % 4 < 2 ? (a & lo) | (b & lo) << 4 : (a >> 4 & lo) | (b & ~lo);
+        memcpy(out + k, &v, 8);
+    }
+    /* high-bit byte k: values 4f + k (k < 4), else 16 + 4f + k - 4, at bits 2f: with the
+     * 2-bit fields of 8 values as the bytes of x, value 4f + k is byte k of x >> 32 f */
+    const uint64_t m3 = 0x0303030303030303ull;
+    for (int k = 0; k < 8; k += 4) {
+        uint64_t a, b;
+        memcpy(&a, qh + 4 * k, 8); /* values 4k .. 4k + 7 */
+        memcpy(&b, qh + 4 * k + 8, 8);
+        a = a >> (2 * (j % 4)) & m3;
+        b = b >> (2 * (j % 4)) & m3;
+        uint32_t hb = (uint32_t)(a | (a >> 32) << 2 | b << 4 | (b >> 32) << 6);
+        memcpy(out + 16 + k, &hb, 4);
     }
 }
 
@@ -35,22 +55,22 @@ void q6k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = file + (size_t)r * rb;
         int i = r % Q8W_GROUP;
-        for (int b = 0; b < nb; b++) {
-            const uint8_t *blk = row + (size_t)(b / 8) * sizeof(block_q6_K);
+        for (int q = 0; 4 * q < nb; q++) { /* one chunk lookup per quad, as repack.c's pack_row */
+            q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, q);
+            const uint8_t *blk = row + (size_t)(q / 2) * sizeof(block_q6_K);
             const int8_t *sc = (const int8_t *)(blk + offsetof(block_q6_K, scales));
-            q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
-            uint8_t *ck = out + c.off, u[32];
-            int bi = b % 4, si = q8w_scale_idx(dt, &c, i, bi);
-            q6k_block_u(blk, b % 8, u);
-            ck[si] = (uint8_t)sc[2 * (b % 8)];
-            ck[si + q8w_nscales(dt, &c)] = (uint8_t)sc[2 * (b % 8) + 1];
-            for (int jb = 0; jb < 16; jb++) ck[q8w_byte(dt, &c, i, bi, jb)] = (uint8_t)((u[jb] & 15) | (u[jb + 16] & 15) << 4);
-            for (int k = 0; k < 8; k++) { /* the high-bit bytes: k < 4 first 16 values, else second */
-                int base = k < 4 ? k : 16 + k - 4, hb = 0;
-                for (int f = 0; f < 4; f++) hb |= (u[base + 4 * f] >> 4) << (2 * f);
-                ck[q8w_byte(dt, &c, i, bi, 16 + k)] = (uint8_t)hb;
+            uint8_t *ck = out + c.off;
+            size_t step = (size_t)c.kb * (c.rr - i / 4 * 4 < 4 ? c.rr - i / 4 * 4 : 4) * 4;
+            for (int bi = 0; bi < 4; bi++) {
+                int j = 4 * (q % 2) + bi, si = q8w_scale_idx(dt, &c, i, bi);
+                uint8_t pay[24];
+                q6k_block_payload(blk, j, pay);
+                ck[si] = (uint8_t)sc[2 * j];
+                ck[si + q8w_nscales(dt, &c)] = (uint8_t)sc[2 * j + 1];
+                uint8_t *dst = ck + q8w_byte(dt, &c, i, bi, 0);
+                for (int v = 0; v < 6; v++) memcpy(dst + step * v, pay + 4 * v, 4);
             }
-            if (b % 8 == 0) memcpy(out + c.grp + 2 * ((size_t)(b / 8) * c.rr + i), blk + offsetof(block_q6_K, d), 2);
+            if (q % 2 == 0) memcpy(out + c.grp + 2 * ((size_t)(q / 2) * c.rr + i), blk + offsetof(block_q6_K, d), 2);
         }
         if (i == 0) { /* the group's d table padding */
             q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, 0);
