@@ -50,6 +50,9 @@
 #include "quant.h"
 #include "util.h"
 
+#if defined(__x86_64__)
+const kernels *kernels_avx512_table(int vnni); /* avx512.c: the table with or without VNNI, unchecked */
+#endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
 
@@ -1060,6 +1063,19 @@ int main(int argc, char **argv) {
             failed += rc != 0;
         }
     }
+#if defined(__x86_64__)
+    if (kernels_avx512()) { /* the AVX-512 table without VNNI (vpmaddubsw + vpmaddwd), on this CPU too */
+        const kernels *k = kernels_avx512_table(0);
+        for (int d = 0; d < ST_COUNT(ST_Q8_DTYPES); d++) {
+            int rc = st_check_q8("avx512-novnni", k->matmul_q8[ST_Q8_DTYPES[d]], ST_Q8_DTYPES[d], msg, sizeof msg);
+            printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
+            failed += rc != 0;
+        }
+        int rc = st_check_inplace(k, DT_Q6_K, msg, sizeof msg);
+        printf("avx512  Q6_K  int8 without VNNI %s\n", rc ? msg : "vs reference: ok");
+        failed += rc != 0;
+    }
+#endif
 #if defined(__aarch64__)
     {   /* the int8 path without the dot-product extension, whatever this CPU has */
         printf("neon    dot-product extension (vdotq_s32 in the int8 route): %s\n",
