@@ -1093,7 +1093,7 @@ int main(int argc, char **argv) {
             dtype dt = ST_INPLACE_DTYPES[d];
             kernels plain = *kernels_neon();
             plain.name = "neon-nodot";
-            plain.matmul_q8[dt] = inplace_neon_plain(dt);
+            plain.matmul_q8[dt] = dt == DT_Q6_K ? kernels_neon_q8_plain(dt) : inplace_neon_plain(dt); /* Q6_K: packed */
             rc = plain.matmul_q8[dt] ? st_check_inplace(&plain, dt, msg, sizeof msg) : -1;
             printf("neon    %-6s int8 in place without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(dt),
                    rc ? (plain.matmul_q8[dt] ? msg : "no plain kernel") : "vs reference: ok");
