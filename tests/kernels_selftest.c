@@ -34,7 +34,11 @@
  *  - int8 activations on the GGUF types read in place (Q5_0 ... IQ4_XS; st_check_inplace):
  *    every table's matmul_q8 entry against dequantized weights x int8 activations
  *    within a stated tolerance, bit for bit for any row split and for each token
- *    alone; on AArch64 also the variant without sdot;
+ *    alone; on AArch64 also the variant without sdot. Q6_K the same way on its
+ *    packed layout (q6k_pack_rows, in two calls; every packed row read back equals
+ *    the file's dequantized row bit for bit), with 17 and 34 rows and 17 tokens so
+ *    that partial groups, splits inside groups and AVX-512's panels are exercised;
+ *    on x86 also the AVX-512 table without VNNI;
  *  - attention (att_scores / att_values, F32 and F16 caches) and fast SwiGLU:
  *    the scalar bits; fast softmax within 1e-6 relative (the unit
  *    tests run the same check, tests/unit/test_kernels.c). */
@@ -895,7 +899,7 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
 /* ---- int8 activations on GGUF blocks read in place (dequant.h) ----------------
  *
  * The types fast mode does not repack (Q5_0 ... IQ4_XS) have matmul_q8 entries
- * that read the file layout. Reference: a double sum of w * (dx * q) with w the
+ * that read the file layout; Q6_K's reads its packed layout (packed here first). Reference: a double sum of w * (dx * q) with w the
  * type table's dequantized weights (held to gguf-py by tests/unit/test_quant.c)
  * and dx * q the int8 activations, which is what the int8 route computes up to
  * f32 rounding: the integer sums are exact and only the per-half f32 terms
