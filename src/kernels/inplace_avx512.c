@@ -310,13 +310,18 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
         __m512i hb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 16)));
         w.wa = _mm512_or_si512(w.wa, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, hs), one), 2));
         w.wb = _mm512_or_si512(w.wb, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, hs), one), 2));
-        __m128 d = _mm_set1_ps(h2f(blk + 108));
-        const uint8_t *sc = blk + 96;
-        int j = 8 * h; /* half-scales 8h .. 8h + 7: (2 bi, 2 bi + 1) for bi = 0..3 */
-        fa = _mm_mul_ps(d, _mm_setr_ps((float)q3k_scale(sc, j), (float)q3k_scale(sc, j + 2), (float)q3k_scale(sc, j + 4),
-                                       (float)q3k_scale(sc, j + 6)));
-        fb = _mm_mul_ps(d, _mm_setr_ps((float)q3k_scale(sc, j + 1), (float)q3k_scale(sc, j + 3), (float)q3k_scale(sc, j + 5),
-                                       (float)q3k_scale(sc, j + 7)));
+        /* half-scales 8h .. 8h + 7, (2 bi, 2 bi + 1) for bi = 0..3, as inplace_avx2.c builds them:
+         * q3k_scale(8h + k) has its low 4 bits in byte k (h: high nibble) and its high 2 in byte
+         * 8 + k % 4 at bits 2 (2h + k / 4); minus 32. 8 bytes in a general register, then one
+         * conversion (8 scalar q3k_scale calls and vector inserts before) */
+        uint64_t lo = rd_u64(blk + 96), h2 = rd_u32(blk + 104);
+        lo = (h ? lo >> 4 : lo) & 0x0f0f0f0f0f0f0f0full;
+        uint64_t hi = ((h2 >> (4 * h)) & 0x03030303u) | ((h2 >> (4 * h + 2)) & 0x03030303u) << 32;
+        __m256i s8 = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)(lo | hi << 4))), _mm256_set1_epi32(32));
+        __m256 f8 = _mm256_mul_ps(_mm256_cvtepi32_ps(s8), _mm256_set1_ps(h2f(blk + 108)));
+        f8 = _mm256_permutevar8x32_ps(f8, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)); /* first halves, then second */
+        fa = _mm256_castps256_ps128(f8);
+        fb = _mm256_extractf128_ps(f8, 1);
         ma = _mm_mul_ps(fa, _mm_set1_ps(-4.0f));
         mb = _mm_mul_ps(fb, _mm_set1_ps(-4.0f));
     } else {
