@@ -300,10 +300,49 @@ AI __m256i q6_half_off(__m256i x) {
     return _mm256_sub_epi32(_mm256_set1_epi32(32 * 2048), _mm256_slli_epi32(v, 5));
 }
 
-/* Q6_K part p of half h of a full chunk for one token (layout in kernels.h): the
- * 6-bit values decoded from the nibble and high-bit vectors, each half of a block
- * summed apart with its -32 offset, and scaled by its d * sc. dq: the f16 d of the
- * group's 8 rows for this quad's super-block. */
+/* Q6_K part p (blocks 2p, 2p + 1) of half h of a full chunk, decoded (layout in
+ * kernels.h): u[v] the 6-bit values meeting dword v of the blocks' first 16
+ * activations, u[v + 4] of their second 16; sw[0] / sw[1] the halves' d * sc. dq:
+ * the f16 d of the group's 8 rows for this quad's super-block. */
+typedef struct {
+    __m256i u[8];
+    __m256 sw[2];
+} q6_part;
+
+AI void q6_part_decode(const uint8_t *ck, const uint8_t *dq, int h, int p, q6_part *w) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    const uint8_t *sc = ck + 16 * h + 8 * p, *pay = ck + 64 + 384 * h + 32 * p;
+    __m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(dq + 8 * h)));
+    __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
+    w->sw[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc))));
+    w->sw[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32)))));
+    __m256i h0 = _mm256_loadu_si256((const __m256i *)(pay + 256)), h1 = _mm256_loadu_si256((const __m256i *)(pay + 320));
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m256i n = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        w->u[v] = _mm256_or_si256(_mm256_and_si256(n, lo4), q6_hbits(h0, v));
+        w->u[v + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), lo4), q6_hbits(h1, v));
+    }
+}
+
+/* acc + a decoded part against one token (xq, xd: the token's quad): each half of a
+ * block summed apart with its -32 offset, scaled by its d * sc. */
+AI __m256 q6_part_dot(const q6_part *w, int p, const int8_t *xq, const float *xd, __m256 acc) {
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
+    __m256i is0 = q6_half_off(x0), is1 = q6_half_off(x1);
+    UNROLL for (int v = 0; v < 4; v++) {
+        is0 = dot_u8s8(is0, w->u[v], dword_bcast(x0, v));
+        is1 = dot_u8s8(is1, w->u[v + 4], dword_bcast(x1, v));
+    }
+    __m256 dx = part_expand(xd, p);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(w->sw[0], dx), acc);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(w->sw[1], dx), acc);
+}
+
+/* Decode (the per-token walk of q8_group): q6_part_decode and q6_part_dot in one
+ * pass, each value used as it is decoded. The same integers and the same f32
+ * operations as the two: the same bits. (Looking the chunk up through q6_chunk
+ * there instead of inline cost the GEMV 24.6 -> 19.2 GB/s, warm, bench_kernels.) */
 AI __m256 q6_part_quad(const uint8_t *ck, const uint8_t *dq, int h, int p, const int8_t *xq, const float *xd,
                        __m256 acc) {
     const __m256i lo4 = _mm256_set1_epi8(0x0f);
@@ -326,6 +365,52 @@ AI __m256 q6_part_quad(const uint8_t *ck, const uint8_t *dq, int h, int p, const
     __m256 dx = part_expand(xd, p);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(sw0, dx), acc);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(sw1, dx), acc);
+}
+
+/* Where quad q of the group at g (rr rows) starts, widened into `wide` if the group
+ * is partial, and the d of its 8 rows (into dloc, zero-padded, if partial). */
+AI const uint8_t *q6_chunk(const uint8_t *g, int rr, int nb, int q, uint8_t *wide, uint8_t dloc[16],
+                           const uint8_t **dq) {
+    const uint8_t *ck = g + q8w_dtab(DT_Q6_K, rr, nb) + (size_t)rr * 4 * q * q8w_block_bytes(DT_Q6_K);
+    *dq = q8w_d_at(g, rr, q / 2, 0);
+    if (rr < Q8W_GROUP) {
+        q8w_widen(DT_Q6_K, ck, rr, 4, wide, 4);
+        memset(dloc, 0, 16);
+        *dq = memcpy(dloc, *dq, 2 * (size_t)rr);
+        ck = wide;
+    }
+    return ck;
+}
+
+/* Q6_K prefill: each quad of a group decoded once for every token, where the
+ * per-token walk of q8_group decodes it nt times (bench_kernels, nt = 64, thread
+ * CPU time, loaded machine, 2 alternating runs: 2048 x 8192 66-68 -> 99-101 GOP/s,
+ * 576 x 1536 68-70 -> 112-113); acc holds 4 accumulators (half, part) per token.
+ * Per token the arithmetic is q8_group's exactly, so a token's result does not
+ * depend on nt (tested). */
+static void q6_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo, int hi,
+                       __m256 *acc) {
+    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dloc[16];
+    for (int i = 0; i < 4 * x->nt; i++) acc[i] = _mm256_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        const uint8_t *dq, *ck = q6_chunk(g, rr, nb, q, wide, dloc, &dq);
+        q6_part w[2][2];
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) q6_part_decode(ck, dq, h, p, &w[h][p]);
+        for (int t = 0; t < x->nt; t++) {
+            const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+            const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
+                acc[4 * t + 2 * h + p] = q6_part_dot(&w[h][p], p, xq, xd, acc[4 * t + 2 * h + p]);
+        }
+    }
+    for (int t = 0; t < x->nt; t++) {
+        float out[8];
+        UNROLL for (int h = 0; h < 2; h++) { /* as q8_group */
+            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
+            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+        }
+        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
+    }
 }
 
 /* Rows [lo, hi) of the group at g (rr rows) for token t; y rows start at y0. */
@@ -370,12 +455,17 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
 AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
+    __m256 *acc = dt == DT_Q6_K && x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
-        for (int t = 0; t < x->nt; t++) q8_group(dt, g, rr, nb, x, t, y + g0, ldy, lo, hi);
+        if (acc) /* (out of memory: token by token below) */
+            q6_prefill(g, rr, nb, x, y + g0, ldy, lo, hi, acc);
+        else
+            for (int t = 0; t < x->nt; t++) q8_group(dt, g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }
+    free(acc);
 }
 
 #define MATMUL_Q8(NAME, DT)                                                                           \
