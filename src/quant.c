@@ -137,7 +137,9 @@ static void dq_iq4_xs(const uint8_t *blk, int j, float *out) {
  * Q5_0 becomes packed Q8_0, losslessly (int8 q - 16, the same scale) but 55% larger:
  * bench_kernels (thread CPU time) put the packed Q8_0 prefill at 270-330 GOP/s
  * against 73-91 for Q5_0 read in place, and a GEMV from DRAM at the same blocks per
- * second (the packed kernel is faster per byte by what it reads more). */
+ * second (the packed kernel is faster per byte by what it reads more).
+ * Q6_K packs as itself: its own packed layout of the same size (kernels.h,
+ * kernels/q6k_packed.c), lossless, int8 kernels on every ISA. */
 static const dtype_traits TRAITS[DT_COUNT] = {
     [DT_F32] = {"F32", 0, 1, 4, NULL, 1, DT_COUNT},
     [DT_F16] = {"F16", 1, 1, 2, NULL, 1, DT_COUNT},
@@ -151,7 +153,7 @@ static const dtype_traits TRAITS[DT_COUNT] = {
     [DT_Q3_K] = {"Q3_K", 11, QK_K, 110, dq_q3_k, 1, DT_COUNT},
     [DT_Q4_K] = {"Q4_K", 12, QK_K, 144, dq_q4_k, 1, DT_Q4_1},
     [DT_Q5_K] = {"Q5_K", 13, QK_K, 176, dq_q5_k, 1, DT_COUNT},
-    [DT_Q6_K] = {"Q6_K", 14, QK_K, 210, dq_q6_k, 1, DT_COUNT},
+    [DT_Q6_K] = {"Q6_K", 14, QK_K, 210, dq_q6_k, 1, DT_Q6_K},
     [DT_IQ4_NL] = {"IQ4_NL", 20, 32, 18, dq_iq4_nl, 1, DT_COUNT},
     [DT_IQ4_XS] = {"IQ4_XS", 23, QK_K, 136, dq_iq4_xs, 1, DT_COUNT},
     /* safetensors-only plain types: not weights */

@@ -130,7 +130,8 @@ static void q50_row_q80(const uint8_t *src, int64_t cols, uint8_t *dst) {
 }
 
 /* Rows [r0, r1) of j's matrix, counted from j->row0 (a type packed as another is
- * converted row by row first: Q4_K as Q4_1, Q5_0 as Q8_0). */
+ * converted row by row first: Q4_K as Q4_1, Q5_0 as Q8_0; Q6_K has a packed
+ * layout of its own). */
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
     dtype pt = dtype_info(t->type)->packs_as;
@@ -138,6 +139,10 @@ static void repack_rows(const repack_job *j, int r0, int r1) {
     size_t rb = dtype_row_bytes(t->type, t->shape[1]);
     const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * rb;
     uint8_t conv[Q8_MAX_CONVERT_COLS / 32 * sizeof(block_q8_0)];
+    if (t->type == DT_Q6_K) { /* its own layout (kernels.h), written by the kernels' packer */
+        q6k_pack_rows(src, rows, (int)t->shape[1], r0, r1, j->out);
+        return;
+    }
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = src + (size_t)r * rb;
         if (t->type == DT_Q4_K) {
@@ -153,7 +158,7 @@ static void repack_rows(const repack_job *j, int r0, int r1) {
 
 /* Bytes of rows of t in its packed layout. */
 static size_t packed_bytes(const tensor *t, int rows) {
-    return (size_t)rows * (size_t)(t->shape[1] / 32) * (size_t)q8w_block_bytes(dtype_info(t->type)->packs_as);
+    return q8w_matrix_bytes(dtype_info(t->type)->packs_as, rows, (int)(t->shape[1] / 32));
 }
 
 /* After packing: the tensor is its packed type now (its file pages are gone). */
@@ -179,6 +184,10 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
         rows = (i + 1 < t->nparts ? t->parts[i + 1].row0 : rows) - t->parts[i].row0;
         row -= t->parts[i].row0;
         break;
+    }
+    if (dt == DT_Q6_K) {
+        q6k_packed_row_f32(pk, rows, (int)t->shape[1], (int)row, out);
+        return;
     }
     for (int b = 0; b < nb; b++, out += 32) {
         block_place p = place_of(dt, rows, nb, (int)row, b);

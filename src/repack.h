@@ -1,15 +1,16 @@
-/* repack.h - fast mode: GGUF Q4_0 / Q4_1 / Q8_0 weight matrices rewritten once at
- * load into the layout the int8-activation kernels read (kernels.h, "Repacked
- * weights"): groups of 8 rows interleaved per 128 columns, each group one
- * stream with its f16 scales beside the payload. The copy has
- * exactly the file's size; the file pages it came from are released, so the
- * model still holds one copy of each weight. */
+/* repack.h - fast mode: GGUF Q4_0 / Q4_1 / Q8_0 / Q6_K weight matrices rewritten
+ * once at load into the layout the int8-activation kernels read (kernels.h,
+ * "Repacked weights"): groups of 8 rows interleaved per 128 columns, each group
+ * one stream with its scales beside the payload (Q4_K and Q5_0 are converted to
+ * Q4_1 and Q8_0 on the way). The copy has the file's size (Q6_K: up to 48 bytes
+ * more per 8 rows); the file pages it came from are released, so the model
+ * still holds one copy of each weight. */
 #ifndef LLMGEN_REPACK_H
 #define LLMGEN_REPACK_H
 
 #include "model.h"
 
-/* Repack every Q4_0 / Q4_1 / Q8_0 matrix of m (layers, lm_head / embeddings),
+/* Repack every Q4_0 / Q4_1 / Q8_0 / Q6_K matrix (and Q4_K, Q5_0 converted) of m (layers, lm_head / embeddings),
  * in parallel over m->pool, setting tensor.packed: the layers' and the lm_head
  * into one arena laid out in the order the threads stream them (tensor.parts,
  * see repack.c), anything else on its own. -1 with a message if memory runs
@@ -25,8 +26,8 @@ int repack_supported(dtype t);
 /* Whether repack_weights packs t: a dtype it handles, with an int8 kernel in m's table. */
 int repack_will_pack(const model *m, const tensor *t);
 
-/* The packed form of a whole 2-D Q4_0 / Q4_1 / Q8_0 tensor t into out
- * (t->nbytes bytes), on the calling thread. */
+/* The packed form of a whole 2-D tensor t of a type repack_supported accepts into
+ * out (q8w_matrix_bytes of its packed type), on the calling thread. */
 void repack_matrix(const tensor *t, void *out);
 
 /* The packed type an MLX 4-bit (DT_AFFINE4) matrix takes in fast mode: DT_Q4_1

@@ -85,9 +85,9 @@ typedef struct {
                                         a linear weight is (out, in). GGUF `ne` is reversed. */
     const void *data;                /* into the reader's mapping, valid until it closes */
     size_t nbytes;                   /* validated against shape and dtype */
-    const void *packed;              /* NULL, or (fast mode, Q4_0/Q4_1/Q8_0 matrices) the same
-                                        nbytes repacked for the int8-activation kernels: payload
-                                        rows then f16 scales, layout in kernels/kernels.h; owned
+    const void *packed;              /* NULL, or (fast mode, Q4_0/Q4_1/Q8_0/Q6_K matrices) the
+                                        weights repacked for the int8-activation kernels (nbytes
+                                        then their size), layout in kernels/kernels.h; owned
                                         by the model (repack.c); == data for the GGUF types the
                                         int8 kernels read in place (kernels/dequant.h) */
     const packed_part *parts;        /* NULL, or `packed` in nparts runs of rows (in row order;

@@ -34,7 +34,11 @@
  *  - int8 activations on the GGUF types read in place (Q5_0 ... IQ4_XS; st_check_inplace):
  *    every table's matmul_q8 entry against dequantized weights x int8 activations
  *    within a stated tolerance, bit for bit for any row split and for each token
- *    alone; on AArch64 also the variant without sdot;
+ *    alone; on AArch64 also the variant without sdot. Q6_K the same way on its
+ *    packed layout (q6k_pack_rows, in two calls; every packed row read back equals
+ *    the file's dequantized row bit for bit), with 17 and 34 rows and 17 tokens so
+ *    that partial groups, splits inside groups and AVX-512's panels are exercised;
+ *    on x86 also the AVX-512 table without VNNI;
  *  - attention (att_scores / att_values, F32 and F16 caches) and fast SwiGLU:
  *    the scalar bits; fast softmax within 1e-6 relative (the unit
  *    tests run the same check, tests/unit/test_kernels.c). */
@@ -50,6 +54,9 @@
 #include "quant.h"
 #include "util.h"
 
+#if defined(__x86_64__)
+const kernels *kernels_avx512_table(int vnni); /* avx512.c: the table with or without VNNI, unchecked */
+#endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
 
@@ -344,6 +351,7 @@ done:
 static const int ST_DENSE_COLS[] = {1, 7, 33, 96, 576, 1000};
 static const int ST_BLOCK_COLS[] = {32, 64, 96, 576};
 static const int ST_SUPER_COLS[] = {256, 512, 1280}; /* QK_K blocks: K-quants, IQ4_XS */
+#define ST_MAX_SUPER_COLS 1280
 static const int ST_ROWS[] = {1, 2, 5, 13};
 static const int ST_NT[] = {1, 2, 3, 5, 17};
 static const dtype ST_DTYPES[] = {DT_F32,  DT_F16,  DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1,   DT_Q5_0,  DT_Q5_1,
@@ -895,7 +903,7 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
 /* ---- int8 activations on GGUF blocks read in place (dequant.h) ----------------
  *
  * The types fast mode does not repack (Q5_0 ... IQ4_XS) have matmul_q8 entries
- * that read the file layout. Reference: a double sum of w * (dx * q) with w the
+ * that read the file layout; Q6_K's reads its packed layout (packed here first). Reference: a double sum of w * (dx * q) with w the
  * type table's dequantized weights (held to gguf-py by tests/unit/test_quant.c)
  * and dx * q the int8 activations, which is what the int8 route computes up to
  * f32 rounding: the integer sums are exact and only the per-half f32 terms
@@ -915,27 +923,41 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     matmul_q8_fn f = k->matmul_q8[dt], fr = kernels_scalar()->matmul_q8[dt];
     if (!fr) return st_fail(msg, len, k, dt, rows, cols, nt, "scalar table has no in-place int8 kernel");
     size_t rb = dtype_row_bytes(dt, cols);
-    int qd = q8_quads(cols), ny = nt * rows;
+    int qd = q8_quads(cols), ny = nt * rows, packed = dt == DT_Q6_K;
     uint8_t *w = malloc(rb * (size_t)rows);
+    uint8_t *pk = packed ? malloc(q8w_matrix_bytes(dt, rows, cols / 32)) : w; /* what the kernels read */
     float *x = malloc(sizeof(float) * (size_t)nt * cols), *wf = malloc(sizeof(float) * (size_t)cols);
     float *y = malloc(sizeof(float) * ny), *yr = malloc(sizeof(float) * ny), *ys = malloc(sizeof(float) * ny);
     q8_act a = {nt, cols, qd, malloc((size_t)nt * qd * 128), malloc(sizeof(float) * nt * qd * 4),
                 malloc(sizeof(float) * nt * qd * 4)};
     int rc = 0;
-    if (!w || !x || !wf || !y || !yr || !ys || !a.q || !a.d || !a.s) {
+    if (!w || !pk || !x || !wf || !y || !yr || !ys || !a.q || !a.d || !a.s) {
         rc = st_fail(msg, len, k, dt, rows, cols, nt, "out of memory");
         goto done;
     }
     uint64_t s = seed;
     for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, cols, &s);
+    if (packed) { /* in two calls, as threads pack their own groups */
+        int g = rows / 2 / Q8W_GROUP * Q8W_GROUP;
+        q6k_pack_rows(w, rows, cols, g, rows, pk);
+        q6k_pack_rows(w, rows, cols, 0, g, pk);
+        for (int r = 0; r < rows && !rc; r++) { /* the packed rows read back: the file's values */
+            float back[ST_MAX_SUPER_COLS];
+            dtype_dequant_row(dt, w, cols, r, wf);
+            q6k_packed_row_f32(pk, rows, cols, r, back);
+            if (memcmp(back, wf, sizeof(float) * (size_t)cols)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "packed row != file row");
+        }
+        if (rc) goto done;
+    }
     for (int i = 0; i < nt * cols; i++) x[i] = st_unit(&s) * (i % 97 == 0 ? 8.0f : 1.0f); /* some outliers */
     kernels_scalar()->quantize_act(x, cols, 0, nt, &a);
-    int mid = rows / 2;
-    fr(w, rows, cols, 0, rows, &a, yr, rows);
+    /* a split in the middle, and for packed types also inside groups of 8 (4 and 13 of 17) */
+    int mid = packed && rows > 4 ? rows / 4 + 1 : rows / 2;
+    fr(pk, rows, cols, 0, rows, &a, yr, rows);
     if (f) {
-        f(w, rows, cols, 0, rows, &a, y, rows);
-        f(w, rows, cols, 0, mid, &a, ys, rows);
-        f(w, rows, cols, mid, rows, &a, ys, rows);
+        f(pk, rows, cols, 0, rows, &a, y, rows);
+        f(pk, rows, cols, 0, mid, &a, ys, rows);
+        f(pk, rows, cols, mid, rows, &a, ys, rows);
     }
     for (int r = 0; r < rows && !rc; r++) {
         dtype_dequant_row(dt, w, cols, r, wf);
@@ -964,25 +986,29 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     }
     for (int t = 0; f && t < nt && !rc && nt > 1; t++) { /* each token alone = its prefill value */
         q8_act one = {1, cols, qd, a.q + (size_t)t * qd * 128, a.d + (size_t)t * qd * 4, a.s + (size_t)t * qd * 4};
-        f(w, rows, cols, 0, rows, &one, ys, rows);
+        f(pk, rows, cols, 0, rows, &one, ys, rows);
         for (int r = 0; r < rows && !rc; r++)
             if (memcmp(&ys[r], &y[t * rows + r], 4)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "int8 token alone differs from prefill");
     }
 done:
+    if (pk != w) free(pk);
     free(w), free(x), free(wf), free(y), free(yr), free(ys), free(a.q), free(a.d), free(a.s);
     return rc;
 }
 
-/* Every size for one table and in-place type (rows not multiples of 256 where the type allows). */
+/* Every size for one table and in-place type (rows not multiples of 256 where the type allows).
+ * Q6_K, packed, also takes 17 and 34 rows (partial groups after whole ones; AVX-512's
+ * 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
 __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
-    static const int rows[] = {1, 3, 9}, nts[] = {1, 2, 5};
+    static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17};
     int sup = st_block_elems(dt) == QK_K;
     const int *cols = sup ? ST_SUPER_COLS : ST_BLOCK_COLS;
     int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : ST_COUNT(ST_BLOCK_COLS);
     uint64_t seed = 77000 + 1000 * (uint64_t)dt;
+    int nr = dt == DT_Q6_K ? ST_COUNT(rows) : 3, nn = dt == DT_Q6_K ? ST_COUNT(nts) : 3;
     for (int c = 0; c < ncols; c++)
-        for (int r = 0; r < ST_COUNT(rows); r++)
-            for (int t = 0; t < ST_COUNT(nts); t++)
+        for (int r = 0; r < nr; r++)
+            for (int t = 0; t < nn; t++)
                 if (st_check_inplace_case(k, dt, rows[r], cols[c], nts[t], ++seed, msg, len)) return -1;
     return 0;
 }
@@ -1045,6 +1071,19 @@ int main(int argc, char **argv) {
             failed += rc != 0;
         }
     }
+#if defined(__x86_64__)
+    if (kernels_avx512()) { /* the AVX-512 table without VNNI (vpmaddubsw + vpmaddwd), on this CPU too */
+        const kernels *k = kernels_avx512_table(0);
+        for (int d = 0; d < ST_COUNT(ST_Q8_DTYPES); d++) {
+            int rc = st_check_q8("avx512-novnni", k->matmul_q8[ST_Q8_DTYPES[d]], ST_Q8_DTYPES[d], msg, sizeof msg);
+            printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
+            failed += rc != 0;
+        }
+        int rc = st_check_inplace(k, DT_Q6_K, msg, sizeof msg);
+        printf("avx512  Q6_K  int8 without VNNI %s\n", rc ? msg : "vs reference: ok");
+        failed += rc != 0;
+    }
+#endif
 #if defined(__aarch64__)
     {   /* the int8 path without the dot-product extension, whatever this CPU has */
         printf("neon    dot-product extension (vdotq_s32 in the int8 route): %s\n",
@@ -1062,7 +1101,7 @@ int main(int argc, char **argv) {
             dtype dt = ST_INPLACE_DTYPES[d];
             kernels plain = *kernels_neon();
             plain.name = "neon-nodot";
-            plain.matmul_q8[dt] = inplace_neon_plain(dt);
+            plain.matmul_q8[dt] = dt == DT_Q6_K ? kernels_neon_q8_plain(dt) : inplace_neon_plain(dt); /* Q6_K: packed */
             rc = plain.matmul_q8[dt] ? st_check_inplace(&plain, dt, msg, sizeof msg) : -1;
             printf("neon    %-6s int8 in place without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(dt),
                    rc ? (plain.matmul_q8[dt] ? msg : "no plain kernel") : "vs reference: ok");

@@ -251,7 +251,7 @@ AI __m256 scales8(const uint8_t *p, int gb) {
 AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq, const float *xd, const float *xs,
                     __m256 acc) {
     const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt);
-    const q8w_chunk c = {0, Q8W_GROUP, 4};
+    const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + 2 * q8w_nscales(dt, &c);
     const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
@@ -281,6 +281,138 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
     return acc;
 }
 
+/* Q6_K: the 2-bit field f (0..3) of each byte of h moved to bits 4-5, the rest 0. */
+AI __m256i q6_hbits(__m256i h, int f) {
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    switch (f) {
+    case 0: return _mm256_and_si256(_mm256_slli_epi16(h, 4), m30);
+    case 1: return _mm256_and_si256(_mm256_slli_epi16(h, 2), m30);
+    case 2: return _mm256_and_si256(h, m30);
+    default: return _mm256_and_si256(_mm256_srli_epi16(h, 2), m30);
+    }
+}
+
+/* Q6_K: -32 times the sum of the 16 int8 of each 128-bit lane (a block's half), in
+ * its 4 dwords: vpsadbw on x + 128 sums 8 bytes at a time (each sum 1024 too high). */
+AI __m256i q6_half_off(__m256i x) {
+    __m256i v = _mm256_sad_epu8(_mm256_xor_si256(x, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
+    v = _mm256_shuffle_epi32(_mm256_add_epi64(v, _mm256_shuffle_epi32(v, 0x4e)), 0x00);
+    return _mm256_sub_epi32(_mm256_set1_epi32(32 * 2048), _mm256_slli_epi32(v, 5));
+}
+
+/* Q6_K part p (blocks 2p, 2p + 1) of half h of a full chunk, decoded (layout in
+ * kernels.h): u[v] the 6-bit values meeting dword v of the blocks' first 16
+ * activations, u[v + 4] of their second 16; sw[0] / sw[1] the halves' d * sc. dq:
+ * the f16 d of the group's 8 rows for this quad's super-block. */
+typedef struct {
+    __m256i u[8];
+    __m256 sw[2];
+} q6_part;
+
+AI void q6_part_decode(const uint8_t *ck, const uint8_t *dq, int h, int p, q6_part *w) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    const uint8_t *sc = ck + 16 * h + 8 * p, *pay = ck + 64 + 384 * h + 32 * p;
+    __m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(dq + 8 * h)));
+    __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
+    w->sw[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc))));
+    w->sw[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32)))));
+    __m256i h0 = _mm256_loadu_si256((const __m256i *)(pay + 256)), h1 = _mm256_loadu_si256((const __m256i *)(pay + 320));
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m256i n = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        w->u[v] = _mm256_or_si256(_mm256_and_si256(n, lo4), q6_hbits(h0, v));
+        w->u[v + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), lo4), q6_hbits(h1, v));
+    }
+}
+
+/* acc + a decoded part against one token (xq, xd: the token's quad): each half of a
+ * block summed apart with its -32 offset, scaled by its d * sc. */
+AI __m256 q6_part_dot(const q6_part *w, int p, const int8_t *xq, const float *xd, __m256 acc) {
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
+    __m256i is0 = q6_half_off(x0), is1 = q6_half_off(x1);
+    UNROLL for (int v = 0; v < 4; v++) {
+        is0 = dot_u8s8(is0, w->u[v], dword_bcast(x0, v));
+        is1 = dot_u8s8(is1, w->u[v + 4], dword_bcast(x1, v));
+    }
+    __m256 dx = part_expand(xd, p);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(w->sw[0], dx), acc);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(w->sw[1], dx), acc);
+}
+
+/* Decode (the per-token walk of q8_group): q6_part_decode and q6_part_dot in one
+ * pass, each value used as it is decoded. The same integers and the same f32
+ * operations as the two: the same bits. (Looking the chunk up through q6_chunk
+ * there instead of inline cost the GEMV 24.6 -> 19.2 GB/s, warm, bench_kernels.) */
+AI __m256 q6_part_quad(const uint8_t *ck, const uint8_t *dq, int h, int p, const int8_t *xq, const float *xd,
+                       __m256 acc) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    const uint8_t *sc = ck + 16 * h + 8 * p, *pay = ck + 64 + 384 * h + 32 * p;
+    __m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(dq + 8 * h)));
+    __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
+    __m256 sw0 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc))));
+    __m256 sw1 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32)))));
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
+    __m256i h0 = _mm256_loadu_si256((const __m256i *)(pay + 256)), h1 = _mm256_loadu_si256((const __m256i *)(pay + 320));
+    __m256i is0 = q6_half_off(x0), is1 = q6_half_off(x1);
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m256i n = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        __m256i ul = _mm256_or_si256(_mm256_and_si256(n, lo4), q6_hbits(h0, v));
+        __m256i uh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), lo4), q6_hbits(h1, v));
+        is0 = dot_u8s8(is0, ul, dword_bcast(x0, v));
+        is1 = dot_u8s8(is1, uh, dword_bcast(x1, v));
+    }
+    __m256 dx = part_expand(xd, p);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(sw0, dx), acc);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(is1), _mm256_mul_ps(sw1, dx), acc);
+}
+
+/* Where quad q of the group at g (rr rows) starts, widened into `wide` if the group
+ * is partial, and the d of its 8 rows (into dloc, zero-padded, if partial). */
+AI const uint8_t *q6_chunk(const uint8_t *g, int rr, int nb, int q, uint8_t *wide, uint8_t dloc[16],
+                           const uint8_t **dq) {
+    const uint8_t *ck = g + q8w_dtab(DT_Q6_K, rr, nb) + (size_t)rr * 4 * q * q8w_block_bytes(DT_Q6_K);
+    *dq = q8w_d_at(g, rr, q / 2, 0);
+    if (rr < Q8W_GROUP) {
+        q8w_widen(DT_Q6_K, ck, rr, 4, wide, 4);
+        memset(dloc, 0, 16);
+        *dq = memcpy(dloc, *dq, 2 * (size_t)rr);
+        ck = wide;
+    }
+    return ck;
+}
+
+/* Q6_K prefill: each quad of a group decoded once for every token, where the
+ * per-token walk of q8_group decodes it nt times (bench_kernels, nt = 64, thread
+ * CPU time, loaded machine, 2 alternating runs: 2048 x 8192 66-68 -> 99-101 GOP/s,
+ * 576 x 1536 68-70 -> 112-113); acc holds 4 accumulators (half, part) per token.
+ * Per token the arithmetic is q8_group's exactly, so a token's result does not
+ * depend on nt (tested). */
+static void q6_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo, int hi,
+                       __m256 *acc) {
+    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dloc[16];
+    for (int i = 0; i < 4 * x->nt; i++) acc[i] = _mm256_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        const uint8_t *dq, *ck = q6_chunk(g, rr, nb, q, wide, dloc, &dq);
+        q6_part w[2][2];
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) q6_part_decode(ck, dq, h, p, &w[h][p]);
+        for (int t = 0; t < x->nt; t++) {
+            const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+            const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
+                acc[4 * t + 2 * h + p] = q6_part_dot(&w[h][p], p, xq, xd, acc[4 * t + 2 * h + p]);
+        }
+    }
+    for (int t = 0; t < x->nt; t++) {
+        float out[8];
+        UNROLL for (int h = 0; h < 2; h++) { /* as q8_group */
+            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
+            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+        }
+        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
+    }
+}
+
 /* Rows [lo, hi) of the group at g (rr rows) for token t; y rows start at y0. */
 AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, int t, float *y0, int ldy, int lo,
                  int hi) {
@@ -290,7 +422,7 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
     UNROLL for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = _mm256_setzero_ps();
     for (int q = 0; 4 * q < nb; q++) {
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+        const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * bb;
         if (x->nt == 1 && rr == Q8W_GROUP) /* decode: into L2, 16 KB ahead in the stream (avx512.c, Q8_PF) */
             for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + 16384 + l, _MM_HINT_T1);
         if (rr < Q8W_GROUP || kb < 4) {
@@ -299,6 +431,14 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
         }
         const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
         const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+        if (dt == DT_Q6_K) {
+            uint8_t dloc[16] = {0}; /* the d of a partial group's rows, the others 0 */
+            const uint8_t *dq = q8w_d_at(g, rr, q / 2, 0);
+            if (rr < Q8W_GROUP) dq = memcpy(dloc, dq, 2 * (size_t)rr);
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
+                acc[h][p] = q6_part_quad(ck, dq, h, p, xq, xd, acc[h][p]);
+            continue;
+        }
         UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
             acc[h][p] = part_quad(dt, ck, h, p, xq, xd, xs, acc[h][p]);
     }
@@ -314,13 +454,18 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
  * [r0, r1) are stored, so r0 / r1 need not fall on group boundaries. */
 AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
-    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
+    __m256 *acc = dt == DT_Q6_K && x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
-        for (int t = 0; t < x->nt; t++) q8_group(dt, g, rr, nb, x, t, y + g0, ldy, lo, hi);
+        if (acc) /* (out of memory: token by token below) */
+            q6_prefill(g, rr, nb, x, y + g0, ldy, lo, hi, acc);
+        else
+            for (int t = 0; t < x->nt; t++) q8_group(dt, g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }
+    free(acc);
 }
 
 #define MATMUL_Q8(NAME, DT)                                                                           \
@@ -333,6 +478,7 @@ MATMUL_Q8(q8_q4_1, DT_Q4_1)
 MATMUL_Q8(q8_q8_0, DT_Q8_0)
 MATMUL_Q8(q8_q4_1g64, DT_Q4_1G64)
 MATMUL_Q8(q8_q4_1g128, DT_Q4_1G128)
+MATMUL_Q8(q8_q6_k, DT_Q6_K)
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
 static void axpy_avx2(float *y, float a, const float *x, int n) {
@@ -396,9 +542,9 @@ static const kernels AVX2 = {
             [DT_AFFINE8] = affine8_matmul_avx2,
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
-                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
-                  DQ_Q8_MATMULS(inplace_avx2)},                                   /* inplace_avx2.c */
+                  DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_F16] = att_scores_f16_avx2},

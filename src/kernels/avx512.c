@@ -253,13 +253,25 @@ typedef struct {
     __m512i x0, x1; /* first / second halves of the 4 blocks, int8 */
     __m512 dx;      /* activation scale per block (divided by 16 where the weights carry 16x) */
     __m512 s;       /* sum of the block's q (exact integer) */
-    __m512i off;    /* the weights' offset times s (Q4_0 -8, Q8_0 -128 with VNNI; x16 where the sums are), int32 */
+    __m512i off;    /* the weights' offset times s (Q4_0 -8, Q8_0 -128 with VNNI; x16 where the sums are), int32;
+                       Q6_K: -32 times the sum of the blocks' first halves */
+    __m512i off1;   /* Q6_K: -32 times the sum of their second halves */
     __m512 sx;      /* Q4_1: d * s per block */
 } quad_x;
 
 /* With VNNI the Q4 kernels keep high nibbles in place (16x their value, a mask
  * instead of shift + mask), so their integer sums are 16x: still exact. */
-AI int sums_x16(dtype dt, int vnni) { return vnni && dt != DT_Q8_0; }
+AI int sums_x16(dtype dt, int vnni) { return vnni && dt != DT_Q8_0 && dt != DT_Q6_K; }
+
+/* Q6_K: -32 times the sum of the 16 int8 in each 128-bit lane (a block's half), in all 4 of its dwords. */
+AI __m512i q6_half_off(__m512i x, int vnni) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i v = vnni ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, x)
+                     : _mm512_madd_epi16(_mm512_maddubs_epi16(ones, x), _mm512_set1_epi16(1));
+    v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xb1));
+    v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4e));
+    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(v, 5));
+}
 
 AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     quad_x a;
@@ -275,6 +287,11 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     int sh = dt == DT_Q4_0 ? (vnni ? 7 : 3) : dt == DT_Q8_0 && vnni ? 7 : -1; /* -128 = -(1 << 7), -8 */
     a.off = sh < 0 ? _mm512_setzero_si512()
                    : _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_cvtps_epi32(a.s), (unsigned)sh));
+    a.off1 = _mm512_setzero_si512();
+    if (dt == DT_Q6_K) {
+        a.off = q6_half_off(a.x0, vnni);
+        a.off1 = q6_half_off(a.x1, vnni);
+    }
     return a;
 }
 
@@ -285,14 +302,53 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
 typedef struct {
     __m512i u[8];
     __mmask64 neg[8];
-    __m512 sw, mw; /* scales and Q4_1 mins, lane 4 bi + ii */
+    __m512 sw, mw; /* scales and Q4_1 mins, lane 4 bi + ii; Q6_K: scales of the first / second 16 */
 } half_w;
+
+/* Q6_K: the 2-bit field f (0..3) of each byte of h moved to bits 4-5, the rest 0. */
+AI __m512i q6_hbits(__m512i h, int f) {
+    const __m512i m30 = _mm512_set1_epi8(0x30);
+    switch (f) {
+    case 0: return _mm512_and_si512(_mm512_slli_epi16(h, 4), m30);
+    case 1: return _mm512_and_si512(_mm512_slli_epi16(h, 2), m30);
+    case 2: return _mm512_and_si512(h, m30);
+    default: return _mm512_and_si512(_mm512_srli_epi16(h, 2), m30);
+    }
+}
+
+/* Q6_K half h of a full chunk (8 rows x 4 blocks): the 6-bit values u (0..63, the
+ * weight is u - 32) and the f32 scales d * sc of each block's halves. dq: the f16 d
+ * of the group's 8 rows for this quad's super-block. (a ? b : c) by vpternlogd 0xca. */
+AI half_w q6_half_load(const uint8_t *ck, const uint8_t *dq, int h) {
+    half_w w;
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    __m512 d = _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(dq + 8 * h))));
+    const uint8_t *sc = ck + 16 * h, *pay = ck + 64 + 384 * h;
+    w.sw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc))));
+    w.mw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32)))));
+    __m512i h0 = _mm512_loadu_si512(pay + 256), h1 = _mm512_loadu_si512(pay + 320);
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m512i n = _mm512_loadu_si512(pay + 64 * v);
+        w.u[v] = _mm512_ternarylogic_epi32(m0f, n, q6_hbits(h0, v), 0xca);
+        w.u[v + 4] = _mm512_ternarylogic_epi32(m0f, _mm512_srli_epi16(n, 4), q6_hbits(h1, v), 0xca);
+    }
+    return w;
+}
+
+/* Q6_K: the f16 d of the 8 rows of a group (rr of them present, the rest 0) for
+ * quad q's super-block, at a pointer q6_half_load reads 16 bytes from. */
+AI const uint8_t *q6_dq(const uint8_t *g, int rr, int q, uint8_t tmp[16]) {
+    if (rr == Q8W_GROUP) return q8w_d_at(g, rr, q / 2, 0);
+    memset(tmp, 0, 16);
+    memcpy(tmp, q8w_d_at(g, rr, q / 2, 0), 2 * (size_t)rr);
+    return tmp;
+}
 
 /* Half h of a chunk `ck` of 8 rows x kb blocks. */
 AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
     half_w w;
     const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), ns = 4 * kb / gb;
-    const q8w_chunk c = {0, Q8W_GROUP, kb};
+    const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 0), *mn = sc + 2 * q8w_nscales(dt, &c);
     const uint8_t *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * nv * 4;
     __mmask16 m16 = (__mmask16)((1u << (4 * kb)) - 1), ms = (__mmask16)((1u << ns) - 1);
@@ -345,6 +401,21 @@ AI void half_sums(dtype dt, int vnni, const half_w w[2], const quad_x *a, __m512
         acc[h] = _mm512_add_epi32(sums_x16(dt, vnni) ? _mm512_slli_epi32(c[h][0], 4) : c[h][0], c[h][1]);
 }
 
+/* Q6_K: the sums of both halves of the blocks apart (each has its scale), offsets included. */
+AI void q6_half_sums(int vnni, const half_w w[2], const quad_x *a, __m512i acc[2][2]) {
+    UNROLL for (int h = 0; h < 2; h++) acc[h][0] = a->off, acc[h][1] = a->off1;
+    UNROLL for (int v = 0; v < 8; v++) {
+        __m512i xs = dword_bcast(v < 4 ? a->x0 : a->x1, v);
+        UNROLL for (int h = 0; h < 2; h++) acc[h][v / 4] = dot_u8s8(acc[h][v / 4], w[h].u[v], xs, vnni);
+    }
+}
+
+/* Q6_K: acc + both halves' terms. */
+AI __m512 q6_half_fma(const half_w *w, const quad_x *a, const __m512i isum[2], __m512 acc) {
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0]), _mm512_mul_ps(w->sw, a->dx), acc);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[1]), _mm512_mul_ps(w->mw, a->dx), acc);
+}
+
 /* One quad's terms for one half and token: the exact integer sum (offset
  * included: Q4_0 nibble - 8, Q8_0 stored w + 128 with VNNI) as f32 (exact:
  * below 2^24), times dw * dx; Q4_1 adds m * (dx * s). */
@@ -364,7 +435,7 @@ AI __m128 half_rows(__m512 acc) {
  * into `wide` first), with the stream prefetched Q8_PF ahead. */
 AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, uint8_t *wide, half_w w[2]) {
     const int bb = q8w_block_bytes(dt), kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-    const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+    const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * bb;
     if (rr < Q8W_GROUP) {
         q8w_widen(dt, ck, rr, kb, wide, kb);
         ck = wide;
@@ -374,7 +445,12 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
             _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
             _mm_prefetch((const char *)ck + Q8_PF_L1 + l, _MM_HINT_T0);
         }
-    if (kb == 4) { /* the common case with constant masks and offsets */
+    if (dt == DT_Q6_K) {
+        uint8_t tmp[16];
+        const uint8_t *dq = q6_dq(g, rr, q, tmp);
+        w[0] = q6_half_load(ck, dq, 0);
+        w[1] = q6_half_load(ck, dq, 1);
+    } else if (kb == 4) { /* the common case with constant masks and offsets */
         w[0] = half_load(dt, vnni, ck, 4, 0);
         w[1] = half_load(dt, vnni, ck, 4, 1);
     } else {
@@ -395,6 +471,12 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
         UNROLL for (int t = 0; t < T; t++) {
             quad_x a = quad_x_load(dt, vnni, x, t0 + t, q);
+            if (dt == DT_Q6_K) {
+                __m512i is2[2][2];
+                q6_half_sums(vnni, w, &a, is2);
+                UNROLL for (int h = 0; h < 2; h++) acc[h][t] = q6_half_fma(&w[h], &a, is2[h], acc[h][t]);
+                continue;
+            }
             __m512i isum[2];
             half_sums(dt, vnni, w, &a, isum);
             UNROLL for (int h = 0; h < 2; h++) acc[h][t] = half_fma(dt, &w[h], &a, isum[h], acc[h][t]);
@@ -418,7 +500,7 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
 typedef struct {
     __m512i xs[8]; /* dword v of the quad's first (v < 4) or second halves, per 128-bit lane */
     __m512 dx, sx; /* as quad_x */
-    __m512i off;
+    __m512i off, off1;
 } quad_pre;
 
 AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
@@ -428,6 +510,7 @@ AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
         pre[q].dx = a.dx;
         pre[q].sx = a.sx;
         pre[q].off = a.off;
+        pre[q].off1 = a.off1;
     }
 }
 
@@ -440,6 +523,14 @@ AI void gemv_group(dtype dt, const uint8_t *g, int rr, int nb, const quad_pre *p
         chunk_load(dt, 1, g, rr, nb, q, wide, w);
         const quad_pre *a = pre + q;
         UNROLL for (int h = 0; h < 2; h++) {
+            if (dt == DT_Q6_K) { /* each half of the blocks with its own scale */
+                __m512i c0 = a->off, c1 = a->off1;
+                UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
+                UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
+                acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c0), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
+                acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c1), _mm512_mul_ps(w[h].mw, a->dx), acc[h]);
+                continue;
+            }
             __m512i c0 = _mm512_setzero_si512(), c1 = a->off;
             UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
             UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
@@ -464,7 +555,7 @@ AI int run_gemv(dtype dt, const void *packed, int rows, int nb, int r0, int r1, 
     quad_pre *pre = x->quads <= GEMV_STACK_QUADS ? local : aligned_alloc(64, sizeof(quad_pre) * (size_t)x->quads);
     if (!pre) return 0;
     quad_pre_fill(dt, x, pre);
-    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
@@ -496,7 +587,9 @@ typedef struct {
     __m512 *mw;   /* (nb) Q4_1 block mins */
     float *dx;    /* (nt, npad) activation block scale as q8_group uses it (/ 16 for Q4) */
     float *sx;    /* (nt, npad) Q4_1: d * s */
-    int32_t *off; /* (nt, npad) Q4_0 / Q8_0: the offset term (-8 or -128, x16 for Q4) times s */
+    int32_t *off; /* (nt, npad) Q4_0 / Q8_0: the offset term (-8 or -128, x16 for Q4) times s;
+                     Q6_K: -32 times the sum of the block's first 16 q (mw: the second 16's scales) */
+    int32_t *off1; /* (nt, npad) Q6_K: -32 times the sum of its second 16 */
 } panel;
 
 /* Lane l of a[0..3]'s 128-bit lanes, for l = 0..3: out[l] = (a0.l, a1.l, a2.l, a3.l). */
@@ -516,13 +609,16 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         half_w h[4]; /* half hh: panel rows 4 hh .. 4 hh + 3 */
         for (int hh = 0; hh < 4; hh++) {
-            const uint8_t *ck = g + grp * (size_t)(hh / 2) + (size_t)Q8W_GROUP * 4 * q * bb;
-            h[hh] = kb == 4 ? half_load(dt, 1, ck, 4, hh % 2) : half_load(dt, 1, ck, kb, hh % 2);
+            const uint8_t *gh = g + grp * (size_t)(hh / 2);
+            const uint8_t *ck = gh + q8w_dtab(dt, Q8W_GROUP, nb) + (size_t)Q8W_GROUP * 4 * q * bb;
+            h[hh] = dt == DT_Q6_K ? q6_half_load(ck, q8w_d_at(gh, Q8W_GROUP, q / 2, 0), hh % 2)
+                    : kb == 4     ? half_load(dt, 1, ck, 4, hh % 2)
+                                  : half_load(dt, 1, ck, kb, hh % 2);
         }
         for (int v = 0; v < 8; v++) {
             __m512i a[4];
             for (int hh = 0; hh < 4; hh++) /* low nibbles x16, as the high ones stay in place */
-                a[hh] = dt != DT_Q8_0 && v < 4 ? _mm512_slli_epi16(h[hh].u[v], 4) : h[hh].u[v];
+                a[hh] = dt != DT_Q8_0 && dt != DT_Q6_K && v < 4 ? _mm512_slli_epi16(h[hh].u[v], 4) : h[hh].u[v];
             lanes_transpose(a);
             for (int bi = 0; bi < kb; bi++) _mm512_store_si512(p->w + 8 * (4 * q + bi) + v, a[bi]);
         }
@@ -532,10 +628,10 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
             mn[hh] = _mm512_castps_si512(h[hh].mw);
         }
         lanes_transpose(sc);
-        if (q8w_has_min(dt)) lanes_transpose(mn);
+        if (q8w_two(dt)) lanes_transpose(mn);
         for (int bi = 0; bi < kb; bi++) {
             p->sw[4 * q + bi] = _mm512_castsi512_ps(sc[bi]);
-            if (q8w_has_min(dt)) p->mw[4 * q + bi] = _mm512_castsi512_ps(mn[bi]);
+            if (q8w_two(dt)) p->mw[4 * q + bi] = _mm512_castsi512_ps(mn[bi]);
         }
     }
 }
@@ -543,6 +639,17 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
 /* The activation side of every token and block, as q8_group derives it per quad. */
 static void panel_act(dtype dt, const q8_act *x, const panel *p) {
     size_t n = (size_t)x->nt * x->quads * 4;
+    if (dt == DT_Q6_K) { /* the halves' sums from the int8 (quad layout: the first 16 of block b at 64 bytes before the second) */
+        for (size_t i = 0; i < n; i++) {
+            const int8_t *q = x->q + i / 4 * 128 + 16 * (i % 4);
+            int s0 = 0, s1 = 0;
+            for (int j = 0; j < 16; j++) s0 += q[j], s1 += q[64 + j];
+            p->dx[i] = x->d[i];
+            p->off[i] = -32 * s0;
+            p->off1[i] = -32 * s1;
+        }
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         float d = x->d[i], s = x->s[i];
         p->dx[i] = dt == DT_Q8_0 ? d : d * 0.0625f;
@@ -572,6 +679,22 @@ AI void panel_tile(dtype dt, const panel *p, int nb, const q8_act *x, int t0, fl
             const int8_t *xq = x->q + (size_t)t0 * xs + 128 * (size_t)q + 16 * bi;
             size_t ai = (size_t)t0 * npad + (size_t)b;
             __m512i ia[PANEL_T];
+            if (dt == DT_Q6_K) { /* the halves one after the other, each with its scale */
+                UNROLL for (int hf = 0; hf < 2; hf++) {
+                    const int32_t *off = hf ? p->off1 : p->off;
+                    UNROLL for (int t = 0; t < T; t++) ia[t] = _mm512_set1_epi32(off[ai + t * npad]);
+                    UNROLL for (int j = 4 * hf; j < 4 * hf + 4; j++) {
+                        __m512i w = _mm512_load_si512(p->w + 8 * b + j);
+                        int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4);
+                        UNROLL for (int t = 0; t < T; t++) ia[t] = dpbusd_bcast(ia[t], w, xq + t * xs + xo);
+                    }
+                    __m512 sw = hf ? p->mw[b] : p->sw[b];
+                    UNROLL for (int t = 0; t < T; t++)
+                        acc[bi][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[t]),
+                                                     _mm512_mul_ps(sw, _mm512_set1_ps(p->dx[ai + t * npad])), acc[bi][t]);
+                }
+                continue;
+            }
             UNROLL for (int t = 0; t < T; t++)
                 ia[t] = q8w_has_min(dt) ? _mm512_setzero_si512() : _mm512_set1_epi32(p->off[ai + t * npad]);
             UNROLL for (int j = 0; j < 8; j++) {
@@ -598,14 +721,15 @@ AI void panel_tile(dtype dt, const panel *p, int nb, const q8_act *x, int t0, fl
  * 0 if the scratch could not be allocated (nothing done). */
 AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y,
                   int ldy) {
-    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt), na = (size_t)x->nt * x->quads * 4;
+    size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb), na = (size_t)x->nt * x->quads * 4;
     size_t wbytes = (size_t)nb * 8 * 64, sbytes = (size_t)nb * 64;
-    uint8_t *mem = aligned_alloc(64, (wbytes + 2 * sbytes + 2 * na * 4 + 63) / 64 * 64);
+    uint8_t *mem = aligned_alloc(64, (wbytes + 2 * sbytes + 3 * na * 4 + 63) / 64 * 64);
     if (!mem) return 0;
     panel p = {(__m512i *)mem, (__m512 *)(mem + wbytes), (__m512 *)(mem + wbytes + sbytes),
-               (float *)(mem + wbytes + 2 * sbytes), NULL, NULL};
+               (float *)(mem + wbytes + 2 * sbytes), NULL, NULL, NULL};
     if (q8w_has_min(dt)) p.sx = p.dx + na;
     else p.off = (int32_t *)(p.dx + na);
+    p.off1 = (int32_t *)(p.dx + 2 * na);
     panel_act(dt, x, &p);
     for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(r / Q8W_GROUP);
@@ -662,7 +786,7 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
 static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, gemv_fn gemv, dtype dt, const void *packed,
                    int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
-    size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
     if (Q8_PF && x->nt == 1) { /* the in-loop prefetch runs Q8_PF ahead: start the stream's head too */
         int gb = r0 / Q8W_GROUP, ge = (r1 + Q8W_GROUP - 1) / Q8W_GROUP;
         size_t head = grp * (size_t)(ge - gb) < Q8_PF ? grp * (size_t)(ge - gb) : Q8_PF;
@@ -696,6 +820,7 @@ Q8_DTYPE(DT_Q4_1, q4_1)
 Q8_DTYPE(DT_Q8_0, q8_0)
 Q8_DTYPE(DT_Q4_1G64, q4_1g64)
 Q8_DTYPE(DT_Q4_1G128, q4_1g128)
+Q8_DTYPE(DT_Q6_K, q6_k)
 
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
@@ -798,7 +923,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .quantize_act = quantize_act_avx512,                                                        \
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
-                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128,                                       \
+                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q8##_q6_k,      \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
                       INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \
@@ -811,8 +936,8 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
     };
 
 /* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */
-#define INPLACE_q8v , DQ_Q8_MATMULS(inplace_avx512)
-#define INPLACE_q8b , DQ_Q8_MATMULS(inplace_avx2)
+#define INPLACE_q8v , DQ_Q8_INPLACE(inplace_avx512)
+#define INPLACE_q8b , DQ_Q8_INPLACE(inplace_avx2)
 
 AVX512_TABLE(AVX512, q8b)      /* int8 dot products by vpmaddubsw + vpmaddwd */
 AVX512_TABLE(AVX512_VNNI, q8v) /* ... by vpdpbusd */

@@ -36,16 +36,16 @@ static inline void dq_ref32(dtype dt, const uint8_t *blk, int j, float *out) {
 
 /* ---- the int8-activation route on the file layout (fast mode) --------------------
  *
- * GGUF types that fast mode does not repack (every type but Q4_0 / Q4_1 / Q8_0)
- * are read in place by matmul_q8 kernels whose `packed` argument is the file
+ * GGUF types that fast mode does not repack (every type but Q4_0 / Q4_1 / Q8_0 /
+ * Q6_K, and Q4_K / Q5_0 which it converts) are read in place by matmul_q8 kernels whose `packed` argument is the file
  * layout itself (rows of dtype_row_bytes(dt, cols) bytes). Each half (16
  * values) h of sub-block j is decoded to unsigned integers u (0..255), a scale f
- * and a min mn with weight = f * u + mn: an offset (Q5_0 -16, Q6_K -32, Q3_K -4,
+ * and a min mn with weight = f * u + mn: an offset (Q5_0 -16, Q3_K -4,
  * IQ4 -128 after mapping kvalues to kvalues + 128) is folded into mn = -offset * f,
  * a K-quant's min is mn = -(dmin * m). f is the exact f32 scale of the exact
  * route; with int8 activations x = dx * q (kernels.h), a half contributes
  *   dx * (f * sum(u q) + mn * sum(q)),
- * the integer sums exact. Scales are per half in Q2_K / Q3_K / Q6_K, per
+ * the integer sums exact. Scales are per half in Q2_K / Q3_K, per
  * sub-block (both halves equal) in the others. */
 typedef struct {
     uint8_t u[32];
@@ -76,21 +76,6 @@ static inline void dq_int8_decode(dtype dt, const uint8_t *blk, int j, dq_int8 *
             o->u[l] = (uint8_t)((j % 2 ? q[l] >> 4 : q[l] & 15) | (k5 ? ((qh[l] >> j) & 1) << 4 : 0));
         o->f[0] = o->f[1] = f16_to_f32(rd_u16(blk)) * (float)sc;
         o->mn[0] = o->mn[1] = -(f16_to_f32(rd_u16(blk + 2)) * (float)m);
-        return;
-    }
-    case DT_Q6_K: {
-        const uint8_t *ql = blk, *qh = blk + 128;
-        const int8_t *scales = (const int8_t *)(blk + 192);
-        d = f16_to_f32(rd_u16(blk + 208));
-        for (int l = 0; l < 32; l++) {
-            int v = 32 * j + l, h = v / 128, u = v % 128;
-            int lo = u < 64 ? ql[64 * h + u] & 15 : ql[64 * h + u - 64] >> 4;
-            o->u[l] = (uint8_t)(lo | ((qh[32 * h + u % 32] >> (2 * (u / 32))) & 3) << 4);
-        }
-        for (int h = 0; h < 2; h++) {
-            o->f[h] = d * (float)scales[2 * j + h];
-            o->mn[h] = -32.0f * o->f[h];
-        }
         return;
     }
     case DT_Q2_K:
@@ -132,11 +117,15 @@ static inline void dq_int8_decode(dtype dt, const uint8_t *blk, int j, dq_int8 *
     }
 }
 
-/* The in-place int8 matmuls of scalar.c (and of the ISA files that have them). */
-#define DQ_Q8_MATMULS(PFX)                                                                              \
-    [DT_Q5_0] = PFX##_q5_0, [DT_Q5_1] = PFX##_q5_1, [DT_Q2_K] = PFX##_q2_k, [DT_Q3_K] = PFX##_q3_k,     \
-    [DT_Q4_K] = PFX##_q4_k, [DT_Q5_K] = PFX##_q5_k, [DT_Q6_K] = PFX##_q6_k, [DT_IQ4_NL] = PFX##_iq4_nl, \
-    [DT_IQ4_XS] = PFX##_iq4_xs
+/* The in-place int8 matmuls of scalar.c (and of the ISA files that have them).
+ * Q6_K is not among them: fast mode packs it (kernels.h), and its int8 entry
+ * reads that layout. */
+#define DQ_Q8_INPLACE(PFX)                                                                          \
+    [DT_Q5_0] = PFX##_q5_0, [DT_Q5_1] = PFX##_q5_1, [DT_Q2_K] = PFX##_q2_k, [DT_Q3_K] = PFX##_q3_k, \
+    [DT_Q4_K] = PFX##_q4_k, [DT_Q5_K] = PFX##_q5_k, [DT_IQ4_NL] = PFX##_iq4_nl, [DT_IQ4_XS] = PFX##_iq4_xs
+
+/* Every GGUF type read through dequant.h, by one prefix (avx512.c's exact kernels). */
+#define DQ_Q8_MATMULS(PFX) DQ_Q8_INPLACE(PFX), [DT_Q6_K] = PFX##_q6_k
 
 /* The exact-mode matmuls (f32 activations) of the GGUF types that every ISA
  * table reaches through dq_ref32 or its own decoder (tiles.h instantiates them). */

@@ -1,6 +1,7 @@
 /* inplace_avx2.c - fast mode's int8-activation matmuls (AVX2) for the GGUF types
- * read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS (the contract
- * and the decoding are in dequant.h; scalar.c has the reference).
+ * read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K IQ4_NL IQ4_XS (the contract
+ * and the decoding are in dequant.h; scalar.c has the reference; Q6_K is
+ * packed in fast mode, avx2.c).
  *
  * The shape of inplace_avx512.c on 256-bit registers: a quad (4 sub-blocks, 128
  * columns) is decoded into 4 ymm in the activations' order (kernels.h): a01 holds
@@ -9,15 +10,14 @@
  * activation bytes leaves, in int32 lanes 4 bi .. 4 bi + 3 of the pair (a01, a23)
  * read as 16 lanes, partial sums of sub-block bi's half: exactly the integers of
  * inplace_avx512.c's vpdpbusd, so the per-lane f32 steps and avx512.c's
- * lane-summing tree are the same too (Q6_K: inplace_avx512.c's natural order, the
- * activations permuted once per quad and token, see dec_q6_k). The offset types
- * (Q5_0 16, Q3_K 4, Q6_K 32, IQ4 128) start their integer sums at -offset * sum(q)
+ * lane-summing tree are the same too. The offset types
+ * (Q5_0 16, Q3_K 4, IQ4 128) start their integer sums at -offset * sum(q)
  * instead of a min term, as inplace_avx512.c does. Every (row, token) output runs the
  * same operations whatever the row range, the token count or the tile.
  *
  * Exact integer sums without VNNI: vpmaddubsw (u8 x s8, pairs summed in int16
  * WITH saturation) then vpmaddwd by 1 (pairs into int32). With q in [-127, 127]
- * a pair stays below 2^15 when u <= 128: all types but IQ4 (u <= 63, Q6_K) qualify
+ * a pair stays below 2^15 when u <= 128: all types but IQ4 qualify
  * directly, and for Q4_K / Q5_K / Q5_0 / Q5_1 (u <= 31) the a and b halves' int16
  * pairs are even added before vpmaddwd (|sum| <= 4 * 31 * 127 = 15748). IQ4's u =
  * kvalue + 128 reaches 241, so it is decoded to the signed kvalue (|k| <= 127) and
@@ -37,7 +37,7 @@
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* Tokens per prefill tile. Measured (2048 x 8192, nt = 64, GOP/s, Q2_K / Q4_K / Q6_K / IQ4_NL):
+/* Tokens per prefill tile. Measured (2048 x 8192, nt = 64, GOP/s, Q2_K / Q4_K / Q6_K (then read in place) / IQ4_NL):
  * 1: 39 / 50 / 33 / 40; 2: 49 / 59 / 46 / 47; 4: 60 / 62 / 56 / 52; 8: 51 / 57 / 48 / 45
  * (with 16 registers, 4 tokens' accumulators leave little room, and 4 still wins). */
 #define IP_T 4
@@ -55,17 +55,8 @@ typedef struct {
 
 /* The activation side of one quad for one token. */
 typedef struct {
-    union {
-        struct {          /* the quad order (every type but Q6_K) */
-            v16 dx, sa, sb, s; /* block scale per lane; dx times the lanes' sums of q (halves, both) */
-            v16i na, nb, n;    /* -offset times the lanes' sums of q: the int8 sums' start */
-        };
-        struct {            /* Q6_K: the quad's activations in natural order */
-            v16i x0, x1;    /* values 0..63 (sub-blocks 0, 1) and 64..127 (2, 3) */
-            v16i o0, o1;    /* -32 times their lanes' sums of q */
-            v16 d0, d1;     /* their lanes' block scales */
-        };
-    };
+    v16 dx, sa, sb, s; /* block scale per lane; dx times the lanes' sums of q (halves, both) */
+    v16i na, nb, n;    /* -offset times the lanes' sums of q: the int8 sums' start */
 } ip_x;
 
 /* One quad of one row, decoded: weights of the halves (unsigned u, or IQ4's signed
@@ -75,14 +66,11 @@ typedef struct {
     v16 fa, fb, ma, mb;
 } ip_w;
 
-AI int ip_halves(dtype dt) { return dt == DT_Q6_K || dt == DT_Q2_K || dt == DT_Q3_K; }
+AI int ip_halves(dtype dt) { return dt == DT_Q2_K || dt == DT_Q3_K; }
 AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
-/* Q6_K's quad is a half super-block in natural order in ql / qh: with the activations
- * permuted once per quad and token, every sub-block decodes from one 32-byte load. */
-AI int ip_natural(dtype dt) { return dt == DT_Q6_K; }
 /* The offset the types without a min subtract from u (dequant.h folds it into mn). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q5_0 ? 16 : dt == DT_Q6_K ? 32 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q5_0 ? 16 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
 }
 
 /* 4 f32 (one per sub-block of the quad) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
@@ -110,7 +98,7 @@ AI __m256i load2x16(const uint8_t *p0, const uint8_t *p1) {
 
 /* -offset times v (offset a power of two). */
 AI __m256i neg_off(dtype dt, __m256i v) {
-    int sh = dt == DT_Q5_0 ? 4 : dt == DT_Q6_K ? 5 : dt == DT_Q3_K ? 2 : 7;
+    int sh = dt == DT_Q5_0 ? 4 : dt == DT_Q3_K ? 2 : 7;
     return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(v, sh));
 }
 
@@ -120,16 +108,6 @@ AI void ip_prep(dtype dt, const q8_act *x, int t, int quads, ip_x *out) {
     const float *d = x->d + (size_t)t * x->quads * 4;
     for (int k = 0; k < quads; k++) {
         const uint8_t *p = (const uint8_t *)(q + 128 * (size_t)k);
-        if (ip_natural(dt)) { /* sub-block b: its first half at 16 b, its second at 64 + 16 b */
-            ip_x *o = &out[k];
-            o->x0 = (v16i){load2x16(p, p + 64), load2x16(p + 16, p + 80)};
-            o->x1 = (v16i){load2x16(p + 32, p + 96), load2x16(p + 48, p + 112)};
-            o->o0 = (v16i){neg_off(dt, dot4(ones, o->x0.lo)), neg_off(dt, dot4(ones, o->x0.hi))};
-            o->o1 = (v16i){neg_off(dt, dot4(ones, o->x1.lo)), neg_off(dt, dot4(ones, o->x1.hi))};
-            o->d0 = (v16){_mm256_set1_ps(d[4 * k]), _mm256_set1_ps(d[4 * k + 1])};
-            o->d1 = (v16){_mm256_set1_ps(d[4 * k + 2]), _mm256_set1_ps(d[4 * k + 3])};
-            continue;
-        }
         v16 dx = expand4(_mm_loadu_ps(d + 4 * k));
         v16i sa = {dot4(ones, load32(p)), dot4(ones, load32(p + 32))};
         v16i sb = {dot4(ones, load32(p + 64)), dot4(ones, load32(p + 96))};
@@ -211,7 +189,7 @@ AI ip_w dec_q45_k(dtype dt, const uint8_t *row, int q) {
     return w;
 }
 
-/* 8 f32 per-half values (index 2 bi + half, as Q2_K / Q3_K / Q6_K store their scales)
+/* 8 f32 per-half values (index 2 bi + half, as Q2_K / Q3_K store their scales)
  * spread to the lanes of the a halves and of the b halves. */
 AI void spread_halves(__m256 f, v16 *fa, v16 *fb) {
     *fa = (v16){_mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)),
@@ -223,31 +201,6 @@ AI void spread_halves(__m256 f, v16 *fa, v16 *fb) {
 /* 8 unsigned bytes (packed in v) as f32 times d. */
 AI __m256 bytes8_f32(uint64_t v, float d) {
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v))), _mm256_set1_ps(d));
-}
-
-/* Q6_K in natural order (ip_natural): quad h is the super-block's half of 128 values,
- * sub-block bi its values 32 bi .. 32 bi + 31: low nibbles of ql[64h ..] bytes 0..31 (bi 0)
- * and 32..63 (bi 1), high nibbles of the same (bi 2, 3), 2 high bits from qh[32h + l] at
- * bits 2 bi. w0 = sub-blocks 0, 1 (a01: lo, b01: hi), w1 = 2, 3 (a23, b23); lanes 4k..4k+3
- * of fa take half-scale k of sub-blocks 0, 1 (lo: 0, 1; hi: 2, 3), of fb those of 2, 3. */
-AI ip_w dec_q6_k(const uint8_t *row, int q) {
-    const uint8_t *blk = row + (size_t)(q / 2) * 210;
-    int h = q % 2;
-    __m256i z0 = load32(blk + 64 * h), z1 = load32(blk + 64 * h + 32), qh = load32(blk + 128 + 32 * h);
-    const __m256i m30 = _mm256_set1_epi8(0x30);
-    ip_w w; /* bits 2bi..2bi+1 of qh to bits 4..5 (16-bit shifts by <= 4: a byte's bits 4..5 come from its own) */
-    w.a01 = _mm256_or_si256(lo_nib(z0), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-    w.b01 = _mm256_or_si256(lo_nib(z1), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-    w.a23 = _mm256_or_si256(hi_nib(z0), _mm256_and_si256(qh, m30));
-    w.b23 = _mm256_or_si256(hi_nib(z1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h)))),
-                             _mm256_set1_ps(h2f(blk + 208)));
-    w.fa = (v16){_mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)),
-                 _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3))};
-    w.fb = (v16){_mm256_permutevar8x32_ps(f, _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5)),
-                 _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7))};
-    w.ma = w.mb = v16_set1(0.0f); /* the offset rides in the integer sums */
-    return w;
 }
 
 /* Q2_K / Q3_K: quad h is the super-block's half of 128 values; sub-block bi of it takes
@@ -398,7 +351,6 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     switch (dt) {
     case DT_Q4_K:
     case DT_Q5_K: return dec_q45_k(dt, row, q);
-    case DT_Q6_K: return dec_q6_k(row, q);
     case DT_Q2_K:
     case DT_Q3_K: return dec_q23_k(dt, row, q);
     default: return dec_iq4_xs(row, q);
@@ -415,12 +367,6 @@ AI __m256i half_dot(dtype dt, __m256i w, __m256i x) {
 
 /* acc += one quad of one row against one token: inplace_avx512.c's ip_step lane by lane. */
 AI v16 ip_step(dtype dt, const ip_w *w, const ip_x *x, const int8_t *xq, v16 acc) {
-    if (ip_natural(dt)) { /* u <= 63 */
-        v16i i0 = {_mm256_add_epi32(x->o0.lo, dot4(w->a01, x->x0.lo)), _mm256_add_epi32(x->o0.hi, dot4(w->b01, x->x0.hi))};
-        v16i i1 = {_mm256_add_epi32(x->o1.lo, dot4(w->a23, x->x1.lo)), _mm256_add_epi32(x->o1.hi, dot4(w->b23, x->x1.hi))};
-        acc = v16_fma(v16_mul(v16_cvt(i0), x->d0), w->fa, acc);
-        return v16_fma(v16_mul(v16_cvt(i1), x->d1), w->fb, acc);
-    }
     const uint8_t *p = (const uint8_t *)xq;
     __m256i xa01 = load32(p), xa23 = load32(p + 32), xb01 = load32(p + 64), xb23 = load32(p + 96);
     int off = ip_off(dt) != 0; /* offset types: no min term, the sums start at -offset * sum(q) */
@@ -532,7 +478,6 @@ IP_MATMUL(inplace_avx2_q2_k, DT_Q2_K)
 IP_MATMUL(inplace_avx2_q3_k, DT_Q3_K)
 IP_MATMUL(inplace_avx2_q4_k, DT_Q4_K)
 IP_MATMUL(inplace_avx2_q5_k, DT_Q5_K)
-IP_MATMUL(inplace_avx2_q6_k, DT_Q6_K)
 IP_MATMUL(inplace_avx2_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_avx2_iq4_xs, DT_IQ4_XS)
 

@@ -1,6 +1,7 @@
 /* inplace_avx512.c - fast mode's int8-activation matmuls (AVX-512 VNNI) for the
- * GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS
- * (the contract and the decoding are in dequant.h; scalar.c has the reference).
+ * GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K IQ4_NL IQ4_XS (the
+ * contract and the decoding are in dequant.h; scalar.c has the reference), and
+ * exact mode's kernels for those and Q6_K (fast mode packs Q6_K: avx512.c).
  *
  * Weights are decoded one quad (4 sub-blocks of 32, 128 columns) at a time into
  * the order of the activations' quad layout (kernels.h): vector A holds values
@@ -37,28 +38,14 @@
 /* The activation side of one quad for one token: the int8 halves and, per lane,
  * the block scale and dx times the lane's partial sum of q (for the mins). */
 typedef struct {
-    union {
-        struct {                  /* the quad order (every type but Q6_K) */
-            __m512 dx, sa, sb, s; /* s = sa + sb */
-            __m512i na, nb, n;    /* -offset times the lanes' sums of q (halves, both): the int8 sums' start */
-        };
-        struct {                /* Q6_K: the quad's activations re-laid in natural order (ip_natural) */
-            __m512i x0, x1;     /* values 0..63 (sub-blocks 0, 1) and 64..127 (2, 3) */
-            __m512i o0, o1;     /* -32 times their lanes' sums of q */
-            __m512 d0, d1;      /* their lanes' block scales */
-        };
-    };
+    __m512 dx, sa, sb, s; /* s = sa + sb */
+    __m512i na, nb, n;    /* -offset times the lanes' sums of q (halves, both): the int8 sums' start */
 } ip_x;
-
-/* Q6_K's quad is a half super-block whose values sit in natural order in ql / qh:
- * decoding it is cheaper with the activations permuted once (2 vpermt2q per quad
- * and token) than with every row's weights permuted into the quad order. */
-AI int ip_natural(dtype dt) { return dt == DT_Q6_K; }
 
 /* The offset the types without a min subtract from u (dequant.h folds it into mn for
  * the reference; here the integer sums start at -offset * sum(q) instead, exact). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q5_0 ? 16 : dt == DT_Q6_K ? 32 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q5_0 ? 16 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
 }
 
 /* One quad of one row, decoded: unsigned weights of the halves, scale and min per lane. */
@@ -67,7 +54,7 @@ typedef struct {
     __m512 fa, fb, ma, mb;
 } ip_w;
 
-AI int ip_halves(dtype dt) { return dt == DT_Q6_K || dt == DT_Q2_K || dt == DT_Q3_K; }
+AI int ip_halves(dtype dt) { return dt == DT_Q2_K || dt == DT_Q3_K; }
 
 /* 4 f32 (one per sub-block of the quad) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
 AI __m512 expand4(__m128 v) {
@@ -77,24 +64,12 @@ AI __m512 expand4(__m128 v) {
 
 AI void ip_prep(dtype dt, const q8_act *x, int t, int quads, ip_x *out) {
     const __m512i ones = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
-    const unsigned sh = dt == DT_Q5_0 ? 4 : dt == DT_Q6_K ? 5 : dt == DT_Q3_K ? 2 : 7; /* log2 of ip_off (a power of two) */
+    const unsigned sh = dt == DT_Q5_0 ? 4 : dt == DT_Q3_K ? 2 : 7; /* log2 of ip_off (a power of two) */
 #define NEG_OFF(v) _mm512_sub_epi32(zero, _mm512_slli_epi32(v, sh))
     const int8_t *q = x->q + (size_t)t * x->quads * 128;
     const float *d = x->d + (size_t)t * x->quads * 4;
     for (int k = 0; k < quads; k++) {
         __m512i xa = _mm512_loadu_si512(q + 128 * k), xb = _mm512_loadu_si512(q + 128 * k + 64);
-        if (ip_natural(dt)) { /* quad order: 128-bit lane b of xa / xb = first / second half of sub-block b */
-            __m128 d4 = _mm_loadu_ps(d + 4 * k);
-            out[k].x0 = _mm512_permutex2var_epi64(xa, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), xb);
-            out[k].x1 = _mm512_permutex2var_epi64(xa, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), xb);
-            out[k].o0 = NEG_OFF(_mm512_dpbusd_epi32(zero, ones, out[k].x0));
-            out[k].o1 = NEG_OFF(_mm512_dpbusd_epi32(zero, ones, out[k].x1));
-            out[k].d0 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                                              _mm512_castps128_ps512(d4));
-            out[k].d1 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
-                                              _mm512_castps128_ps512(d4));
-            continue;
-        }
         __m512 dx = expand4(_mm_loadu_ps(d + 4 * k));
         __m512i qa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xa);
         __m512i qb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, xb);
@@ -211,31 +186,6 @@ AI ip_w dec_q6_k(const uint8_t *row, int q) {
     w.fb = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7), f);
     w.ma = _mm512_mul_ps(w.fa, _mm512_set1_ps(-32.0f));
     w.mb = _mm512_mul_ps(w.fb, _mm512_set1_ps(-32.0f));
-    return w;
-}
-
-/* Q6_K in natural order (ip_natural): wa = values 0..63 of the half (low nibbles of ql,
- * qh bits 0-1 then 2-3), wb = 64..127 (high nibbles, bits 4-5 then 6-7); lanes 4k..4k+3
- * of fa / fb take half-scale k of the pair of sub-blocks. */
-AI ip_w dec_q6_k_nat(const uint8_t *row, int q) {
-    const uint8_t *blk = row + (size_t)(q / 2) * 210;
-    int h = q % 2;
-    __m512i z = _mm512_loadu_si512(blk + 64 * h);
-    __m512i hq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h)));
-    const __m512i lo4 = _mm512_set1_epi8(0x0f), lo2 = _mm512_set1_epi8(0x03);
-    const __m512i s02 = _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002ll, 0x0002000200020002ll, 0x0002000200020002ll,
-                                          0x0002000200020002ll);
-    const __m512i s46 = _mm512_add_epi64(s02, _mm512_set1_epi64(0x0004000400040004ll));
-    ip_w w;
-    w.wa = _mm512_or_si512(_mm512_and_si512(z, lo4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hq, s02), lo2), 4));
-    w.wb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(z, 4), lo4),
-                           _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hq, s46), lo2), 4));
-    __m256 f8 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 192 + 8 * h)))),
-                              _mm256_set1_ps(h2f(blk + 208)));
-    __m512 f = _mm512_castps256_ps512(f8);
-    w.fa = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), f);
-    w.fb = _mm512_permutexvar_ps(_mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7), f);
-    w.ma = w.mb = _mm512_setzero_ps(); /* the offset rides in the integer sums */
     return w;
 }
 
@@ -360,13 +310,18 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
         __m512i hb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(blk + 16)));
         w.wa = _mm512_or_si512(w.wa, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(ha, hs), one), 2));
         w.wb = _mm512_or_si512(w.wb, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, hs), one), 2));
-        __m128 d = _mm_set1_ps(h2f(blk + 108));
-        const uint8_t *sc = blk + 96;
-        int j = 8 * h; /* half-scales 8h .. 8h + 7: (2 bi, 2 bi + 1) for bi = 0..3 */
-        fa = _mm_mul_ps(d, _mm_setr_ps((float)q3k_scale(sc, j), (float)q3k_scale(sc, j + 2), (float)q3k_scale(sc, j + 4),
-                                       (float)q3k_scale(sc, j + 6)));
-        fb = _mm_mul_ps(d, _mm_setr_ps((float)q3k_scale(sc, j + 1), (float)q3k_scale(sc, j + 3), (float)q3k_scale(sc, j + 5),
-                                       (float)q3k_scale(sc, j + 7)));
+        /* half-scales 8h .. 8h + 7, (2 bi, 2 bi + 1) for bi = 0..3, as inplace_avx2.c builds them:
+         * q3k_scale(8h + k) has its low 4 bits in byte k (h: high nibble) and its high 2 in byte
+         * 8 + k % 4 at bits 2 (2h + k / 4); minus 32. 8 bytes in a general register, then one
+         * conversion (8 scalar q3k_scale calls and vector inserts before) */
+        uint64_t lo = rd_u64(blk + 96), h2 = rd_u32(blk + 104);
+        lo = (h ? lo >> 4 : lo) & 0x0f0f0f0f0f0f0f0full;
+        uint64_t hi = ((h2 >> (4 * h)) & 0x03030303u) | ((h2 >> (4 * h + 2)) & 0x03030303u) << 32;
+        __m256i s8 = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)(lo | hi << 4))), _mm256_set1_epi32(32));
+        __m256 f8 = _mm256_mul_ps(_mm256_cvtepi32_ps(s8), _mm256_set1_ps(h2f(blk + 108)));
+        f8 = _mm256_permutevar8x32_ps(f8, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)); /* first halves, then second */
+        fa = _mm256_castps256_ps128(f8);
+        fb = _mm256_extractf128_ps(f8, 1);
         ma = _mm_mul_ps(fa, _mm_set1_ps(-4.0f));
         mb = _mm_mul_ps(fb, _mm_set1_ps(-4.0f));
     } else {
@@ -392,7 +347,7 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     switch (dt) {
     case DT_Q4_K: return dec_q4_k(row, q);
     case DT_Q5_K: return dec_q5_k(row, q);
-    case DT_Q6_K: return dec_q6_k(row, q); /* the exact kernels' (quad order) */
+    case DT_Q6_K: return dec_q6_k(row, q); /* exact mode only: fast mode packs Q6_K */
     case DT_Q5_0:
     case DT_Q5_1: return dec_q5(dt, row, q, nb);
     case DT_Q2_K:
@@ -403,20 +358,10 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     }
 }
 
-/* The int8 route's decoder (the exact kernels keep ip_decode's quad order). */
-AI ip_w ip_decode8(dtype dt, const uint8_t *row, int q, int nb) {
-    return ip_natural(dt) ? dec_q6_k_nat(row, q) : ip_decode(dt, row, q, nb);
-}
-
 /* ---- the matmul ---------------------------------------------------------------------- */
 
 /* acc += one quad of one row against one token. */
 AI __m512 ip_step(dtype dt, const ip_w *w, const ip_x *x, const int8_t *xq, __m512 acc) {
-    if (ip_natural(dt)) {
-        __m512i i0 = _mm512_dpbusd_epi32(x->o0, w->wa, x->x0), i1 = _mm512_dpbusd_epi32(x->o1, w->wb, x->x1);
-        acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0), x->d0), w->fa, acc);
-        return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1), x->d1), w->fb, acc);
-    }
     __m512i xa = _mm512_loadu_si512(xq), xb = _mm512_loadu_si512(xq + 64);
     int off = ip_off(dt) != 0; /* offset types: no min term, the sums start at -offset * sum(q) */
     if (ip_halves(dt)) {
@@ -454,7 +399,7 @@ AI void ip_rows(dtype dt, const uint8_t *row, size_t rb, int nb, int quads, cons
     for (int q = 0; q < quads; q++) {
         UNROLL for (int i = 0; i < R; i++) _mm_prefetch((const char *)row + (size_t)i * rb + (size_t)q * rb / (size_t)quads + IP_PF, _MM_HINT_T0);
         UNROLL for (int i = 0; i < R; i++) {
-            ip_w w = ip_decode8(dt, row + (size_t)i * rb, q, nb);
+            ip_w w = ip_decode(dt, row + (size_t)i * rb, q, nb);
             acc[i] = ip_step(dt, &w, &xs[q], x->q + 128 * (size_t)q, acc[i]);
         }
     }
@@ -467,7 +412,7 @@ AI void ip_row(dtype dt, const uint8_t *row, int nb, int quads, const q8_act *x,
     __m512 acc[IP_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int q = 0; q < quads; q++) {
-        ip_w w = ip_decode8(dt, row, q, nb);
+        ip_w w = ip_decode(dt, row, q, nb);
         UNROLL for (int t = 0; t < T; t++)
             acc[t] = ip_step(dt, &w, &xs[(size_t)t * quads + q], x->q + (size_t)(t0 + t) * x->quads * 128 + 128 * (size_t)q,
                              acc[t]);
@@ -612,7 +557,6 @@ IP_MATMUL(inplace_avx512_q2_k, DT_Q2_K)
 IP_MATMUL(inplace_avx512_q3_k, DT_Q3_K)
 IP_MATMUL(inplace_avx512_q4_k, DT_Q4_K)
 IP_MATMUL(inplace_avx512_q5_k, DT_Q5_K)
-IP_MATMUL(inplace_avx512_q6_k, DT_Q6_K)
 IP_MATMUL(inplace_avx512_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_avx512_iq4_xs, DT_IQ4_XS)
 

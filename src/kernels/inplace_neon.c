@@ -1,6 +1,7 @@
 /* inplace_neon.c - fast mode's int8-activation matmuls (AArch64 Advanced SIMD) for
- * the GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS
- * (the contract and the decoding are in dequant.h; scalar.c has the reference).
+ * the GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K IQ4_NL IQ4_XS (the
+ * contract and the decoding are in dequant.h; scalar.c has the reference; fast
+ * mode packs Q6_K, neon.c).
  *
  * The shape of inplace_avx512.c on 128-bit registers: a quad (4 sub-blocks, 128
  * columns) is decoded into 8 q registers, a[bi] = values 0..15 and b[bi] = values
@@ -8,8 +9,7 @@
  * are stored (kernels.h). A product leaves, in int32 lane k of register bi, the
  * sum of bytes 4k..4k+3: the 16 lanes (4 registers) hold exactly the integers of
  * inplace_avx512.c's vpdpbusd, so its per-lane f32 steps and avx512.c's
- * lane-summing tree are the same too (Q6_K: inplace_avx512.c's natural order, see
- * dec_q6_k). The offset types (Q5_0 16, Q3_K 4, Q6_K 32, IQ4 128) start their
+ * lane-summing tree are the same too. The offset types (Q5_0 16, Q3_K 4, IQ4 128) start their
  * integer sums at -offset * sum(q) instead of a min term, as inplace_avx512.c does.
  * Every (row, token) output runs the same operations whatever the row range, the
  * token count or the tile.
@@ -17,7 +17,7 @@
  * Exact integer sums: sdot (vdotq_s32) where the CPU has the dot-product extension
  * (checked at run time as in neon.c), else vmull_s8 + vpadalq_s16 (each product
  * fits int16, pairs are summed in int32, one vpaddq_s32 forms the lanes of 4). Both
- * multiply signed bytes: u <= 63 (Q6_K) is a valid int8 as it is, and IQ4's u =
+ * multiply signed bytes: u <= 63 is a valid int8 as it is, and IQ4's u =
  * kvalue + 128 (up to 241) is decoded to the signed kvalue instead, whose sums are
  * the offset type's sum(u q) - 128 sum(q) themselves (no start). */
 #include "kernels.h"
@@ -53,16 +53,8 @@ typedef struct {
 
 /* The activation side of one quad for one token. */
 typedef struct {
-    union {
-        struct {               /* the quad order (every type but Q6_K) */
-            v16 dx, sa, sb, s; /* block scale per lane; dx times the lanes' sums of q (halves, both) */
-            int32x4_t na[4], nb[4], n[4]; /* -offset times the lanes' sums of q: the int8 sums' start */
-        };
-        struct {                          /* Q6_K: natural order (x at ip_nat_off) */
-            int32x4_t o0[4], o1[4];       /* -32 times the lanes' sums of q */
-            v16 d0, d1;                   /* the lanes' block scales */
-        };
-    };
+    v16 dx, sa, sb, s;            /* block scale per lane; dx times the lanes' sums of q (halves, both) */
+    int32x4_t na[4], nb[4], n[4]; /* -offset times the lanes' sums of q: the int8 sums' start */
 } ip_x;
 
 /* One quad of one row, decoded: weights of the halves (u, or IQ4's signed kvalues),
@@ -72,18 +64,12 @@ typedef struct {
     v16 fa, fb, ma, mb;
 } ip_w;
 
-AI int ip_halves(dtype dt) { return dt == DT_Q6_K || dt == DT_Q2_K || dt == DT_Q3_K; }
+AI int ip_halves(dtype dt) { return dt == DT_Q2_K || dt == DT_Q3_K; }
 AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
-/* Q6_K's quad is a half super-block in natural order in ql / qh (dec_q6_k). */
-AI int ip_natural(dtype dt) { return dt == DT_Q6_K; }
 /* The offset the types without a min subtract from u (dequant.h folds it into mn). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q5_0 ? 16 : dt == DT_Q6_K ? 32 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q5_0 ? 16 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
 }
-/* In natural order register r of the first (k = 0) or second (k = 1) pair of sub-blocks
- * holds values 16 r .. 16 r + 15 of the pair: sub-block 2k + r / 2, half r % 2, whose 16
- * activation bytes sit at this offset of the quad. */
-AI int ip_nat_off(int k, int r) { return 32 * k + 16 * (r / 2) + 64 * (r % 2); }
 
 /* 4 f32 (one per sub-block) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
 AI v16 expand4(float32x4_t v) {
@@ -117,7 +103,7 @@ AI int32x4_t sum4_s8(int8x16_t x) { return vpaddlq_s16(vpaddlq_s8(x)); }
 
 /* -offset times v (offset a power of two). */
 AI int32x4_t neg_off(dtype dt, int32x4_t v) {
-    int32x4_t m = vdupq_n_s32(dt == DT_Q5_0 ? -16 : dt == DT_Q6_K ? -32 : dt == DT_Q3_K ? -4 : -128);
+    int32x4_t m = vdupq_n_s32(dt == DT_Q5_0 ? -16 : dt == DT_Q3_K ? -4 : -128);
     return vmulq_s32(v, m);
 }
 
@@ -127,15 +113,6 @@ AI void ip_prep(dtype dt, const q8_act *x, int t, int quads, ip_x *out) {
     for (int k = 0; k < quads; k++) {
         const int8_t *p = q + 128 * (size_t)k;
         const float *dk = d + 4 * k;
-        if (ip_natural(dt)) {
-            UNROLL for (int r = 0; r < 4; r++) {
-                out[k].o0[r] = neg_off(dt, sum4_s8(vld1q_s8(p + ip_nat_off(0, r))));
-                out[k].o1[r] = neg_off(dt, sum4_s8(vld1q_s8(p + ip_nat_off(1, r))));
-                out[k].d0.q[r] = vdupq_n_f32(dk[r / 2]);
-                out[k].d1.q[r] = vdupq_n_f32(dk[2 + r / 2]);
-            }
-            continue;
-        }
         v16 dx = expand4(vld1q_f32(dk));
         out[k].dx = dx;
         UNROLL for (int bi = 0; bi < 4; bi++) {
@@ -200,7 +177,7 @@ AI float32x4_t bytes4_f32(uint32_t v, float d) {
     return vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(w))), d);
 }
 
-/* 8 per-half values (index 2 bi + half, as Q2_K / Q3_K / Q6_K store their scales) in f0
+/* 8 per-half values (index 2 bi + half, as Q2_K / Q3_K store their scales) in f0
  * (0..3) and f1 (4..7), spread to the lanes of the a halves and of the b halves. */
 AI void spread_halves(float32x4_t f0, float32x4_t f1, v16 *fa, v16 *fb) {
     *fa = (v16){{vdupq_laneq_f32(f0, 0), vdupq_laneq_f32(f0, 2), vdupq_laneq_f32(f1, 0), vdupq_laneq_f32(f1, 2)}};
@@ -254,37 +231,6 @@ AI ip_w dec_q45_k(dtype dt, const uint8_t *row, int q) {
     float d = h2f(blk), dmin = h2f(blk + 2);
     w.fa = w.fb = expand4(bytes4_f32(sc, d));
     w.ma = w.mb = expand4(vsubq_f32(vdupq_n_f32(0.0f), bytes4_f32(m, dmin)));
-    return w;
-}
-
-/* Q6_K: quad h of a super-block is its half of 128 values: low nibbles from ql[64h ..]
- * (sub-blocks 0, 1: bytes 0..31, 32..63 low; 2, 3: the same bytes high), 2 high bits
- * from qh[32h ..] (sub-block bi: bits 2bi), a signed scale per half of a sub-block.
- * Natural order (ip_nat_off): a = sub-blocks 0, 1 and b = 2, 3, each as (first half,
- * second half, first, second); fa / fb register r takes half-scale r / 4 + r. */
-AI ip_w dec_q6_k(const uint8_t *row, int q) {
-    const uint8_t *blk = row + (size_t)(q / 2) * 210;
-    int h = q % 2;
-    const uint8_t *ql = blk + 64 * h;
-    uint8x16_t l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16), l2 = vld1q_u8(ql + 32), l3 = vld1q_u8(ql + 48);
-    uint8x16_t h0 = vld1q_u8(blk + 128 + 32 * h), h1 = vld1q_u8(blk + 128 + 32 * h + 16);
-    const uint8x16_t m30 = vdupq_n_u8(0x30);
-    ip_w w; /* bits 2bi..2bi+1 of qh to bits 4..5 */
-    w.a[0] = s8(vorrq_u8(lo_nib(l0), vandq_u8(vshlq_n_u8(h0, 4), m30)));
-    w.a[1] = s8(vorrq_u8(lo_nib(l1), vandq_u8(vshlq_n_u8(h1, 4), m30)));
-    w.a[2] = s8(vorrq_u8(lo_nib(l2), vandq_u8(vshlq_n_u8(h0, 2), m30)));
-    w.a[3] = s8(vorrq_u8(lo_nib(l3), vandq_u8(vshlq_n_u8(h1, 2), m30)));
-    w.b[0] = s8(vorrq_u8(vshrq_n_u8(l0, 4), vandq_u8(h0, m30)));
-    w.b[1] = s8(vorrq_u8(vshrq_n_u8(l1, 4), vandq_u8(h1, m30)));
-    w.b[2] = s8(vorrq_u8(vshrq_n_u8(l2, 4), vandq_u8(vshrq_n_u8(h0, 2), m30)));
-    w.b[3] = s8(vorrq_u8(vshrq_n_u8(l3, 4), vandq_u8(vshrq_n_u8(h1, 2), m30)));
-    float d = h2f(blk + 208);
-    int16x8_t sc = vmovl_s8(vld1_s8((const int8_t *)(blk + 192 + 8 * h)));
-    float32x4_t f0 = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(sc))), d); /* halves of sub-blocks 0, 1 */
-    float32x4_t f1 = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(sc)), d);          /* 2, 3 */
-    w.fa = (v16){{vdupq_laneq_f32(f0, 0), vdupq_laneq_f32(f0, 1), vdupq_laneq_f32(f0, 2), vdupq_laneq_f32(f0, 3)}};
-    w.fb = (v16){{vdupq_laneq_f32(f1, 0), vdupq_laneq_f32(f1, 1), vdupq_laneq_f32(f1, 2), vdupq_laneq_f32(f1, 3)}};
-    w.ma = w.mb = v16_zero(); /* the offset rides in the integer sums */
     return w;
 }
 
@@ -415,7 +361,6 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     switch (dt) {
     case DT_Q4_K:
     case DT_Q5_K: return dec_q45_k(dt, row, q);
-    case DT_Q6_K: return dec_q6_k(row, q);
     case DT_Q2_K:
     case DT_Q3_K: return dec_q23_k(dt, row, q);
     default: return dec_iq4_xs(row, q);
@@ -432,16 +377,6 @@ AI v16 cvt_lanes(const int32x4_t i[4]) {
 
 /* acc += one quad of one row against one token: inplace_avx512.c's ip_step lane by lane. */
 AI v16 ip_step(dtype dt, sdot_fn sd, const ip_w *w, const ip_x *x, const int8_t *xq, v16 acc) {
-    if (ip_natural(dt)) {
-        int32x4_t i0[4], i1[4];
-        UNROLL for (int r = 0; r < 4; r++) {
-            int8x16_t x0 = vld1q_s8(xq + ip_nat_off(0, r)), x1 = vld1q_s8(xq + ip_nat_off(1, r));
-            i0[r] = vaddq_s32(x->o0[r], dot_lanes(sd, 0, w->a[r], x0, w->a[r], x0));
-            i1[r] = vaddq_s32(x->o1[r], dot_lanes(sd, 0, w->b[r], x1, w->b[r], x1));
-        }
-        acc = v16_fma(v16_mul(cvt_lanes(i0), x->d0), w->fa, acc);
-        return v16_fma(v16_mul(cvt_lanes(i1), x->d1), w->fb, acc);
-    }
     int8x16_t xa[4], xb[4];
     UNROLL for (int bi = 0; bi < 4; bi++) xa[bi] = vld1q_s8(xq + 16 * bi), xb[bi] = vld1q_s8(xq + 64 + 16 * bi);
     int off = ip_off(dt) != 0 && !ip_iq4(dt); /* the sums start at -offset * sum(q); IQ4: signed kvalues */
@@ -559,7 +494,6 @@ IP_MATMUL(inplace_neon_q2_k, DT_Q2_K)
 IP_MATMUL(inplace_neon_q3_k, DT_Q3_K)
 IP_MATMUL(inplace_neon_q4_k, DT_Q4_K)
 IP_MATMUL(inplace_neon_q5_k, DT_Q5_K)
-IP_MATMUL(inplace_neon_q6_k, DT_Q6_K)
 IP_MATMUL(inplace_neon_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_neon_iq4_xs, DT_IQ4_XS)
 
@@ -571,7 +505,6 @@ matmul_q8_fn inplace_neon_plain(dtype dt) {
     case DT_Q3_K: return inplace_neon_q3_k_plain;
     case DT_Q4_K: return inplace_neon_q4_k_plain;
     case DT_Q5_K: return inplace_neon_q5_k_plain;
-    case DT_Q6_K: return inplace_neon_q6_k_plain;
     case DT_IQ4_NL: return inplace_neon_iq4_nl_plain;
     case DT_IQ4_XS: return inplace_neon_iq4_xs_plain;
     default: return NULL;

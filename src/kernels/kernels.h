@@ -52,7 +52,8 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
 /* Repacked weights (src/repack.c) of a (rows, cols) Q4_0 / Q4_1 / Q8_0 matrix,
  * nb = cols / 32 blocks per row, in one allocation of exactly the file's size;
  * also Q4_1G64 / Q4_1G128 (an MLX 4-bit matrix of group 64 / 128: Q4_1 whose
- * scale and min are shared by gb = 2 / 4 consecutive blocks, stored once).
+ * scale and min are shared by gb = 2 / 4 consecutive blocks, stored once), and
+ * Q6_K (below: the file's size too, but for up to 48 bytes of padding per group).
  *
  * Rows are taken in groups of 8 (the last group has rr = rows % 8 rows if that
  * is not 0), and each group is ONE contiguous stream: its quads one after the
@@ -78,9 +79,27 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
  * Absent rows and blocks (rh < 4, kb < 4) are simply left out, so full chunks
  * have fixed offsets and partial ones are dense. q8w_* below give the offsets.
  *
+ * Q6_K (cols a multiple of 256, so kb = 4 always), lossless: value l of a block
+ * of 32 is d * sc[l / 16] * (u[l] - 32), u the 6-bit value of the file, sc the
+ * int8 scale of its 16 (the file's per-16 scale), d the super-block's f16.
+ *   A group starts with its d table: rr * nb / 8 f16, super-block s of row i at
+ *   entry s rr + i, zero-padded to whole 64-byte lines (q8w_dtab); then its
+ *   chunks (832 bytes, 13 lines, for 8 rows), each:
+ *   sc: rr * 4 int8 scales of the blocks' first 16 values (index as above,
+ *       ONE byte per entry), then rr * 4 of their second 16 (q8w_nscales further);
+ *   payload: nv = 6 vectors per half: v = 0..3 the nibble bytes 4v..4v+3 of the
+ *       block (byte j: low nibble = bits 0-3 of u[j], high = of u[j + 16]);
+ *       v = 4 / 5: the high bits of the block's first / second 16 values, byte
+ *       k (0..3) of the 4 holding bits 4-5 of u[4f + k] (+16 for v = 5) at bits
+ *       2f, f = 0..3. 6.5 bits per weight plus d: the file's 210 bytes per 256.
+ *   Each half of 16 then has its own exact integer sum sum (u - 32) q (the -32
+ *   as -32 times the activations' sum over that half) and its own f32 scale
+ *   d * sc (exact in f32: 11 x 8 significant bits).
+ *
  * y[t*ldy + r] = sum_b (dw[b] * d[b]) * isum[b]  (+ with mins: sum_b m[b] * (d[b] * s[b])),
  * isum[b] = sum_j wq[b][j] * q[b][j] with the true weight integers (Q4_0:
- * nibble - 8, Q4_1: nibble, Q8_0: int8): the integer sums are exact in every
+ * nibble - 8, Q4_1: nibble, Q8_0: int8; Q6_K: per half of the block as above):
+ * the integer sums are exact in every
  * ISA, the f32 combination order differs (tested with a tolerance). A y
  * element does not depend on r0, r1 or nt (each row has its own lanes, and a
  * partial group runs the same arithmetic on zero-padded lanes), so results do
@@ -94,60 +113,100 @@ typedef void (*matmul_q8_fn)(const void *packed, int rows, int cols, int r0, int
 typedef struct {
     size_t off;   /* bytes from the start of the packed matrix */
     int rr, kb;   /* rows in the group (<= 8), blocks in the quad (<= 4) */
+    size_t grp;   /* where the chunk's group starts (Q6_K: its d table) */
 } q8w_chunk;
 
 /* Blocks sharing one scale (and min); whether there are mins. */
 static inline int q8w_gb(dtype dt) { return dt == DT_Q4_1G64 ? 2 : dt == DT_Q4_1G128 ? 4 : 1; }
 static inline int q8w_has_min(dtype dt) { return dt == DT_Q4_1 || dt == DT_Q4_1G64 || dt == DT_Q4_1G128; }
+/* Q6_K: two scales per block (one per 16 values), where the others have a min. */
+static inline int q8w_two(dtype dt) { return q8w_has_min(dt) || dt == DT_Q6_K; }
+/* Bytes per scale entry (f16, or Q6_K's int8). */
+static inline int q8w_sbytes(dtype dt) { return dt == DT_Q6_K ? 1 : 2; }
+/* Payload vectors per half chunk: 4 bytes of each (row, block) per vector. */
+static inline int q8w_nv(dtype dt) { return dt == DT_Q8_0 ? 8 : dt == DT_Q6_K ? 6 : 4; }
 /* Header bytes per row and block (scale and min shares), and all bytes per row and block. */
-static inline int q8w_hdr(dtype dt) { return (q8w_has_min(dt) ? 4 : 2) / q8w_gb(dt); }
-static inline int q8w_block_bytes(dtype dt) { return q8w_hdr(dt) + (dt == DT_Q8_0 ? 32 : 16); }
+static inline int q8w_hdr(dtype dt) { return dt == DT_Q6_K ? 2 : (q8w_has_min(dt) ? 4 : 2) / q8w_gb(dt); }
+static inline int q8w_block_bytes(dtype dt) { return q8w_hdr(dt) + 4 * q8w_nv(dt); }
+/* Bytes of a group's d table (Q6_K; 0 for the others), whole 64-byte lines. */
+static inline size_t q8w_dtab(dtype dt, int rr, int nb) {
+    return dt == DT_Q6_K ? ((size_t)rr * (size_t)(nb / 8) * 2 + 63) / 64 * 64 : 0;
+}
+/* Bytes of a group of rr rows, and of a whole packed (rows, 32 nb) matrix. */
+static inline size_t q8w_group_bytes(dtype dt, int rr, int nb) {
+    return q8w_dtab(dt, rr, nb) + (size_t)rr * nb * q8w_block_bytes(dt);
+}
+static inline size_t q8w_matrix_bytes(dtype dt, int rows, int nb) {
+    size_t n = (size_t)(rows / Q8W_GROUP) * q8w_group_bytes(dt, Q8W_GROUP, nb);
+    return rows % Q8W_GROUP ? n + q8w_group_bytes(dt, rows % Q8W_GROUP, nb) : n;
+}
 
 static inline q8w_chunk q8w_chunk_at(dtype dt, int rows, int nb, int r, int q) {
     int g0 = r / Q8W_GROUP * Q8W_GROUP, bb = q8w_block_bytes(dt);
     q8w_chunk c;
     c.rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
     c.kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-    c.off = (size_t)g0 * nb * bb + (size_t)c.rr * 4 * q * bb;
+    c.grp = (size_t)(g0 / Q8W_GROUP) * q8w_group_bytes(dt, Q8W_GROUP, nb);
+    c.off = c.grp + q8w_dtab(dt, c.rr, nb) + (size_t)c.rr * 4 * q * bb;
     return c;
 }
 
 /* Index of (row i of the group, block bi of the quad) among the chunk's scales;
- * its min (if any) is q8w_nscales entries further. */
+ * its min (if any; Q6_K: its second scale) is q8w_nscales entries further. */
 static inline int q8w_scale_idx(dtype dt, const q8w_chunk *c, int i, int bi) {
     int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4, gb = q8w_gb(dt);
     return 4 * (c->kb / gb) * h + bi / gb * rh + i % 4;
 }
 static inline int q8w_nscales(dtype dt, const q8w_chunk *c) { return c->rr * c->kb / q8w_gb(dt); }
 
-/* Byte offset in the chunk of payload byte jb (Q4: 0..15, Q8: 0..31) of (i, bi). */
+/* Byte offset in the chunk of payload byte jb (Q4: 0..15, Q8: 0..31, Q6_K: 0..23) of (i, bi). */
 static inline size_t q8w_byte(dtype dt, const q8w_chunk *c, int i, int bi, int jb) {
-    int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4, nv = dt == DT_Q8_0 ? 8 : 4;
+    int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4, nv = q8w_nv(dt);
     size_t pay = (size_t)q8w_hdr(dt) * c->rr * c->kb;
     return pay + (size_t)4 * c->kb * nv * 4 * h + (size_t)(jb / 4) * c->kb * rh * 4 + (size_t)(bi * rh + i % 4) * 4 +
            (size_t)(jb % 4);
 }
 
+/* Q6_K: the f16 d of super-block sb of row i of the group starting at g (rr rows, nb blocks). */
+static inline const uint8_t *q8w_d_at(const uint8_t *g, int rr, int sb, int i) {
+    return g + 2 * ((size_t)sb * rr + i);
+}
+
 /* A partial chunk (rr rows, kb blocks) copied into the form of one with 8 rows
  * and dkb >= kb blocks, absent rows and blocks zero, so kernels run the same
  * code and per-lane arithmetic on it (absent blocks meet zero activations).
- * dst holds 8 * dkb * block bytes. */
+ * dst holds 8 * dkb * block bytes. (Q6_K's d table is not part of a chunk.) */
 static inline void q8w_widen(dtype dt, const uint8_t *src, int rr, int kb, uint8_t *dst, int dkb) {
-    q8w_chunk s = {0, rr, kb}, d = {0, Q8W_GROUP, dkb};
-    int nv = dt == DT_Q8_0 ? 8 : 4;
+    q8w_chunk s = {0, rr, kb, 0}, d = {0, Q8W_GROUP, dkb, 0};
+    int nv = q8w_nv(dt), sb = q8w_sbytes(dt);
     memset(dst, 0, (size_t)Q8W_GROUP * dkb * q8w_block_bytes(dt));
     for (int i = 0; i < rr; i++)
         for (int bi = 0; bi < kb; bi++) {
-            size_t si = 2 * (size_t)q8w_scale_idx(dt, &s, i, bi), di = 2 * (size_t)q8w_scale_idx(dt, &d, i, bi);
+            size_t si = (size_t)sb * q8w_scale_idx(dt, &s, i, bi), di = (size_t)sb * q8w_scale_idx(dt, &d, i, bi);
             if (bi % q8w_gb(dt) == 0) { /* a group's scale and min, once */
-                memcpy(dst + di, src + si, 2);
-                if (q8w_has_min(dt))
-                    memcpy(dst + di + 2 * (size_t)q8w_nscales(dt, &d), src + si + 2 * (size_t)q8w_nscales(dt, &s), 2);
+                memcpy(dst + di, src + si, (size_t)sb);
+                if (q8w_two(dt))
+                    memcpy(dst + di + (size_t)sb * q8w_nscales(dt, &d), src + si + (size_t)sb * q8w_nscales(dt, &s),
+                           (size_t)sb);
             }
             for (int v = 0; v < nv; v++)
                 memcpy(dst + q8w_byte(dt, &d, i, bi, 4 * v), src + q8w_byte(dt, &s, i, bi, 4 * v), 4);
         }
 }
+
+/* Q6_K rows [r0, r1) of a (rows, cols) matrix in the GGUF layout at `file` (rows
+ * back to back) written into the packed matrix at out (q8w_matrix_bytes; the d
+ * tables' padding is written too, for whole groups in range); any thread may
+ * pack its own groups. q6k_packed.c. */
+void q6k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+
+/* Row r of a packed Q6_K matrix as f32: the values gguf-py dequantizes the file to. */
+void q6k_packed_row_f32(const uint8_t *packed, int rows, int cols, int r, float *out);
+
+/* The 6-bit value u (0..63) of element j (0..31) of block b of row r, and the
+ * f32 scale d * sc of its half: the scalar reference's view of the layout. */
+int q6k_packed_u(const uint8_t *packed, int rows, int nb, int r, int b, int j);
+float q6k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, int half);
 
 /* ---- attention over the KV cache -------------------------------------------
  *
@@ -181,7 +240,7 @@ typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
     quantize_act_fn quantize_act;  /* NULL: use the scalar one */
-    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128 on repacked weights; NULL: scalar */
+    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128, Q6_K on repacked weights; NULL: scalar */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
     /* set in every table (tested), so callers need no scalar fallback: */

@@ -354,6 +354,54 @@ AI int32x4_t block_isum(sdot_fn sd, const int8x16_t w[8], int8x16_t x1, int8x16_
     return isum4_rows(sd, c, off);
 }
 
+/* Q6_K (layout in kernels.h): block bi, half h of a full chunk as the 6-bit values
+ * u (0..63; the weight is u - 32), w[v] against dword v of the first 16
+ * activations, w[v + 4] of the second: a nibble with its 2 high bits inserted
+ * above it (vsli), the field of byte k of the high-bit vectors at bits 2v. */
+AI void q6_block_weights(const uint8_t *ck, int h, int bi, int8x16_t w[8]) {
+    const uint8_t *p = ck + 64 + 384 * h + 16 * bi;
+    uint8x16_t h0 = vld1q_u8(p + 256), h1 = vld1q_u8(p + 320), three = vdupq_n_u8(3);
+    UNROLL for (int v = 0; v < 4; v++) {
+        uint8x16_t n = vld1q_u8(p + 64 * v);
+        int8x16_t sh = vdupq_n_s8((int8_t)(-2 * v));
+        w[v] = vreinterpretq_s8_u8(vsliq_n_u8(n, vandq_u8(vshlq_u8(h0, sh), three), 4));
+        w[v + 4] = vreinterpretq_s8_u8(vsliq_n_u8(vshrq_n_u8(n, 4), vandq_u8(vshlq_u8(h1, sh), three), 4));
+    }
+}
+
+/* Q6_K quad q for tokens t0..t0+T-1: per block each half's exact sum (its -32
+ * offset as -32 times the activations' sum over that half) times its d * sc.
+ * dq: the f16 d of the group's 8 rows for this quad's super-block. */
+AI void q6_chunk(sdot_fn sd, const uint8_t *ck, const uint8_t *dq, const q8_act *x, int t0, int q, int T,
+                 float32x4_t acc[2][Q8_TILE_T]) {
+    UNROLL for (int h = 0; h < 2; h++) {
+        float32x4_t d = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(dq + 8 * h)));
+        for (int bi = 0; bi < 4; bi++) {
+            int8x16_t w[8];
+            q6_block_weights(ck, h, bi, w);
+            const uint8_t *sc = ck + 16 * h + 4 * bi; /* 4 rows' int8 scales, the second 16's 32 bytes on */
+            float32x4_t sw0 = vmulq_f32(d, vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8((const int8_t *)sc))))));
+            float32x4_t sw1 =
+                vmulq_f32(d, vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8((const int8_t *)sc + 32))))));
+            UNROLL for (int t = 0; t < T; t++) {
+                size_t tq = (size_t)(t0 + t) * x->quads;
+                const int8_t *xq = x->q + tq * 128 + 128 * (size_t)q + 16 * bi;
+                float dx = x->d[tq * 4 + 4 * q + bi];
+                int8x16_t x1 = vld1q_s8(xq), x2 = vld1q_s8(xq + 64);
+                isum4 c0 = {vdupq_n_s32(0), vdupq_n_s32(0)}, c1 = c0;
+                UNROLL for (int v = 0; v < 4; v++) {
+                    c0 = isum4_dot(sd, c0, w[v], x1, v);
+                    c1 = isum4_dot(sd, c1, w[v + 4], x2, v);
+                }
+                int32x4_t i0 = isum4_rows(sd, c0, -32 * (int32_t)vaddlvq_s8(x1));
+                int32x4_t i1 = isum4_rows(sd, c1, -32 * (int32_t)vaddlvq_s8(x2));
+                acc[h][t] = vfmaq_f32(acc[h][t], vcvtq_f32_s32(i0), vmulq_n_f32(sw0, dx));
+                acc[h][t] = vfmaq_f32(acc[h][t], vcvtq_f32_s32(i1), vmulq_n_f32(sw1, dx));
+            }
+        }
+    }
+}
+
 /* Quad q of one group (chunk ck, 8 rows x kb blocks) for tokens t0..t0+T-1:
  * the weights of each (half, block) are unpacked once and used by every token. */
 AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *x, int t0, int q, int T,
@@ -362,7 +410,7 @@ AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *
         for (int bi = 0; bi < kb; bi++) {
             int8x16_t w[8];
             block_weights(dt, ck, kb, h, bi, w);
-            const q8w_chunk c = {0, Q8W_GROUP, kb};
+            const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
             const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, bi), *mn = sc + 2 * q8w_nscales(dt, &c);
             float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
             float32x4_t mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(mn))) : dw;
@@ -388,14 +436,19 @@ AI void q8_group(dtype dt, sdot_fn sd, const uint8_t *g, int rr, int nb, const q
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = vdupq_n_f32(0.0f);
     for (int q = 0; 4 * q < nb; q++) {
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-        const uint8_t *ck = g + (size_t)rr * 4 * q * bb;
+        const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * bb;
         if (pf)
             for (int l = 0; l < rr * kb * bb; l += 64) __builtin_prefetch(ck + Q8_PF + l, 0, 2);
         if (rr < Q8W_GROUP) { /* the last, partial group: zero rows, same arithmetic */
             q8w_widen(dt, ck, rr, kb, wide, kb);
             ck = wide;
         }
-        if (kb == 4) /* the common case, with constant offsets */
+        if (dt == DT_Q6_K) {
+            uint8_t dloc[16] = {0}; /* the d of a partial group's rows, the others 0 */
+            const uint8_t *dq = q8w_d_at(g, rr, q / 2, 0);
+            if (rr < Q8W_GROUP) dq = memcpy(dloc, dq, 2 * (size_t)rr);
+            q6_chunk(sd, ck, dq, x, t0, q, T, acc);
+        } else if (kb == 4) /* the common case, with constant offsets */
             q8_chunk(dt, sd, ck, 4, x, t0, q, T, acc);
         else
             q8_chunk(dt, sd, ck, kb, x, t0, q, T, acc);
@@ -431,7 +484,7 @@ AI void q8_group_tokens(dtype dt, sdot_fn sd, const uint8_t *g, int rr, int nb, 
 AI void q8_matmul(dtype dt, sdot_fn sd, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x,
                   float *y, int ldy) {
     const int nb = cols / 32;
-    const size_t grp = (size_t)Q8W_GROUP * nb * q8w_block_bytes(dt);
+    const size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
     const uint8_t *p = packed;
     int gfirst = r0 / Q8W_GROUP;
     if (x->nt == 1) /* the in-loop prefetch runs Q8_PF ahead: fetch the stream's head too */
@@ -463,6 +516,8 @@ Q8_ENTRY(q8_sdot_q4_1g64, DT_Q4_1G64, DOTPROD, sdot_lane)
 Q8_ENTRY(q8_sdot_q4_1g128, DT_Q4_1G128, DOTPROD, sdot_lane)
 Q8_ENTRY(q8_mull_q4_1g64, DT_Q4_1G64, , NULL)
 Q8_ENTRY(q8_mull_q4_1g128, DT_Q4_1G128, , NULL)
+Q8_ENTRY(q8_sdot_q6_k, DT_Q6_K, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_mull_q6_k, DT_Q6_K, , NULL)
 
 static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
@@ -484,6 +539,9 @@ static void matmul_q8_q4_1g128(const void *p, int rows, int cols, int r0, int r1
                                int ldy) {
     (has_sdot() ? q8_sdot_q4_1g128 : q8_mull_q4_1g128)(p, rows, cols, r0, r1, x, y, ldy);
 }
+static void matmul_q8_q6_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    (has_sdot() ? q8_sdot_q6_k : q8_mull_q6_k)(p, rows, cols, r0, r1, x, y, ldy);
+}
 
 /* The variant without the dot-product extension, whatever this CPU has, so the
  * self-test (tests/kernels_selftest.c) checks it on every machine. */
@@ -495,6 +553,7 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
     case DT_Q8_0: return q8_mull_q8_0;
     case DT_Q4_1G64: return q8_mull_q4_1g64;
     case DT_Q4_1G128: return q8_mull_q4_1g128;
+    case DT_Q6_K: return q8_mull_q6_k;
     default: return NULL;
     }
 }
@@ -542,9 +601,9 @@ static const kernels NEON = {
             [DT_AFFINE8] = affine8_matmul_neon,
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
-                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128,
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
                   [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon,
-                  DQ_Q8_MATMULS(inplace_neon)}, /* inplace_neon.c */
+                  DQ_Q8_INPLACE(inplace_neon)}, /* inplace_neon.c */
     .dot = dot_neon,
     .axpy = axpy_neon,
     .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_F16] = att_scores_f16_neon},

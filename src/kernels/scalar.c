@@ -202,13 +202,28 @@ static float dot_q8_row(dtype dt, const uint8_t *pk, int rows, int nb, int r, co
     return main + side;
 }
 
+/* Q6_K (packed): per half of each block the exact sum (u - 32) q, times (d sc) dx,
+ * first half then second, in block order. */
+static float dot_q6k_row(const uint8_t *pk, int rows, int nb, int r, const int8_t *xq, const float *xd) {
+    float acc = 0.0f;
+    for (int b = 0; b < nb; b++)
+        for (int h = 0; h < 2; h++) {
+            int isum = 0;
+            for (int j = 16 * h; j < 16 * h + 16; j++) isum += (q6k_packed_u(pk, rows, nb, r, b, j) - 32) * xq[quad_pos(b, j)];
+            acc += q6k_packed_scale(pk, rows, nb, r, b, h) * xd[b] * (float)isum;
+        }
+    return acc;
+}
+
 static void matmul_q8_rows(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x,
                            float *y, int ldy) {
     int nb = cols / 32;
     for (int r = r0; r < r1; r++)
         for (int t = 0; t < x->nt; t++)
-            y[(size_t)t * ldy + r] = dot_q8_row(dt, packed, rows, nb, r, x->q + (size_t)t * x->quads * 128,
-                                                x->d + (size_t)t * x->quads * 4, x->s + (size_t)t * x->quads * 4);
+            y[(size_t)t * ldy + r] =
+                dt == DT_Q6_K ? dot_q6k_row(packed, rows, nb, r, x->q + (size_t)t * x->quads * 128, x->d + (size_t)t * x->quads * 4)
+                              : dot_q8_row(dt, packed, rows, nb, r, x->q + (size_t)t * x->quads * 128,
+                                           x->d + (size_t)t * x->quads * 4, x->s + (size_t)t * x->quads * 4);
 }
 
 static void matmul_q8_q4_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
@@ -219,6 +234,9 @@ static void matmul_q8_q4_1(const void *p, int rows, int cols, int r0, int r1, co
 }
 static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     matmul_q8_rows(DT_Q8_0, p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q6_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    matmul_q8_rows(DT_Q6_K, p, rows, cols, r0, r1, x, y, ldy);
 }
 static void matmul_q8_q4_1g64(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
                               int ldy) {
@@ -270,7 +288,6 @@ DEFINE_Q8_INPLACE(q8in_q2_k, DT_Q2_K)
 DEFINE_Q8_INPLACE(q8in_q3_k, DT_Q3_K)
 DEFINE_Q8_INPLACE(q8in_q4_k, DT_Q4_K)
 DEFINE_Q8_INPLACE(q8in_q5_k, DT_Q5_K)
-DEFINE_Q8_INPLACE(q8in_q6_k, DT_Q6_K)
 DEFINE_Q8_INPLACE(q8in_iq4_nl, DT_IQ4_NL)
 DEFINE_Q8_INPLACE(q8in_iq4_xs, DT_IQ4_XS)
 
@@ -300,7 +317,8 @@ static const kernels SCALAR = {
         },
     .quantize_act = quantize_act_scalar,
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
-                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, DQ_Q8_MATMULS(q8in)},
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, DQ_Q8_INPLACE(q8in),
+                  [DT_Q6_K] = matmul_q8_q6_k},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_F16] = att_scores_f16_scalar},

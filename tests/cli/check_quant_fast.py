@@ -3,7 +3,8 @@
 
 check_refs.py holds --exact to HF transformers on these files; this holds the default (fast) mode,
 whose route per type differs (Q4_K packed as Q4_1 with f16 sub-block scales, Q5_0 packed as Q8_0,
-the others read in place by the int8 kernels of src/kernels/inplace_*.c), to two rules:
+Q6_K packed losslessly in its own layout, the others read in place by the int8 kernels of
+src/kernels/inplace_*.c), to two rules:
 
 1. Divergence from exact mode, gated per type: for a 24-token prompt and 16 greedy steps, the max
    over steps (up to the first step where the two runs' ids differ) of max_i |fast_i - exact_i| /

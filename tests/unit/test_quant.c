@@ -211,3 +211,34 @@ Test(quant, q5_0_packed_as_q8_0_is_lossless) {
     }
     free(out), free(r.blocks), free(r.values);
 }
+
+/* Fast mode packs Q6_K into its own layout (kernels.h, q6k_packed.c): lossless, so
+ * read back every value is gguf-py's bit for bit; the packed size is the file's but
+ * for the d table's padding (whole 64-byte lines per group of 8 rows). Rows 1..9 of
+ * one super-block take every partial group size (the last group has 1 to 8 rows). */
+Test(quant, q6_k_packed_is_lossless) {
+    qref r;
+    cr_assert_eq(qref_load("Q6_K", &r), 0);
+    cr_assert(r.nblocks >= 1 && r.elems == QK_K);
+    for (int rows = 1; rows <= 9 && rows <= (int)r.nblocks; rows++) {
+        int cols = QK_K;
+        tensor t = {.name = "q6k", .type = DT_Q6_K, .ndim = 2, .shape = {rows, cols}, .data = r.blocks,
+                    .nbytes = (size_t)rows * r.bytes};
+        size_t n = q8w_matrix_bytes(DT_Q6_K, rows, cols / 32);
+        cr_expect_leq(n, (size_t)rows * r.bytes + (size_t)(rows + 7) / 8 * 64);
+        uint8_t *out = malloc(n);
+        float row[QK_K];
+        cr_assert_not_null(out);
+        repack_matrix(&t, out);
+        tensor p = t;
+        p.packed = out, p.nbytes = n;
+        for (int i = 0; i < rows; i++) {
+            repack_row_f32(&p, i, row);
+            for (int c = 0; c < cols; c++)
+                cr_assert(!memcmp(&row[c], &r.values[(size_t)i * cols + c], 4), "rows %d row %d col %d: %.9g, gguf-py %.9g",
+                          rows, i, c, row[c], r.values[(size_t)i * cols + c]);
+        }
+        free(out);
+    }
+    free(r.blocks), free(r.values);
+}
