@@ -11,7 +11,9 @@
  *            GELU-tanh gate; q/k norm; attention scale from query_pre_attn_scalar;
  *            sliding-window layers with their own RoPE base; tied embeddings
  *   phi3     fused qkv and gate_up tensors; partial rotary; LongRoPE
- *   smollm3  llama with layers that skip RoPE (no_rope_layers) */
+ *   smollm3  llama with layers that skip RoPE (no_rope_layers)
+ *   granite  llama with four scalars: embedding, residual and attention multipliers
+ *            and a logit divisor */
 #include "arch.h"
 
 #include <stdio.h>
@@ -26,6 +28,7 @@ static const arch_info ARCHES[] = {
      ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_EMBED_SCALE | ARCH_POST_NORMS, ACT_GELU_TANH},
     {"phi3", "phi3", "Phi3ForCausalLM", ARCH_FUSED_QKV | ARCH_FUSED_GATE_UP, ACT_SILU},
     {"smollm3", "smollm3", "SmolLM3ForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
+    {"granite", "granite", "GraniteForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
 };
 #define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
 

@@ -46,6 +46,8 @@ static void set_defaults(model_config *c) {
     c->rope_scaling = ROPE_SCALING_NONE;
     c->rope_factor = 1.0f;
     c->rope_attn_factor = 1.0f;
+    c->residual_mult = 1.0f;
+    c->logit_div = 1.0f;
     c->bos_id = -1;
 }
 
@@ -110,6 +112,7 @@ static const json_defaults DEFAULTS[] = {
     {"qwen2", 0, 32768, -1, -1, 0, 1e4, 1e-6},     {"qwen3", 0, 32768, -1, -1, 128, 1e4, 1e-6},
     {"gemma3", 1, 131072, 2, 1, 256, 1e6, 1e-6},   {"phi3", 0, 4096, 1, 32000, 0, 1e4, 1e-5},
     {"smollm3", 1, 32768, 128000, 128001, 0, 2e6, 1e-6},
+    {"granite", 0, 2048, 1, 2, 0, 1e4, 1e-6},
 };
 
 static const json_defaults *defaults_of(const char *arch) {
@@ -369,6 +372,16 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
         if (json_num_key(root, "query_pre_attn_scalar", 0, 256, &qpas, "", path, err)) return -1;
         if (!(qpas > 0)) return errf(err, "%s: query_pre_attn_scalar must be positive", path);
         c->attn_scale = (float)pow(qpas, -0.5);
+    }
+    /* Granite's multipliers: Python floats that transformers multiplies f32 tensors by */
+    if (!strcmp(c->arch, "granite")) {
+        double em, rm, am, ls;
+        if (json_num_key(root, "embedding_multiplier", 0, 1.0, &em, "", path, err) ||
+            json_num_key(root, "residual_multiplier", 0, 1.0, &rm, "", path, err) ||
+            json_num_key(root, "attention_multiplier", 0, 1.0, &am, "", path, err) ||
+            json_num_key(root, "logits_scaling", 0, 1.0, &ls, "", path, err))
+            return -1;
+        c->embed_mult = (float)em, c->residual_mult = (float)rm, c->attn_scale = (float)am, c->logit_div = (float)ls;
     }
     return json_bool_key(root, "tie_word_embeddings", d->tied, &c->tied_embeddings, path, err);
 }
@@ -708,7 +721,11 @@ int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
         gguf_pos_int(g, AK("context_length"), 0, &c->max_pos, err) ||
         gguf_float_key(g, AK("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps, err) ||
         gguf_float_key(g, AK("rope.freq_base"), 0, 10000.0, &c->rope_theta, err) ||
-        gguf_float_key(g, AK("final_logit_softcapping"), 0, 0.0, &c->final_softcap, err))
+        gguf_float_key(g, AK("final_logit_softcapping"), 0, 0.0, &c->final_softcap, err) ||
+        gguf_float_key(g, AK("embedding_scale"), 0, 0.0, &c->embed_mult, err) ||
+        gguf_float_key(g, AK("residual_scale"), 0, 1.0, &c->residual_mult, err) ||
+        gguf_float_key(g, AK("attention.scale"), 0, 0.0, &c->attn_scale, err) ||
+        gguf_float_key(g, AK("logit_scale"), 0, 1.0, &c->logit_div, err))
         return -1;
     if (c->n_layers > CONFIG_MAX_LAYERS)
         return errf(err, "%s: %d layers, at most %d are supported", gguf_path(g), c->n_layers, CONFIG_MAX_LAYERS);
@@ -750,8 +767,11 @@ int config_validate(const model_config *c, const char *source, char *err) {
         return errf(err, "%s: %d rotary dimensions, expected an even number in 2..head_dim %d", source, c->rot_dim,
                     c->head_dim);
     if (c->sliding_window < 0) return errf(err, "%s: sliding window %d is negative", source, c->sliding_window);
-    if (!(c->attn_scale >= 0 && isfinite(c->attn_scale)) || !(c->final_softcap >= 0 && isfinite(c->final_softcap)))
-        return errf(err, "%s: attention scale and final logit soft-cap must be finite and positive", source);
+    if (!(c->attn_scale >= 0 && isfinite(c->attn_scale)) || !(c->final_softcap >= 0 && isfinite(c->final_softcap)) ||
+        !(c->embed_mult >= 0 && isfinite(c->embed_mult)) || !(c->residual_mult > 0 && isfinite(c->residual_mult)) ||
+        !(c->logit_div > 0 && isfinite(c->logit_div)))
+        return errf(err, "%s: attention scale, multipliers, logit scale and soft-cap must be finite and positive",
+                    source);
     if (!(c->rope_theta_swa >= 0 && isfinite(c->rope_theta_swa)) ||
         !(c->rope_attn_factor > 0 && isfinite(c->rope_attn_factor)))
         return errf(err, "%s: the sliding layers' rope base and the rope attention factor must be positive", source);

@@ -55,6 +55,10 @@ typedef struct {
     int sliding_window;   /* window of LAYER_SLIDING layers in positions, 0 if none */
     float attn_scale;     /* q.k scale: head_dim^-0.5, or query_pre_attn_scalar^-0.5 (Gemma) */
     float final_softcap;  /* logits = cap * tanh(logits / cap); 0: none */
+    float embed_mult;     /* embeddings times this (Granite's embedding_multiplier); 0: none */
+    float residual_mult;  /* each layer's attention and MLP outputs times this before their
+                             residual add (Granite's residual_multiplier); 1 otherwise */
+    float logit_div;      /* logits / this (Granite's logits_scaling); 1 otherwise */
     uint8_t layer_flags[CONFIG_MAX_LAYERS]; /* LAYER_* per layer */
     int rope_interleaved; /* 1 for GGUF llama files: Q/K rows permuted so rotary
                              pairs are (2i, 2i+1); 0 for HF (pairs i, i + d/2) */

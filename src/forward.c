@@ -6,8 +6,8 @@
  *              partial, per-layer base, or none) -> causal GQA attention over the KV
  *              cache [in a sliding window] -> o matmul -> [rmsnorm] -> residual ->
  *              rmsnorm -> gate,up matmuls -> silu or gelu-tanh gate -> down matmul ->
- *              [rmsnorm] -> residual
- *         -> final rmsnorm (last token) -> lm_head -> [soft-cap] -> logits
+ *              [rmsnorm] -> residual (each residual add [times a multiplier])
+ *         -> final rmsnorm (last token) -> lm_head -> [/ scale] [soft-cap] -> logits
  *
  * f32 activations throughout; weights are read in their stored dtype by the
  * kernels. In fast mode (repacked Q4_0 / Q4_1 / Q8_0 weights) each matmul input
@@ -297,11 +297,12 @@ static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
 /* x += y on the rows just computed: the residual connection after wo and down. */
 static void post_residual(const matmul_job *j, int r0, int r1) {
     int dim = j->m->cfg.dim;
+    float rm = j->m->cfg.residual_mult; /* 1 but for Granite; times 1 is exact */
     const float *y = j->out[0].y;
     for (int t = 0; t < j->nt; t++) {
         float *x = j->s->x + (size_t)t * dim;
         const float *yt = y + (size_t)t * dim;
-        for (int r = r0; r < r1; r++) x[r] += yt[r];
+        for (int r = r0; r < r1; r++) x[r] += yt[r] * rm;
     }
 }
 
@@ -455,7 +456,7 @@ static void rmsnorm_task(void *ctx, int ith, int nth) {
             continue;
         }
         ops_rmsnorm(xb, xb, j->norm_w, c->dim, c->rms_eps);
-        for (int i = 0; i < c->dim; i++) x[i] += xb[i];
+        for (int i = 0; i < c->dim; i++) x[i] += xb[i] * c->residual_mult;
     }
 }
 
@@ -546,6 +547,8 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
     mm_out lm[] = {{m->lm_head, s->logits, c->vocab_size}};
     matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = 1};
     run_matmuls(&jl, NULL);
+    if (c->logit_div != 1.0f)
+        for (int i = 0; i < c->vocab_size; i++) s->logits[i] /= c->logit_div;
     if (c->final_softcap > 0) /* transformers: logits / cap, tanh, * cap */
         for (int i = 0; i < c->vocab_size; i++) s->logits[i] = tanhf(s->logits[i] / c->final_softcap) * c->final_softcap;
 }

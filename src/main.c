@@ -53,7 +53,7 @@ static void usage(FILE *f) {
             "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
             "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
             "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, gemma3, phi3,\n"
-            "smollm3. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n"
+            "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n"
             "  -m, --model PATH         a .gguf file (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K\n"
             "                           Q6_K IQ4_NL IQ4_XS tensors) or a Hugging Face / MLX model directory\n"
             "      --tokenizer PATH     load only a tokenizer (tokenizer.json, model directory or GGUF)\n"

@@ -201,7 +201,7 @@ static int load_weights(model *m, char *err) {
      * transformers' f32 buffer holds it; mlx-lm, the reference of MLX checkpoints
      * (config.json "quantization"), rounds it to bf16 first (33.75 for Gemma-3-1B's
      * 1152, where transformers has 33.94) */
-    m->embed_scale = 1.0f;
+    m->embed_scale = c->embed_mult > 0 ? c->embed_mult : 1.0f;
     if (c->flags & ARCH_EMBED_SCALE) {
         m->embed_scale = (float)sqrt((double)c->dim);
         if (c->quant_bits) m->embed_scale = bf16_to_f32(f32_to_bf16(m->embed_scale));

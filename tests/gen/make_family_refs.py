@@ -224,6 +224,15 @@ FIXTURES = [
           rope_parameters={"rope_type": "default", "rope_theta": 5000000.0}),
      "float32", NO_GGUF_SMOLLM3_PATTERN, False, None,
      "no_rope_layers [0, 1, 0]: layers 0 and 2 without RoPE (1 = uses RoPE), MHA, untied"),
+    # ---- granite: four scalars -----------------------------------------------------------------------
+    ("tiny-granite-gqa-f32", "granite",
+     dict(vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+          num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-6, embedding_multiplier=12.0,
+          residual_multiplier=0.22, attention_multiplier=0.2, logits_scaling=2.0,
+          rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+     "float32", True, True, None,
+     "embedding_multiplier 12, residual_multiplier 0.22, attention_multiplier 0.2 (not head_dim^-0.5 = 0.25), "
+     "logits_scaling 2; GQA 4/2, untied; GGUF arch granite with Q/K rows permuted"),
 ]
 
 
