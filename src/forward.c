@@ -480,7 +480,16 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         run_matmuls(&jd, fuse_q ? &s->xq_down : NULL);
     }
 
-    /* only the last token's logits are needed: prefill and decode both sample from it */
+    if (s->logits_all) {
+        /* scoring (perplexity, prompt log-probabilities): every token's logits, one GEMM */
+        run_rmsnorm(m, s, m->out_norm, n);
+        mm_out lm[] = {{m->lm_head, s->logits_all, c->vocab_size}};
+        matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = n};
+        run_matmuls(&jl, NULL);
+        memcpy(s->logits, s->logits_all + (size_t)(n - 1) * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
+        return;
+    }
+    /* otherwise only the last token's logits are needed: prefill and decode both sample from it */
     float *last = s->x + (size_t)(n - 1) * dim;
     ops_rmsnorm(s->xb, last, m->out_norm, dim, c->rms_eps);
     mm_out lm[] = {{m->lm_head, s->logits, c->vocab_size}};

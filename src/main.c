@@ -321,7 +321,7 @@ static int run_single(app *A, request *q) {
         goto out;
     }
     if (o->json) {
-        json_t *j = result_json(prompt, n, &r, A->caps.has_tokenizer, q->sp.seed);
+        json_t *j = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q->sp.seed);
         json_object_set_new(json_object_get(j, "timings"), "load_s", json_real(A->t_load));
         emit_json(&A->out, j);
         json_decref(j);
@@ -380,7 +380,7 @@ static json_t *batch_line(app *A, json_t *root, const char *src, int *code) {
     llmgen_generate_params p;
     request_params(&q, &p);
     if (!(st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err))) {
-        res = result_json(prompt, n, &r, A->caps.has_tokenizer, q.sp.seed);
+        res = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q.sp.seed);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
     }
 out:
