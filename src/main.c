@@ -23,21 +23,11 @@
 #include <unistd.h>
 
 #include "chat_template.h"
+#include "cli.h"
 #include "llmgen.h"
 #include "options.h"
 #include "request.h"
 
-/* Exit codes (documented in --help and the man page). */
-enum {
-    EXIT_OK = 0,
-    EXIT_USAGE = 1,     /* bad option, bad option value, conflicting options, bad or empty prompt, bad batch line */
-    EXIT_MODEL = 2,     /* bad or unsupported model file, or a chat template we cannot render */
-    EXIT_IO = 3,        /* missing / unreadable input, unwritable output */
-    EXIT_CONTEXT = 4,   /* the prompt does not fit, or generation stopped at a full context before -n */
-    EXIT_NOMEM = 5,     /* out of memory */
-    EXIT_TEMPLATE = 6,  /* the chat template refused the messages (raise_exception) or is outside the Jinja subset */
-    EXIT_INTERRUPT = 130, /* SIGINT / SIGTERM */
-};
 #define ERRLEN REQUEST_ERR_LEN
 
 /* Set by the signal handler, read between tokens: the one piece of global
@@ -52,6 +42,8 @@ static void usage(FILE *f) {
             "       llmgen (-m PATH | --tokenizer PATH) --tokenize | --detokenize [-p ... | -f ... | --batch ...]\n"
             "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
             "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
+            "       llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [options]   check against references\n"
+            "       llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N] [options]\n"
             "Generate text with a Llama-family model on the CPU. Without a prompt, or with -p - / -f -,\n"
             "the prompt is read from stdin.\n\n"
             "  -m, --model PATH         a .gguf file (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K\n"
@@ -113,17 +105,7 @@ static int die(int code, const char *fmt, ...) {
     return code;
 }
 
-static int exit_code(llmgen_status st) {
-    switch (st) {
-    case LLMGEN_OK: return EXIT_OK;
-    case LLMGEN_E_FORMAT: case LLMGEN_E_TOKENIZER: return EXIT_MODEL;
-    case LLMGEN_E_IO: return EXIT_IO;
-    case LLMGEN_E_CONTEXT: return EXIT_CONTEXT;
-    case LLMGEN_E_NOMEM: return EXIT_NOMEM;
-    case LLMGEN_E_TEMPLATE: return EXIT_TEMPLATE;
-    default: return EXIT_USAGE;
-    }
-}
+#define exit_code cli_exit_code
 
 /* ---- input and output --------------------------------------------------------------- */
 
@@ -498,10 +480,11 @@ static void install_signals(void) {
 
 /* `llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]`: write an MLX
  * affine checkpoint (llmgen_quantize does the work; this only parses and reports). */
-static int quantize_main(int argc, char **argv) {
+static int quantize_main(int argc, char **argv, const cli_io *io) {
     static const char *use = "usage: llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]";
     const char *in = NULL, *out = NULL;
     int bits = 4, group = 64;
+    (void)io;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -531,8 +514,9 @@ static int quantize_main(int argc, char **argv) {
 }
 
 /* `llmgen chat-template ...`: the rendered conversation to stdout, nothing added. */
-static int chat_template_main(int argc, char **argv) {
+static int chat_template_main(int argc, char **argv, const cli_io *io) {
     chat_template_args a;
+    (void)io;
     char err[ERRLEN], *out = NULL;
     if (chat_template_parse(argc, argv, &a, err)) return die(EXIT_USAGE, "%s", err);
     if (a.help) return fputs(chat_template_help, stdout) == EOF || fflush(stdout) ? EXIT_IO : EXIT_OK;
@@ -547,9 +531,13 @@ static int chat_template_main(int argc, char **argv) {
 int main(int argc, char **argv) {
     options o;
     char err[ERRLEN];
-    if (argc > 1 && !strcmp(argv[1], "quantize")) return quantize_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "chat-template")) return chat_template_main(argc - 1, argv + 1);
+    static const struct { const char *name; cli_main_fn run; } subcommands[] = {
+        {"quantize", quantize_main}, {"chat-template", chat_template_main}, {"verify", verify_main},
+        {"perplexity", perplexity_main}};
     install_signals();
+    cli_io io = {stdout, stderr, &interrupted};
+    for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof *subcommands; i++)
+        if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].run(argc - 1, argv + 1, &io);
     if (options_parse(argc, argv, &o, err)) return die(EXIT_USAGE, "%s", err);
     if (o.help || o.version) {
         if (o.help) usage(stdout);
