@@ -79,6 +79,8 @@ static void usage(FILE *f) {
             "      --echo               print the prompt before the completion\n"
             "      --json               print one JSON object: prompt ids, ids, text, stop reason, seed, timings\n"
             "      --batch FILE.jsonl   one JSON request per line in, one JSON result per line out\n"
+            "      --logprobs N         with --json / --batch: each token's log-probability and the N (0..100)\n"
+            "                           most likely tokens, from the raw logits (before sampling filters)\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
@@ -87,7 +89,7 @@ static void usage(FILE *f) {
             "  -h, --help               this help\n"
             "      --version            print the version\n\n"
             "Exit status: 0 ok (also when stdout is closed early), 1 usage or input error or conflicting\n"
-            "options, 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
+            "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
             "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
             "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n",
             REQUEST_MAX_STOPS);
