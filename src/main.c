@@ -533,13 +533,16 @@ static int chat_template_main(int argc, char **argv, const cli_io *io) {
 int main(int argc, char **argv) {
     options o;
     char err[ERRLEN];
-    static const struct { const char *name; cli_main_fn run; } subcommands[] = {
-        {"quantize", quantize_main}, {"chat-template", chat_template_main}, {"verify", verify_main},
-        {"perplexity", perplexity_main}};
-    install_signals();
+    static const struct { const char *name; cli_main_fn run; int signals; } subcommands[] = {
+        {"quantize", quantize_main, 0}, {"chat-template", chat_template_main, 0}, {"verify", verify_main, 1},
+        {"perplexity", perplexity_main, 1}}; /* signals: Ctrl-C stops it between steps (exit 130) */
     cli_io io = {stdout, stderr, &interrupted};
     for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof *subcommands; i++)
-        if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].run(argc - 1, argv + 1, &io);
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            if (subcommands[i].signals) install_signals();
+            return subcommands[i].run(argc - 1, argv + 1, &io);
+        }
+    install_signals();
     if (options_parse(argc, argv, &o, err)) return die(EXIT_USAGE, "%s", err);
     if (o.help || o.version) {
         if (o.help) usage(stdout);

@@ -53,7 +53,7 @@ static const char help[] =
     "                                format); with --kl-divergence, read BASE instead: its tokens and\n"
     "                                CTX are used, and this run is compared with it (KL divergence,\n"
     "                                PPL ratio, RMS of the change in the correct token's probability,\n"
-    "                                same top token)\n"
+    "                                same top token; --chunks N: its first N chunks)\n"
     "  -t, --threads N, --exact, --kernels NAME   as for generation\n";
 
 typedef struct {
@@ -336,6 +336,7 @@ static int run(const ppl_args *a, llmgen_model *m, const cli_io *io) {
     if (a->kld) {
         if (!(base = fopen(a->base, "rb"))) return cli_fail(io, EXIT_IO, "%s: cannot open: %s", a->base, strerror(errno));
         if ((rc = read_base_header(base, a->base, V, &tokens, &ctx, &n_chunk, io))) goto out;
+        if (a->chunks > 0 && a->chunks < n_chunk) n_chunk = a->chunks; /* the base's first chunks */
         n_tok = ctx * n_chunk;
     } else {
         if ((rc = read_tokens(a, m, &tokens, &n_tok, io))) goto out;

@@ -127,6 +127,7 @@ static int read_cases(const char *path, verify_case **out, int *n, const cli_io 
 typedef struct {
     const int32_t *expected;
     int step, diff; /* diff: the step of the first difference, or -1 */
+    volatile sig_atomic_t *interrupted;
 } check;
 
 static int on_piece(void *user, int32_t id, const char *text, size_t len) {
@@ -135,7 +136,7 @@ static int on_piece(void *user, int32_t id, const char *text, size_t len) {
     if (id < 0) return 0;
     if (id != C->expected[C->step] && C->diff < 0) C->diff = C->step;
     C->step++;
-    return C->diff >= 0;
+    return C->diff >= 0 || *C->interrupted;
 }
 
 /* The model a case runs on: path of -m, else the case's, relative to REFS' directory. */
@@ -167,7 +168,7 @@ static int run_case(const verify_args *a, const verify_case *c, llmgen_model *m,
     p.ignore_eos = 1;
     p.logprobs = 1;
     p.top_logprobs = 2;
-    check C = {c->expected, 0, -1};
+    check C = {c->expected, 0, -1, io->interrupted};
     p.on_piece = on_piece;
     p.user = &C;
     llmgen_result r;
