@@ -353,11 +353,11 @@ bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs 
 
 # ---- quality: fast mode against exact, llama.cpp against its own F32 run (not part of make test) -----
 
-# For the default model and the 1B-config GGUFs of make bench-models (those present): llmgen's fast mode
-# against its --exact run, llama.cpp's default path against its run of an F32 copy of the same weights
-# (llama-quantize, in .cache/quality), on the same text and tokens (the GPL-3 text of Debian's
-# base-files): mean KLD, same top, PPL ratio. One table on stdout + .cache/quality/results.json.
-# QUALITY_CHUNKS (default 8 for the default model; the 1B files take min(it, 4)).
+# For the default model and the 1B-config GGUFs of make bench-models (those present; else a Q4_0 copy
+# of the 1B F16 file): llmgen's fast mode against its --exact run, llama.cpp's default path against its
+# run of an F32 copy of the same weights (llama-quantize, in .cache/quality), on the same text and
+# tokens (the GPL-3 text of Debian's base-files): mean KLD, same top, PPL ratio. One table on stdout +
+# .cache/quality/results.json. QUALITY_CHUNKS (default 8), QUALITY_1B_CHUNKS (default 2), QUALITY_MODELS.
 quality: llmgen peer model  ## fast vs exact mode and llama.cpp vs its F32 run: KLD / same-top / PPL table
 	$(PYTHON) tests/bench/quality.py $(CACHE)
 
