@@ -8,8 +8,9 @@ of `make bench-models` in CACHE/bench that are present: Q4_0, Q4_1, Q8_0; when n
 is, a Q4_0 copy made here by llama-quantize stands in), on the GPL-3 text of Debian's base-files:
   llmgen:    `llmgen perplexity --exact` writes a KL-divergence base, the default (fast) mode is compared
              with it (`--kl-divergence`);
-  llama.cpp: llama-perplexity on an F32 copy of the same weights (llama-quantize --allow-requantize F32,
-             in CACHE/quality) writes its base, its default run of the quantized file is compared with it;
+  llama.cpp: llama-perplexity on an F32 copy of the same weights (the quantized file itself through
+             llama-quantize --allow-requantize F32, in CACHE/quality: dequantized, so only the compute
+             path differs) writes its base, its default run of the quantized file is compared with it;
   same text, same chunks (CTX 512), same tokens: llama.cpp's, taken from its F32 base and given to
   llmgen with --ids-file (llama.cpp's tokenizer splits this text differently from HF's, which llmgen
   follows: the first difference is recorded). For the default model, llmgen --exact is also scored
@@ -89,7 +90,7 @@ def one_model_no_tokenizer(cache, name, path, f32_source, chunks, threads, defau
     writes the base, and all three other runs (llmgen fast, llama.cpp default, llama.cpp F32) are
     scored against it: llama.cpp's default against exact, and its F32 run against exact beside it."""
     qdir = os.path.join(cache, "quality")
-    f32 = quantize(cache, f32_source, os.path.join(qdir, os.path.basename(f32_source).rsplit(".", 2)[0] + ".F32.gguf"),
+    f32 = quantize(cache, f32_source, os.path.join(qdir, os.path.basename(f32_source)[:-5] + ".F32.gguf"),
                    "F32")
     lbase, ids = os.path.join(qdir, name + ".llmgen-exact.kld"), os.path.join(qdir, name + ".ids")
     tok = run([os.path.join(REPO, "llmgen"), "--tokenizer", default, "--tokenize", "-f", TEXT], name + ": tokens")
@@ -112,7 +113,7 @@ def one_model(cache, name, path, f32_source, chunks, threads, cross):
     """llama.cpp's F32 run first: its base holds the tokens both engines then score (llama.cpp's
     tokenizer; llmgen takes them with --ids-file, so the two tables compare the same tokens)."""
     qdir = os.path.join(cache, "quality")
-    f32 = quantize(cache, f32_source, os.path.join(qdir, os.path.basename(f32_source).rsplit(".", 2)[0] + ".F32.gguf"),
+    f32 = quantize(cache, f32_source, os.path.join(qdir, os.path.basename(f32_source)[:-5] + ".F32.gguf"),
                    "F32")
     lbase, pbase = os.path.join(qdir, name + ".llmgen-exact.kld"), os.path.join(qdir, name + ".llamacpp-f32.kld")
     ids = os.path.join(qdir, name + ".ids")
@@ -158,10 +159,11 @@ def main():
     f16 = os.path.join(bench, "llama-1b-random.F16.gguf")
     found = [t for t in ("Q4_0", "Q4_1", "Q8_0") if os.path.exists(os.path.join(bench, "llama-1b-random.%s.gguf" % t))]
     for t in found:
-        models.append(("llama1b-%s" % t.lower(), os.path.join(bench, "llama-1b-random.%s.gguf" % t), f16, chunks_1b, False))
+        q = os.path.join(bench, "llama-1b-random.%s.gguf" % t)
+        models.append(("llama1b-%s" % t.lower(), q, q, chunks_1b, False))
     if not found and os.path.exists(f16):
         q = quantize(cache, f16, os.path.join(cache, "quality", "llama-1b-random.Q4_0.gguf"), "Q4_0")
-        models.append(("llama1b-q4_0", q, f16, chunks_1b, False))
+        models.append(("llama1b-q4_0", q, q, chunks_1b, False))
     results = {"text": {"path": TEXT, "source": TEXT_SOURCE, "sha256": hashlib.sha256(open(TEXT, "rb").read()).hexdigest()},
                "machine": platform.machine(), "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                                                             if l.startswith("model name")), "?"),
