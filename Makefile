@@ -33,7 +33,7 @@ ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -ma
 endif
 
 # The CLI (main.c and its option parser) sits on the library; everything else is the library.
-CLI_SRC := src/main.c src/options.c src/chat_template.c
+CLI_SRC := src/main.c src/options.c src/chat_template.c src/cli.c src/verify.c src/perplexity.c
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard src/*.c)) $(wildcard src/kernels/*.c) \
            $(wildcard vendor-free-tokenizer/*.c)
@@ -47,7 +47,8 @@ SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
-        lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs
+        lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
+        quality quality-refs regress-quality
 
 all: llmgen  ## build ./llmgen
 
@@ -143,6 +144,11 @@ CHAT_TEMPLATES := $(CACHE)/chat-templates/llama.cpp/.ok
 chat-templates: $(CHAT_TEMPLATES)  ## fetch llama.cpp's chat templates (pinned sdist) into .cache/chat-templates
 $(CHAT_TEMPLATES): tests/gen/fetch_chat_templates.py
 	$(PYTHON) tests/gen/fetch_chat_templates.py $(CACHE)
+
+# perplexity, --logprobs and verify references (tests/refs/quality/: the default model on the GPL-3 text
+# of Debian's base-files, two tiny fixtures); checked by tests/cli/check_quality.py in make test.
+quality-refs: $(REF_VENV)/.ok fixtures model  ## regenerate tests/refs/quality/ with HF transformers (about 10 min)
+	$(REF_VENV)/bin/python tests/gen/gen_quality_refs.py $(CACHE)
 
 chat-refs: $(REF_VENV)/.ok $(CHAT_TEMPLATES) model  ## regenerate tests/refs/chat/ with transformers' apply_chat_template
 	$(REF_VENV)/bin/python tests/gen/gen_chat_template_refs.py $(CACHE)
@@ -359,6 +365,20 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
 	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py
+
+# ---- quality: fast mode against exact, llama.cpp against its own F32 run (not part of make test) -----
+
+# For the default model and the 1B-config GGUFs of make bench-models (those present; else a Q4_0 copy
+# of the 1B F16 file): llmgen's fast mode against its --exact run, llama.cpp's default path against its
+# run of an F32 copy of the same weights (llama-quantize, in .cache/quality), on the same text and
+# tokens (the GPL-3 text of Debian's base-files): mean KLD, same top, PPL ratio. One table on stdout +
+# .cache/quality/results.json. QUALITY_CHUNKS (default 8), QUALITY_1B_CHUNKS (default 2), QUALITY_MODELS.
+quality: llmgen peer model  ## fast vs exact mode and llama.cpp vs its F32 run: KLD / same-top / PPL table
+	$(PYTHON) tests/bench/quality.py $(CACHE)
+
+# The whole of check_quality.py: perplexity --exact against HF over all 8 chunks of the default model.
+regress-quality: llmgen model  ## check_quality.py with every chunk of the default model's HF perplexity
+	LLMGEN_QUALITY_FULL=1 $(PYTHON) tests/cli/check_quality.py
 
 # ---- GGUF files as people download them (K-quants, Q5_0/Q5_1, IQ4; not part of `make test`) -------
 

@@ -469,6 +469,15 @@ static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n
     }
 }
 
+/* What some families do to the lm_head's output row: Granite's division, Gemma's
+ * soft-cap (transformers: logits / cap, tanh, * cap). */
+static void logits_tail(const model_config *c, float *lg) {
+    if (c->logit_div != 1.0f)
+        for (int i = 0; i < c->vocab_size; i++) lg[i] /= c->logit_div;
+    if (c->final_softcap > 0)
+        for (int i = 0; i < c->vocab_size; i++) lg[i] = tanhf(lg[i] / c->final_softcap) * c->final_softcap;
+}
+
 /* The RoPE angles of the chunk's tokens, once per token (not per head and layer):
  * (n, rot_dim) per table, the model's at rope_cs and the sliding layers' own base
  * after it. LongRoPE takes its long factors once the call's sequence (s->seq_end,
@@ -541,16 +550,23 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         if (L->post_ffn_norm) run_rmsnorm(m, s, L->post_ffn_norm, n, 1);
     }
 
-    /* only the last token's logits are needed: prefill and decode both sample from it */
+    if (s->logits_all) {
+        /* scoring (perplexity, prompt log-probabilities): every token's logits, one GEMM */
+        run_rmsnorm(m, s, m->out_norm, n, 0);
+        mm_out lm[] = {{m->lm_head, s->logits_all, c->vocab_size}};
+        matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = n};
+        run_matmuls(&jl, NULL);
+        for (int t = 0; t < n; t++) logits_tail(c, s->logits_all + (size_t)t * c->vocab_size);
+        memcpy(s->logits, s->logits_all + (size_t)(n - 1) * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
+        return;
+    }
+    /* otherwise only the last token's logits are needed: prefill and decode both sample from it */
     float *last = s->x + (size_t)(n - 1) * dim;
     ops_rmsnorm(s->xb, last, m->out_norm, dim, c->rms_eps);
     mm_out lm[] = {{m->lm_head, s->logits, c->vocab_size}};
     matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = 1};
     run_matmuls(&jl, NULL);
-    if (c->logit_div != 1.0f)
-        for (int i = 0; i < c->vocab_size; i++) s->logits[i] /= c->logit_div;
-    if (c->final_softcap > 0) /* transformers: logits / cap, tanh, * cap */
-        for (int i = 0; i < c->vocab_size; i++) s->logits[i] = tanhf(s->logits[i] / c->final_softcap) * c->final_softcap;
+    logits_tail(c, s->logits);
 }
 
 /* The rows [b, e) of the outputs ws[0..n) stacked end to end, tensor by tensor. */

@@ -53,6 +53,9 @@ typedef struct {
     float *att_rows;  /* (n_threads, 2, ATT_TOKENS * group, head_dim) per thread: a block's
                          queries gathered (token, head of the group) and its outputs */
     float *logits;    /* (vocab) logits of the last token of the last call */
+    float *logits_all; /* (chunk, vocab) or NULL (the default): when set by the caller (who
+                         owns it), forward() writes the logits of every token of the call
+                         here, row t for token t, and s->logits as well */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
     q8_act xq_down;   /* fast mode, decode: the down projection's input (1, hidden_dim),
@@ -63,7 +66,8 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);
 void fwd_state_free(fwd_state *s);
 
 /* Run tokens ids[0..n) at positions pos..pos+n (n <= s->chunk, pos + n <= s->ctx),
- * appending their keys and values to the cache; fills s->logits for the last token. */
+ * appending their keys and values to the cache; fills s->logits for the last token
+ * (and s->logits_all for every token when it is set). */
 void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos);
 
 /* The rows of each weight matrix that thread `part` of `nth` starts on in a

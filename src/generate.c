@@ -10,6 +10,7 @@
  * Stop strings are matched on the decoded text: text that could still become a
  * stop string is held back from the callback until it cannot, so a streamed
  * reply never shows part of one. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ void llmgen_result_free(llmgen_result *r) {
     if (!r) return;
     free(r->ids);
     free(r->text);
+    free(r->logprobs);
     memset(r, 0, sizeof *r);
 }
 
@@ -103,13 +105,49 @@ long gen_stop_find(const char *const *stops, int n_stops, const char *s, size_t 
     return best;
 }
 
-static llmgen_status check_params(const llmgen_generate_params *p, int has_tokenizer, char *err, size_t errlen) {
+/* Row `step` of r->logprobs from the raw logits of that step: the sampled id, then
+ * the k most likely (a small insertion-sorted list: k is a handful, the vocabulary
+ * is scanned once). Log-softmax in double: log p = l - max - log(sum e^(l - max)). */
+static int logprobs_put(llmgen_result *r, int *cap, const float *lg, int V, int32_t id) {
+    int k = r->top_logprobs, w = 1 + k;
+    if (r->n_ids + 1 > *cap) {
+        int c = *cap ? *cap * 2 : 64;
+        llmgen_logprob *t = realloc(r->logprobs, (size_t)c * (size_t)w * sizeof *t);
+        if (!t) return -1;
+        r->logprobs = t;
+        *cap = c;
+    }
+    float mx = lg[0];
+    for (int i = 1; i < V; i++)
+        if (lg[i] > mx) mx = lg[i];
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)lg[i] - mx);
+    double lse = (double)mx + log(sum);
+    llmgen_logprob *row = r->logprobs + (size_t)r->n_ids * (size_t)w, *top = row + 1;
+    row[0].id = id;
+    row[0].logprob = (float)((double)lg[id] - lse);
+    int n = 0;
+    for (int i = 0; i < V && k; i++) {
+        if (n == k && !(lg[i] > top[k - 1].logprob)) continue;
+        int j = n < k ? n++ : k - 1;
+        while (j > 0 && lg[i] > top[j - 1].logprob) top[j] = top[j - 1], j--;
+        top[j].id = i;
+        top[j].logprob = lg[i];
+    }
+    for (int j = 0; j < n; j++) top[j].logprob = (float)((double)top[j].logprob - lse);
+    return 0;
+}
+
+static llmgen_status check_params(const llmgen_generate_params *p, int has_tokenizer, int vocab_size, char *err,
+                                  size_t errlen) {
     if (p->max_tokens < 1 && p->max_tokens != -1)
         return fail(LLMGEN_E_USAGE, err, errlen, "max_tokens must be at least 1, or -1 (until the end or a full context)");
     if (p->n_stops < 0 || (p->n_stops && !p->stops))
         return fail(LLMGEN_E_USAGE, err, errlen, "n_stops is negative, or stops is NULL");
     for (int i = 0; i < p->n_stops; i++)
         if (!p->stops[i] || !*p->stops[i]) return fail(LLMGEN_E_USAGE, err, errlen, "a stop string is empty");
+    if (p->logprobs && (p->top_logprobs < 0 || p->top_logprobs > vocab_size))
+        return fail(LLMGEN_E_USAGE, err, errlen, "top_logprobs must be from 0 to the vocabulary size");
     if (p->n_stops && !has_tokenizer)
         return fail(LLMGEN_E_USAGE, err, errlen, "stop strings need a tokenizer (this model has none)");
     return llmgen_sampler_check(&p->sampler, err, errlen);
@@ -121,10 +159,11 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     llmgen_model *m = llmgen_session_model(s);
     llmgen_capabilities caps;
     llmgen_model_capabilities(m, &caps);
-    llmgen_status st = check_params(p, caps.has_tokenizer, err, errlen);
+    llmgen_status st = check_params(p, caps.has_tokenizer, caps.vocab_size, err, errlen);
     if (st) return st;
     if (n_prompt < 1 || !prompt) return fail(LLMGEN_E_USAGE, err, errlen, "empty prompt: nothing to continue from");
-    int V = caps.vocab_size, cap = 256, n_hist = 0, max_stop = 0;
+    int V = caps.vocab_size, cap = 256, n_hist = 0, max_stop = 0, lp_cap = 0;
+    r->top_logprobs = p->logprobs ? p->top_logprobs : 0;
     for (int i = 0; i < p->n_stops; i++)
         if ((int)strlen(p->stops[i]) > max_stop) max_stop = (int)strlen(p->stops[i]);
     while (cap < n_prompt + 1) cap *= 2;
@@ -160,7 +199,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
             r->stop_reason = LLMGEN_STOP_EOS;
             break;
         }
-        if (ids_put(r, &hist, &n_hist, &cap, id)) {
+        if ((p->logprobs && logprobs_put(r, &lp_cap, logits, V, id)) || ids_put(r, &hist, &n_hist, &cap, id)) {
             st = fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
             break;
         }

@@ -14,6 +14,7 @@
  *                            end of sequence, max tokens, a full context), result
  *   llmgen_chat_new / _turn  a multi-turn chat that keeps the KV cache between turns
  *   llmgen_prefill           run prompt ids, get the logits of the last position
+ *   llmgen_prefill_rows      the same, handing over the logits of every position (scoring)
  *   llmgen_decode_step       run one id, get its logits
  *   llmgen_sampler_* / llmgen_sample  pick the next id (greedy or seeded sampling)
  *   llmgen_session_reset / _free, llmgen_model_free
@@ -229,6 +230,20 @@ llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const
 llmgen_status llmgen_decode_step(llmgen_session *s, int32_t id, const float **logits,
                                  char *err, size_t errlen);
 
+/* Called by llmgen_prefill_rows with the logits of position i of the call (the model's
+ * distribution of the token after ids[i]): n_vocab floats, valid during the call. */
+typedef void (*llmgen_rows_fn)(void *user, int i, const float *logits, int n_vocab);
+
+/* llmgen_prefill that also hands the logits of positions first..n-1 of this call to
+ * fn, in order, for scoring a given text (perplexity, log-probabilities of its tokens).
+ * The rows come from one lm_head GEMM per chunk; chunks wholly before `first` cost what
+ * llmgen_prefill costs. fn runs on the calling thread while the model is busy: it must
+ * not run a prefill or decode step of the same model. logits may be NULL; else as in
+ * llmgen_prefill. The first call allocates chunk x vocab_size floats, kept by the
+ * session. Statuses as llmgen_prefill; LLMGEN_E_USAGE if first is outside [0, n] or fn is NULL. */
+llmgen_status llmgen_prefill_rows(llmgen_session *s, const int32_t *ids, int n, int first, llmgen_rows_fn fn,
+                                  void *user, const float **logits, char *err, size_t errlen);
+
 /* ---- sampling ------------------------------------------------------------------- */
 
 /* Filters run in transformers' order: repetition penalty, temperature, top-k,
@@ -285,10 +300,19 @@ typedef struct {
     int n_stops;
     llmgen_sampler_params sampler; /* its repetition penalty sees this call's prompt and generated ids */
     int keep_cache;             /* 0: reset the session first; 1: append the prompt to what it holds */
+    int logprobs;               /* 1: record each generated id's log-probability in r->logprobs */
+    int top_logprobs;           /* with logprobs: also the N most likely ids of each step, 0..vocab_size */
     llmgen_piece_fn on_piece;   /* may be NULL */
     llmgen_logits_fn on_logits; /* may be NULL */
     void *user;                 /* passed to both callbacks */
 } llmgen_generate_params;
+
+/* A token and its log-probability under the model: log-softmax of the raw logits of
+ * its step, before the repetition penalty, temperature and top-k / top-p / min-p. */
+typedef struct {
+    int32_t id;
+    float logprob;
+} llmgen_logprob;
 
 typedef struct {
     int32_t *ids;               /* (n_ids) generated ids, end-of-sequence id excluded */
@@ -296,6 +320,10 @@ typedef struct {
     char *text;                 /* their text, NUL-terminated, cut before a stop string; NULL without tokenizer */
     size_t text_len;
     llmgen_stop_reason stop_reason;
+    llmgen_logprob *logprobs;   /* with p->logprobs: (n_ids, 1 + top_logprobs): row i is generated id i
+                                   and its log-probability, then the top_logprobs most likely ids of
+                                   that step, most likely first (equal ones: lower id first); else NULL */
+    int top_logprobs;           /* alternatives per row in logprobs */
     int n_prompt;               /* prompt ids run by this call */
     double prefill_s;           /* seconds in prefill */
     double decode_s;            /* seconds from the end of prefill to the end */
@@ -317,7 +345,7 @@ void llmgen_generate_defaults(llmgen_generate_params *p);
  * llmgen_result_free (also after an error). */
 llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_prompt,
                               const llmgen_generate_params *p, llmgen_result *r, char *err, size_t errlen);
-void llmgen_result_free(llmgen_result *r); /* frees ids and text, zeroes *r */
+void llmgen_result_free(llmgen_result *r); /* frees ids, text and logprobs, zeroes *r */
 
 /* ---- chat: messages and conversations ------------------------------------------------ */
 

@@ -23,21 +23,11 @@
 #include <unistd.h>
 
 #include "chat_template.h"
+#include "cli.h"
 #include "llmgen.h"
 #include "options.h"
 #include "request.h"
 
-/* Exit codes (documented in --help and the man page). */
-enum {
-    EXIT_OK = 0,
-    EXIT_USAGE = 1,     /* bad option, bad option value, conflicting options, bad or empty prompt, bad batch line */
-    EXIT_MODEL = 2,     /* bad or unsupported model file, or a chat template we cannot render */
-    EXIT_IO = 3,        /* missing / unreadable input, unwritable output */
-    EXIT_CONTEXT = 4,   /* the prompt does not fit, or generation stopped at a full context before -n */
-    EXIT_NOMEM = 5,     /* out of memory */
-    EXIT_TEMPLATE = 6,  /* the chat template refused the messages (raise_exception) or is outside the Jinja subset */
-    EXIT_INTERRUPT = 130, /* SIGINT / SIGTERM */
-};
 #define ERRLEN REQUEST_ERR_LEN
 
 /* Set by the signal handler, read between tokens: the one piece of global
@@ -52,6 +42,8 @@ static void usage(FILE *f) {
             "       llmgen (-m PATH | --tokenizer PATH) --tokenize | --detokenize [-p ... | -f ... | --batch ...]\n"
             "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
             "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
+            "       llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [options]   check against references\n"
+            "       llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N] [options]\n"
             "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, gemma3, phi3,\n"
             "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n"
             "  -m, --model PATH         a .gguf file (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K\n"
@@ -87,6 +79,8 @@ static void usage(FILE *f) {
             "      --echo               print the prompt before the completion\n"
             "      --json               print one JSON object: prompt ids, ids, text, stop reason, seed, timings\n"
             "      --batch FILE.jsonl   one JSON request per line in, one JSON result per line out\n"
+            "      --logprobs N         with --json / --batch: each token's log-probability and the N (0..100)\n"
+            "                           most likely tokens, from the raw logits (before sampling filters)\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
@@ -95,7 +89,7 @@ static void usage(FILE *f) {
             "  -h, --help               this help\n"
             "      --version            print the version\n\n"
             "Exit status: 0 ok (also when stdout is closed early), 1 usage or input error or conflicting\n"
-            "options, 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
+            "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
             "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
             "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n",
             REQUEST_MAX_STOPS);
@@ -113,17 +107,7 @@ static int die(int code, const char *fmt, ...) {
     return code;
 }
 
-static int exit_code(llmgen_status st) {
-    switch (st) {
-    case LLMGEN_OK: return EXIT_OK;
-    case LLMGEN_E_FORMAT: case LLMGEN_E_TOKENIZER: return EXIT_MODEL;
-    case LLMGEN_E_IO: return EXIT_IO;
-    case LLMGEN_E_CONTEXT: return EXIT_CONTEXT;
-    case LLMGEN_E_NOMEM: return EXIT_NOMEM;
-    case LLMGEN_E_TEMPLATE: return EXIT_TEMPLATE;
-    default: return EXIT_USAGE;
-    }
-}
+#define exit_code cli_exit_code
 
 /* ---- input and output --------------------------------------------------------------- */
 
@@ -321,7 +305,7 @@ static int run_single(app *A, request *q) {
         goto out;
     }
     if (o->json) {
-        json_t *j = result_json(prompt, n, &r, A->caps.has_tokenizer, q->sp.seed);
+        json_t *j = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q->sp.seed);
         json_object_set_new(json_object_get(j, "timings"), "load_s", json_real(A->t_load));
         emit_json(&A->out, j);
         json_decref(j);
@@ -380,7 +364,7 @@ static json_t *batch_line(app *A, json_t *root, const char *src, int *code) {
     llmgen_generate_params p;
     request_params(&q, &p);
     if (!(st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err))) {
-        res = result_json(prompt, n, &r, A->caps.has_tokenizer, q.sp.seed);
+        res = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q.sp.seed);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
     }
 out:
@@ -498,10 +482,11 @@ static void install_signals(void) {
 
 /* `llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]`: write an MLX
  * affine checkpoint (llmgen_quantize does the work; this only parses and reports). */
-static int quantize_main(int argc, char **argv) {
+static int quantize_main(int argc, char **argv, const cli_io *io) {
     static const char *use = "usage: llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]";
     const char *in = NULL, *out = NULL;
     int bits = 4, group = 64;
+    (void)io;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -531,8 +516,9 @@ static int quantize_main(int argc, char **argv) {
 }
 
 /* `llmgen chat-template ...`: the rendered conversation to stdout, nothing added. */
-static int chat_template_main(int argc, char **argv) {
+static int chat_template_main(int argc, char **argv, const cli_io *io) {
     chat_template_args a;
+    (void)io;
     char err[ERRLEN], *out = NULL;
     if (chat_template_parse(argc, argv, &a, err)) return die(EXIT_USAGE, "%s", err);
     if (a.help) return fputs(chat_template_help, stdout) == EOF || fflush(stdout) ? EXIT_IO : EXIT_OK;
@@ -547,8 +533,15 @@ static int chat_template_main(int argc, char **argv) {
 int main(int argc, char **argv) {
     options o;
     char err[ERRLEN];
-    if (argc > 1 && !strcmp(argv[1], "quantize")) return quantize_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "chat-template")) return chat_template_main(argc - 1, argv + 1);
+    static const struct { const char *name; cli_main_fn run; int signals; } subcommands[] = {
+        {"quantize", quantize_main, 0}, {"chat-template", chat_template_main, 0}, {"verify", verify_main, 1},
+        {"perplexity", perplexity_main, 1}}; /* signals: Ctrl-C stops it between steps (exit 130) */
+    cli_io io = {stdout, stderr, &interrupted};
+    for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof *subcommands; i++)
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            if (subcommands[i].signals) install_signals();
+            return subcommands[i].run(argc - 1, argv + 1, &io);
+        }
     install_signals();
     if (options_parse(argc, argv, &o, err)) return die(EXIT_USAGE, "%s", err);
     if (o.help || o.version) {

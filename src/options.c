@@ -73,6 +73,7 @@ static int conflicts(const options *o, char *err) {
         {!!o->batch, "--batch", !!o->dump_logits, "--dump-logits"},
         {o->interactive, "-i", o->prompt || o->prompt_file || o->prompt_ids || o->batch, "a prompt (turns come from stdin)"},
         {o->interactive, "-i", o->json || o->echo || o->dump_logits, "--json, --echo or --dump-logits"},
+        {b.logprobs, "--logprobs", !o->json && !o->batch, "plain output (it needs --json or --batch)"},
         {o->tokenize, "--tokenize", o->detokenize, "--detokenize"},
         {o->tokenize || o->detokenize, o->tokenize ? "--tokenize" : "--detokenize",
          o->interactive || o->json || o->ids_only || o->echo || o->stats || o->dump_logits || b.n_stops,
@@ -89,7 +90,7 @@ static int conflicts(const options *o, char *err) {
 int options_parse(int argc, char **argv, options *o, char *err) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
            O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
-           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER };
+           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'}, {"max-tokens", required_argument, 0, 'n'},
@@ -107,7 +108,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         {"echo", no_argument, 0, O_ECHO}, {"json", no_argument, 0, O_JSON}, {"stats", no_argument, 0, O_STATS},
         {"batch", required_argument, 0, O_BATCH}, {"exact", no_argument, 0, O_EXACT},
         {"tokenize", no_argument, 0, O_TOKENIZE}, {"detokenize", no_argument, 0, O_DETOKENIZE},
-        {"tokenizer", required_argument, 0, O_TOKENIZER}, {0, 0, 0, 0},
+        {"tokenizer", required_argument, 0, O_TOKENIZER}, {"logprobs", required_argument, 0, O_LOGPROBS},
+        {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     request *b = &o->base;
@@ -148,6 +150,11 @@ int options_parse(int argc, char **argv, options *o, char *err) {
             if (errno || end == optarg || *end || optarg[0] == '-')
                 return fail(err, "--seed: invalid value '%s' (expected an integer from 0 to 2^64-1)", optarg);
             b->seed_given = 1;
+            break;
+        case O_LOGPROBS:
+            if (parse_num(err, "--logprobs", optarg, 0, REQUEST_MAX_LOGPROBS, 1, &v)) return -1;
+            b->logprobs = 1;
+            b->top_logprobs = (int)v;
             break;
         case O_IGNORE_EOS: b->ignore_eos = 1; break;
         case O_DUMP: o->dump_logits = optarg; break;

@@ -30,6 +30,8 @@ void request_params(const request *q, llmgen_generate_params *p) {
     p->stops = q->n_stops ? q->stops : NULL;
     p->n_stops = q->n_stops;
     p->sampler = q->sp;
+    p->logprobs = q->logprobs;
+    p->top_logprobs = q->top_logprobs;
 }
 
 int parse_id_list(const char *s, int32_t **out, int *n) {
@@ -145,7 +147,35 @@ static json_t *json_ids(const int32_t *ids, int n) {
     return a;
 }
 
-json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r, int has_text, uint64_t seed) {
+/* {"id", "text", "logprob"} of one token (its text alone, as the detokenizer gives it). */
+static json_t *logprob_json(const llmgen_model *m, const llmgen_logprob *lp) {
+    json_t *o = json_object();
+    char *text = NULL;
+    size_t len = 0;
+    json_object_set_new(o, "id", json_integer(lp->id));
+    if (m && !llmgen_detokenize(m, &lp->id, 1, &text, &len, NULL, 0)) json_object_set_new(o, "text", json_text(text, len));
+    else json_object_set_new(o, "text", json_null());
+    llmgen_free(text);
+    json_object_set_new(o, "logprob", json_real(lp->logprob));
+    return o;
+}
+
+static json_t *logprobs_json(const llmgen_model *m, const llmgen_result *r) {
+    json_t *a = json_array();
+    int w = 1 + r->top_logprobs;
+    for (int i = 0; i < r->n_ids; i++) {
+        const llmgen_logprob *row = r->logprobs + (size_t)i * (size_t)w;
+        json_t *o = logprob_json(m, row), *top = json_array();
+        for (int j = 1; j < w; j++) json_array_append_new(top, logprob_json(m, row + j));
+        json_object_set_new(o, "top", top);
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r, const llmgen_model *text_model,
+                    uint64_t seed) {
+    int has_text = text_model != NULL;
     json_t *o = json_object(), *t = json_object();
     json_object_set_new(o, "prompt_ids", json_ids(prompt, n_prompt));
     json_object_set_new(o, "ids", json_ids(r->ids, r->n_ids));
@@ -164,6 +194,7 @@ json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r,
     json_object_set_new(t, "prompt_tokens_per_s", json_real(r->prefill_s > 0 ? n_prompt / r->prefill_s : 0));
     json_object_set_new(t, "generation_tokens_per_s", json_real(r->decode_s > 0 ? steps / r->decode_s : 0));
     json_object_set_new(o, "timings", t);
+    if (r->logprobs) json_object_set_new(o, "logprobs", logprobs_json(text_model, r));
     return o;
 }
 
@@ -208,6 +239,11 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT_MAX)
             return seterr(err, "\"top_k\" must be a non-negative integer");
         q->sp.top_k = (int)json_integer_value(v);
+    } else if (!strcmp(k, "logprobs")) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > REQUEST_MAX_LOGPROBS)
+            return seterr(err, "\"logprobs\" must be an integer from 0 to %d", REQUEST_MAX_LOGPROBS);
+        q->logprobs = 1;
+        q->top_logprobs = (int)json_integer_value(v);
     } else if (!strcmp(k, "seed")) {
         if (!json_is_integer(v) || json_integer_value(v) < 0) return seterr(err, "\"seed\" must be a non-negative integer");
         q->sp.seed = (uint64_t)json_integer_value(v);

@@ -31,6 +31,7 @@ typedef struct {
     int ignore_eos;
     const char *stops[REQUEST_MAX_STOPS];
     int n_stops;
+    int logprobs, top_logprobs; /* --logprobs N / "logprobs": N (logprobs 1, top_logprobs N) */
     llmgen_sampler_params sp;
     int seed_given;            /* 0: the caller draws a seed when sampling (temperature > 0) */
 } request;
@@ -60,8 +61,14 @@ size_t utf8_invalid_at(const char *s, size_t n);
 /* A JSON string of possibly invalid UTF-8 (invalid bytes become U+FFFD). */
 json_t *json_text(const char *s, size_t n);
 
-/* {"prompt_ids", "ids", "text", "stop_reason", "seed", "timings": {...}}; has_text 0 gives "text": null. */
-json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r, int has_text, uint64_t seed);
+/* Most alternatives --logprobs and "logprobs" take. */
+#define REQUEST_MAX_LOGPROBS 100
+
+/* {"prompt_ids", "ids", "text", "stop_reason", "seed", "timings": {...}} and, when r has
+ * them, "logprobs": [{"id", "text", "logprob", "top": [{"id", "text", "logprob"}, ...]}, ...].
+ * text_model (the model whose tokenizer writes the texts) NULL gives "text": null. */
+json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r, const llmgen_model *text_model,
+                    uint64_t seed);
 /* {"id": id (if any), "line": line, "error": msg, "exit": code} */
 json_t *error_json(json_t *id, long line, const char *msg, int code);
 

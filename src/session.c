@@ -24,7 +24,8 @@ struct llmgen_model {
 struct llmgen_session {
     llmgen_model *owner;
     fwd_state st;
-    int pos; /* tokens in the KV cache */
+    int pos;     /* tokens in the KV cache */
+    float *rows; /* (chunk, vocab) logits of every token of a chunk, for llmgen_prefill_rows; NULL until then */
 };
 
 struct llmgen_detok {
@@ -299,6 +300,7 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
 void llmgen_session_free(llmgen_session *s) {
     if (!s) return;
     fwd_state_free(&s->st);
+    free(s->rows);
     free(s);
 }
 
@@ -374,5 +376,31 @@ llmgen_status llmgen_decode_step(llmgen_session *s, int32_t id, const float **lo
     run_chunks(s, &id, 1);
     release(s);
     *logits = s->st.logits;
+    return check_logits(s, err, errlen);
+}
+
+llmgen_status llmgen_prefill_rows(llmgen_session *s, const int32_t *ids, int n, int first, llmgen_rows_fn fn,
+                                  void *user, const float **logits, char *err, size_t errlen) {
+    if (n <= 0 || !ids) return fail(LLMGEN_E_USAGE, err, errlen, "empty prompt: prefill needs at least one token");
+    if (first < 0 || first > n || !fn)
+        return fail(LLMGEN_E_USAGE, err, errlen, "prefill_rows: first must be in [0, n] and fn not NULL");
+    llmgen_status st = check_ids(s, ids, n, err, errlen);
+    if (st) return st;
+    int V = s->owner->m->cfg.vocab_size;
+    if (!s->rows && !(s->rows = malloc((size_t)s->st.chunk * (size_t)V * sizeof(float))))
+        return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory for the logits of a chunk");
+    if ((st = acquire(s, err, errlen))) return st;
+    for (int done = 0; done < n;) {
+        int k = n - done < s->st.chunk ? n - done : s->st.chunk;
+        s->st.logits_all = done + k > first ? s->rows : NULL;
+        forward(s->owner->m, &s->st, ids + done, k, s->pos);
+        s->pos += k;
+        for (int t = first > done ? first - done : 0; s->st.logits_all && t < k; t++)
+            fn(user, done + t, s->rows + (size_t)t * V, V);
+        done += k;
+    }
+    s->st.logits_all = NULL;
+    release(s);
+    if (logits) *logits = s->st.logits;
     return check_logits(s, err, errlen);
 }

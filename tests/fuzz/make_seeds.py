@@ -268,8 +268,29 @@ def batch_seeds():
     put("fuzz_batch", "bad", '{"prompt": 3}\n[1,2]\n{"max_tokens": -1, "prompt": ""}\n\n{')
 
 
+def verify_seeds():
+    """`llmgen verify` reference lines (verify_refs.c): valid ones of each kind and near-misses."""
+    seeds = {
+        "ok_text": '{"id": "a", "prompt": "The sky is", "expected_ids": [1, 2, 3], "top2_gap": [0.5, 0.0001, 2]}\n',
+        "ok_ids_model": '{"id": 7, "model": "../../fixtures/tiny-mha-f32", "prompt_ids": [5, 6], "expected_ids": [9], '
+                        '"source": {"tool": "x"}}\n',
+        "ok_chat": '{"id": ["x", 1], "prompt": "Hi", "chat": true, "expected_ids": [2, 2]}\n',
+        "two_lines": '{"id": 1, "prompt": "x", "expected_ids": [1]}\n'
+                     '{"id": 2, "prompt_ids": [1], "expected_ids": [1, 2], "top2_gap": [1, 2]}\n',
+        "bad_gap_len": '{"id": 1, "prompt_ids": [1], "expected_ids": [1, 2], "top2_gap": [1]}\n',
+        "bad_both": '{"id": 1, "prompt": "x", "prompt_ids": [1], "expected_ids": [1]}\n',
+        "bad_negative": '{"id": 1, "prompt_ids": [-1], "expected_ids": [1], "top2_gap": [-0.5]}\n',
+        "bad_chat_ids": '{"id": 1, "prompt_ids": [1], "chat": true, "expected_ids": [1]}\n',
+        "bad_surrogate": '{"id": 1, "prompt": "\\ud800", "expected_ids": [1]}\n',
+        "bad_not_json": '{"id": 1, "prompt": \n[1,2]\n',
+    }
+    for name, data in seeds.items():
+        put("fuzz_verify", name, data)
+
+
 def main():
-    for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch", "fuzz_jinja"]:
+    for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch", "fuzz_jinja",
+              "fuzz_verify"]:
         os.makedirs(os.path.join(OUT, t), exist_ok=True)
     gguf_seeds()
     st_seeds()
@@ -278,6 +299,7 @@ def main():
     chat_seeds()
     jinja_seeds()
     batch_seeds()
+    verify_seeds()
 
 
 if __name__ == "__main__":

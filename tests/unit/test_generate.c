@@ -5,7 +5,9 @@
  * turn, and the statuses of misuse. Ids against the CLI and HF are the business
  * of tests/cli/check_cli.py and check_chat.py. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "llmgen.h"
@@ -178,4 +180,106 @@ Test(generate, misuse_statuses, .init = setup, .fini = teardown) {
     llmgen_free(want);
     cr_expect_eq(llmgen_session_new(t, 0, &ts, err, sizeof err), LLMGEN_E_USAGE);
     llmgen_model_free(t);
+}
+
+/* llmgen_prefill_rows: row i equals the last-position logits of a prefill of ids[0..i]
+ * (across a chunk boundary: a 200-token session runs 128-token chunks), and the last
+ * row is what llmgen_prefill returns. */
+typedef struct {
+    float *rows; /* (n, V) */
+    int V, calls, first, bad_order;
+} rows_sink;
+
+static void on_row(void *user, int i, const float *lg, int V) {
+    rows_sink *k = user;
+    if (i != k->first + k->calls || V != k->V) k->bad_order = 1;
+    memcpy(k->rows + (size_t)i * V, lg, (size_t)V * sizeof *lg);
+    k->calls++;
+}
+
+Test(generate, prefill_rows_equal_prefills_of_each_prefix, .init = setup, .fini = teardown) {
+    llmgen_capabilities caps;
+    llmgen_model_capabilities(m, &caps);
+    int n = 0, V = caps.vocab_size;
+    int32_t *text = prompt_of("The history of the printing press begins in the fifteenth century, when Johannes "
+                              "Gutenberg combined movable metal type, oil-based ink and a screw press. Within "
+                              "fifty years printing shops had spread across Europe, and the price of books fell "
+                              "sharply, which changed how scholars, merchants and reformers worked.", &n), ids[150];
+    for (int i = 0; i < 150; i++) ids[i] = text[i % n];
+    llmgen_session *big;
+    cr_assert_eq(llmgen_session_new(m, 200, &big, err, sizeof err), LLMGEN_OK, "%s", err);
+    rows_sink k = {.rows = calloc((size_t)150 * V, sizeof(float)), .V = V, .first = 100};
+    const float *last;
+    cr_assert_eq(llmgen_prefill_rows(big, ids, 150, 100, on_row, &k, &last, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_assert(k.calls == 50 && !k.bad_order, "%d rows, order %d", k.calls, k.bad_order);
+    cr_assert_eq(memcmp(last, k.rows + (size_t)149 * V, (size_t)V * sizeof(float)), 0);
+    cr_assert_eq(llmgen_session_pos(big), 150);
+    int check[] = {100, 127, 128, 149};
+    for (int c = 0; c < 4; c++) {
+        int i = check[c];
+        llmgen_session_reset(big);
+        cr_assert_eq(llmgen_prefill(big, ids, i + 1, &last, err, sizeof err), LLMGEN_OK, "%s", err);
+        float mx = 0, worst = 0;
+        for (int v = 0; v < V; v++) {
+            float d = last[v] - k.rows[(size_t)i * V + v];
+            if (fabsf(last[v]) > mx) mx = fabsf(last[v]);
+            if (fabsf(d) > worst) worst = fabsf(d);
+        }
+        /* same computation, the lm_head as one GEMM over the rows instead of one row */
+        cr_assert(worst <= 1e-4f * mx + 1e-5f, "row %d: max |diff| %g (max |logit| %g)", i, worst, mx);
+    }
+    cr_assert_eq(llmgen_prefill_rows(big, ids, 4, 5, on_row, &k, NULL, err, sizeof err), LLMGEN_E_USAGE);
+    free(k.rows);
+    free(text);
+    llmgen_session_free(big);
+}
+
+/* --logprobs: each row is the sampled id and its log-softmax, then the top ids in order. */
+typedef struct {
+    float *steps; /* (max, V) the logits each step sampled from */
+    int V, n;
+} logits_sink;
+
+static int keep_logits(void *user, const float *lg, int V) {
+    logits_sink *k = user;
+    memcpy(k->steps + (size_t)k->n++ * V, lg, (size_t)V * sizeof *lg);
+    return 0;
+}
+
+Test(generate, logprobs_are_log_softmax_of_the_raw_logits, .init = setup, .fini = teardown) {
+    llmgen_capabilities caps;
+    llmgen_model_capabilities(m, &caps);
+    int n, V = caps.vocab_size;
+    int32_t *ids = prompt_of("The three primary colors are", &n);
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.max_tokens = 5;
+    p.logprobs = 1;
+    p.top_logprobs = 3;
+    p.sampler.temperature = 0.7f; /* sampled: the log-probabilities stay the raw model's */
+    p.sampler.seed = 3;
+    logits_sink k = {.steps = malloc((size_t)5 * V * sizeof(float)), .V = V};
+    p.on_logits = keep_logits;
+    p.user = &k;
+    llmgen_result r;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_assert(r.logprobs && r.top_logprobs == 3 && r.n_ids >= 1);
+    for (int i = 0; i < r.n_ids; i++) {
+        const llmgen_logprob *row = r.logprobs + (size_t)i * 4;
+        const float *lg = k.steps + (size_t)i * V;
+        double mx = lg[0], sum = 0;
+        for (int v = 1; v < V; v++) mx = lg[v] > mx ? lg[v] : mx;
+        for (int v = 0; v < V; v++) sum += exp(lg[v] - mx);
+        cr_assert_eq(row[0].id, r.ids[i]);
+        cr_assert_float_eq(row[0].logprob, lg[r.ids[i]] - mx - log(sum), 1e-5);
+        cr_assert_float_eq(row[1].logprob, -log(sum), 1e-5, "the most likely id first");
+        for (int j = 1; j < 3; j++) cr_assert(row[j].logprob >= row[j + 1].logprob);
+        for (int j = 1; j <= 3; j++) cr_assert_float_eq(row[j].logprob, lg[row[j].id] - mx - log(sum), 1e-5);
+    }
+    llmgen_result_free(&r);
+    p.top_logprobs = V + 1;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_E_USAGE);
+    llmgen_result_free(&r);
+    free(k.steps);
+    free(ids);
 }

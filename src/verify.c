@@ -1,0 +1,265 @@
+/* verify.c - `llmgen verify REFS.jsonl`: token-exact regression checks against stored
+ * reference outputs (one JSON object per line, see verify_refs.h).
+ *
+ * Each case runs greedy generation of len(expected_ids) tokens through llmgen_generate
+ * (end-of-sequence ids do not stop it) and stops at the first step where the produced
+ * id differs from the expected one. A difference where the reference's top-2 logit gap
+ * is below the tolerance is a near-tie: the two implementations may round either way
+ * there, so the case passes (and says so); any other difference fails. After a
+ * difference nothing more can be compared: the two continuations have different
+ * contexts from that step on.
+ *
+ * Every line is parsed before any model is opened: a bad line is one diagnostic and
+ * exit 1, with nothing run. Models are opened as the cases name them (-m overrides
+ * every case's "model"; a relative "model" is relative to the directory of REFS),
+ * consecutive cases of one model share it.
+ *
+ * Part of the CLI (see cli.h): one line per case on io->out, then "N passed, M failed". */
+#include <errno.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "request.h"
+#include "verify_refs.h"
+
+#define ERR_LEN 512
+
+static const char help[] =
+    "usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [-c CTX] [-t N] [--exact] [--kernels NAME]\n"
+    "Check greedy generation against reference ids. Each line of REFS.jsonl is\n"
+    "  {\"id\": ..., \"model\"?: path, \"prompt\": text | \"prompt_ids\": [ids], \"chat\"?: bool,\n"
+    "   \"expected_ids\": [ids], \"top2_gap\"?: [floats]}\n"
+    "(tests/gen/write_verify_refs.py writes such a file with HF transformers). Each case\n"
+    "generates len(expected_ids) tokens greedily (end tokens do not stop it) and prints `ok`, or\n"
+    "the first differing step with the expected and produced ids and the reference's top-2 logit\n"
+    "gap there; the last line is `N passed, M failed`. A difference where that gap is below GAP\n"
+    "(default 1e-3) is a near-tie and passes. Exit status 0 when all pass, 1 when any fails.\n"
+    "  -m, --model MODEL   use MODEL for every case (else each case's \"model\", relative to REFS)\n"
+    "      --tolerance GAP near-tie threshold on the reference's top-2 logit gap (default 0.001)\n"
+    "  -c, --ctx-size CTX  context size (default: min(model, 4096))\n"
+    "  -t, --threads N, --exact, --kernels NAME   as for generation (--exact for references made\n"
+    "                      in full precision: the fast default mode may differ from them)\n";
+
+typedef struct {
+    const char *refs, *model, *kernels;
+    double tolerance;
+    int ctx, threads, exact, help;
+} verify_args;
+
+static int parse(int argc, char **argv, verify_args *a, const cli_io *io) {
+    memset(a, 0, sizeof *a);
+    a->tolerance = 1e-3;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            a->help = 1;
+            return 0;
+        } else if (!strcmp(s, "--exact")) {
+            a->exact = 1;
+        } else if (!strcmp(s, "-m") || !strcmp(s, "--model") || !strcmp(s, "--kernels")) {
+            if (!v) return cli_fail(io, EXIT_USAGE, "verify: %s needs a value", s);
+            *(!strcmp(s, "--kernels") ? &a->kernels : &a->model) = v;
+            i++;
+        } else if (!strcmp(s, "--tolerance")) {
+            if (!v || cli_number(v, 0, 1e30, 0, &x))
+                return cli_fail(io, EXIT_USAGE, "verify: --tolerance: expected a number >= 0, got '%s'", v ? v : "");
+            a->tolerance = x;
+            i++;
+        } else if (!strcmp(s, "-c") || !strcmp(s, "--ctx-size") || !strcmp(s, "-t") || !strcmp(s, "--threads")) {
+            int is_t = s[1] == 't' || !strcmp(s, "--threads");
+            if (!v || cli_number(v, 1, is_t ? 256 : 1 << 24, 1, &x))
+                return cli_fail(io, EXIT_USAGE, "verify: %s: expected an integer from 1 to %d, got '%s'", s,
+                                is_t ? 256 : 1 << 24, v ? v : "");
+            *(is_t ? &a->threads : &a->ctx) = (int)x;
+            i++;
+        } else if (s[0] == '-' && s[1]) {
+            return cli_fail(io, EXIT_USAGE, "verify: unknown option %s (see llmgen verify --help)", s);
+        } else if (!a->refs) {
+            a->refs = s;
+        } else {
+            return cli_fail(io, EXIT_USAGE, "verify: unexpected argument '%s'", s);
+        }
+    }
+    if (!a->refs) return cli_fail(io, EXIT_USAGE, "usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP]");
+    return 0;
+}
+
+/* Every line of the file parsed (blank lines skipped). */
+static int read_cases(const char *path, verify_case **out, int *n, const cli_io *io) {
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!f) return cli_fail(io, EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL, err[VERIFY_ERR_LEN];
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    int rc = 0, ncap = 0;
+    errno = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+        if ((size_t)len <= strspn(line, " \t")) continue;
+        if (*n == ncap) {
+            verify_case *c = realloc(*out, (size_t)(ncap = ncap ? 2 * ncap : 16) * sizeof *c);
+            if (!c) {
+                rc = cli_fail(io, EXIT_NOMEM, "out of memory");
+                break;
+            }
+            *out = c;
+        }
+        if (verify_case_parse(line, (size_t)len, &(*out)[*n], err)) {
+            rc = cli_fail(io, EXIT_USAGE, "%s:%ld: %s", path, lineno, err);
+            break;
+        }
+        (*n)++;
+        errno = 0;
+    }
+    if (!rc && ferror(f)) rc = cli_fail(io, EXIT_IO, "%s: read error: %s", path, strerror(errno));
+    if (!rc && !*n) rc = cli_fail(io, EXIT_USAGE, "%s: no references in the file", path);
+    free(line);
+    if (f != stdin) fclose(f);
+    return rc;
+}
+
+/* The per-piece callback: stop at the first id that differs from the reference. */
+typedef struct {
+    const int32_t *expected;
+    int step, diff; /* diff: the step of the first difference, or -1 */
+    volatile sig_atomic_t *interrupted;
+} check;
+
+static int on_piece(void *user, int32_t id, const char *text, size_t len) {
+    check *C = user;
+    (void)text, (void)len;
+    if (id < 0) return 0;
+    if (id != C->expected[C->step] && C->diff < 0) C->diff = C->step;
+    C->step++;
+    return C->diff >= 0 || *C->interrupted;
+}
+
+/* The model a case runs on: path of -m, else the case's, relative to REFS' directory. */
+static char *model_path(const verify_args *a, const verify_case *c) {
+    const char *p = a->model ? a->model : c->model;
+    if (!p) return NULL;
+    if (a->model || p[0] == '/' || !strcmp(a->refs, "-")) return strdup(p);
+    char *d = strdup(a->refs), *out = NULL;
+    if (d && asprintf(&out, "%s/%s", dirname(d), p) < 0) out = NULL;
+    free(d);
+    return out;
+}
+
+/* Run one case: 0 = passed, 1 = failed, or an exit code > 1 (the model could not run). */
+static int run_case(const verify_args *a, const verify_case *c, llmgen_model *m, llmgen_session *s, const cli_io *io) {
+    char err[ERR_LEN];
+    request q = {.text = c->prompt, .text_len = c->prompt_len, .ids = c->prompt_ids, .n_ids = c->n_prompt_ids,
+                 .source = c->name, .chat = c->chat};
+    int32_t *prompt = NULL;
+    int n = 0, rc = 1;
+    llmgen_status st = request_prompt(m, &q, &prompt, &n, NULL, err);
+    if (st) {
+        fprintf(io->out, "FAIL %s: %s\n", c->name, err);
+        return st == LLMGEN_E_USAGE || st == LLMGEN_E_CONTEXT ? 1 : cli_exit_code(st);
+    }
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.max_tokens = c->n_expected;
+    p.ignore_eos = 1;
+    p.logprobs = 1;
+    p.top_logprobs = 2;
+    check C = {c->expected, 0, -1, io->interrupted};
+    p.on_piece = on_piece;
+    p.user = &C;
+    llmgen_result r;
+    st = llmgen_generate(s, prompt, n, &p, &r, err, sizeof err);
+    if (st) {
+        fprintf(io->out, "FAIL %s: %s\n", c->name, err);
+        rc = st == LLMGEN_E_USAGE || st == LLMGEN_E_CONTEXT ? 1 : cli_exit_code(st);
+    } else if (C.diff >= 0) {
+        int k = C.diff;
+        const llmgen_logprob *row = r.logprobs + (size_t)k * 3;
+        char own[64] = "";
+        if (r.top_logprobs == 2) snprintf(own, sizeof own, "; llmgen's %.6g", (double)(row[1].logprob - row[2].logprob));
+        if (c->gap && c->gap[k] < a->tolerance) {
+            fprintf(io->out, "ok %s: near-tie at step %d: expected %d, produced %d (reference top-2 gap %.6g < %g%s)\n",
+                    c->name, k, c->expected[k], r.ids[k], c->gap[k], a->tolerance, own);
+            rc = 0;
+        } else if (c->gap) {
+            fprintf(io->out, "FAIL %s: step %d: expected %d, produced %d (reference top-2 gap %.6g%s)\n", c->name, k,
+                    c->expected[k], r.ids[k], c->gap[k], own);
+        } else {
+            fprintf(io->out, "FAIL %s: step %d: expected %d, produced %d (the reference gives no top-2 gap%s)\n",
+                    c->name, k, c->expected[k], r.ids[k], own);
+        }
+    } else if (r.n_ids < c->n_expected) {
+        fprintf(io->out, "FAIL %s: stopped (%s) after %d of %d tokens%s\n", c->name,
+                llmgen_stop_reason_name(r.stop_reason), r.n_ids, c->n_expected,
+                r.stop_reason == LLMGEN_STOP_CONTEXT ? " (raise -c)" : "");
+        rc = r.stop_reason == LLMGEN_STOP_CANCELLED && *io->interrupted ? EXIT_INTERRUPT : 1;
+    } else {
+        fprintf(io->out, "ok %s (%d tokens)\n", c->name, c->n_expected);
+        rc = 0;
+    }
+    fflush(io->out);
+    llmgen_result_free(&r);
+    free(prompt);
+    return rc;
+}
+
+int verify_main(int argc, char **argv, const cli_io *io) {
+    verify_args a;
+    verify_case *cases = NULL;
+    int n = 0, rc = parse(argc, argv, &a, io), passed = 0, failed = 0;
+    if (rc) return rc;
+    if (a.help) return fputs(help, io->out) == EOF || fflush(io->out) ? EXIT_IO : EXIT_OK;
+    if ((rc = read_cases(a.refs, &cases, &n, io))) goto out;
+    for (int i = 0; i < n; i++)
+        if (!a.model && !cases[i].model) {
+            rc = cli_fail(io, EXIT_USAGE, "%s: case %s names no \"model\": give -m MODEL", a.refs, cases[i].name);
+            goto out;
+        }
+    llmgen_model *m = NULL;
+    llmgen_session *s = NULL;
+    char *open_path = NULL, err[ERR_LEN];
+    for (int i = 0; i < n && !rc; i++) {
+        char *path = model_path(&a, &cases[i]);
+        if (!path) {
+            rc = cli_fail(io, EXIT_NOMEM, "out of memory");
+            break;
+        }
+        if (!open_path || strcmp(path, open_path)) {
+            llmgen_session_free(s);
+            llmgen_model_free(m);
+            s = NULL;
+            m = NULL;
+            free(open_path);
+            open_path = path;
+            llmgen_model_options mo = {.n_threads = a.threads, .kernels = a.kernels, .exact = a.exact};
+            llmgen_status st = llmgen_model_open(path, &mo, &m, err, sizeof err);
+            if (!st) st = llmgen_session_new(m, a.ctx, &s, err, sizeof err);
+            if (st) {
+                rc = cli_fail(io, cli_exit_code(st), "%s%s", st == LLMGEN_E_USAGE && a.kernels ? "--" : "", err);
+                break;
+            }
+        } else {
+            free(path);
+        }
+        int r = *io->interrupted ? EXIT_INTERRUPT : run_case(&a, &cases[i], m, s, io);
+        if (r > 1) rc = r;
+        else if (r) failed++;
+        else passed++;
+    }
+    llmgen_session_free(s);
+    llmgen_model_free(m);
+    free(open_path);
+    if (!rc) {
+        fprintf(io->out, "%d passed, %d failed\n", passed, failed);
+        if (fflush(io->out) || ferror(io->out)) rc = cli_fail(io, EXIT_IO, "stdout: write error: %s", strerror(errno));
+        else rc = failed ? EXIT_USAGE : EXIT_OK;
+    }
+out:
+    for (int i = 0; i < n; i++) verify_case_free(&cases[i]);
+    free(cases);
+    return rc;
+}
