@@ -105,7 +105,7 @@ typedef struct {
     int context_length;       /* the model's maximum positions */
     int vocab_size;           /* logits per position (tokenizer-only: the tokenizer's vocabulary) */
     int n_threads;            /* size of the model's worker pool */
-    int max_sequences;        /* 1: a session is one sequence (no batching of sequences) */
+    int max_sequences;        /* sessions an llmgen_batch can step together (LLMGEN_MAX_SEQUENCES) */
     int has_tokenizer;        /* 1 if the llmgen_tokenize family works */
 } llmgen_capabilities;
 
@@ -228,6 +228,32 @@ llmgen_status llmgen_prefill(llmgen_session *s, const int32_t *ids, int n, const
  * statuses as llmgen_prefill. */
 llmgen_status llmgen_decode_step(llmgen_session *s, int32_t id, const float **logits,
                                  char *err, size_t errlen);
+
+/* ---- several sequences per step -------------------------------------------------
+ *
+ * Sessions joined to a batch run their prefill and decode steps together: a step
+ * of a joined session waits until every joined session has asked for a step (or
+ * left), then forward passes read the weights once for all of them (a decode
+ * token of each, with one prefill chunk beside them). A session's logits are the
+ * same bits as when it runs alone, in exact and fast mode, at any thread count.
+ * Made for one thread per session, each running its own generation loop (e.g.
+ * llmgen_generate); a session must leave when its thread stops stepping, or the
+ * others wait for it. Sessions outside the batch still take turns with it. */
+#define LLMGEN_MAX_SEQUENCES 64
+typedef struct llmgen_batch llmgen_batch;
+/* Up to max_sequences sessions of context <= ctx (0: as llmgen_session_new). Owned
+ * by the caller: llmgen_batch_free, after every member has left. */
+llmgen_status llmgen_batch_new(llmgen_model *m, int max_sequences, int ctx, llmgen_batch **out, char *err,
+                               size_t errlen);
+void llmgen_batch_free(llmgen_batch *b); /* NULL is fine */
+/* Join s (not stepping right now) to b; LLMGEN_E_USAGE if b is full, s is in a
+ * batch already, or its context is larger than b's. */
+llmgen_status llmgen_batch_join(llmgen_batch *b, llmgen_session *s, char *err, size_t errlen);
+/* Leave the batch (nothing if s is in none); llmgen_session_free leaves too. */
+void llmgen_batch_leave(llmgen_session *s);
+/* Forward passes the batch has run, and the sequence steps (prefill chunks and
+ * decode tokens) they carried: their ratio is the batching achieved. */
+void llmgen_batch_stats(llmgen_batch *b, long *passes, long *seq_steps);
 
 /* ---- sampling ------------------------------------------------------------------- */
 
