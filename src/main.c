@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch_run.h"
 #include "chat_template.h"
 #include "llmgen.h"
 #include "options.h"
@@ -87,6 +88,8 @@ static void usage(FILE *f) {
             "      --echo               print the prompt before the completion\n"
             "      --json               print one JSON object: prompt ids, ids, text, stop reason, seed, timings\n"
             "      --batch FILE.jsonl   one JSON request per line in, one JSON result per line out\n"
+            "      --parallel N         with --batch: N requests at once, one pass over the weights per step\n"
+            "                           for all; results as they finish (--ordered: in input order)\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
@@ -345,7 +348,7 @@ out:
 }
 
 /* One --batch line: a result or an error object. *code: the line's exit code. */
-static json_t *batch_line(app *A, json_t *root, const char *src, int *code) {
+static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *src, int *code) {
     char err[ERRLEN];
     request q;
     int32_t *prompt = NULL;
@@ -379,7 +382,7 @@ static json_t *batch_line(app *A, json_t *root, const char *src, int *code) {
     draw_seed(&q);
     llmgen_generate_params p;
     request_params(&q, &p);
-    if (!(st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err))) {
+    if (!(st = llmgen_generate(s, prompt, n, &p, &r, err, sizeof err))) {
         res = result_json(prompt, n, &r, A->caps.has_tokenizer, q.sp.seed);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
     }
@@ -393,41 +396,37 @@ out:
     return res;
 }
 
+/* One non-blank --batch line of text on session s: its result or error, with "line". */
+static json_t *batch_text(void *user, llmgen_session *s, const char *line, size_t len, long lineno, int *code) {
+    app *A = user;
+    json_error_t je;
+    char src[64];
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je), *out;
+    snprintf(src, sizeof src, "%s:%ld", strcmp(A->o->batch, "-") ? A->o->batch : "stdin", lineno);
+    if (root) {
+        out = batch_line(A, s, root, src, code);
+    } else {
+        char msg[ERRLEN];
+        snprintf(msg, sizeof msg, "not JSON: %s (column %d)", je.text, je.column);
+        out = error_json(NULL, 0, msg, *code = EXIT_USAGE);
+    }
+    json_object_set_new(out, "line", json_integer(lineno));
+    json_decref(root);
+    return out;
+}
+
+static int batch_emit(void *user, json_t *out) { return emit_json(&((app *)user)->out, out); }
+
 static int run_batch(app *A) {
     const char *name = A->o->batch;
     FILE *in = strcmp(name, "-") ? fopen(name, "r") : stdin;
     if (!in) return die(EXIT_IO, "%s: cannot open: %s", name, strerror(errno));
-    char *line = NULL, src[64];
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
-    int first_fail = 0, code;
-    errno = 0;
-    while (!interrupted && (len = getline(&line, &cap, in)) >= 0) {
-        lineno++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
-        if ((size_t)len <= strspn(line, " \t")) continue; /* blank lines are allowed */
-        json_error_t je;
-        json_t *root = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &je), *out;
-        snprintf(src, sizeof src, "%s:%ld", strcmp(name, "-") ? name : "stdin", lineno);
-        if (root) {
-            out = batch_line(A, root, src, &code);
-        } else {
-            char msg[ERRLEN];
-            snprintf(msg, sizeof msg, "not JSON: %s (column %d)", je.text, je.column);
-            out = error_json(NULL, 0, msg, code = EXIT_USAGE);
-        }
-        json_object_set_new(out, "line", json_integer(lineno));
-        if (code && !first_fail) first_fail = code;
-        int wr = emit_json(&A->out, out);
-        json_decref(out);
-        json_decref(root);
-        if (wr) break;
-        errno = 0;
-    }
-    int read_err = ferror(in) ? errno : 0;
-    free(line);
+    char err[ERRLEN];
+    int first_fail = 0, read_err = 0;
+    batch_parallel bp = {A->m, A->s, A->o->ctx, A->o->parallel, A->o->ordered, in, batch_text, batch_emit, A, &interrupted};
+    int rc = batch_run_lines(&bp, &first_fail, &read_err, err, sizeof err);
     if (in != stdin) fclose(in);
+    if (rc) return die(EXIT_NOMEM, "%s", err);
     if (A->out.failed) return sink_exit(&A->out);
     if (interrupted) return EXIT_INTERRUPT;
     if (read_err) return die(EXIT_IO, "%s: read error: %s", name, strerror(read_err));

@@ -71,6 +71,8 @@ static int conflicts(const options *o, char *err) {
         {!!o->batch, "--batch", o->stats, "--stats (each result line carries its timings)"},
         {!!o->batch, "--batch", o->echo, "--echo"},
         {!!o->batch, "--batch", !!o->dump_logits, "--dump-logits"},
+        {o->parallel || o->ordered, o->parallel ? "--parallel" : "--ordered", !o->batch || o->tokenize || o->detokenize,
+         "anything but --batch generation"},
         {o->interactive, "-i", o->prompt || o->prompt_file || o->prompt_ids || o->batch, "a prompt (turns come from stdin)"},
         {o->interactive, "-i", o->json || o->echo || o->dump_logits, "--json, --echo or --dump-logits"},
         {o->tokenize, "--tokenize", o->detokenize, "--detokenize"},
@@ -89,7 +91,7 @@ static int conflicts(const options *o, char *err) {
 int options_parse(int argc, char **argv, options *o, char *err) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
            O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
-           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER };
+           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_PARALLEL, O_ORDERED };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'}, {"max-tokens", required_argument, 0, 'n'},
@@ -107,7 +109,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         {"echo", no_argument, 0, O_ECHO}, {"json", no_argument, 0, O_JSON}, {"stats", no_argument, 0, O_STATS},
         {"batch", required_argument, 0, O_BATCH}, {"exact", no_argument, 0, O_EXACT},
         {"tokenize", no_argument, 0, O_TOKENIZE}, {"detokenize", no_argument, 0, O_DETOKENIZE},
-        {"tokenizer", required_argument, 0, O_TOKENIZER}, {0, 0, 0, 0},
+        {"tokenizer", required_argument, 0, O_TOKENIZER}, {"parallel", required_argument, 0, O_PARALLEL},
+        {"ordered", no_argument, 0, O_ORDERED}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     request *b = &o->base;
@@ -171,6 +174,11 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_TOKENIZE: o->tokenize = 1; break;
         case O_DETOKENIZE: o->detokenize = 1; break;
         case O_TOKENIZER: o->tokenizer_path = optarg; break;
+        case O_PARALLEL:
+            if (parse_num(err, "--parallel", optarg, 1, LLMGEN_MAX_SEQUENCES, 1, &v)) return -1;
+            o->parallel = (int)v;
+            break;
+        case O_ORDERED: o->ordered = 1; break;
         /* optopt names a short option (also inside a bundle like -hx); 0 means a long one */
         case ':':
             if (optopt) return fail(err, "option -%c needs a value", optopt);
