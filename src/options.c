@@ -71,8 +71,6 @@ static int conflicts(const options *o, char *err) {
         {!!o->batch, "--batch", o->stats, "--stats (each result line carries its timings)"},
         {!!o->batch, "--batch", o->echo, "--echo"},
         {!!o->batch, "--batch", !!o->dump_logits, "--dump-logits"},
-        {o->parallel || o->ordered, o->parallel ? "--parallel" : "--ordered", !o->batch || o->tokenize || o->detokenize,
-         "anything but --batch generation"},
         {o->interactive, "-i", o->prompt || o->prompt_file || o->prompt_ids || o->batch, "a prompt (turns come from stdin)"},
         {o->interactive, "-i", o->json || o->echo || o->dump_logits, "--json, --echo or --dump-logits"},
         {o->tokenize, "--tokenize", o->detokenize, "--detokenize"},
@@ -198,6 +196,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         return fail(err, "--%s needs --chat or -i", b->template_name ? "template" : o->template_file ? "chat-template-file"
                                                    : b->date ? "date" : "system");
     if (b->template_name && o->template_file) return fail(err, "give only one of --template, --chat-template-file");
+    if ((o->parallel || o->ordered) && (!o->batch || o->tokenize || o->detokenize))
+        return fail(err, "%s needs --batch, generating (not --tokenize / --detokenize)", o->parallel ? "--parallel" : "--ordered");
     return conflicts(o, err);
 }
 
