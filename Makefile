@@ -93,7 +93,7 @@ $(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o 
 
 # Debian packages the build and the tests need; installed only when missing.
 DEB_PKGS := build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev \
-            libcriterion-dev python3 python3-venv unzip time groff-base
+            libcriterion-dev python3 python3-venv unzip time groff-base parallel
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 deps:  ## install missing Debian packages

@@ -4,12 +4,83 @@
  * takes the next line at once (continuous batching). Each result is written whole,
  * as one line, when its request ends, or in input order with --ordered. A request's
  * result is the same bytes as in a sequential run (llmgen.h: batch invariance), so
- * only the order of the lines can differ. Part of the CLI. */
+ * only the order of the lines can differ.
+ *
+ * --resume OUT: the results go to OUT, appended, each with one write() of the whole
+ * line; a request whose key (its "id", else its line number) OUT already holds is
+ * skipped. A line torn by a kill (no newline at the end of OUT) is cut off first, so
+ * a killed run resumed gives exactly one line per request. Part of the CLI. */
 #include "batch_run.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A set of strings (request keys), open addressing. */
+typedef struct {
+    char **slot;
+    size_t cap, n;
+} key_set;
+
+static size_t key_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static int key_has(const key_set *k, const char *s) {
+    if (!k->cap) return 0;
+    for (size_t i = key_hash(s) & (k->cap - 1); k->slot[i]; i = (i + 1) & (k->cap - 1))
+        if (!strcmp(k->slot[i], s)) return 1;
+    return 0;
+}
+
+/* Takes s (malloc'd); 0, or -1 out of memory (s freed). */
+static int key_add(key_set *k, char *s) {
+    if (key_has(k, s)) {
+        free(s);
+        return 0;
+    }
+    if (2 * (k->n + 1) > k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 256;
+        char **slot = calloc(cap, sizeof *slot);
+        if (!slot) {
+            free(s);
+            return -1;
+        }
+        for (size_t i = 0; i < k->cap; i++)
+            if (k->slot[i]) {
+                size_t j = key_hash(k->slot[i]) & (cap - 1);
+                while (slot[j]) j = (j + 1) & (cap - 1);
+                slot[j] = k->slot[i];
+            }
+        free(k->slot);
+        k->slot = slot;
+        k->cap = cap;
+    }
+    size_t j = key_hash(s) & (k->cap - 1);
+    while (k->slot[j]) j = (j + 1) & (k->cap - 1);
+    k->slot[j] = s;
+    k->n++;
+    return 0;
+}
+
+static void key_free(key_set *k) {
+    for (size_t i = 0; i < k->cap; i++) free(k->slot[i]);
+    free(k->slot);
+}
+
+/* A request's key: its "id" as compact JSON, else "line N". NULL: out of memory. */
+static char *request_key(json_t *o, long lineno) {
+    json_t *id = json_is_object(o) ? json_object_get(o, "id") : NULL;
+    if (id) return json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+    char buf[32];
+    snprintf(buf, sizeof buf, "line %ld", lineno);
+    return strdup(buf);
+}
 
 typedef struct {
     const batch_parallel *a;
@@ -19,6 +90,8 @@ typedef struct {
     int eof, stop_out, first_fail, read_err;
     json_t **held;             /* --ordered: results waiting for an earlier one, by order */
     long n_held, next_out;
+    int out_fd;                /* --resume: the results file, appended to; -1 otherwise */
+    key_set done;              /* --resume: keys of the requests it holds */
 } runner;
 
 typedef struct {
@@ -42,6 +115,14 @@ static char *next_line(runner *r, size_t *len, long *lineno, long *seq) {
         r->lineno++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
         if ((size_t)n <= strspn(line, " \t")) continue; /* blank lines are allowed */
+        if (r->out_fd >= 0) { /* --resume: done already? */
+            json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+            char *key = request_key(o, r->lineno);
+            int done = key && key_has(&r->done, key);
+            free(key);
+            json_decref(o);
+            if (done) continue;
+        }
         copy = malloc((size_t)n + 1);
         if (copy) {
             memcpy(copy, line, (size_t)n);
@@ -60,12 +141,32 @@ static char *next_line(runner *r, size_t *len, long *lineno, long *seq) {
     return copy;
 }
 
+/* One result line: to the --resume file in one write() (a kill cannot leave half
+ * of it unless the system call itself is cut), else through the caller. */
+static int write_result(runner *r, json_t *out) {
+    if (r->out_fd < 0) return r->a->emit(r->a->user, out);
+    char *s = json_dumps(out, JSON_COMPACT);
+    if (!s) return -1;
+    size_t n = strlen(s);
+    s[n] = '\n'; /* over the NUL: the line with its newline */
+    const char *p = s;
+    size_t left = n + 1;
+    while (left) {
+        ssize_t w = write(r->out_fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        p += w, left -= (size_t)w;
+    }
+    free(s);
+    return left ? -1 : 0;
+}
+
 /* Write one result now, or hold it until the results before it are out (--ordered). */
 static void put_result(runner *r, json_t *out, long seq, int code) {
     pthread_mutex_lock(&r->out_mu);
     if (code && !r->first_fail) r->first_fail = code;
     if (!r->a->ordered) {
-        if (!r->stop_out && r->a->emit(r->a->user, out)) r->stop_out = 1;
+        if (!r->stop_out && write_result(r, out)) r->stop_out = 1;
         json_decref(out);
     } else {
         if (seq >= r->n_held) {
@@ -81,11 +182,11 @@ static void put_result(runner *r, json_t *out, long seq, int code) {
         if (seq < r->n_held) {
             r->held[seq] = out;
         } else { /* out of memory to hold it: write it now rather than lose it */
-            if (!r->stop_out && r->a->emit(r->a->user, out)) r->stop_out = 1;
+            if (!r->stop_out && write_result(r, out)) r->stop_out = 1;
             json_decref(out);
         }
         for (; r->next_out < r->n_held && r->held[r->next_out]; r->next_out++) {
-            if (!r->stop_out && r->a->emit(r->a->user, r->held[r->next_out])) r->stop_out = 1;
+            if (!r->stop_out && write_result(r, r->held[r->next_out])) r->stop_out = 1;
             json_decref(r->held[r->next_out]);
             r->held[r->next_out] = NULL;
         }
@@ -127,13 +228,62 @@ static void run_sequential(runner *r) {
     }
 }
 
-int batch_run_lines(const batch_parallel *a, int *first_fail, int *read_err, char *err, size_t errlen) {
-    runner r = {.a = a};
+/* --resume: open OUT for appending, cut a torn last line, collect the keys it holds. */
+static int open_resume(runner *r, const char *path, char *err, size_t errlen) {
+    r->out_fd = open(path, O_RDWR | O_CREAT | O_APPEND, 0644);
+    if (r->out_fd < 0) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), -1;
+    struct stat st;
+    if (fstat(r->out_fd, &st)) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), -1;
+    size_t n = (size_t)st.st_size, got = 0;
+    char *buf = malloc(n + 1);
+    if (!buf) return snprintf(err, errlen, "%s: out of memory", path), -1;
+    while (got < n) {
+        ssize_t k = pread(r->out_fd, buf + got, n - got, (off_t)got);
+        if (k <= 0) {
+            free(buf);
+            return snprintf(err, errlen, "%s: read error", path), -1;
+        }
+        got += (size_t)k;
+    }
+    size_t whole = n;
+    while (whole > 0 && buf[whole - 1] != '\n') whole--;
+    if (whole < n && ftruncate(r->out_fd, (off_t)whole)) {
+        free(buf);
+        return snprintf(err, errlen, "%s: cannot cut its torn last line: %s", path, strerror(errno)), -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < whole && !rc;) {
+        size_t e = i;
+        while (buf[e] != '\n') e++;
+        json_t *o = json_loadb(buf + i, e - i, 0, NULL);
+        json_t *line = json_is_object(o) ? json_object_get(o, "line") : NULL;
+        if (o && (json_object_get(o, "id") || json_is_integer(line))) {
+            char *key = request_key(o, json_is_integer(line) ? (long)json_integer_value(line) : 0);
+            if (!key || key_add(&r->done, key)) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                rc = -1;
+            }
+        }
+        json_decref(o);
+        i = e + 1;
+    }
+    free(buf);
+    return rc;
+}
+
+int batch_run_lines(const batch_parallel *a, int *first_fail, int *read_err, int *io, char *err, size_t errlen) {
+    runner r = {.a = a, .out_fd = -1};
     worker ws[LLMGEN_MAX_SEQUENCES];
     pthread_t th[LLMGEN_MAX_SEQUENCES];
     int n = 0, started = 0, rc = 0;
+    *io = 0;
     pthread_mutex_init(&r.in_mu, NULL);
     pthread_mutex_init(&r.out_mu, NULL);
+    if (a->resume && open_resume(&r, a->resume, err, errlen)) {
+        *io = 1;
+        rc = -1;
+        goto out;
+    }
     if (a->parallel <= 1) {
         run_sequential(&r);
         goto out;
@@ -163,6 +313,13 @@ out:
     llmgen_batch_free(r.b);
     pthread_mutex_destroy(&r.in_mu);
     pthread_mutex_destroy(&r.out_mu);
+    if (r.out_fd >= 0 && close(r.out_fd) && !rc && !r.stop_out) r.stop_out = 1;
+    key_free(&r.done);
+    if (r.stop_out && a->resume && !rc) {
+        snprintf(err, errlen, "%s: write error", a->resume);
+        *io = 1;
+        rc = -1;
+    }
     *first_fail = r.first_fail;
     *read_err = r.read_err;
     return rc;

@@ -28,11 +28,14 @@ typedef struct {
     batch_emit_fn emit;
     void *user;
     volatile sig_atomic_t *stop;      /* set (by a signal): take no more lines */
+    const char *resume;               /* --resume OUT.jsonl: skip the requests OUT holds results of,
+                                         append the others' results to OUT (not through emit) */
 } batch_parallel;
 
-/* Run every line of a->in. 0, or -1 with err when the sessions cannot be set up.
+/* Run every line of a->in. 0, or -1 with err when the sessions cannot be set up
+ * or the --resume file cannot be read or written (*io set to 1 then).
  * *first_fail: the first nonzero line code, in finishing order; *read_err: errno of
  * a read error (0: none). */
-int batch_run_lines(const batch_parallel *a, int *first_fail, int *read_err, char *err, size_t errlen);
+int batch_run_lines(const batch_parallel *a, int *first_fail, int *read_err, int *io, char *err, size_t errlen);
 
 #endif

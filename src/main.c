@@ -90,6 +90,7 @@ static void usage(FILE *f) {
             "      --batch FILE.jsonl   one JSON request per line in, one JSON result per line out\n"
             "      --parallel N         with --batch: N requests at once, one pass over the weights per step\n"
             "                           for all; results as they finish (--ordered: in input order)\n"
+            "      --resume OUT.jsonl   with --batch: append results to OUT, skip requests it holds\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
@@ -422,11 +423,12 @@ static int run_batch(app *A) {
     FILE *in = strcmp(name, "-") ? fopen(name, "r") : stdin;
     if (!in) return die(EXIT_IO, "%s: cannot open: %s", name, strerror(errno));
     char err[ERRLEN];
-    int first_fail = 0, read_err = 0;
-    batch_parallel bp = {A->m, A->s, A->o->ctx, A->o->parallel, A->o->ordered, in, batch_text, batch_emit, A, &interrupted};
-    int rc = batch_run_lines(&bp, &first_fail, &read_err, err, sizeof err);
+    int first_fail = 0, read_err = 0, io;
+    batch_parallel bp = {A->m, A->s, A->o->ctx, A->o->parallel, A->o->ordered, in, batch_text, batch_emit, A,
+                         &interrupted, A->o->resume};
+    int rc = batch_run_lines(&bp, &first_fail, &read_err, &io, err, sizeof err);
     if (in != stdin) fclose(in);
-    if (rc) return die(EXIT_NOMEM, "%s", err);
+    if (rc) return die(io ? EXIT_IO : EXIT_NOMEM, "%s", err);
     if (A->out.failed) return sink_exit(&A->out);
     if (interrupted) return EXIT_INTERRUPT;
     if (read_err) return die(EXIT_IO, "%s: read error: %s", name, strerror(read_err));

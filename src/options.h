@@ -13,6 +13,7 @@ typedef struct {
     int help, version;                              /* --help / --version: print and exit, nothing else */
     int chat, interactive, tokenize, detokenize, n_threads, ctx, ids_only, exact, echo, json, stats;
     int parallel, ordered;                          /* --parallel N (0: not given), --ordered */
+    const char *resume;                             /* --resume OUT.jsonl */
     request base;                                   /* the settings every request starts from */
 } options;
 

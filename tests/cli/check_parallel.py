@@ -11,14 +11,23 @@ max_tokens, an invalid line) through `--batch`, `--batch --parallel 5` and
 the ordered one line for line. Also: bad uses of --parallel / --ordered exit 1 with one
 line naming the option.
 
+Recovery and scale-out, on 24 requests: a --parallel 3 run writing with --resume OUT is
+killed with SIGKILL once OUT has a few lines, then rerun with --resume OUT: OUT then holds
+exactly one line per id, each equal to the uninterrupted run's (a torn last line written by
+hand before the rerun is cut off). The README's GNU parallel recipe (`parallel --pipe -N 5
+-j 2 llmgen ... --batch -`) gives the same set of results (by id) as one process.
+
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
 Standard library only; exits 1 on any failure.
 """
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
@@ -63,6 +72,66 @@ def results(out):
     return rows
 
 
+def by_id(rows):
+    out = {}
+    for r in rows:
+        r = dict(r)
+        r.pop("line", None)
+        out[json.dumps(r["id"])] = r
+    return out
+
+
+def recovery(tmp):
+    path = os.path.join(tmp, "many.jsonl")
+    with open(path, "w") as f:
+        for i in range(24):
+            f.write(json.dumps({"id": i, "prompt": f"Tell me fact number {i} about the sea.",
+                                "max_tokens": 12 + i % 3 * 6, "ignore_eos": True}) + "\n")
+    base = ["-m", MODEL, "--batch", path, "-t", "2"]
+    rc, out, _ = run(base)
+    want = by_id(results(out))
+    check(rc == 0 and len(want) == 24, f"uninterrupted run: {len(want)} results, exit {rc}")
+    res = os.path.join(tmp, "out.jsonl")
+    p = subprocess.Popen([LLMGEN] + base + ["--parallel", "3", "--resume", res], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    while time.time() - t0 < 300 and p.poll() is None:
+        if os.path.exists(res) and open(res).read().count("\n") >= 5:
+            break
+        time.sleep(0.05)
+    killed = p.poll() is None
+    if killed:
+        p.send_signal(signal.SIGKILL)
+    p.wait()
+    with open(res) as f:
+        before = f.read().count("\n")
+    check(killed and before < 24, f"killed with SIGKILL after {before} of 24 results")
+    with open(res, "a") as f:
+        f.write('{"id": 23, "text": "a line torn by the kill')
+    rc, out, err = run(base + ["--parallel", "3", "--resume", res])
+    with open(res) as f:
+        lines = f.read().splitlines()
+    rows = [json.loads(l) for l in lines]
+    for r in rows:
+        r.pop("timings", None)
+    ids = [json.dumps(r["id"]) for r in rows]
+    check(rc == 0 and not out and len(ids) == 24 and len(set(ids)) == 24,
+          f"resumed: {len(ids)} lines, {len(set(ids))} distinct ids, exit {rc} {err.strip()}")
+    check(by_id(rows) == want, "resumed results equal the uninterrupted run's")
+    rc, out, _ = run(base + ["--resume", res])
+    with open(res) as f:
+        check(rc == 0 and f.read().count("\n") == 24, "a second resume has nothing left to do")
+    if not shutil.which("parallel"):
+        check(False, "GNU parallel is not installed (make deps installs it)")
+        return
+    with open(path) as f:
+        p = subprocess.run(["parallel", "--will-cite", "--pipe", "-N", "5", "-j", "2", LLMGEN] + ["-m", MODEL, "-t", "1",
+                           "--batch", "-"], stdin=f, capture_output=True, text=True, timeout=600)
+    got = by_id(results(p.stdout))
+    check(p.returncode == 0 and got == want,
+          f"GNU parallel --pipe -N 5 -j 2 (two local workers): {len(got)} results, the same set as one process")
+
+
 def main():
     if not os.path.exists(MODEL):
         print(f"check_parallel: {MODEL} missing (make model)")
@@ -93,6 +162,7 @@ def main():
             rc, out, err = run(["-m", MODEL] + args)
             check(rc == 1 and want in err and err.count("\n") == 1 and not out,
                   f"bad use {' '.join(args)}: exit {rc}, {err.strip()!r}")
+        recovery(tmp)
     print(f"check_parallel: {failures} failure(s)")
     return 1 if failures else 0
 
