@@ -214,6 +214,11 @@ void llmgen_session_free(llmgen_session *s);      /* NULL is fine */
 void llmgen_session_reset(llmgen_session *s);     /* forget every token: position 0 */
 int llmgen_session_pos(const llmgen_session *s);  /* tokens in the cache */
 int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
+/* How many leading ids of ids[0..n) the session's cache holds (the tokens it was fed,
+ * in order, up to its position). */
+int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n);
+/* Forget every token from position pos on (0 <= pos <= the current position). */
+void llmgen_session_rewind(llmgen_session *s, int pos);
 llmgen_model *llmgen_session_model(const llmgen_session *s); /* the model it was opened on */
 
 /* Append n >= 1 ids at the current position and compute the logits of the last
@@ -311,6 +316,9 @@ typedef struct {
     int n_stops;
     llmgen_sampler_params sampler; /* its repetition penalty sees this call's prompt and generated ids */
     int keep_cache;             /* 0: reset the session first; 1: append the prompt to what it holds */
+    int reuse_prefix;           /* with keep_cache 0: keep the longest prefix of the prompt that the
+                                   session's cache already holds (a prefix cache: the same logits
+                                   bits, only the rest is prefilled) */
     llmgen_piece_fn on_piece;   /* may be NULL */
     llmgen_logits_fn on_logits; /* may be NULL */
     void *user;                 /* passed to both callbacks */
@@ -323,6 +331,7 @@ typedef struct {
     size_t text_len;
     llmgen_stop_reason stop_reason;
     int n_prompt;               /* prompt ids run by this call */
+    int n_cached;               /* of them, the leading ids the session's cache held (reuse_prefix) */
     double prefill_s;           /* seconds in prefill */
     double decode_s;            /* seconds from the end of prefill to the end */
     double first_token_s;       /* seconds from the start to the first sampled id */

@@ -91,6 +91,7 @@ static void usage(FILE *f) {
             "      --parallel N         with --batch: N requests at once, one pass over the weights per step\n"
             "                           for all; results as they finish (--ordered: in input order)\n"
             "      --resume OUT.jsonl   with --batch: append results to OUT, skip requests it holds\n"
+            "      --no-prefix-cache    with --batch: prefill every prompt whole (default: reuse the cache)\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"

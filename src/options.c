@@ -89,7 +89,7 @@ static int conflicts(const options *o, char *err) {
 int options_parse(int argc, char **argv, options *o, char *err) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
            O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
-           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_PARALLEL, O_ORDERED, O_RESUME };
+           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_PARALLEL, O_ORDERED, O_RESUME, O_NO_PREFIX };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'}, {"max-tokens", required_argument, 0, 'n'},
@@ -108,7 +108,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         {"batch", required_argument, 0, O_BATCH}, {"exact", no_argument, 0, O_EXACT},
         {"tokenize", no_argument, 0, O_TOKENIZE}, {"detokenize", no_argument, 0, O_DETOKENIZE},
         {"tokenizer", required_argument, 0, O_TOKENIZER}, {"parallel", required_argument, 0, O_PARALLEL},
-        {"ordered", no_argument, 0, O_ORDERED}, {"resume", required_argument, 0, O_RESUME}, {0, 0, 0, 0},
+        {"ordered", no_argument, 0, O_ORDERED}, {"resume", required_argument, 0, O_RESUME},
+        {"no-prefix-cache", no_argument, 0, O_NO_PREFIX}, {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     request *b = &o->base;
@@ -178,6 +179,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
             break;
         case O_ORDERED: o->ordered = 1; break;
         case O_RESUME: o->resume = optarg; break;
+        case O_NO_PREFIX: o->no_prefix_cache = 1; break;
         /* optopt names a short option (also inside a bundle like -hx); 0 means a long one */
         case ':':
             if (optopt) return fail(err, "option -%c needs a value", optopt);
@@ -197,9 +199,10 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         return fail(err, "--%s needs --chat or -i", b->template_name ? "template" : o->template_file ? "chat-template-file"
                                                    : b->date ? "date" : "system");
     if (b->template_name && o->template_file) return fail(err, "give only one of --template, --chat-template-file");
-    if ((o->parallel || o->ordered || o->resume) && (!o->batch || o->tokenize || o->detokenize))
+    b->reuse_prefix = o->batch && !o->no_prefix_cache; /* a request's results do not change with it */
+    if ((o->parallel || o->ordered || o->resume || o->no_prefix_cache) && (!o->batch || o->tokenize || o->detokenize))
         return fail(err, "%s needs --batch, generating (not --tokenize / --detokenize)",
-                    o->parallel ? "--parallel" : o->ordered ? "--ordered" : "--resume");
+                    o->parallel ? "--parallel" : o->ordered ? "--ordered" : o->resume ? "--resume" : "--no-prefix-cache");
     return conflicts(o, err);
 }
 

@@ -14,6 +14,7 @@ typedef struct {
     int chat, interactive, tokenize, detokenize, n_threads, ctx, ids_only, exact, echo, json, stats;
     int parallel, ordered;                          /* --parallel N (0: not given), --ordered */
     const char *resume;                             /* --resume OUT.jsonl */
+    int no_prefix_cache;                            /* --no-prefix-cache */
     request base;                                   /* the settings every request starts from */
 } options;
 

@@ -27,6 +27,7 @@ struct llmgen_session {
     llmgen_model *owner;
     fwd_state st;
     int pos; /* tokens in the KV cache */
+    int32_t *fed; /* (ctx) the ids at positions 0 .. pos - 1 */
     llmgen_batch *batch; /* joined to this batch, or NULL */
     /* while joined: the step this session waits for */
     const int32_t *want_ids;
@@ -307,7 +308,10 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
     llmgen_session *s = calloc(1, sizeof *s);
     if (!s) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
     s->owner = lm;
-    if (fwd_state_init(&s->st, m, ctx, e)) {
+    s->fed = malloc((size_t)ctx * sizeof *s->fed);
+    if (!s->fed) snprintf(e, sizeof e, "out of memory");
+    if (!s->fed || fwd_state_init(&s->st, m, ctx, e)) {
+        free(s->fed);
         free(s);
         return fail(LLMGEN_E_NOMEM, err, errlen, e);
     }
@@ -318,11 +322,22 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
 void llmgen_session_free(llmgen_session *s) {
     if (!s) return;
     llmgen_batch_leave(s);
+    free(s->fed);
     fwd_state_free(&s->st);
     free(s);
 }
 
 void llmgen_session_reset(llmgen_session *s) { s->pos = 0; }
+
+int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n) {
+    int k = 0;
+    while (k < n && k < s->pos && s->fed[k] == ids[k]) k++;
+    return k;
+}
+
+void llmgen_session_rewind(llmgen_session *s, int pos) {
+    if (pos >= 0 && pos <= s->pos) s->pos = pos;
+}
 int llmgen_session_pos(const llmgen_session *s) { return s->pos; }
 int llmgen_session_ctx(const llmgen_session *s) { return s->st.ctx; }
 llmgen_model *llmgen_session_model(const llmgen_session *s) { return s->owner; }
@@ -406,6 +421,7 @@ static void batch_step(llmgen_session *s, const int32_t *ids, int n) {
 /* Run ids through the model in chunks; callers have checked them. */
 static void run_chunks(llmgen_session *s, const int32_t *ids, int n) {
     s->st.seq_end = s->pos + n; /* one call, one sequence length (LongRoPE) */
+    memcpy(s->fed + s->pos, ids, (size_t)n * sizeof *ids);
     for (int done = 0; done < n;) {
         int k = n - done < s->st.chunk ? n - done : s->st.chunk;
         if (s->batch) {

@@ -17,6 +17,10 @@ exactly one line per id, each equal to the uninterrupted run's (a torn last line
 hand before the rerun is cut off). The README's GNU parallel recipe (`parallel --pipe -N 5
 -j 2 llmgen ... --batch -`) gives the same set of results (by id) as one process.
 
+Prefix cache: 8 chat requests sharing a long system prompt give the same results (every
+field but timings) with the cache (default), with --no-prefix-cache and with --parallel 3,
+and the cached runs report the shared tokens as cached_prompt_tokens.
+
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
 Standard library only; exits 1 on any failure.
 """
@@ -132,6 +136,30 @@ def recovery(tmp):
           f"GNU parallel --pipe -N 5 -j 2 (two local workers): {len(got)} results, the same set as one process")
 
 
+def prefix_cache(tmp):
+    path = os.path.join(tmp, "sys.jsonl")
+    system = " ".join(["You answer questions about rivers with one short sentence."] * 12)
+    with open(path, "w") as f:
+        for i in range(8):
+            f.write(json.dumps({"id": i, "chat": True, "system": system, "prompt": f"Name river {i}.",
+                                "max_tokens": 8, "ignore_eos": True}) + "\n")
+    for mode in ([], ["--exact"]):
+        base = ["-m", MODEL, "--batch", path, "-t", "2"] + mode
+        runs = {}
+        for name, extra in [("cached", []), ("uncached", ["--no-prefix-cache"]), ("parallel", ["--parallel", "3"])]:
+            rc, out, _ = run(base + extra)
+            rows = [json.loads(l) for l in out.splitlines()]
+            runs[name] = (rc, rows)
+        cached = [r["timings"]["cached_prompt_tokens"] for r in runs["cached"][1]]
+        uncached = [r["timings"]["cached_prompt_tokens"] for r in runs["uncached"][1]]
+        strip = lambda rows: {r["id"]: {k: v for k, v in r.items() if k not in ("timings", "line")} for r in rows}
+        check(all(rc == 0 for rc, _ in runs.values()) and strip(runs["cached"][1]) == strip(runs["uncached"][1])
+              == strip(runs["parallel"][1]),
+              f"{' '.join(mode) or 'fast'}: prefix cache on, off and with --parallel 3: the same results")
+        check(cached[0] == 0 and min(cached[1:]) > 100 and max(uncached) == 0,
+              f"{' '.join(mode) or 'fast'}: cached prompt tokens {cached} (off: {max(uncached)})")
+
+
 def main():
     if not os.path.exists(MODEL):
         print(f"check_parallel: {MODEL} missing (make model)")
@@ -163,6 +191,7 @@ def main():
             check(rc == 1 and want in err and err.count("\n") == 1 and not out,
                   f"bad use {' '.join(args)}: exit {rc}, {err.strip()!r}")
         recovery(tmp)
+        prefix_cache(tmp)
     print(f"check_parallel: {failures} failure(s)")
     return 1 if failures else 0
 
