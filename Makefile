@@ -47,7 +47,7 @@ SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
-        lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs
+        lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs bench-parallel
 
 all: llmgen  ## build ./llmgen
 
@@ -341,6 +341,9 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run $(BUILD)/tok_driver
 	$(MAKE) --no-print-directory quant-models  # after bench-models: the 1B-config K-quant files come from its F16 file
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
+
+bench-parallel: peer model bench-models llmgen  ## several sequences per step and the prefix cache vs llama-batched-bench (.cache/bench/parallel.json)
+	$(PYTHON) tests/bench/bench_parallel.py $(CACHE)
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
 	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py
