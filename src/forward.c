@@ -305,6 +305,23 @@ static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
     return (char *)s->v_cache + dtype_row_bytes(s->kv_type, ((int64_t)l * c->n_kv_heads + h) * s->ctx * c->head_dim);
 }
 
+size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save) {
+    int kb = (pos + ATT_KBLOCK - 1) / ATT_KBLOCK;
+    size_t kbytes = dtype_row_bytes(s->kv_type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
+    size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)pos * c->head_dim), at = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < c->n_kv_heads; h++) {
+            void *k = k_head(s, c, l, h), *v = v_head(s, c, l, h);
+            if (buf) {
+                char *b = (char *)buf + at;
+                if (save) memcpy(b, k, kbytes), memcpy(b + kbytes, v, vbytes);
+                else memcpy(k, b, kbytes), memcpy(v, b + kbytes, vbytes);
+            }
+            at += kbytes + vbytes;
+        }
+    return at;
+}
+
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
 
 /* x += y on the rows just computed: the residual connection after wo and down. */

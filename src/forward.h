@@ -94,6 +94,11 @@ typedef struct {
  * output element depends only on its own row (kernels.h). */
 void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg);
 
+/* The cache of positions [0, pos) as one flat run of bytes (per layer and kv head:
+ * the key blocks that cover them, then the value rows): copied into buf (save = 1)
+ * or from it (save = 0); buf NULL: only the size. Returns the size in bytes. */
+size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save);
+
 /* The rows of each weight matrix that thread `part` of `nth` starts on in a
  * decode step (its own share of each matmul, before it helps with the others'),
  * in the order forward() reads them: emit(ctx, w, row0, row1) for each

@@ -219,6 +219,15 @@ int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
 int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n);
 /* Forget every token from position pos on (0 <= pos <= the current position). */
 void llmgen_session_rewind(llmgen_session *s, int pos);
+/* The session's cache (its positions and the ids it was fed) to a file, written to a
+ * temporary name and renamed, so a killed save leaves no partial file
+ * (LLMGEN_E_IO). Load it back into a session of the same model file opened in the
+ * same mode with the same kernels: anything else, a damaged file or one longer than
+ * the session's context is LLMGEN_E_FORMAT (the message says which) and leaves the
+ * session as it was. A loaded session continues as the saved one would, bit for bit;
+ * with reuse_prefix, llmgen_generate keeps the part a new prompt shares with it. */
+llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err, size_t errlen);
+llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err, size_t errlen);
 llmgen_model *llmgen_session_model(const llmgen_session *s); /* the model it was opened on */
 
 /* Append n >= 1 ids at the current position and compute the logits of the last

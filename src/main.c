@@ -10,8 +10,6 @@
  * Ctrl-C (SIGINT) or SIGTERM stops after the current token, flushes what was
  * generated and exits 130 (in -i mode it stops the reply, not the program). */
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,6 +90,7 @@ static void usage(FILE *f) {
             "                           for all; results as they finish (--ordered: in input order)\n"
             "      --resume OUT.jsonl   with --batch: append results to OUT, skip requests it holds\n"
             "      --no-prefix-cache    with --batch: prefill every prompt whole (default: reuse the cache)\n"
+            "      --prompt-cache FILE  load the cache saved in FILE (reused where the prompt starts alike), save it after\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
@@ -315,7 +314,11 @@ static int run_single(app *A, request *q) {
     p.on_piece = on_piece;
     p.on_logits = on_logits;
     p.user = &S;
+    p.reuse_prefix = o->prompt_cache && !access(o->prompt_cache, F_OK); /* a mismatching cache: a note, no reuse */
+    if (p.reuse_prefix && llmgen_session_load(A->s, o->prompt_cache, err, sizeof err))
+        fprintf(stderr, "llmgen: note: %s; not used\n", err);
     st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err);
+    if (!st && o->prompt_cache) st = llmgen_session_save(A->s, o->prompt_cache, err, sizeof err);
     if (S.dump && fclose(S.dump) && !S.dump_err) S.dump_err = errno ? errno : EIO;
     S.dump = NULL;
     if (!st && S.dump_err) st = LLMGEN_E_IO, snprintf(err, sizeof err, "%s: write failed: %s", o->dump_logits,

@@ -74,6 +74,8 @@ static int conflicts(const options *o, char *err) {
         {o->interactive, "-i", o->prompt || o->prompt_file || o->prompt_ids || o->batch, "a prompt (turns come from stdin)"},
         {o->interactive, "-i", o->json || o->echo || o->dump_logits, "--json, --echo or --dump-logits"},
         {o->tokenize, "--tokenize", o->detokenize, "--detokenize"},
+        {!!o->prompt_cache, "--prompt-cache", o->batch || o->interactive || o->tokenize || o->detokenize,
+         "--batch, -i, --tokenize or --detokenize"},
         {o->tokenize || o->detokenize, o->tokenize ? "--tokenize" : "--detokenize",
          o->interactive || o->json || o->ids_only || o->echo || o->stats || o->dump_logits || b.n_stops,
          "-i, --json, --ids, --echo, --stats, --dump-logits or --stop"},
@@ -89,7 +91,7 @@ static int conflicts(const options *o, char *err) {
 int options_parse(int argc, char **argv, options *o, char *err) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
            O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
-           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_PARALLEL, O_ORDERED, O_RESUME, O_NO_PREFIX };
+           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_PARALLEL, O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'}, {"max-tokens", required_argument, 0, 'n'},
@@ -109,7 +111,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         {"tokenize", no_argument, 0, O_TOKENIZE}, {"detokenize", no_argument, 0, O_DETOKENIZE},
         {"tokenizer", required_argument, 0, O_TOKENIZER}, {"parallel", required_argument, 0, O_PARALLEL},
         {"ordered", no_argument, 0, O_ORDERED}, {"resume", required_argument, 0, O_RESUME},
-        {"no-prefix-cache", no_argument, 0, O_NO_PREFIX}, {0, 0, 0, 0},
+        {"no-prefix-cache", no_argument, 0, O_NO_PREFIX}, {"prompt-cache", required_argument, 0, O_PROMPT_CACHE},
+        {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     request *b = &o->base;
@@ -180,6 +183,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_ORDERED: o->ordered = 1; break;
         case O_RESUME: o->resume = optarg; break;
         case O_NO_PREFIX: o->no_prefix_cache = 1; break;
+        case O_PROMPT_CACHE: o->prompt_cache = optarg; break;
         /* optopt names a short option (also inside a bundle like -hx); 0 means a long one */
         case ':':
             if (optopt) return fail(err, "option -%c needs a value", optopt);

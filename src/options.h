@@ -15,6 +15,7 @@ typedef struct {
     int parallel, ordered;                          /* --parallel N (0: not given), --ordered */
     const char *resume;                             /* --resume OUT.jsonl */
     int no_prefix_cache;                            /* --no-prefix-cache */
+    const char *prompt_cache;                       /* --prompt-cache FILE */
     request base;                                   /* the settings every request starts from */
 } options;
 

@@ -21,6 +21,12 @@ Prefix cache: 8 chat requests sharing a long system prompt give the same results
 field but timings) with the cache (default), with --no-prefix-cache and with --parallel 3,
 and the cached runs report the shared tokens as cached_prompt_tokens.
 
+--prompt-cache FILE: a run saves its cache to FILE; a later prompt that starts with the same
+text reuses it and gives the same ids and logits bytes (--dump-logits) as a run without the
+cache, fast and exact; a cache made in the other mode, a damaged one (a flipped byte) and a
+truncated one are each ignored with one note on stderr, and the results still equal the
+uncached run's; --prompt-cache with --batch is a usage error.
+
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
 Standard library only; exits 1 on any failure.
 """
@@ -160,6 +166,54 @@ def prefix_cache(tmp):
               f"{' '.join(mode) or 'fast'}: cached prompt tokens {cached} (off: {max(uncached)})")
 
 
+def prompt_cache(tmp):
+    first = "The history of the river Thames begins long before London existed. " * 6
+    second = first + "Tell me about its bridges."
+    logits = os.path.join(tmp, "logits.bin")
+
+    def gen(prompt, mode, cache=None):
+        args = ["-m", MODEL, "-p", prompt, "-n", "12", "--ignore-eos", "--json", "-t", "2", "--dump-logits", logits] + mode
+        rc, out, err = run(args + (["--prompt-cache", cache] if cache else []))
+        with open(logits, "rb") as f:
+            return rc, json.loads(out) if out else None, f.read(), err
+
+    for mode in ([], ["--exact"]):
+        name = " ".join(mode) or "fast"
+        cache = os.path.join(tmp, f"cache{len(mode)}.kv")
+        rc, want, want_logits, _ = gen(second, mode)
+        rc1, _, _, _ = gen(first, mode, cache)
+        rc2, got, got_logits, err = gen(second, mode, cache)
+        check(rc == rc1 == rc2 == 0 and os.path.exists(cache) and got["ids"] == want["ids"] and
+              got_logits == want_logits and got["timings"]["cached_prompt_tokens"] > 50 and not err,
+              f"{name}: --prompt-cache reused {got['timings']['cached_prompt_tokens'] if got else '?'} tokens, "
+              f"ids and logits bytes equal the uncached run")
+        other = os.path.join(tmp, f"cache{1 - len(mode)}.kv")
+        with open(cache, "rb") as f:
+            data = bytearray(f.read())
+        bad = os.path.join(tmp, "bad.kv")
+        cases = [("made in the other mode", None), ("damaged", data[:-100] + bytes([data[-100] ^ 1]) + data[-99:]),
+                 ("truncated", data[: len(data) // 2])]
+        for what, content in cases:
+            if content is None:
+                if not os.path.exists(other):
+                    continue
+                path = other
+            else:
+                path = bad
+                with open(bad, "wb") as f:
+                    f.write(content)
+            before = open(path, "rb").read()
+            rc3, got, got_logits, err = gen(second, mode, path)
+            check(rc3 == 0 and got["ids"] == want["ids"] and got_logits == want_logits and
+                  err.count("\n") == 1 and "note" in err and got["timings"]["cached_prompt_tokens"] == 0,
+                  f"{name}: a prompt cache {what}: ignored with a note ({err.strip()!r}), results unchanged")
+            if content is None:
+                with open(path, "wb") as f:  # the run saved its own cache over it: put the other mode's back
+                    f.write(before)
+    rc, out, err = run(["-m", MODEL, "--batch", "-", "--prompt-cache", os.path.join(tmp, "x.kv")])
+    check(rc == 1 and "--prompt-cache" in err, "--prompt-cache with --batch: exit 1 naming the option")
+
+
 def main():
     if not os.path.exists(MODEL):
         print(f"check_parallel: {MODEL} missing (make model)")
@@ -192,6 +246,7 @@ def main():
                   f"bad use {' '.join(args)}: exit {rc}, {err.strip()!r}")
         recovery(tmp)
         prefix_cache(tmp)
+        prompt_cache(tmp)
     print(f"check_parallel: {failures} failure(s)")
     return 1 if failures else 0
 
