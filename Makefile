@@ -48,7 +48,7 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
-        quality quality-refs regress-quality
+        quality quality-refs regress-quality bench-parallel
 
 all: llmgen  ## build ./llmgen
 
@@ -94,7 +94,7 @@ $(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o 
 
 # Debian packages the build and the tests need; installed only when missing.
 DEB_PKGS := build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev \
-            libcriterion-dev python3 python3-venv unzip time groff-base
+            libcriterion-dev python3 python3-venv unzip time groff-base parallel
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 deps:  ## install missing Debian packages
@@ -362,6 +362,9 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run $(BUILD)/tok_driver
 	$(MAKE) --no-print-directory quant-models  # after bench-models: the 1B-config K-quant files come from its F16 file
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
+
+bench-parallel: peer model bench-models llmgen  ## several sequences per step and the prefix cache vs llama-batched-bench (.cache/bench/parallel.json)
+	$(PYTHON) tests/bench/bench_parallel.py $(CACHE)
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
 	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py

@@ -70,15 +70,20 @@ static int q8_act_alloc(q8_act *a, int nt, int cols) {
 }
 
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
+    /* 128 tokens per call: the int8 panels already reuse each unpacked weight panel
+     * 128 times (pp512 within noise of 256, measured), and the (chunk, hidden_dim)
+     * buffers stay small: 15 MB less peak memory than 256 for the 1B config */
+    return fwd_state_init_batch(s, m, ctx, ctx < FWD_CHUNK ? ctx : FWD_CHUNK, 0, err);
+}
+
+int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int max_seqs, char *err) {
     const model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->k_blocks = (ctx + ATT_KBLOCK - 1) / ATT_KBLOCK;
     s->score_ld = (ctx + 15) / 16 * 16 + 16;
-    /* 128 tokens per call: the int8 panels already reuse each unpacked weight panel
-     * 128 times (pp512 within noise of 256, measured), and the (chunk, hidden_dim)
-     * buffers stay small: 15 MB less peak memory than 256 for the 1B config */
-    s->chunk = ctx < 128 ? ctx : 128;
+    s->chunk = chunk;
+    s->max_seqs = max_seqs;
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     size_t kv = (size_t)c->n_layers * (size_t)ctx * kvd, ch = (size_t)s->chunk;
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
@@ -104,10 +109,13 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
     s->scores = malloc(att * s->score_ld * sizeof(float));
     s->att_rows = malloc(att * 2 * c->head_dim * sizeof(float));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
+    s->seq_logits = max_seqs ? malloc((size_t)max_seqs * c->vocab_size * sizeof(float)) : NULL;
+    s->tok_seg = malloc((size_t)s->chunk * sizeof(int));
+    s->tok_pos = malloc((size_t)s->chunk * sizeof(int));
     int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, 1, c->hidden_dim));
     if (!s->k_cache || !s->v_cache || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
-        !s->att_rows || !s->logits || !xq_ok) {
+        !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos) {
         fwd_state_free(s);
         return errf(err, "out of memory for a context of %d tokens", ctx);
     }
@@ -125,6 +133,9 @@ void fwd_state_free(fwd_state *s) {
     free(s->scores);
     free(s->att_rows);
     free(s->logits);
+    free(s->seq_logits);
+    free(s->tok_seg);
+    free(s->tok_pos);
     free(s->xq.q);
     free(s->xq.d);
     free(s->xq.s);
@@ -161,7 +172,9 @@ struct matmul_job {
     int ldx, nt;
     const q8_act *xq;    /* x quantized to int8 (fast mode), or NULL when no weight is packed */
     mm_post_fn post;     /* or NULL */
-    int layer, pos;      /* for post functions that write the cache */
+    int layer;           /* for post functions that write the cache */
+    const fwd_seg *segs; /* post_qkv: the sequences whose caches the rows' tokens go to (s->tok_seg,
+                            s->tok_pos say which and where) */
     int quantize_down;   /* post_swiglu also quantizes its rows into s->xq_down (nt = 1) */
     const float *rope_cs;/* post_qkv: (nt, rot_dim) angles of this layer's RoPE, or NULL (none) */
     pool_queue queue;    /* the row chunks, set up by run_matmuls */
@@ -292,6 +305,23 @@ static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
     return (char *)s->v_cache + dtype_row_bytes(s->kv_type, ((int64_t)l * c->n_kv_heads + h) * s->ctx * c->head_dim);
 }
 
+size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save) {
+    int kb = (pos + ATT_KBLOCK - 1) / ATT_KBLOCK;
+    size_t kbytes = dtype_row_bytes(s->kv_type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
+    size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)pos * c->head_dim), at = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < c->n_kv_heads; h++) {
+            void *k = k_head(s, c, l, h), *v = v_head(s, c, l, h);
+            if (buf) {
+                char *b = (char *)buf + at;
+                if (save) memcpy(b, k, kbytes), memcpy(b + kbytes, v, vbytes);
+                else memcpy(k, b, kbytes), memcpy(v, b + kbytes, vbytes);
+            }
+            at += kbytes + vbytes;
+        }
+    return at;
+}
+
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
 
 /* x += y on the rows just computed: the residual connection after wo and down. */
@@ -348,14 +378,15 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
     int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
     for (int t = 0; t < j->nt; t++) {
         const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * c->rot_dim : NULL;
-        int p = j->pos + t;
+        const fwd_state *kv = j->segs[s->tok_seg[t]].kv;
+        int p = s->tok_pos[t];
         for (int r = r0; r < r1 && r < qd; r += hd)
             head_in(s->q + (size_t)t * qd + r, L->q_bias ? L->q_bias + r : NULL, L->q_norm, cs, c);
         for (int r = r0 > qd ? r0 : qd; r < r1 && r < qd + kvd; r += hd) {
             int h = (r - qd) / hd;
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
             head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
-            void *kc = k_head(s, c, j->layer, h);
+            void *kc = k_head(kv, c, j->layer, h);
             size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
             for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[d]);
         }
@@ -364,7 +395,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             int h = (r - qd - kvd) / hd;
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
             if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
-            void *vc = v_head(s, c, j->layer, h);
+            void *vc = v_head(kv, c, j->layer, h);
             for (int d = 0; d < hd; d++) cache_put(s, vc, (size_t)p * hd + d, v[d]);
         }
     }
@@ -374,37 +405,40 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
 
 typedef struct {
     const model *m;
-    fwd_state *s;
-    int layer, n, pos;
-    int win;     /* sliding window of this layer, 0: none */
-    float scale; /* q.k scale */
+    fwd_state *s;        /* the scratch: q and att_out rows of every token, sequence after sequence */
+    const fwd_seg *segs; /* the sequences (each with its own cache) */
+    int nseg, layer;
+    int win;             /* sliding window of this layer, 0: none */
+    float scale;         /* q.k scale */
 } attn_job;
 
-/* One token (decode): the query heads split into equal contiguous ranges, and
- * within a thread's range one ops_attend_block per kv head it touches, over
- * that kv head's queries in the range. Splitting by kv head instead would give
- * one of 2 threads twice the other's work for 3 kv heads. */
+/* One token of one sequence (a decode step alone): the query heads split into
+ * equal contiguous ranges, and within a thread's range one ops_attend_block per kv
+ * head it touches, over that kv head's queries in the range. Splitting by kv head
+ * instead would give one of 2 threads twice the other's work for 3 kv heads. */
 static void attention_decode(const attn_job *j, int ith, int nth, float *sc) {
     const model_config *c = &j->m->cfg;
-    const fwd_state *s = j->s;
+    const fwd_state *s = j->s, *kv = j->segs[0].kv;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
     int h0, h1;
     pool_split(c->n_heads, 1, ith, nth, &h0, &h1);
     for (int h = h0; h < h1;) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
-                         he - h, s->kv_type, k_head(s, c, j->layer, kvh), ATT_KBLOCK, v_head(s, c, j->layer, kvh),
-                         (size_t)hd, j->pos + 1, j->win, hd, j->scale, sc, s->score_ld);
+                         he - h, s->kv_type, k_head(kv, c, j->layer, kvh), ATT_KBLOCK, v_head(kv, c, j->layer, kvh),
+                         (size_t)hd, j->segs[0].pos + 1, j->win, hd, j->scale, sc, s->score_ld);
         h = he;
     }
 }
 
-/* Prefill: tasks are (block of ATT_TOKENS tokens, kv head), dealt round-robin
- * so the long causal rows of late tokens spread over all threads. A task runs
- * the queries of all the kv head's query heads (its GQA group) for its tokens
- * in one ops_attend_block, so the keys and values are read once per group, not
- * once per head. Each output is computed by one thread in a way that does not
- * depend on which thread or on the batching (see ops_attend_block). */
+/* Tasks are (sequence, block of ATT_TOKENS of its tokens, kv head), dealt
+ * round-robin so the long causal rows of late tokens spread over all threads. A
+ * task runs the queries of all the kv head's query heads (its GQA group) for its
+ * tokens in one ops_attend_block, so the keys and values are read once per group,
+ * not once per head. Each output is computed by one thread in a way that does not
+ * depend on which thread, on the batching or on the other sequences of the step
+ * (see ops_attend_block): a sequence's results are the same bits alone or in a
+ * batch. */
 static void attention_task(void *ctx, int ith, int nth) {
     const attn_job *j = ctx;
     const model_config *c = &j->m->cfg;
@@ -412,23 +446,30 @@ static void attention_task(void *ctx, int ith, int nth) {
     int hd = c->head_dim, qd = c->n_heads * hd;
     int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
     float *sc = s->scores + (size_t)ith * rows * s->score_ld;
-    if (j->n == 1) {
+    if (j->nseg == 1 && j->segs[0].n == 1) {
         attention_decode(j, ith, nth, sc);
         return;
     }
     float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
-    int blocks = (j->n + ATT_TOKENS - 1) / ATT_TOKENS, total = blocks * c->n_kv_heads;
-    for (int task = ith; task < total; task += nth) {
-        int t0 = task / c->n_kv_heads * ATT_TOKENS, kvh = task % c->n_kv_heads;
-        int nt = j->n - t0 < ATT_TOKENS ? j->n - t0 : ATT_TOKENS;
-        /* the group's heads are adjacent in a token's q row: rows (t, g) at q + t * qd + g * hd */
-        const float *q0 = s->q + (size_t)t0 * qd + (size_t)kvh * group * hd;
-        float *o0 = s->att_out + (size_t)t0 * qd + (size_t)kvh * group * hd;
-        for (int t = 0; t < nt; t++) memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
-        ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv_type,
-                         k_head(s, c, j->layer, kvh), ATT_KBLOCK, v_head(s, c, j->layer, kvh), (size_t)hd,
-                         j->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld);
-        for (int t = 0; t < nt; t++) memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
+    int task = 0;
+    for (int si = 0, base = 0; si < j->nseg; base += j->segs[si].n, si++) {
+        const fwd_seg *g = &j->segs[si];
+        int blocks = (g->n + ATT_TOKENS - 1) / ATT_TOKENS;
+        for (int bk = 0; bk < blocks * c->n_kv_heads; bk++, task++) {
+            if (task % nth != ith) continue;
+            int t0 = bk / c->n_kv_heads * ATT_TOKENS, kvh = bk % c->n_kv_heads;
+            int nt = g->n - t0 < ATT_TOKENS ? g->n - t0 : ATT_TOKENS;
+            /* the group's heads are adjacent in a token's q row: rows (t, g) at q + t * qd + g * hd */
+            const float *q0 = s->q + (size_t)(base + t0) * qd + (size_t)kvh * group * hd;
+            float *o0 = s->att_out + (size_t)(base + t0) * qd + (size_t)kvh * group * hd;
+            for (int t = 0; t < nt; t++)
+                memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
+            ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv_type,
+                             k_head(g->kv, c, j->layer, kvh), ATT_KBLOCK, v_head(g->kv, c, j->layer, kvh), (size_t)hd,
+                             g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld);
+            for (int t = 0; t < nt; t++)
+                memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
+        }
     }
 }
 
@@ -483,34 +524,46 @@ static void logits_tail(const model_config *c, float *lg) {
  * after it. LongRoPE takes its long factors once the call's sequence (s->seq_end,
  * or this chunk's end) passes the original context, as transformers decides per
  * forward call; its cos and sin are scaled by the attention factor. */
-static void rope_tables(const model *m, fwd_state *s, int n, int pos) {
+static void rope_tables(const model *m, fwd_state *s, const fwd_seg *segs, int n) {
     const model_config *c = &m->cfg;
-    int rd = c->rot_dim, end = s->seq_end > pos + n ? s->seq_end : pos + n;
-    const float *f = m->rope_inv_freq_long && end > c->rope_orig_max_pos ? m->rope_inv_freq_long : m->rope_inv_freq;
+    int rd = c->rot_dim;
     for (int t = 0; t < n; t++) {
+        const fwd_seg *g = &segs[s->tok_seg[t]];
+        int end = g->seq_end > g->pos + g->n ? g->seq_end : g->pos + g->n;
+        const float *f = m->rope_inv_freq_long && end > c->rope_orig_max_pos ? m->rope_inv_freq_long : m->rope_inv_freq;
         float *cs = s->rope_cs + (size_t)t * rd;
-        ops_rope_angles(cs, rd, f, pos + t);
+        ops_rope_angles(cs, rd, f, s->tok_pos[t]);
         if (c->rope_scaling == ROPE_SCALING_LONGROPE)
             for (int i = 0; i < rd; i++) cs[i] *= c->rope_attn_factor;
         if (m->rope_inv_freq_swa)
-            ops_rope_angles(s->rope_cs + (size_t)(s->chunk + t) * rd, rd, m->rope_inv_freq_swa, pos + t);
+            ops_rope_angles(s->rope_cs + (size_t)(s->chunk + t) * rd, rd, m->rope_inv_freq_swa, s->tok_pos[t]);
     }
 }
 
 void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
+    fwd_seg g = {s, ids, n, pos, s->seq_end};
+    forward_batch(m, s, &g, 1);
+}
+
+void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) {
     const model_config *c = &m->cfg;
     int dim = c->dim, hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
     int hid = c->hidden_dim;
     int head_align = lcm16(hd); /* Q, K, V split in whole heads (post_qkv) and whole 16-row groups */
     float scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd);
 
-    for (int t = 0; t < n; t++) {
-        float *x = s->x + (size_t)t * dim;
-        tensor_row_f32(m->tok_embd, ids[t], x);
-        if (m->embed_scale != 1.0f)
-            for (int i = 0; i < dim; i++) x[i] *= m->embed_scale;
-    }
-    rope_tables(m, s, n, pos);
+    /* the tokens of every sequence, one after the other, as rows of the scratch */
+    int n = 0;
+    for (int i = 0; i < nseg; i++)
+        for (int t = 0; t < segs[i].n; t++, n++) {
+            float *x = s->x + (size_t)n * dim;
+            s->tok_seg[n] = i;
+            s->tok_pos[n] = segs[i].pos + t;
+            tensor_row_f32(m->tok_embd, segs[i].ids[t], x);
+            if (m->embed_scale != 1.0f)
+                for (int k = 0; k < dim; k++) x[k] *= m->embed_scale;
+        }
+    rope_tables(m, s, segs, n);
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];
@@ -520,12 +573,12 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
                                                           : s->rope_cs;
 
         run_rmsnorm(m, s, L->attn_norm, n, 0);
-        /* keys and values reach the cache through k_new and v_new, RoPE on the way */
+        /* keys and values reach the caches through k_new and v_new, RoPE on the way */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
-                         .nt = n, .post = post_qkv, .layer = l, .pos = pos, .rope_cs = cs};
+                         .nt = n, .post = post_qkv, .layer = l, .segs = segs, .rope_cs = cs};
         run_matmuls(&jq, NULL);
-        attn_job aj = {m, s, l, n, pos, slide ? c->sliding_window : 0, scale};
+        attn_job aj = {m, s, segs, nseg, l, slide ? c->sliding_window : 0, scale};
         pool_run(m->pool, attention_task, &aj);
         /* the o projection adds itself to the residual in its threads, unless a
          * post-norm (over whole rows) has to come first */
@@ -550,7 +603,7 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         if (L->post_ffn_norm) run_rmsnorm(m, s, L->post_ffn_norm, n, 1);
     }
 
-    if (s->logits_all) {
+    if (s->logits_all && nseg == 1 && segs[0].kv == s) {
         /* scoring (perplexity, prompt log-probabilities): every token's logits, one GEMM */
         run_rmsnorm(m, s, m->out_norm, n, 0);
         mm_out lm[] = {{m->lm_head, s->logits_all, c->vocab_size}};
@@ -560,13 +613,22 @@ void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
         memcpy(s->logits, s->logits_all + (size_t)(n - 1) * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
         return;
     }
-    /* otherwise only the last token's logits are needed: prefill and decode both sample from it */
-    float *last = s->x + (size_t)(n - 1) * dim;
-    ops_rmsnorm(s->xb, last, m->out_norm, dim, c->rms_eps);
-    mm_out lm[] = {{m->lm_head, s->logits, c->vocab_size}};
-    matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = 1};
+    /* otherwise only each sequence's last token's logits are needed: prefill and decode
+     * both sample from it; one lm_head pass over those rows */
+    for (int i = 0, end = 0; i < nseg; i++) {
+        end += segs[i].n;
+        ops_rmsnorm(s->xb + (size_t)i * dim, s->x + (size_t)(end - 1) * dim, m->out_norm, dim, c->rms_eps);
+    }
+    int own = nseg == 1 && segs[0].kv == s;
+    float *out = own ? s->logits : s->seq_logits;
+    mm_out lm[] = {{m->lm_head, out, c->vocab_size}};
+    matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = nseg};
     run_matmuls(&jl, NULL);
-    logits_tail(c, s->logits);
+    for (int i = 0; i < nseg; i++) {
+        float *lg = out + (size_t)i * c->vocab_size;
+        logits_tail(c, lg);
+        if (!own) memcpy(segs[i].kv->logits, lg, (size_t)c->vocab_size * sizeof(float));
+    }
 }
 
 /* The rows [b, e) of the outputs ws[0..n) stacked end to end, tensor by tensor. */

@@ -56,19 +56,52 @@ typedef struct {
     float *logits_all; /* (chunk, vocab) or NULL (the default): when set by the caller (who
                          owns it), forward() writes the logits of every token of the call
                          here, row t for token t, and s->logits as well */
+    int max_seqs;     /* sequences a forward_batch call on this scratch may carry (0: itself only) */
+    float *seq_logits;/* (max_seqs, vocab) forward_batch's logits rows, before their copy to each
+                         sequence's state; NULL when max_seqs is 0 */
+    int *tok_seg;     /* (chunk) sequence of each token row of the last call */
+    int *tok_pos;     /* (chunk) its position */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
     q8_act xq_down;   /* fast mode, decode: the down projection's input (1, hidden_dim),
                          quantized by the gate/up threads while others still read xq */
 } fwd_state;
 
+/* Most tokens per forward call of one sequence alone. */
+#define FWD_CHUNK 128
+
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);
+/* A state whose scratch takes `chunk` tokens of up to max_seqs sequences per call
+ * (forward_batch), with a KV cache of ctx positions of its own. max_seqs 0: a
+ * sequence's own state (forward, or forward_batch with itself as the one kv). */
+int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int max_seqs, char *err);
 void fwd_state_free(fwd_state *s);
 
 /* Run tokens ids[0..n) at positions pos..pos+n (n <= s->chunk, pos + n <= s->ctx),
  * appending their keys and values to the cache; fills s->logits for the last token
  * (and s->logits_all for every token when it is set). */
 void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos);
+
+/* One sequence's part of a batched step: its tokens, at positions pos.., go into
+ * kv's cache, and kv->logits gets its last token's logits. */
+typedef struct {
+    fwd_state *kv;
+    const int32_t *ids;
+    int n, pos;
+    int seq_end;      /* as fwd_state.seq_end, for this sequence */
+} fwd_seg;
+
+/* Several sequences in one pass: every matmul reads the weights once for all their
+ * tokens (sum of n <= s->chunk, nseg <= s->max_seqs; kv states of the same model
+ * and mode, ctx <= s->ctx); s is scratch only (s may be segs[0].kv when nseg is 1).
+ * A sequence's logits are the same bits as when it runs alone: every kernel's
+ * output element depends only on its own row (kernels.h). */
+void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg);
+
+/* The cache of positions [0, pos) as one flat run of bytes (per layer and kv head:
+ * the key blocks that cover them, then the value rows): copied into buf (save = 1)
+ * or from it (save = 0); buf NULL: only the size. Returns the size in bytes. */
+size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save);
 
 /* The rows of each weight matrix that thread `part` of `nth` starts on in a
  * decode step (its own share of each matmul, before it helps with the others'),

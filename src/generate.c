@@ -180,11 +180,18 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
     n_hist = n_prompt;
     r->n_prompt = n_prompt;
-    if (!p->keep_cache) llmgen_session_reset(s);
+    int kept = 0; /* prompt ids the cache holds already (reuse_prefix); one is always run, for its logits */
+    if (!p->keep_cache && p->reuse_prefix) {
+        kept = llmgen_session_common_prefix(s, prompt, n_prompt - 1);
+        llmgen_session_rewind(s, kept);
+    } else if (!p->keep_cache) {
+        llmgen_session_reset(s);
+    }
+    r->n_cached = kept;
 
     const float *logits;
     double t0 = now_seconds();
-    st = llmgen_prefill(s, prompt, n_prompt, &logits, err, errlen);
+    st = llmgen_prefill(s, prompt + kept, n_prompt - kept, &logits, err, errlen);
     r->prefill_s = now_seconds() - t0;
     double t_dec = now_seconds();
     r->stop_reason = LLMGEN_STOP_LENGTH;

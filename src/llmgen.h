@@ -106,7 +106,7 @@ typedef struct {
     int context_length;       /* the model's maximum positions */
     int vocab_size;           /* logits per position (tokenizer-only: the tokenizer's vocabulary) */
     int n_threads;            /* size of the model's worker pool */
-    int max_sequences;        /* 1: a session is one sequence (no batching of sequences) */
+    int max_sequences;        /* sessions an llmgen_batch can step together (LLMGEN_MAX_SEQUENCES) */
     int has_tokenizer;        /* 1 if the llmgen_tokenize family works */
 } llmgen_capabilities;
 
@@ -215,6 +215,20 @@ void llmgen_session_free(llmgen_session *s);      /* NULL is fine */
 void llmgen_session_reset(llmgen_session *s);     /* forget every token: position 0 */
 int llmgen_session_pos(const llmgen_session *s);  /* tokens in the cache */
 int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
+/* How many leading ids of ids[0..n) the session's cache holds (the tokens it was fed,
+ * in order, up to its position). */
+int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n);
+/* Forget every token from position pos on (0 <= pos <= the current position). */
+void llmgen_session_rewind(llmgen_session *s, int pos);
+/* The session's cache (its positions and the ids it was fed) to a file, written to a
+ * temporary name and renamed, so a killed save leaves no partial file
+ * (LLMGEN_E_IO). Load it back into a session of the same model file opened in the
+ * same mode with the same kernels: anything else, a damaged file or one longer than
+ * the session's context is LLMGEN_E_FORMAT (the message says which) and leaves the
+ * session as it was. A loaded session continues as the saved one would, bit for bit;
+ * with reuse_prefix, llmgen_generate keeps the part a new prompt shares with it. */
+llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err, size_t errlen);
+llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err, size_t errlen);
 llmgen_model *llmgen_session_model(const llmgen_session *s); /* the model it was opened on */
 
 /* Append n >= 1 ids at the current position and compute the logits of the last
@@ -243,6 +257,31 @@ typedef void (*llmgen_rows_fn)(void *user, int i, const float *logits, int n_voc
  * session. Statuses as llmgen_prefill; LLMGEN_E_USAGE if first is outside [0, n] or fn is NULL. */
 llmgen_status llmgen_prefill_rows(llmgen_session *s, const int32_t *ids, int n, int first, llmgen_rows_fn fn,
                                   void *user, const float **logits, char *err, size_t errlen);
+/* ---- several sequences per step -------------------------------------------------
+ *
+ * Sessions joined to a batch run their prefill and decode steps together: a step
+ * of a joined session waits until every joined session has asked for a step (or
+ * left), then forward passes read the weights once for all of them (a decode
+ * token of each, with one prefill chunk beside them). A session's logits are the
+ * same bits as when it runs alone, in exact and fast mode, at any thread count.
+ * Made for one thread per session, each running its own generation loop (e.g.
+ * llmgen_generate); a session must leave when its thread stops stepping, or the
+ * others wait for it. Sessions outside the batch still take turns with it. */
+#define LLMGEN_MAX_SEQUENCES 64
+typedef struct llmgen_batch llmgen_batch;
+/* Up to max_sequences sessions of context <= ctx (0: as llmgen_session_new). Owned
+ * by the caller: llmgen_batch_free, after every member has left. */
+llmgen_status llmgen_batch_new(llmgen_model *m, int max_sequences, int ctx, llmgen_batch **out, char *err,
+                               size_t errlen);
+void llmgen_batch_free(llmgen_batch *b); /* NULL is fine */
+/* Join s (not stepping right now) to b; LLMGEN_E_USAGE if b is full, s is in a
+ * batch already, or its context is larger than b's. */
+llmgen_status llmgen_batch_join(llmgen_batch *b, llmgen_session *s, char *err, size_t errlen);
+/* Leave the batch (nothing if s is in none); llmgen_session_free leaves too. */
+void llmgen_batch_leave(llmgen_session *s);
+/* Forward passes the batch has run, and the sequence steps (prefill chunks and
+ * decode tokens) they carried: their ratio is the batching achieved. */
+void llmgen_batch_stats(llmgen_batch *b, long *passes, long *seq_steps);
 
 /* ---- sampling ------------------------------------------------------------------- */
 
@@ -302,6 +341,9 @@ typedef struct {
     int keep_cache;             /* 0: reset the session first; 1: append the prompt to what it holds */
     int logprobs;               /* 1: record each generated id's log-probability in r->logprobs */
     int top_logprobs;           /* with logprobs: also the N most likely ids of each step, 0..vocab_size */
+    int reuse_prefix;           /* with keep_cache 0: keep the longest prefix of the prompt that the
+                                   session's cache already holds (a prefix cache: the same logits
+                                   bits, only the rest is prefilled) */
     llmgen_piece_fn on_piece;   /* may be NULL */
     llmgen_logits_fn on_logits; /* may be NULL */
     void *user;                 /* passed to both callbacks */
@@ -325,6 +367,7 @@ typedef struct {
                                    that step, most likely first (equal ones: lower id first); else NULL */
     int top_logprobs;           /* alternatives per row in logprobs */
     int n_prompt;               /* prompt ids run by this call */
+    int n_cached;               /* of them, the leading ids the session's cache held (reuse_prefix) */
     double prefill_s;           /* seconds in prefill */
     double decode_s;            /* seconds from the end of prefill to the end */
     double first_token_s;       /* seconds from the start to the first sampled id */

@@ -10,8 +10,6 @@
  * Ctrl-C (SIGINT) or SIGTERM stops after the current token, flushes what was
  * generated and exits 130 (in -i mode it stops the reply, not the program). */
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch_run.h"
 #include "chat_template.h"
 #include "cli.h"
 #include "llmgen.h"
@@ -81,6 +80,11 @@ static void usage(FILE *f) {
             "      --batch FILE.jsonl   one JSON request per line in, one JSON result per line out\n"
             "      --logprobs N         with --json / --batch: each token's log-probability and the N (0..100)\n"
             "                           most likely tokens, from the raw logits (before sampling filters)\n"
+            "      --parallel N         with --batch: N requests at once, one pass over the weights per step\n"
+            "                           for all; results as they finish (--ordered: in input order)\n"
+            "      --resume OUT.jsonl   with --batch: append results to OUT, skip requests it holds\n"
+            "      --no-prefix-cache    with --batch: prefill every prompt whole (default: reuse the cache)\n"
+            "      --prompt-cache FILE  load the cache saved in FILE (reused where the prompt starts alike), save it after\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
@@ -294,7 +298,11 @@ static int run_single(app *A, request *q) {
     p.on_piece = on_piece;
     p.on_logits = on_logits;
     p.user = &S;
+    p.reuse_prefix = o->prompt_cache && !access(o->prompt_cache, F_OK); /* a mismatching cache: a note, no reuse */
+    if (p.reuse_prefix && llmgen_session_load(A->s, o->prompt_cache, err, sizeof err))
+        fprintf(stderr, "llmgen: note: %s; not used\n", err);
     st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err);
+    if (!st && o->prompt_cache) st = llmgen_session_save(A->s, o->prompt_cache, err, sizeof err);
     if (S.dump && fclose(S.dump) && !S.dump_err) S.dump_err = errno ? errno : EIO;
     S.dump = NULL;
     if (!st && S.dump_err) st = LLMGEN_E_IO, snprintf(err, sizeof err, "%s: write failed: %s", o->dump_logits,
@@ -329,7 +337,7 @@ out:
 }
 
 /* One --batch line: a result or an error object. *code: the line's exit code. */
-static json_t *batch_line(app *A, json_t *root, const char *src, int *code) {
+static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *src, int *code) {
     char err[ERRLEN];
     request q;
     int32_t *prompt = NULL;
@@ -363,7 +371,7 @@ static json_t *batch_line(app *A, json_t *root, const char *src, int *code) {
     draw_seed(&q);
     llmgen_generate_params p;
     request_params(&q, &p);
-    if (!(st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err))) {
+    if (!(st = llmgen_generate(s, prompt, n, &p, &r, err, sizeof err))) {
         res = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q.sp.seed);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
     }
@@ -377,41 +385,38 @@ out:
     return res;
 }
 
+/* One non-blank --batch line of text on session s: its result or error, with "line". */
+static json_t *batch_text(void *user, llmgen_session *s, const char *line, size_t len, long lineno, int *code) {
+    app *A = user;
+    json_error_t je;
+    char src[64];
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je), *out;
+    snprintf(src, sizeof src, "%s:%ld", strcmp(A->o->batch, "-") ? A->o->batch : "stdin", lineno);
+    if (root) {
+        out = batch_line(A, s, root, src, code);
+    } else {
+        char msg[ERRLEN];
+        snprintf(msg, sizeof msg, "not JSON: %s (column %d)", je.text, je.column);
+        out = error_json(NULL, 0, msg, *code = EXIT_USAGE);
+    }
+    json_object_set_new(out, "line", json_integer(lineno));
+    json_decref(root);
+    return out;
+}
+
+static int batch_emit(void *user, json_t *out) { return emit_json(&((app *)user)->out, out); }
+
 static int run_batch(app *A) {
     const char *name = A->o->batch;
     FILE *in = strcmp(name, "-") ? fopen(name, "r") : stdin;
     if (!in) return die(EXIT_IO, "%s: cannot open: %s", name, strerror(errno));
-    char *line = NULL, src[64];
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
-    int first_fail = 0, code;
-    errno = 0;
-    while (!interrupted && (len = getline(&line, &cap, in)) >= 0) {
-        lineno++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
-        if ((size_t)len <= strspn(line, " \t")) continue; /* blank lines are allowed */
-        json_error_t je;
-        json_t *root = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &je), *out;
-        snprintf(src, sizeof src, "%s:%ld", strcmp(name, "-") ? name : "stdin", lineno);
-        if (root) {
-            out = batch_line(A, root, src, &code);
-        } else {
-            char msg[ERRLEN];
-            snprintf(msg, sizeof msg, "not JSON: %s (column %d)", je.text, je.column);
-            out = error_json(NULL, 0, msg, code = EXIT_USAGE);
-        }
-        json_object_set_new(out, "line", json_integer(lineno));
-        if (code && !first_fail) first_fail = code;
-        int wr = emit_json(&A->out, out);
-        json_decref(out);
-        json_decref(root);
-        if (wr) break;
-        errno = 0;
-    }
-    int read_err = ferror(in) ? errno : 0;
-    free(line);
+    char err[ERRLEN];
+    int first_fail = 0, read_err = 0, io;
+    batch_parallel bp = {A->m, A->s, A->o->ctx, A->o->parallel, A->o->ordered, in, batch_text, batch_emit, A,
+                         &interrupted, A->o->resume};
+    int rc = batch_run_lines(&bp, &first_fail, &read_err, &io, err, sizeof err);
     if (in != stdin) fclose(in);
+    if (rc) return die(io ? EXIT_IO : EXIT_NOMEM, "%s", err);
     if (A->out.failed) return sink_exit(&A->out);
     if (interrupted) return EXIT_INTERRUPT;
     if (read_err) return die(EXIT_IO, "%s: read error: %s", name, strerror(read_err));

@@ -75,6 +75,8 @@ static int conflicts(const options *o, char *err) {
         {o->interactive, "-i", o->json || o->echo || o->dump_logits, "--json, --echo or --dump-logits"},
         {b.logprobs, "--logprobs", !o->json && !o->batch, "plain output (it needs --json or --batch)"},
         {o->tokenize, "--tokenize", o->detokenize, "--detokenize"},
+        {!!o->prompt_cache, "--prompt-cache", o->batch || o->interactive || o->tokenize || o->detokenize,
+         "--batch, -i, --tokenize or --detokenize"},
         {o->tokenize || o->detokenize, o->tokenize ? "--tokenize" : "--detokenize",
          o->interactive || o->json || o->ids_only || o->echo || o->stats || o->dump_logits || b.n_stops,
          "-i, --json, --ids, --echo, --stats, --dump-logits or --stop"},
@@ -90,7 +92,8 @@ static int conflicts(const options *o, char *err) {
 int options_parse(int argc, char **argv, options *o, char *err) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
            O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
-           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS };
+           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL, O_ORDERED, O_RESUME, O_NO_PREFIX,
+           O_PROMPT_CACHE };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'}, {"max-tokens", required_argument, 0, 'n'},
@@ -109,6 +112,9 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         {"batch", required_argument, 0, O_BATCH}, {"exact", no_argument, 0, O_EXACT},
         {"tokenize", no_argument, 0, O_TOKENIZE}, {"detokenize", no_argument, 0, O_DETOKENIZE},
         {"tokenizer", required_argument, 0, O_TOKENIZER}, {"logprobs", required_argument, 0, O_LOGPROBS},
+        {"parallel", required_argument, 0, O_PARALLEL},
+        {"ordered", no_argument, 0, O_ORDERED}, {"resume", required_argument, 0, O_RESUME},
+        {"no-prefix-cache", no_argument, 0, O_NO_PREFIX}, {"prompt-cache", required_argument, 0, O_PROMPT_CACHE},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -178,6 +184,14 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_TOKENIZE: o->tokenize = 1; break;
         case O_DETOKENIZE: o->detokenize = 1; break;
         case O_TOKENIZER: o->tokenizer_path = optarg; break;
+        case O_PARALLEL:
+            if (parse_num(err, "--parallel", optarg, 1, LLMGEN_MAX_SEQUENCES, 1, &v)) return -1;
+            o->parallel = (int)v;
+            break;
+        case O_ORDERED: o->ordered = 1; break;
+        case O_RESUME: o->resume = optarg; break;
+        case O_NO_PREFIX: o->no_prefix_cache = 1; break;
+        case O_PROMPT_CACHE: o->prompt_cache = optarg; break;
         /* optopt names a short option (also inside a bundle like -hx); 0 means a long one */
         case ':':
             if (optopt) return fail(err, "option -%c needs a value", optopt);
@@ -197,6 +211,10 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         return fail(err, "--%s needs --chat or -i", b->template_name ? "template" : o->template_file ? "chat-template-file"
                                                    : b->date ? "date" : "system");
     if (b->template_name && o->template_file) return fail(err, "give only one of --template, --chat-template-file");
+    b->reuse_prefix = o->batch && !o->no_prefix_cache; /* a request's results do not change with it */
+    if ((o->parallel || o->ordered || o->resume || o->no_prefix_cache) && (!o->batch || o->tokenize || o->detokenize))
+        return fail(err, "%s needs --batch, generating (not --tokenize / --detokenize)",
+                    o->parallel ? "--parallel" : o->ordered ? "--ordered" : o->resume ? "--resume" : "--no-prefix-cache");
     return conflicts(o, err);
 }
 

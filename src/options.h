@@ -12,6 +12,10 @@ typedef struct {
     const char *template_file;                      /* --chat-template-file (main.c reads it into base.template_text) */
     int help, version;                              /* --help / --version: print and exit, nothing else */
     int chat, interactive, tokenize, detokenize, n_threads, ctx, ids_only, exact, echo, json, stats;
+    int parallel, ordered;                          /* --parallel N (0: not given), --ordered */
+    const char *resume;                             /* --resume OUT.jsonl */
+    int no_prefix_cache;                            /* --no-prefix-cache */
+    const char *prompt_cache;                       /* --prompt-cache FILE */
     request base;                                   /* the settings every request starts from */
 } options;
 

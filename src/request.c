@@ -32,6 +32,7 @@ void request_params(const request *q, llmgen_generate_params *p) {
     p->sampler = q->sp;
     p->logprobs = q->logprobs;
     p->top_logprobs = q->top_logprobs;
+    p->reuse_prefix = q->reuse_prefix;
 }
 
 int parse_id_list(const char *s, int32_t **out, int *n) {
@@ -187,6 +188,7 @@ json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r,
     json_object_set_new(o, "seed", seed <= (uint64_t)INT64_MAX ? json_integer((json_int_t)seed) : json_string(sd));
     int steps = r->n_ids > 1 ? r->n_ids - 1 : 0;
     json_object_set_new(t, "prompt_tokens", json_integer(n_prompt));
+    json_object_set_new(t, "cached_prompt_tokens", json_integer(r->n_cached));
     json_object_set_new(t, "generated_tokens", json_integer(r->n_ids));
     json_object_set_new(t, "prefill_s", json_real(r->prefill_s));
     json_object_set_new(t, "decode_s", json_real(r->decode_s));

@@ -34,6 +34,7 @@ typedef struct {
     int logprobs, top_logprobs; /* --logprobs N / "logprobs": N (logprobs 1, top_logprobs N) */
     llmgen_sampler_params sp;
     int seed_given;            /* 0: the caller draws a seed when sampling (temperature > 0) */
+    int reuse_prefix;          /* llmgen_generate_params.reuse_prefix (--batch: on unless --no-prefix-cache) */
 } request;
 
 /* Generation params of q (stops point into q: q must outlive p). */

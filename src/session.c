@@ -5,7 +5,11 @@
  * llmgen_model wraps the internal model with the one piece of mutable state the
  * API needs: a busy flag, because the model's worker pool serves one forward
  * pass at a time and sessions of the same model share it. */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,24 @@ struct llmgen_session {
     fwd_state st;
     int pos;     /* tokens in the KV cache */
     float *rows; /* (chunk, vocab) logits of every token of a chunk, for llmgen_prefill_rows; NULL until then */
+    int32_t *fed; /* (ctx) the ids at positions 0 .. pos - 1 */
+    llmgen_batch *batch; /* joined to this batch, or NULL */
+    /* while joined: the step this session waits for */
+    const int32_t *want_ids;
+    int want_n, pending;
+};
+
+/* Sessions stepping together (see llmgen.h). The step runs when every joined
+ * session is waiting in one (the last to arrive, or to leave, runs it). */
+struct llmgen_batch {
+    llmgen_model *owner;
+    fwd_state scratch;            /* activations of up to FWD_CHUNK + max_seqs tokens; its own cache unused */
+    pthread_mutex_t mu;
+    pthread_cond_t done;
+    llmgen_session *members[LLMGEN_MAX_SEQUENCES]; /* joined sessions, in join order */
+    int max_seqs, ctx, n_members, n_pending;
+    int running;                  /* a member is running steps (batch_run): arrivals wait for it */
+    long passes, seq_steps;       /* forward passes run, and sequence steps in them */
 };
 
 struct llmgen_detok {
@@ -118,7 +140,7 @@ void llmgen_model_capabilities(const llmgen_model *lm, llmgen_capabilities *c) {
         .context_length = m->cfg.max_pos,
         .vocab_size = m->cfg.vocab_size,
         .n_threads = m->pool ? pool_size(m->pool) : 0,
-        .max_sequences = 1,
+        .max_sequences = LLMGEN_MAX_SEQUENCES,
         .has_tokenizer = m->tok != NULL,
     };
 }
@@ -289,7 +311,10 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
     llmgen_session *s = calloc(1, sizeof *s);
     if (!s) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
     s->owner = lm;
-    if (fwd_state_init(&s->st, m, ctx, e)) {
+    s->fed = malloc((size_t)ctx * sizeof *s->fed);
+    if (!s->fed) snprintf(e, sizeof e, "out of memory");
+    if (!s->fed || fwd_state_init(&s->st, m, ctx, e)) {
+        free(s->fed);
         free(s);
         return fail(LLMGEN_E_NOMEM, err, errlen, e);
     }
@@ -299,12 +324,24 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
 
 void llmgen_session_free(llmgen_session *s) {
     if (!s) return;
+    llmgen_batch_leave(s);
+    free(s->fed);
     fwd_state_free(&s->st);
     free(s->rows);
     free(s);
 }
 
 void llmgen_session_reset(llmgen_session *s) { s->pos = 0; }
+
+int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n) {
+    int k = 0;
+    while (k < n && k < s->pos && s->fed[k] == ids[k]) k++;
+    return k;
+}
+
+void llmgen_session_rewind(llmgen_session *s, int pos) {
+    if (pos >= 0 && pos <= s->pos) s->pos = pos;
+}
 int llmgen_session_pos(const llmgen_session *s) { return s->pos; }
 int llmgen_session_ctx(const llmgen_session *s) { return s->st.ctx; }
 llmgen_model *llmgen_session_model(const llmgen_session *s) { return s->owner; }
@@ -327,20 +364,76 @@ static llmgen_status check_ids(const llmgen_session *s, const int32_t *ids, int 
 
 /* Take the model's worker pool for one call, or report who holds it. */
 static llmgen_status acquire(llmgen_session *s, char *err, size_t errlen) {
+    if (s->batch) return LLMGEN_OK; /* the batch takes the pool for each of its steps */
     if (atomic_exchange(&s->owner->busy, 1) == 0) return LLMGEN_OK;
     return fail(LLMGEN_E_BUSY, err, errlen,
                 "another session of this model is running prefill or decode: sessions of one model take turns");
 }
 
-static void release(llmgen_session *s) { atomic_store(&s->owner->busy, 0); }
+static void release(llmgen_session *s) {
+    if (!s->batch) atomic_store(&s->owner->busy, 0);
+}
+
+/* Run the pending steps of b's members (all of them are waiting): as many
+ * sequences per forward pass as fit the scratch, in join order. Called with b->mu
+ * held; releases it during the passes (no member can change meanwhile: each is
+ * waiting for this). */
+static void batch_run(llmgen_batch *b) {
+    fwd_seg segs[LLMGEN_MAX_SEQUENCES];
+    llmgen_session *who[LLMGEN_MAX_SEQUENCES];
+    b->running = 1;
+    while (atomic_exchange(&b->owner->busy, 1)) /* a session outside the batch is mid-step */
+        sched_yield();
+    /* members that arrive meanwhile (joined late, or stepped again) are taken in the next pass */
+    while (b->n_pending) {
+        int nseg = 0, tokens = 0;
+        for (int i = 0; i < b->n_members && nseg < b->max_seqs; i++) {
+            llmgen_session *s = b->members[i];
+            if (!s->pending || (nseg && tokens + s->want_n > b->scratch.chunk)) continue;
+            segs[nseg] = (fwd_seg){&s->st, s->want_ids, s->want_n, s->pos, s->st.seq_end};
+            who[nseg++] = s;
+            tokens += s->want_n;
+        }
+        pthread_mutex_unlock(&b->mu);
+        forward_batch(b->owner->m, &b->scratch, segs, nseg);
+        pthread_mutex_lock(&b->mu);
+        b->passes++;
+        b->seq_steps += nseg;
+        for (int i = 0; i < nseg; i++) {
+            who[i]->pending = 0;
+            who[i]->pos += who[i]->want_n;
+        }
+        b->n_pending -= nseg;
+    }
+    atomic_store(&b->owner->busy, 0);
+    b->running = 0;
+    pthread_cond_broadcast(&b->done);
+}
+
+/* One step of a joined session: wait until it has run (maybe run it). */
+static void batch_step(llmgen_session *s, const int32_t *ids, int n) {
+    llmgen_batch *b = s->batch;
+    pthread_mutex_lock(&b->mu);
+    s->want_ids = ids;
+    s->want_n = n;
+    s->pending = 1;
+    if (++b->n_pending == b->n_members && !b->running) batch_run(b);
+    while (s->pending) pthread_cond_wait(&b->done, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
 
 /* Run ids through the model in chunks; callers have checked them. */
 static void run_chunks(llmgen_session *s, const int32_t *ids, int n) {
     s->st.seq_end = s->pos + n; /* one call, one sequence length (LongRoPE) */
+    memcpy(s->fed + s->pos, ids, (size_t)n * sizeof *ids);
     for (int done = 0; done < n;) {
         int k = n - done < s->st.chunk ? n - done : s->st.chunk;
-        forward(s->owner->m, &s->st, ids + done, k, s->pos);
-        s->pos += k;
+        if (s->batch) {
+            batch_step(s, ids + done, k); /* advances s->pos */
+        } else {
+            forward(s->owner->m, &s->st, ids + done, k, s->pos);
+            s->pos += k;
+        }
         done += k;
     }
 }
@@ -389,9 +482,12 @@ llmgen_status llmgen_prefill_rows(llmgen_session *s, const int32_t *ids, int n, 
     int V = s->owner->m->cfg.vocab_size;
     if (!s->rows && !(s->rows = malloc((size_t)s->st.chunk * (size_t)V * sizeof(float))))
         return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory for the logits of a chunk");
+    if (s->batch) return fail(LLMGEN_E_USAGE, err, errlen, "prefill_rows: not for a session in a batch");
     if ((st = acquire(s, err, errlen))) return st;
+    s->st.seq_end = s->pos + n; /* one call, one sequence length (LongRoPE) */
     for (int done = 0; done < n;) {
         int k = n - done < s->st.chunk ? n - done : s->st.chunk;
+        memcpy(s->fed + s->pos, ids + done, (size_t)k * sizeof *ids);
         s->st.logits_all = done + k > first ? s->rows : NULL;
         forward(s->owner->m, &s->st, ids + done, k, s->pos);
         s->pos += k;
@@ -403,4 +499,201 @@ llmgen_status llmgen_prefill_rows(llmgen_session *s, const int32_t *ids, int n, 
     release(s);
     if (logits) *logits = s->st.logits;
     return check_logits(s, err, errlen);
+}
+
+/* ---- several sequences per step ------------------------------------------------------ */
+
+llmgen_status llmgen_batch_new(llmgen_model *lm, int max_sequences, int ctx, llmgen_batch **out, char *err,
+                               size_t errlen) {
+    char e[ERR_LEN];
+    *out = NULL;
+    const model *m = lm->m;
+    if (!m->pool) return fail(LLMGEN_E_USAGE, err, errlen, "this model was opened for its tokenizer only: no batches");
+    if (max_sequences < 1 || max_sequences > LLMGEN_MAX_SEQUENCES) {
+        snprintf(e, sizeof e, "a batch holds 1 to %d sequences", LLMGEN_MAX_SEQUENCES);
+        return fail(LLMGEN_E_USAGE, err, errlen, e);
+    }
+    if (ctx == 0) ctx = m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
+    if (ctx < 1 || ctx > m->cfg.max_pos) return fail(LLMGEN_E_USAGE, err, errlen, "context size out of range");
+    llmgen_batch *b = calloc(1, sizeof *b);
+    if (!b) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    b->owner = lm;
+    b->max_seqs = max_sequences;
+    b->ctx = ctx;
+    /* one full prefill chunk beside a decode token of every other sequence; its own
+     * cache is one block (unused) */
+    if (fwd_state_init_batch(&b->scratch, m, ctx, FWD_CHUNK + max_sequences, max_sequences, e)) {
+        free(b);
+        return fail(LLMGEN_E_NOMEM, err, errlen, e);
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->done, NULL);
+    *out = b;
+    return LLMGEN_OK;
+}
+
+void llmgen_batch_free(llmgen_batch *b) {
+    if (!b) return;
+    for (int i = b->n_members - 1; i >= 0; i--) b->members[i]->batch = NULL;
+    fwd_state_free(&b->scratch);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->done);
+    free(b);
+}
+
+llmgen_status llmgen_batch_join(llmgen_batch *b, llmgen_session *s, char *err, size_t errlen) {
+    if (s->owner != b->owner) return fail(LLMGEN_E_USAGE, err, errlen, "the session belongs to another model");
+    if (s->batch) return fail(LLMGEN_E_USAGE, err, errlen, "the session is already in a batch");
+    if (s->st.ctx > b->ctx) return fail(LLMGEN_E_USAGE, err, errlen, "the session's context exceeds the batch's");
+    pthread_mutex_lock(&b->mu);
+    if (b->n_members == b->max_seqs) {
+        pthread_mutex_unlock(&b->mu);
+        return fail(LLMGEN_E_USAGE, err, errlen, "the batch is full");
+    }
+    b->members[b->n_members++] = s;
+    s->batch = b;
+    s->pending = 0;
+    pthread_mutex_unlock(&b->mu);
+    return LLMGEN_OK;
+}
+
+void llmgen_batch_leave(llmgen_session *s) {
+    llmgen_batch *b = s ? s->batch : NULL;
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    int i = 0;
+    while (b->members[i] != s) i++;
+    memmove(&b->members[i], &b->members[i + 1], (size_t)(b->n_members - i - 1) * sizeof b->members[0]);
+    b->n_members--;
+    s->batch = NULL;
+    /* the others may all be waiting for this one */
+    if (b->n_members && b->n_pending == b->n_members && !b->running) batch_run(b);
+    pthread_mutex_unlock(&b->mu);
+}
+
+void llmgen_batch_stats(llmgen_batch *b, long *passes, long *seq_steps) {
+    pthread_mutex_lock(&b->mu);
+    *passes = b->passes;
+    *seq_steps = b->seq_steps;
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- the cache in a file (--prompt-cache) ---------------------------------------------
+ *
+ * "LLMGENKV", u32 version 1, u32 n + the fingerprint (n bytes), u32 pos, pos i32 ids,
+ * u64 n + the cache bytes (fwd_cache_io), u64 FNV-1a of everything before it. The
+ * fingerprint names everything a result depends on: the model file (real path, size,
+ * modification time), its architecture and weight types, the mode, the kernel set
+ * (fast-mode bits differ between them) and the cache layout. */
+
+#define KV_MAGIC "LLMGENKV"
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static int fingerprint(const llmgen_session *s, char *out, size_t n, char *err, size_t errlen) {
+    const model *m = s->owner->m;
+    const model_config *c = &m->cfg;
+    struct stat st;
+    char *real = realpath(m->path, NULL);
+    if (!real || stat(real, &st)) {
+        free(real);
+        snprintf(err, errlen, "%s: %s", m->path, strerror(errno));
+        return -1;
+    }
+    snprintf(out, n, "llmgen kv 1|model %s|size %lld|mtime %lld.%09ld|%s|%s|%s|kernels %s|cache %s|%dx%dx%d|rot %d",
+             real, (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, c->arch, m->weight_types,
+             s->st.fast ? "fast" : "exact", m->kern->name, dtype_name(s->st.kv_type), c->n_layers, c->n_kv_heads,
+             c->head_dim, c->rot_dim);
+    free(real);
+    return 0;
+}
+
+llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err, size_t errlen) {
+    char fp[1024];
+    if (fingerprint(s, fp, sizeof fp, err, errlen)) return LLMGEN_E_IO;
+    const model_config *c = &s->owner->m->cfg;
+    uint32_t ver = 1, nfp = (uint32_t)strlen(fp), pos = (uint32_t)s->pos;
+    uint64_t nb = fwd_cache_io(&s->st, c, s->pos, NULL, 1);
+    void *cache = malloc(nb ? nb : 1);
+    if (!cache) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    fwd_cache_io(&s->st, c, s->pos, cache, 1);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    uint64_t h = 1469598103934665603ull;
+    int ok = f != NULL;
+#define PUT(p, n) (ok = ok && fwrite((p), 1, (n), f) == (n), h = fnv1a(h, (p), (n)))
+    PUT(KV_MAGIC, 8);
+    PUT(&ver, 4);
+    PUT(&nfp, 4);
+    PUT(fp, nfp);
+    PUT(&pos, 4);
+    PUT(s->fed, (size_t)pos * 4);
+    PUT(&nb, 8);
+    PUT(cache, nb);
+#undef PUT
+    ok = ok && fwrite(&h, 1, 8, f) == 8;
+    if (f && fclose(f)) ok = 0;
+    free(cache);
+    /* written whole to a temporary name first: a killed save never leaves half a cache */
+    if (!ok || rename(tmp, path)) {
+        unlink(tmp);
+        if (err && errlen) snprintf(err, errlen, "%s: cannot write the prompt cache: %s", path, strerror(errno));
+        return LLMGEN_E_IO;
+    }
+    return LLMGEN_OK;
+}
+
+llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err, size_t errlen) {
+    char fp[1024];
+    if (fingerprint(s, fp, sizeof fp, err, errlen)) return LLMGEN_E_IO;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return LLMGEN_E_IO;
+    }
+    struct stat st;
+    size_t n = fstat(fileno(f), &st) ? 0 : (size_t)st.st_size;
+    unsigned char *b = n >= 8 + 4 + 4 + 4 + 8 + 8 ? malloc(n) : NULL;
+    int rd = b && fread(b, 1, n, f) == n;
+    fclose(f);
+    const char *why = NULL;
+    uint32_t ver, nfp, pos;
+    uint64_t nb, h;
+    size_t at = 12;
+    if (!rd) why = b || n < 36 ? "too short or unreadable" : "out of memory";
+    else if (memcmp(b, KV_MAGIC, 8)) why = "not an llmgen prompt cache";
+    else if (memcpy(&ver, b + 8, 4), ver != 1) why = "an unknown version";
+    else if (memcpy(&nfp, b + 12, 4), (at = 16 + (size_t)nfp) + 4 > n) why = "truncated";
+    else if (nfp != strlen(fp) || memcmp(b + 16, fp, nfp)) why = "made with another model file, mode or kernel set";
+    else if (memcpy(&pos, b + at, 4), pos > (uint32_t)s->st.ctx) why = "longer than this session's context";
+    else if ((at += 4 + (size_t)pos * 4) + 8 > n) why = "truncated";
+    else if (memcpy(&nb, b + at, 8), nb != fwd_cache_io(&s->st, &s->owner->m->cfg, (int)pos, NULL, 0) ||
+             at + 8 + nb + 8 != n)
+        why = "truncated or of another cache layout";
+    else if (memcpy(&h, b + n - 8, 8), h != fnv1a(1469598103934665603ull, b, n - 8))
+        why = "damaged (checksum)";
+    if (why) {
+        free(b);
+        if (err && errlen) snprintf(err, errlen, "%s: prompt cache %s", path, why);
+        return LLMGEN_E_FORMAT;
+    }
+    for (uint32_t i = 0; i < pos; i++) {
+        int32_t id;
+        memcpy(&id, b + 20 + nfp + 4 * (size_t)i, 4);
+        if (id < 0 || id >= s->owner->m->cfg.vocab_size) {
+            free(b);
+            if (err && errlen) snprintf(err, errlen, "%s: prompt cache holds a token outside the vocabulary", path);
+            return LLMGEN_E_FORMAT;
+        }
+        s->fed[i] = id;
+    }
+    fwd_cache_io(&s->st, &s->owner->m->cfg, (int)pos, b + at + 8, 0);
+    s->pos = (int)pos;
+    free(b);
+    return LLMGEN_OK;
 }

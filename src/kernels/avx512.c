@@ -580,6 +580,9 @@ AI int run_gemv(dtype dt, const void *packed, int rows, int nb, int r0, int r1, 
  * position bi of the quad, the same Q4_1 min term, and the same final tree
  * ((bi 0 + 2) + (bi 1 + 3)): a row's result does not depend on the tile. */
 #define PANEL_T 4
+#ifndef Q8_PANELS_MIN_T
+#define Q8_PANELS_MIN_T 16
+#endif
 
 typedef struct {
     __m512i *w;   /* (nb, 8): block b, k-step j: lane r = row r of the panel, its 4 u8 weights */
@@ -794,7 +797,7 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, gemv_fn 
         for (size_t l = 0; l < head; l += 64) _mm_prefetch(p0 + l, _MM_HINT_T1);
         if (gemv && gemv(packed, rows, nb, r0, r1, x, y)) return;
     }
-    if (panels && x->nt >= PANEL_T) {
+    if (panels && x->nt >= Q8_PANELS_MIN_T) {
         int full = rows / 16 * 16, pb = r0 / 16 * 16, pe = (r1 + 15) / 16 * 16;
         if (pe > full) pe = full;
         if (pb < pe && panels(packed, nb, pb, pe, r0, r1, x, y, ldy) && r0 < pe) r0 = pe;

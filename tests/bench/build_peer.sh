@@ -39,7 +39,7 @@ ln -sfn "$SDIST/vendor/llama.cpp" "$PEER/src"
 # Options: everything CPU-related is left at llama.cpp's default; stated here so BUILD-INFO says it.
 CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DGGML_CPU_REPACK=ON \
 -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF"
-TARGETS="llama-bench llama-simple llama-quantize llama-perplexity" # llama-quantize: the K-quant test files (make quant-models); llama-perplexity: make quality
+TARGETS="llama-bench llama-simple llama-quantize llama-perplexity llama-batched-bench" # llama-quantize: the K-quant test files (make quant-models); llama-perplexity: make quality; llama-batched-bench: make bench-parallel
 
 fresh=0
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
