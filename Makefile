@@ -340,6 +340,7 @@ $(BENCH_BIN)/peer_run: tests/bench/peer_run.c $(PEER_DIR)/BUILD-INFO
 bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak  ## llmgen vs llama.cpp: one table + .cache/bench/results.json (BENCH_QUICK=1, BENCH_MODELS=a,b)
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run $(BUILD)/tok_driver
 	$(MAKE) --no-print-directory quant-models  # after bench-models: the 1B-config K-quant files come from its F16 file
+	$(MAKE) --no-print-directory family-bench-models  # Qwen3-0.6B / Gemma-3-1B config GGUFs (converter needs the torch venv)
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
