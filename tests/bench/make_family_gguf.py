@@ -23,7 +23,7 @@ family-models`, bf16 safetensors):
      Q8_0, Q4_0 and Q4_K_M, 2 threads.
 Writes CACHE/bench/NAME.{BF16,F16,Q8_0,Q4_0,Q4_K_M}.gguf and CACHE/bench/families-manifest.json
 (sha256, size, tensor-type census, command of each file; the GGUF metadata keys and one layer's
-tensors of each model). A file is rebuilt only when its input or this script changed (.stamp).
+tensors of each model). A file is rebuilt only when its inputs changed (.stamp; STAMP_VERSION for this script).
 """
 import hashlib
 import json
@@ -54,10 +54,6 @@ def sha256_file(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def me():
-    return sha256_file(os.path.abspath(__file__))
 
 
 def gguf_reader(path, peer_src):
@@ -160,8 +156,23 @@ def describe_keys(path, peer_src):
     return keys, tensors
 
 
+STAMP_VERSION = 1  # bump when a change of this script changes its output files
+
+
 def stamp_for(inputs):
-    return {"inputs": [[p, os.path.getsize(p), int(os.path.getmtime(p))] for p in inputs], "script": me()}
+    """What a file was made from: the content sha256 of the checkpoint (its verified .stamp), the
+    sha256 of the small inputs (rewritten on every run, so not their mtimes), size and mtime of the
+    large GGUF / llama-quantize inputs."""
+    out = []
+    for p in inputs:
+        if p.endswith("model.safetensors"):
+            with open(os.path.join(os.path.dirname(os.path.realpath(p)), ".stamp")) as f:
+                out.append([p, json.load(f)["model.safetensors"]["content_sha256"]])
+        elif os.path.getsize(p) < (64 << 20):
+            out.append([p, sha256_file(p)])
+        else:
+            out.append([p, os.path.getsize(p), int(os.path.getmtime(p))])
+    return {"inputs": out, "version": STAMP_VERSION}
 
 
 def fresh(path, stamp):
