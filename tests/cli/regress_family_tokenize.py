@@ -77,7 +77,7 @@ def main():
             T.fail("%s: %s does not hold the tokenizer the references were made from (make family-tokenize-refs)"
                    % (name, path))
             continue
-        for kind, strings in sets.items():
+        for kind, strings in (("corpus", sets["corpus"]), ("special", sets[info["special_corpus"]])):
             ids = read_ids(gzip.open(os.path.join(OUT, "%s.%s.ids.bin.gz" % (name, kind))).read())
             dec = read_decodes(gzip.open(os.path.join(OUT, "%s.%s.decode.bin.gz" % (name, kind))).read(), strings)
             keep = [k for k, i in enumerate(ids) if all(x < info["vocab_size"] for x in i)]

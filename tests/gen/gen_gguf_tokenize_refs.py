@@ -2,8 +2,8 @@
 """HF references for `llmgen --tokenize` on the GGUF files of the model families (issue 17, item 4):
 transformers reads each file's tokenizer metadata (AutoTokenizer.from_pretrained(dir, gguf_file=...),
 as it reads a llama.cpp download) and encodes (add_special_tokens=False) / decodes every 5th string
-of the stored corpus (tests/refs/tokenizer/corpus.bin.gz) and of the special-token corpus of the
-issue-17 tokenizers (corpus-special-families.bin.gz).
+of the stored corpus (tests/refs/tokenizer/corpus.bin.gz) and of a special-token corpus: Qwen's
+corpus-special.bin.gz (it has <|im_start|> and <|endoftext|>), the others' corpus-special-families.
 
 Usage: gen_gguf_tokenize_refs.py CACHE      (`make family-tokenize-refs`, reference venv)
 
@@ -55,10 +55,10 @@ def main():
     from transformers import AutoTokenizer
     cache = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, ".cache")
     os.makedirs(OUT, exist_ok=True)
-    corpora = {"corpus": read_strings(os.path.join(G.OUT, "corpus.bin.gz"))[::STEP],
-               "special": read_strings(os.path.join(G.OUT, G.FAMILY_SPECIAL + ".bin.gz"))[::STEP]}
-    man = {"generator": "tests/gen/gen_gguf_tokenize_refs.py", "step": STEP, "corpora": {
-        "corpus": "tests/refs/tokenizer/corpus.bin.gz", "special": "tests/refs/tokenizer/%s.bin.gz" % G.FAMILY_SPECIAL},
+    corpora = {k: read_strings(os.path.join(G.OUT, k + ".bin.gz"))[::STEP]
+               for k in ("corpus", "corpus-special", G.FAMILY_SPECIAL)}
+    man = {"generator": "tests/gen/gen_gguf_tokenize_refs.py", "step": STEP,
+           "corpora": {k: "tests/refs/tokenizer/%s.bin.gz" % k for k in corpora},
         "transformers_version": transformers.__version__, "tokenizers_version": tokenizers.__version__, "files": {}}
     for rel, what in FILES:
         path = os.path.join(cache, rel)
@@ -67,11 +67,12 @@ def main():
             print("gguf-tokenize-refs: %s absent, skipped" % path, file=sys.stderr)
             continue
         tok = AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=name).backend_tokenizer
-        for kind, strings in corpora.items():
+        special = "corpus-special" if name.startswith("qwen") else G.FAMILY_SPECIAL  # its own special tokens
+        for kind, strings in (("corpus", corpora["corpus"]), ("special", corpora[special])):
             ids, dec = G.encode_all(tok, strings)
             G.write_ids(os.path.join(OUT, "%s.%s.ids.bin.gz" % (name, kind)), ids)
             G.write_decodes(os.path.join(OUT, "%s.%s.decode.bin.gz" % (name, kind)), strings, dec)
-        man["files"][name] = {"cache": rel, "sha256": sha256_file(path), "tokenizer_sha256": RT.tokenizer_sha256(path),
+        man["files"][name] = {"cache": rel, "special_corpus": special, "sha256": sha256_file(path), "tokenizer_sha256": RT.tokenizer_sha256(path),
                               "what": what,
                               "vocab_size": tok.get_vocab_size(with_added_tokens=True)}
         print("gguf-tokenize-refs: %s" % name, file=sys.stderr)
