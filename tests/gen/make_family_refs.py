@@ -7,7 +7,7 @@ Usage: make_family_refs.py CACHE [NAME ...]     (run by `make family-refs` in th
 1. Writes tests/gen/<name>/config.json with the family's transformers config class (as transformers
    5.23 serializes that model type) from the published config.json below (PUBLISHED, each with its
    source), the way make_refs.py writes tests/gen/llama-1b-random/config.json.
-2. Builds CACHE/fixtures/<name>/ torch-free (build_family_models.py / familylib.py), records its
+2. Builds CACHE/families/<name>/ torch-free (build_family_models.py / familylib.py), records its
    checksums in tests/refs/families/fixtures.json, and checks that transformers loads it with no
    missing or unexpected tensor.
 3. Loads it with dtype float32 and runs the references of tests/refs/llama-1b-random.json's kind
@@ -147,7 +147,7 @@ def one_model(cache, name, vers, sums):
     binname = name + ".logits.bin"
     np.stack(full).astype("<f4").tofile(os.path.join(OUT, binname))
     R.write_json(os.path.join(OUT, name + ".json"), dict(
-        model={"cache": "fixtures/" + name}, vocab_size=cfg["vocab_size"], versions=vers,
+        model={"cache": "families/" + name}, vocab_size=cfg["vocab_size"], versions=vers,
         source={"weights": "tests/gen/familylib.py (deterministic PCG64 per tensor, bf16)",
                 "config": "tests/gen/%s/config.json (transformers %s config class from the published "
                           "config.json cited in tests/gen/make_family_refs.py)" % (name, cfg["model_type"]),
