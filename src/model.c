@@ -389,6 +389,7 @@ static int load_gguf_tokenizer(model *m, char *err) {
     sp.add_eos = gguf_int_or(g, "tokenizer.ggml.add_eos_token", -1);
     sp.add_space_prefix = gguf_int_or(g, "tokenizer.ggml.add_space_prefix", -1);
     sp.chat_template = gguf_tok_str(g, "tokenizer.chat_template");
+    sp.arch = gguf_tok_str(g, "general.architecture");
     rc = tok_load_spec(&sp, m->path, &m->tok, err);
 out:
     free(tokens);

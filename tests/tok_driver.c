@@ -90,6 +90,7 @@ static int load_gguf(const char *path, tokenizer **tok, double *spec_ms, char *e
     sp.model = gstr(g, "tokenizer.ggml.model");
     sp.pre = gstr(g, "tokenizer.ggml.pre");
     sp.chat_template = gstr(g, "tokenizer.chat_template");
+    sp.arch = gstr(g, "general.architecture");
     gguf_type ty;
     uint64_t n = 0, nm = 0;
     const void *data;

@@ -5,7 +5,7 @@
  *   model          BPE (merges as "a b" strings or [a, b] pairs; byte_fallback,
  *                  ignore_merges, unk_token, fuse_unk)
  *   normalizer     NFC NFKC NFD NFKD Lowercase Prepend Replace(String) Sequence
- *   pre_tokenizer  Split(Regex|String; Isolated|Removed) ByteLevel Digits Metaspace Sequence
+ *   pre_tokenizer  Split(Regex|String; Isolated|Removed|MergedWithPrevious|MergedWithNext|Contiguous) ByteLevel Digits Metaspace Sequence
  *   decoder        ByteLevel, Metaspace, Sequence of Replace(U+2581 -> ' ') ByteFallback Fuse Strip
  *   post_processor TemplateProcessing (special tokens around $A), ByteLevel, Sequence */
 #include <stdio.h>
@@ -151,6 +151,12 @@ static int parse_pre(ctx *c, jnode *n)
             p->behavior = SPLIT_ISOLATED;
         else if (beh && !strcmp(beh, "Removed"))
             p->behavior = SPLIT_REMOVED;
+        else if (beh && !strcmp(beh, "MergedWithPrevious"))
+            p->behavior = SPLIT_MERGED_PREV;
+        else if (beh && !strcmp(beh, "MergedWithNext"))
+            p->behavior = SPLIT_MERGED_NEXT;
+        else if (beh && !strcmp(beh, "Contiguous"))
+            p->behavior = SPLIT_CONTIGUOUS;
         else
             return unsupported(c, "pre_tokenizer Split behavior", beh);
         return compile_split(c, p, jget(n, "pattern"));

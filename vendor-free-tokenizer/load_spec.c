@@ -6,7 +6,14 @@
  * U+2581 prefix on the first segment, byte fallback, and merges ranked by score when the file has
  * none (the highest-scoring mergeable pair first, as SentencePiece does).
  * Control (3) tokens become special added tokens, user-defined (4) plain added
- * tokens (matched whole, kept by parse_special = 0), as transformers does. */
+ * tokens (matched whole, kept by parse_special = 0), as transformers does.
+ * Two architectures read differently, as transformers' GGUF tokenizer builders do:
+ *   gemma, gemma2, gemma3  tokens of spaces only are spelled with U+2581 (and so are vocabulary
+ *                          tokens, not added ones), and merges are ranked by vocabulary order;
+ *   phi3                   normalizer Prepend U+2581 + Replace ' ' -> U+2581 on every segment
+ *                          (also after a special token, and before leading spaces), no Metaspace.
+ * SentencePiece vocabularies also make <s>, </s> and <unk> special when present (the defaults of
+ * transformers' LlamaTokenizer). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +139,60 @@ static int merges_from_scores(tokenizer *t, const float *scores, const char *sou
     return 0;
 }
 
+static int add_norm(tokenizer *t, int kind, const char *a, const char *b)
+{
+    tok_norm *n = realloc(t->norms, (t->n_norms + 1) * sizeof *n);
+    if (!n)
+        return -1;
+    t->norms = n;
+    n = &t->norms[t->n_norms++];
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    if ((a && !(n->a = strdup(a))) || (b && !(n->b = strdup(b))))
+        return -1;
+    n->alen = a ? strlen(a) : 0;
+    n->blen = b ? strlen(b) : 0;
+    return 0;
+}
+
+/* A token of spaces only (at least one): Gemma files store them so, transformers spells them U+2581. */
+static int spaces_only(tok_str s)
+{
+    if (!s.len)
+        return 0;
+    for (size_t i = 0; i < s.len; i++)
+        if (s.ptr[i] != ' ')
+            return 0;
+    return 1;
+}
+
+/* Gemma: the token list with space-only tokens spelled as U+2581 runs (*buf holds them). */
+static tok_str *gemma_tokens(const tok_spec *spec, char **buf)
+{
+    size_t extra = 0;
+    for (size_t i = 0; i < spec->n_tokens; i++)
+        extra += spaces_only(spec->tokens[i]) ? 3 * spec->tokens[i].len : 0;
+    tok_str *v = malloc(spec->n_tokens * sizeof *v);
+    char *b = malloc(extra ? extra : 1);
+    if (!v || !b) {
+        free(v);
+        free(b);
+        return NULL;
+    }
+    char *p = b;
+    for (size_t i = 0; i < spec->n_tokens; i++) {
+        v[i] = spec->tokens[i];
+        if (!spaces_only(spec->tokens[i]))
+            continue;
+        v[i].ptr = p;
+        v[i].len = 3 * spec->tokens[i].len;
+        for (size_t k = 0; k < spec->tokens[i].len; k++, p += 3)
+            memcpy(p, "\xe2\x96\x81", 3);
+    }
+    *buf = b;
+    return v;
+}
+
 static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source, char *err)
 {
     int spm;
@@ -148,13 +209,26 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         tok_errf(err, "%s: tokenizer.ggml.tokens is missing or empty", source);
         return -1;
     }
+    int gemma = spm && (str_is(spec->arch, "gemma") || str_is(spec->arch, "gemma2") || str_is(spec->arch, "gemma3"));
+    int phi3 = spm && str_is(spec->arch, "phi3");
     t->kind = spm ? TOK_SPM : TOK_BYTELEVEL;
     t->gguf_vocab = 1;
-    if (tok_set_vocab(t, spec->n_tokens, spec->tokens, source, err))
+    char *respelled_buf = NULL;
+    tok_str *respelled = gemma ? gemma_tokens(spec, &respelled_buf) : NULL;
+    if (gemma && !respelled) {
+        tok_errf(err, "%s: out of memory", source);
+        return -1;
+    }
+    int rc = tok_set_vocab(t, spec->n_tokens, respelled ? respelled : spec->tokens, source, err);
+    free(respelled);
+    free(respelled_buf);
+    if (rc)
         return -1;
     for (size_t i = 0; i < spec->n_tokens; i++) {
         int type = spec->token_types ? spec->token_types[i] : 1;
         t->flags[i] = TOKF_MODEL;
+        if (gemma && spaces_only(spec->tokens[i]))
+            continue; /* a vocabulary token once spelled with U+2581, not an added one */
         if ((type == 3 || type == 4) && spec->tokens[i].len) {
             t->flags[i] |= TOKF_ADDED;
             if (tok_add_added(t, spec->tokens[i].ptr, spec->tokens[i].len, (int32_t)i, type == 3, 0, 0, 0, 0,
@@ -162,9 +236,19 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
                 return -1;
         }
     }
-    /* transformers makes the tokens named by bos / eos / unk / pad special tokens too */
-    int32_t named[4] = {spec->bos_id, spec->eos_id, spec->unk_id, spec->pad_id};
-    for (int k = 0; k < 4; k++) {
+    /* transformers makes the tokens named by bos / eos / unk / pad special tokens too, and for
+     * SentencePiece vocabularies <s> </s> <unk> (its LlamaTokenizer's defaults) */
+    int32_t named[7] = {spec->bos_id, spec->eos_id, spec->unk_id, spec->pad_id, -1, -1, -1};
+    if (spm && !gemma) {
+        static const char *const dflt[3] = {"<s>", "</s>", "<unk>"};
+        for (int k = 0; k < 3; k++)
+            for (size_t i = 0; i < spec->n_tokens; i++)
+                if (str_is(spec->tokens[i], dflt[k])) {
+                    named[4 + k] = (int32_t)i;
+                    break;
+                }
+    }
+    for (int k = 0; k < 7; k++) {
         int32_t id = named[k];
         if (id < 0 || (size_t)id >= spec->n_tokens || (t->flags[id] & TOKF_ADDED) || !spec->tokens[id].len)
             continue;
@@ -172,8 +256,21 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         if (tok_add_added(t, spec->tokens[id].ptr, spec->tokens[id].len, id, 1, 0, 0, 0, 0, source, err))
             return -1;
     }
+    /* an added token that is already there (user-defined </s>) becomes special when named */
+    for (int k = 0; k < 7; k++)
+        for (size_t a = 0; named[k] >= 0 && a < t->n_added; a++)
+            if (t->added[a].id == named[k])
+                t->added[a].special = 1;
     tok_sort_added(t);
-    if (spm) {
+    if (phi3) {
+        t->byte_fallback = 1;
+        t->dec_byte_fallback = 1;
+        t->dec_strip_lead_space = 1;
+        if (add_norm(t, NORM_PREPEND, "\xe2\x96\x81", NULL) || add_norm(t, NORM_REPLACE, " ", "\xe2\x96\x81")) {
+            tok_errf(err, "%s: out of memory", source);
+            return -1;
+        }
+    } else if (spm) {
         t->byte_fallback = 1;
         t->dec_byte_fallback = 1;
         t->dec_strip_lead_space = spec->add_space_prefix != 0;
@@ -210,7 +307,18 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
             tok_errf(err, "%s: SentencePiece vocabulary has neither merges nor tokenizer.ggml.scores", source);
             return -1;
         }
-        if (merges_from_scores(t, spec->scores, source, err))
+        float *pos = NULL;
+        if (gemma) { /* Gemma's scores do not follow its merge order, the vocabulary order does */
+            if (!(pos = malloc(spec->n_tokens * sizeof *pos))) {
+                tok_errf(err, "%s: out of memory", source);
+                return -1;
+            }
+            for (size_t i = 0; i < spec->n_tokens; i++)
+                pos[i] = -(float)i;
+        }
+        rc = merges_from_scores(t, pos ? pos : spec->scores, source, err);
+        free(pos);
+        if (rc)
             return -1;
     }
     t->unk_id = spm ? spec->unk_id : -1;

@@ -121,14 +121,80 @@ static int push_span(tok_ids *v, size_t off, size_t len)
     return tok_ids_push(v, (int32_t)off) || tok_ids_push(v, (int32_t)len);
 }
 
-/* Split s[off, off+len) of the arena by regex: matches and the gaps between them
- * become pieces (Isolated), or only the gaps (Removed). */
+/* The pieces of a Split, from its segments (matches and the non-empty gaps between them, in
+ * order) as HF tokenizers' SplitDelimiterBehavior folds them: Isolated keeps every segment,
+ * Removed drops the matches, MergedWithPrevious appends a match to the piece before it (unless
+ * that piece ended with a match too), MergedWithNext prepends a match to the gap after it (a match
+ * followed by a match or by nothing stands alone), Contiguous joins runs of matches. At most one
+ * piece is held back (`pending`) until the next segment says how it ends. */
+typedef struct {
+    int behavior;
+    tok_ids *out;
+    size_t ps, pe;  /* the held-back piece [ps, pe) */
+    int have;       /* a piece is held back */
+    int pend_match; /* MergedWithNext: the held-back piece is a lone match */
+    int prev_match; /* the previous segment was a match */
+} split_fold;
+
+static int fold_flush(split_fold *f)
+{
+    int rc = f->have ? push_span(f->out, f->ps, f->pe - f->ps) : 0;
+    f->have = f->pend_match = 0;
+    return rc;
+}
+
+static int fold_segment(split_fold *f, size_t s, size_t e, int match)
+{
+    switch (f->behavior) {
+    case SPLIT_REMOVED:
+        return match ? 0 : push_span(f->out, s, e - s);
+    case SPLIT_MERGED_PREV:
+        if (match && !f->prev_match && f->have) {
+            f->pe = e;
+        } else {
+            if (fold_flush(f))
+                return -1;
+            f->ps = s, f->pe = e, f->have = 1;
+        }
+        break;
+    case SPLIT_MERGED_NEXT:
+        if (f->have && f->pend_match && !match) { /* the lone match joins this gap */
+            f->pe = e;
+            f->pend_match = 0;
+            if (fold_flush(f))
+                return -1;
+        } else {
+            if (fold_flush(f))
+                return -1;
+            f->ps = s, f->pe = e, f->have = 1, f->pend_match = match;
+            if (!match && fold_flush(f))
+                return -1;
+        }
+        break;
+    case SPLIT_CONTIGUOUS:
+        if (f->have && match == f->prev_match) {
+            f->pe = e;
+        } else {
+            if (fold_flush(f))
+                return -1;
+            f->ps = s, f->pe = e, f->have = 1;
+        }
+        break;
+    default: /* SPLIT_ISOLATED */
+        return push_span(f->out, s, e - s);
+    }
+    f->prev_match = match;
+    return 0;
+}
+
+/* Split s[off, off+len) of the arena by regex into pieces (see split_fold). */
 static int split_regex(const tok_pre *p, const char *base, size_t off, size_t len, tok_ids *out,
                        pcre2_match_data *md)
 {
     pcre2_code *re = p->re;
     PCRE2_SPTR subj = (PCRE2_SPTR)(base + off);
     size_t pos = 0, last = 0;
+    split_fold f = {.behavior = p->behavior, .out = out};
     while (pos <= len) {
         int rc = pcre2_match(re, subj, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
         if (rc < 0)
@@ -143,13 +209,15 @@ static int split_regex(const tok_pre *p, const char *base, size_t off, size_t le
                 pos++;
             continue;
         }
-        if (push_span(out, off + last, ms - last))
+        if (ms > last && fold_segment(&f, off + last, off + ms, 0))
             return -1;
-        if (p->behavior == SPLIT_ISOLATED && push_span(out, off + ms, me - ms))
+        if (fold_segment(&f, off + ms, off + me, 1))
             return -1;
         last = pos = me;
     }
-    return push_span(out, off + last, len - last);
+    if (len > last && fold_segment(&f, off + last, off + len, 0))
+        return -1;
+    return fold_flush(&f);
 }
 
 /* Digits: runs of \p{N} (or single digits) isolated. */

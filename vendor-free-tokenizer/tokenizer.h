@@ -37,6 +37,8 @@ typedef struct {
     int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when absent */
     int add_bos, add_eos, add_space_prefix; /* -1 when absent (use the model's default) */
     tok_str chat_template;    /* may be empty */
+    tok_str arch;             /* general.architecture (may be empty): "gemma*" and "phi3" SentencePiece
+                                 vocabularies are read as transformers reads those files */
 } tok_spec;
 
 /* Load from tokenizer.json; `config_json` (tokenizer_config.json: bos/eos,

@@ -85,7 +85,20 @@ MODELS = [
      "Llama-3.2-1B config MLX 4-bit g64"),
     ("llama1b-mlx8-g64", os.path.join(OUT_DIR, "llama-1b-random-mlx8-g64"), False,
      "Llama-3.2-1B config MLX 8-bit g64"),
+    # Other families at their real sizes (random weights, exact published configs): convert_hf_to_gguf.py
+    # and llama-quantize of `make family-bench-models` (tests/bench/make_family_gguf.py)
+    ("qwen3-0.6b-q4_0", os.path.join(OUT_DIR, "qwen3-0.6b-random.Q4_0.gguf"), True, "Qwen3-0.6B config Q4_0"),
+    ("qwen3-0.6b-q8_0", os.path.join(OUT_DIR, "qwen3-0.6b-random.Q8_0.gguf"), True, "Qwen3-0.6B config Q8_0"),
+    ("qwen3-0.6b-q4_k_m", os.path.join(OUT_DIR, "qwen3-0.6b-random.Q4_K_M.gguf"), True,
+     "Qwen3-0.6B config Q4_K_M"),
+    ("gemma3-1b-q4_0", os.path.join(OUT_DIR, "gemma3-1b-random.Q4_0.gguf"), True, "Gemma-3-1B config Q4_0"),
+    ("gemma3-1b-q8_0", os.path.join(OUT_DIR, "gemma3-1b-random.Q8_0.gguf"), True, "Gemma-3-1B config Q8_0"),
+    ("gemma3-1b-q4_k_m", os.path.join(OUT_DIR, "gemma3-1b-random.Q4_K_M.gguf"), True,
+     "Gemma-3-1B config Q4_K_M"),
 ]
+# Issue 17's targets for the family files (2 threads, default mode): decode and prefill vs llama.cpp.
+FAMILY_TARGETS = {k: (1.1, 1.5) for k in ("qwen3-0.6b-q4_0", "qwen3-0.6b-q8_0", "qwen3-0.6b-q4_k_m",
+                                          "gemma3-1b-q4_0", "gemma3-1b-q8_0", "gemma3-1b-q4_k_m")}
 QUICK_MODELS = ("llama1b-q4_0", "smollm2-q4_1")
 
 
@@ -230,12 +243,13 @@ def model_costs(path):
         emb, head = "model.embed_tokens.", "lm_head."
     else:
         meta, tensors = gguf_read(path)
-        hidden, layers = meta["llama.embedding_length"], meta["llama.block_count"]
-        heads = meta["llama.attention.head_count"]
-        kv = meta.get("llama.attention.head_count_kv", heads)
-        inter = meta["llama.feed_forward_length"]
-        head_dim = meta.get("llama.attention.key_length") or hidden // heads
-        vocab = meta.get("llama.vocab_size") or next(s[0] for n, s, _ in tensors if n == "token_embd.weight")
+        a = meta.get("general.architecture", "llama") + "."  # the key prefix: llama. qwen3. gemma3. ...
+        hidden, layers = meta[a + "embedding_length"], meta[a + "block_count"]
+        heads = meta[a + "attention.head_count"]
+        kv = meta.get(a + "attention.head_count_kv", heads)
+        inter = meta[a + "feed_forward_length"]
+        head_dim = meta.get(a + "attention.key_length") or hidden // heads
+        vocab = meta.get(a + "vocab_size") or next(s[0] for n, s, _ in tensors if n == "token_embd.weight")
         emb, head = "token_embd.", "output."
     tied = not any(n.startswith(head) for n, _, _ in tensors)
     emb_bytes = sum(nb for n, _, nb in tensors if n.startswith(emb))
@@ -530,6 +544,9 @@ def targets(results):
         if floor:
             check("%s decode share of floor" % key, bound(key, 2, "llmgen_decode_share"), ">=", floor)
         check("%s prefill %d / llama.cpp" % (key, max(PP_SIZES)), ratio(key, PP_KEY), ">=", pre)
+    for key, (dec, pre) in FAMILY_TARGETS.items():
+        check("%s decode / llama.cpp" % key, ratio(key, TG_KEY), ">=", dec)
+        check("%s prefill %d / llama.cpp" % (key, max(PP_SIZES)), ratio(key, PP_KEY), ">=", pre)
     for key in ("llama1b-q4_0", "llama1b-mlx4-g64", "llama1b-mlx8-g64", "llama1b-q4_k_m", "llama1b-q6_k",
                 "smollm2-q4_k_m"):
         rss, m = get(key, 2, "llmgen", "maxrss_mb"), by.get(key)
@@ -682,7 +699,7 @@ def main():
                 log("%s skipped: %s" % (key, note))
                 continue
         if not os.path.exists(path):
-            results["skipped"][key] = "%s missing (make model / make bench-models)" % path
+            results["skipped"][key] = "%s missing (make model / make bench-models / make family-bench-models)" % path
             log("%s skipped: %s missing" % (key, path))
             continue
         todo.append((key, path, peer_ok, desc))

@@ -136,7 +136,9 @@ def check_plain(args, label):
 
 def main():
     man = json.load(open(os.path.join(REFS, "manifest.json")))
-    sets = {k: read_strings(gzip.open(os.path.join(REFS, k + ".bin.gz")).read()) for k in ("corpus", "corpus-special")}
+    kinds = {"corpus", "corpus-special"} | {i["special_corpus"] for i in man["tokenizers"].values() if "special_corpus" in i}
+    sets = {k: read_strings(gzip.open(os.path.join(REFS, k + ".bin.gz")).read()) for k in kinds}
+    spk = {n: i.get("special_corpus", "corpus-special") for n, i in man["tokenizers"].items()}
     tmp = tempfile.mkdtemp()
     try:
         sources = []  # (label, ref name, args)
@@ -159,7 +161,8 @@ def main():
                 path = gguf_from_json(tmp, name, info)[1]
                 sources.append((name + "-gguf-meta --tokenizer GGUF", name + "-gguf-meta", ["--tokenizer", path]))
         for label, ref, args in sources:
-            for suffix, kind in (("", "corpus"), (".special", "corpus-special")):
+            base = ref[:-len("-gguf-meta")] if ref.endswith("-gguf-meta") else ref
+            for suffix, kind in (("", "corpus"), (".special", spk[base])):
                 ids = read_ids(gzip.open(os.path.join(REFS, ref + suffix + ".ids.bin.gz")).read())
                 dec = read_decodes(gzip.open(os.path.join(REFS, ref + suffix + ".decode.bin.gz")).read(), sets[kind])
                 if label.endswith("-gguf-meta --tokenizer GGUF"):

@@ -454,7 +454,9 @@ def main():
     fails = 0
     with tempfile.TemporaryDirectory() as tmp:
         sets = {}
-        for kind in ("corpus", "corpus-special"):
+        kinds = ["corpus", "corpus-special"] + sorted({i["special_corpus"] for i in man["tokenizers"].values()
+                                                       if "special_corpus" in i})
+        for kind in kinds:
             raw = gzip.open(os.path.join(REFS, kind + ".bin.gz")).read()
             path = os.path.join(tmp, kind + ".bin")
             with open(path, "wb") as f:
@@ -463,16 +465,17 @@ def main():
         runs = []
         for name, info in man["tokenizers"].items():
             args = tokenizer_args(tmp, name, info)
-            runs.append((name, name, args))
+            runs.append((name, name, args, info))
             if name == "smollm2" and os.path.exists(GGUF):
-                runs.append(("smollm2-gguf", name, ["--gguf", GGUF]))
+                runs.append(("smollm2-gguf", name, ["--gguf", GGUF], info))
             if name + "-gguf-meta" in man.get("gguf_meta", []):
-                runs.append((name + "-gguf-meta", name + "-gguf-meta", gguf_from_json(tmp, name, info)))
+                runs.append((name + "-gguf-meta", name + "-gguf-meta", gguf_from_json(tmp, name, info), info))
         if not os.path.exists(GGUF):
             print("skip smollm2-gguf: %s not present (make model)" % os.path.relpath(GGUF, REPO))
-        for label, ref, args in runs:
-            for suffix, kind, extra in (("", "corpus", []), (".special", "corpus-special", []),
-                                        (".nospecial", "corpus-special", ["--no-special"])):
+        for label, ref, args, info in runs:
+            spk = info.get("special_corpus", "corpus-special")
+            for suffix, kind, extra in (("", "corpus", []), (".special", spk, []),
+                                        (".nospecial", spk, ["--no-special"])):
                 path, strings = sets[kind]
                 ids = read_ids(gzip.open(os.path.join(REFS, ref + suffix + ".ids.bin.gz")).read())
                 dec = read_decodes(gzip.open(os.path.join(REFS, ref + suffix + ".decode.bin.gz")).read(), strings)

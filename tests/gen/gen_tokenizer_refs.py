@@ -9,6 +9,8 @@ Writes, under tests/refs/tokenizer/:
   corpus.bin.gz            the test strings: u32 length (LE) + UTF-8 bytes, each
   corpus-special.bin.gz    strings with special-token text, also checked with
                            special-token parsing off (HF encode_special_tokens)
+  corpus-special-families.bin.gz   the same made with the special tokens of the tokenizers added
+                           for issue 17 (gemma3, phi3), used for those instead of corpus-special
   <name>.ids.bin.gz        per string: u32 n + n x i32 (encode, add_special_tokens=False)
   <name>.nospecial.ids.bin.gz   the same for corpus-special with encode_special_tokens=True
   <name>.decode.bin.gz     per string: u8 0 (decode(ids) == the string) or 1 + u32 len + bytes
@@ -39,7 +41,14 @@ TOKENIZERS = {
     "llama3.2": ("llama3.2/tokenizer.json.gz", "llama3.2/tokenizer_config.json"),
     "qwen2": ("qwen2/tokenizer.json.gz", "qwen2/tokenizer_config.json"),
     "mistral-v1": ("mistral-v1/tokenizer.json.gz", "mistral-v1/tokenizer_config.json"),
+    "gemma3": ("gemma3/tokenizer.json.gz", "gemma3/tokenizer_config.json"),
+    "phi3": ("phi3/tokenizer.json.gz", "phi3/tokenizer_config.json"),
 }
+# The special-token texts of corpus-special come from these (so that adding a tokenizer leaves the
+# stored corpora and references as they were); the later ones get their own special-token corpus,
+# corpus-special-families, made from their special tokens (Gemma's <unusedN> but two left out).
+CORPUS_TOKENIZERS = ("smollm2", "llama3.2", "qwen2", "mistral-v1")
+FAMILY_SPECIAL = "corpus-special-families"
 
 WORDS = ("the of and to in is was for on that with as by at from it his her an be this which or are had "
          "not but were they have their one all new more first also after who two been has its time other "
@@ -292,10 +301,14 @@ def main():
     import tokenizers
     os.makedirs(OUT, exist_ok=True)
     toks = {n: load_tokenizer(n) for n in TOKENIZERS}
-    specials = sorted({s for t in toks.values() for s in special_texts(t)})
+    specials = sorted({s for n in CORPUS_TOKENIZERS for s in special_texts(toks[n])})
     corpus, sp = make_corpus(specials)
     write_strings(os.path.join(OUT, "corpus.bin.gz"), corpus)
     write_strings(os.path.join(OUT, "corpus-special.bin.gz"), sp)
+    fam = sorted({s for n in TOKENIZERS if n not in CORPUS_TOKENIZERS for s in special_texts(toks[n])
+                  if not s.startswith("<unused") or s in ("<unused0>", "<unused6241>")})
+    sp_fam = make_corpus(fam, seed=SEED + 7)[1]
+    write_strings(os.path.join(OUT, FAMILY_SPECIAL + ".bin.gz"), sp_fam)
     manifest = {"generator": "tests/gen/gen_tokenizer_refs.py", "seed": SEED,
                 "tokenizers_version": tokenizers.__version__, "n_corpus": len(corpus), "n_special": len(sp),
                 "tokenizers": {}}
@@ -303,18 +316,21 @@ def main():
         ids, dec = encode_all(tok, corpus)
         write_ids(os.path.join(OUT, name + ".ids.bin.gz"), ids)
         write_decodes(os.path.join(OUT, name + ".decode.bin.gz"), corpus, dec)
-        sids, sdec = encode_all(tok, sp)
-        nids, ndec = encode_all(tok, sp, nospecial=True)
+        spx = sp if name in CORPUS_TOKENIZERS else sp_fam
+        sids, sdec = encode_all(tok, spx)
+        nids, ndec = encode_all(tok, spx, nospecial=True)
         write_ids(os.path.join(OUT, name + ".special.ids.bin.gz"), sids)
-        write_decodes(os.path.join(OUT, name + ".special.decode.bin.gz"), sp, sdec)
+        write_decodes(os.path.join(OUT, name + ".special.decode.bin.gz"), spx, sdec)
         write_ids(os.path.join(OUT, name + ".nospecial.ids.bin.gz"), nids)
-        write_decodes(os.path.join(OUT, name + ".nospecial.decode.bin.gz"), sp, ndec)
+        write_decodes(os.path.join(OUT, name + ".nospecial.decode.bin.gz"), spx, ndec)
         gz, cfg = TOKENIZERS[name]
         manifest["tokenizers"][name] = {
             "tokenizer_json_gz": "tests/fixtures/tokenizers/" + gz,
             "tokenizer_json_sha256": hashlib.sha256(gzip.open(os.path.join(FIX, gz)).read()).hexdigest(),
             "config": "tests/fixtures/tokenizers/" + cfg, "config_sha256": sha256(os.path.join(FIX, cfg)),
             "n_ids": sum(len(i) for i in ids)}
+        if name not in CORPUS_TOKENIZERS:
+            manifest["tokenizers"][name]["special_corpus"] = FAMILY_SPECIAL
         print("%s: %d strings, %d ids, %d decode differences" % (
             name, len(corpus), manifest["tokenizers"][name]["n_ids"], sum(a != b for a, b in zip(corpus, dec))))
     gguf_refs(corpus, sp, manifest)
