@@ -114,7 +114,7 @@ static void check_model(const char *path, int exact, int threads) {
     llmgen_model_free(m);
 }
 
-Test(batch, same_logits_bytes_alone_and_batched, .timeout = 300) {
+Test(batch, same_logits_bytes_alone_and_batched) {
     for (int threads = 1; threads <= 2; threads++)
         for (int exact = 0; exact <= 1; exact++) {
             if (!exact || threads == 2) check_model(REAL_MODEL, exact, threads);
