@@ -426,9 +426,17 @@ family-model-refs: $(REF_VENV)/.ok $(GEMMA3_270M)  ## regenerate tests/gen/<fami
 	nice -n 10 $(REF_VENV)/bin/python tests/gen/make_gemma270m_ref.py $(CACHE)
 
 # llmgen --exact against them: logits within 1e-4 of max |logit|, ids where HF's top-2 gap > 1e-3.
-regress-families: llmgen family-models  ## --exact on the family checkpoints, --tokenize on the family GGUFs, against HF
+regress-families: llmgen family-models family-tokenizers  ## --exact on the family checkpoints, --tokenize on the family GGUFs and Gemma 3's tokenizer, against HF
 	$(PYTHON) tests/cli/regress_families.py; rc=$$?; \
-	$(PYTHON) tests/cli/regress_family_tokenize.py || exit 1; exit $$rc
+	$(PYTHON) tests/cli/regress_family_tokenize.py || exit 1; \
+	$(PYTHON) tests/cli/check_tokenizer.py --require-cached || exit 1; exit $$rc
+
+# Gemma 3's tokenizer.json (5.3 MB gzipped, too large for git) as transformers builds it from the
+# 270M GGUF's vocabulary, into .cache/tokenizers/gemma3; the checks verify its sha256.
+.PHONY: family-tokenizers
+family-tokenizers: $(CACHE)/tokenizers/gemma3/tokenizer.json.gz  ## Gemma 3's tokenizer.json into .cache/tokenizers
+$(CACHE)/tokenizers/gemma3/tokenizer.json.gz: $(GEMMA3_270M) $(REF_VENV)/.ok
+	$(REF_VENV)/bin/python tests/gen/build_tok_fixtures.py $(CACHE)/dl gemma3
 
 # HF references of --tokenize on the family GGUF files (tests/refs/tokenizer/gguf-files).
 .PHONY: family-tokenize-refs

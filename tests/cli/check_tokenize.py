@@ -34,7 +34,7 @@ REFS = os.path.join(REPO, "tests", "refs", "tokenizer")
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny-mha-f32")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_tokenizer import gguf_from_json, gguf_vocab_size, read_decodes, read_ids, read_strings  # noqa: E402
+from check_tokenizer import gguf_from_json, gguf_vocab_size, read_decodes, read_ids, read_strings, tokenizer_gz  # noqa: E402
 
 failures = []
 
@@ -143,9 +143,12 @@ def main():
     try:
         sources = []  # (label, ref name, args)
         for name, info in man["tokenizers"].items():
+            if tokenizer_gz(info) is None:  # Gemma 3's, in the cache: make regress-families checks it
+                print("not checked here: %s (make family-tokenizers)" % name)
+                continue
             d = os.path.join(tmp, name)
             os.makedirs(d)
-            with gzip.open(os.path.join(REPO, info["tokenizer_json_gz"])) as f, \
+            with gzip.open(tokenizer_gz(info)) as f, \
                     open(os.path.join(d, "tokenizer.json"), "wb") as g:
                 g.write(f.read())
             shutil.copy(os.path.join(REPO, info["config"]), os.path.join(d, "tokenizer_config.json"))

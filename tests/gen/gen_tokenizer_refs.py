@@ -32,6 +32,13 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(REPO, "tests", "fixtures", "tokenizers")
+
+
+def tok_gz(gz):
+    """A fixture's tokenizer.json.gz: in the repo, or (too large for git: Gemma 3's) in
+    .cache/tokenizers, written there by `make family-tokenizers`."""
+    path = os.path.join(FIX, gz)
+    return path if os.path.exists(path) else os.path.join(REPO, ".cache", "tokenizers", gz)
 OUT = os.path.join(REPO, "tests", "refs", "tokenizer")
 SEED = 20261122
 
@@ -216,7 +223,7 @@ def sha256(path):
 def load_tokenizer(name):
     from tokenizers import Tokenizer
     gz, _ = TOKENIZERS[name]
-    with gzip.open(os.path.join(FIX, gz), "rb") as f:
+    with gzip.open(tok_gz(gz), "rb") as f:
         return Tokenizer.from_str(f.read().decode("utf-8"))
 
 
@@ -249,7 +256,7 @@ def chat_refs():
     out = {}
     with tempfile.TemporaryDirectory() as d:
         for name, (gz, cfg) in TOKENIZERS.items():
-            with gzip.open(os.path.join(FIX, gz), "rb") as f, open(os.path.join(d, "tokenizer.json"), "wb") as g:
+            with gzip.open(tok_gz(gz), "rb") as f, open(os.path.join(d, "tokenizer.json"), "wb") as g:
                 g.write(f.read())
             with open(os.path.join(FIX, cfg), "rb") as f, open(os.path.join(d, "tokenizer_config.json"), "wb") as g:
                 g.write(f.read())
@@ -326,7 +333,7 @@ def main():
         gz, cfg = TOKENIZERS[name]
         manifest["tokenizers"][name] = {
             "tokenizer_json_gz": "tests/fixtures/tokenizers/" + gz,
-            "tokenizer_json_sha256": hashlib.sha256(gzip.open(os.path.join(FIX, gz)).read()).hexdigest(),
+            "tokenizer_json_sha256": hashlib.sha256(gzip.open(tok_gz(gz)).read()).hexdigest(),
             "config": "tests/fixtures/tokenizers/" + cfg, "config_sha256": sha256(os.path.join(FIX, cfg)),
             "n_ids": sum(len(i) for i in ids)}
         if name not in CORPUS_TOKENIZERS:
