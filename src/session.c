@@ -405,6 +405,7 @@ static void batch_run(llmgen_batch *b) {
         }
         b->n_pending -= nseg;
     }
+    pool_park(b->owner->m->pool); /* the members sample now, on these cores */
     atomic_store(&b->owner->busy, 0);
     b->running = 0;
     pthread_cond_broadcast(&b->done);

@@ -28,6 +28,7 @@ struct thread_pool {
     atomic_int stop;
     atomic_int sleepers;        /* workers asleep on cv: pool_run takes the mutex only then */
     atomic_int caller_asleep;   /* the caller sleeps on done_cv: the last worker signals only then */
+    atomic_int parked;          /* pool_park: waiting workers sleep without spinning */
     pool_fn fn;
     void *ctx;
     struct worker_arg {
@@ -60,7 +61,7 @@ static void *worker_main(void *arg) {
         int spins = 0;
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
                !atomic_load(&p->stop)) {
-            if (++spins < SPIN_ITERS) {
+            if (++spins < SPIN_ITERS && !atomic_load_explicit(&p->parked, memory_order_relaxed)) {
                 spin_wait(spins);
                 continue;
             }
@@ -99,6 +100,7 @@ thread_pool *pool_new(int n_threads) {
     atomic_init(&p->stop, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_asleep, 0);
+    atomic_init(&p->parked, 0);
     p->tids = calloc((size_t)n_threads, sizeof *p->tids);
     p->args = calloc((size_t)n_threads, sizeof *p->args);
     if (!p->tids || !p->args) {
@@ -140,6 +142,7 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
     }
     p->fn = fn;
     p->ctx = ctx;
+    if (atomic_load_explicit(&p->parked, memory_order_relaxed)) atomic_store(&p->parked, 0);
     atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed); /* published by the generation */
     atomic_fetch_add(&p->generation, 1);
     if (atomic_load(&p->sleepers) > 0) { /* spinning workers see the generation without a wake-up */
@@ -159,6 +162,10 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
         atomic_store(&p->caller_asleep, 0);
         pthread_mutex_unlock(&p->mu);
     }
+}
+
+void pool_park(thread_pool *p) {
+    if (p->n > 1) atomic_store_explicit(&p->parked, 1, memory_order_relaxed);
 }
 
 void pool_split(int n, int align, int ith, int nth, int *begin, int *end) {

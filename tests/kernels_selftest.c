@@ -694,7 +694,7 @@ done:
  * every remainder of the prefill tiles. */
 static const int ST_Q8_COLS[] = {32, 96, 128, 160, 576, 800};
 static const int ST_Q8_ROWS[] = {1, 3, 8, 12, 17, 34};
-static const int ST_Q8_NT[] = {1, 2, 3, 5, 17};
+static const int ST_Q8_NT[] = {1, 2, 3, 5, 8, 13, 17}; /* 8, 13 (8 + 4 + 1): the decode-of-several-sequences tiles */
 static const dtype ST_Q8_DTYPES[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64, DT_Q4_1G128};
 
 /* The int8 sizes and tolerances, for the log. */
@@ -1000,7 +1000,7 @@ done:
  * Q6_K, packed, also takes 17 and 34 rows (partial groups after whole ones; AVX-512's
  * 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
 __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
-    static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17};
+    static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17, 8, 13}; /* 8, 13: decode tiles of several sequences */
     int sup = st_block_elems(dt) == QK_K;
     const int *cols = sup ? ST_SUPER_COLS : ST_BLOCK_COLS;
     int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : ST_COUNT(ST_BLOCK_COLS);

@@ -210,6 +210,11 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * Q4_0 / Q4_1 576-column shapes went from 12 to 16 GB/s to 16 to 21 (one
  * alternating run; NTA and T1 at 2, 4 and 8 KB were in between). */
 #define Q8_TILE_T 3
+/* Decode steps of several sequences (a batch of 4 to 15 tokens, below the
+ * panels) take tiles of 8 and 4 tokens as well: 8 tokens were 4 chunk decodes
+ * at T = 3 (3 + 3 + 1 + 1), one at T = 8, whose 16 accumulators beside the 16
+ * weight vectors spill a few registers and still do less work per token. */
+#define Q8_TILE_MAX 8
 #ifndef Q8_PF
 #define Q8_PF 16384
 #endif
@@ -464,7 +469,7 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
 AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0,
                  int ldy, int lo, int hi, int T) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
-    __m512 acc[2][Q8_TILE_T];
+    __m512 acc[2][Q8_TILE_MAX];
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
@@ -767,9 +772,12 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
 #define Q8_GROUPS(DT, VNNI, NAME, PANELS, GEMV)                                                        \
     Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
     Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
+    Q8_GROUP(DT, VNNI, NAME##_t4, 4)                                                                   \
+    Q8_GROUP(DT, VNNI, NAME##_t8, 8)                                                                   \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                               \
-        run_q8(NAME##_1, NAME##_t, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                \
+        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8};                                \
+        run_q8(&tl, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                               \
     }
 #define Q8_PANELS(DT, FN)                                                                              \
     static int FN(const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y, int ldy) { \
@@ -786,7 +794,11 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
  * only rows [r0, r1) are stored. Prefill with VNNI takes the rows of whole
  * 16-row panels (counted from row 0, so which rows a panel holds does not
  * depend on r0 / r1) through run_panels, the rest group by group. */
-static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, gemv_fn gemv, dtype dt, const void *packed,
+typedef struct {
+    q8_group_fn t1, t3, t4, t8; /* q8_group at T = 1, Q8_TILE_T, 4 and 8 */
+} q8_tiles;
+
+static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt, const void *packed,
                    int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
@@ -807,8 +819,12 @@ static void run_q8(q8_group_fn one, q8_group_fn tile, panels_fn panels, gemv_fn 
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         int t = 0;
-        for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tile(g, rr, nb, x, t, y + g0, ldy, lo, hi);
-        for (; t < x->nt; t++) one(g, rr, nb, x, t, y + g0, ldy, lo, hi);
+        if (x->nt < Q8_PANELS_MIN_T) { /* decode of several sequences: 8s, then a 4 */
+            for (; t + 8 <= x->nt; t += 8) tl->t8(g, rr, nb, x, t, y + g0, ldy, lo, hi);
+            if (t + 4 <= x->nt) tl->t4(g, rr, nb, x, t, y + g0, ldy, lo, hi), t += 4;
+        }
+        for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tl->t3(g, rr, nb, x, t, y + g0, ldy, lo, hi);
+        for (; t < x->nt; t++) tl->t1(g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }
 }
 

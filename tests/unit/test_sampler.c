@@ -19,6 +19,40 @@ Test(sampler, greedy_is_first_argmax) {
     llmgen_sampler_free(s);
 }
 
+/* The first index of the largest value, as a plain scan finds it: ties, the lane
+ * layout of the vector scan (maxima in every position mod 16, in the tail),
+ * -inf everywhere, NaN (never wins unless first), lengths around the lanes. */
+static int32_t first_max(const float *x, int n) {
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+Test(sampler, argmax_matches_a_plain_scan) {
+    enum { N = 200 };
+    float x[N];
+    for (int n = 1; n <= N; n += (n < 40 ? 1 : 13))
+        for (int at = 0; at < n; at += (n < 40 ? 1 : 7)) {
+            for (int i = 0; i < n; i++) x[i] = sinf((float)i * 0.7f);
+            x[at] = 5.0f;
+            cr_expect_eq(argmax_f32(x, n), first_max(x, n), "n %d max at %d", n, at);
+            if (at + 17 < n) x[at + 17] = 5.0f; /* a tie later: the first wins */
+            cr_expect_eq(argmax_f32(x, n), at, "n %d tie at %d", n, at);
+            x[(at + 5) % n] = NAN;
+            cr_expect_eq(argmax_f32(x, n), first_max(x, n), "n %d NaN near %d", n, at);
+        }
+    for (int i = 0; i < N; i++) x[i] = -INFINITY;
+    cr_expect_eq(argmax_f32(x, N), 0);
+    x[0] = NAN;
+    x[100] = 1.0f;
+    cr_expect_eq(argmax_f32(x, N), first_max(x, N));
+    x[0] = 0.0f;
+    x[100] = -0.0f;
+    x[150] = 0.0f;
+    cr_expect_eq(argmax_f32(x, N), 0); /* -0 and +0 are equal: the first */
+}
+
 Test(sampler, same_seed_same_ids_other_seed_differs) {
     enum { V = 1000, N = 64 };
     float l[V];
