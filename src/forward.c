@@ -286,12 +286,23 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
 
 /* ---- the KV cache ------------------------------------------------------------------ */
 
-/* Element i of a cache of s->kv_type, from f32. */
-static void cache_put(const fwd_state *s, void *base, size_t i, float v) {
-    if (s->kv_type == DT_F16) {
-        ((uint16_t *)base)[i] = f32_to_f16(v);
-    } else {
-        ((float *)base)[i] = v;
+/* n values into a cache of s->kv_type at base[at], base[at + stride], ...: f16
+ * through the kernel table's conversion (a vector instruction where there is
+ * one; the keys' cache is transposed, hence the stride). */
+static void cache_put(const fwd_state *s, const kernels *k, void *base, size_t at, size_t stride, const float *v, int n) {
+    if (s->kv_type != DT_F16) {
+        for (int i = 0; i < n; i++) ((float *)base)[at + (size_t)i * stride] = v[i];
+        return;
+    }
+    uint16_t h[64], *dst = (uint16_t *)base + at;
+    for (int i0 = 0; i0 < n; i0 += 64) {
+        int m = n - i0 < 64 ? n - i0 : 64;
+        k->to_f16(v + i0, h, m);
+        if (stride == 1) {
+            memcpy(dst + i0, h, (size_t)m * sizeof *h);
+        } else {
+            for (int i = 0; i < m; i++) dst[(size_t)(i0 + i) * stride] = h[i];
+        }
     }
 }
 
@@ -388,7 +399,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
             void *kc = k_head(kv, c, j->layer, h);
             size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
-            for (int d = 0; d < hd; d++) cache_put(s, kc, at + (size_t)d * ATT_KBLOCK, k[d]);
+            cache_put(s, j->m->kern, kc, at, ATT_KBLOCK, k, hd);
         }
         /* rows of V are (kv head, dim) in order: whole heads, as the split is */
         for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r += hd) {
@@ -396,7 +407,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
             if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
             void *vc = v_head(kv, c, j->layer, h);
-            for (int d = 0; d < hd; d++) cache_put(s, vc, (size_t)p * hd + d, v[d]);
+            cache_put(s, j->m->kern, vc, (size_t)p * hd, 1, v, hd);
         }
     }
 }

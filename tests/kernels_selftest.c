@@ -888,6 +888,26 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
         k->geglu_fast(b, u, n);
         if (memcmp(a, b, (size_t)n * 4)) return snprintf(msg, len, "geglu_fast n %d differs from scalar", n), 1;
     }
+    /* to_f16 = f32_to_f16 bit for bit: values of every magnitude (normal, subnormal and
+     * overflowing halves, ties), +-0, +-inf; tails of every length */
+    static uint16_t ha[SN], hb[SN];
+    for (int i = 0; i < SN; i++) {
+        uint32_t r = (uint32_t)st_next(&st);
+        float v = ldexpf(1.0f + (float)(r & 0xffff) / 65536.0f, (int)(r >> 16) % 50 - 30);
+        g[i] = (r >> 31) ? -v : v;
+        if (i % 5 == 0) { /* a tie between two halves: 11 mantissa bits, then a 1 */
+            uint32_t u32;
+            memcpy(&u32, &g[i], 4);
+            u32 = (u32 & ~0x1fffu) | 0x1000u;
+            memcpy(&g[i], &u32, 4);
+        }
+    }
+    g[0] = 0.0f, g[1] = -0.0f, g[2] = INFINITY, g[3] = -INFINITY, g[4] = 65520.0f, g[6] = 5.96e-8f, g[7] = 2.98e-8f;
+    for (int n = SN - 17; n <= SN; n++) {
+        for (int i = 0; i < n; i++) ha[i] = f32_to_f16(g[i]);
+        k->to_f16(g, hb, n);
+        if (memcmp(ha, hb, (size_t)n * 2)) return snprintf(msg, len, "to_f16 n %d differs from f32_to_f16", n), 1;
+    }
     for (int n = 1; n <= 333; n += 37) {
         for (int i = 0; i < SPAD; i++) g[i] = 40.0f * st_unit(&st); /* logits over +-40 */
         memcpy(a, g, SPAD * 4), memcpy(b, g, SPAD * 4);

@@ -527,6 +527,14 @@ static inline float hmax8(__m256 v) {
 #define av_pow2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23))
 #include "attn_tiles.h"
 
+/* vcvtps2ph (F16C) rounds to nearest even, as f32_to_f16 (NaN payloads aside). */
+static void to_f16_avx2(const float *x, uint16_t *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) y[i] = f32_to_f16(x[i]);
+}
+
 static const kernels AVX2 = {
     .name = "avx2",
     .matmul =
@@ -552,6 +560,7 @@ static const kernels AVX2 = {
     .softmax_fast = softmax_fast_avx2,
     .swiglu_fast = swiglu_fast_avx2,
     .geglu_fast = geglu_fast_avx2,
+    .to_f16 = to_f16_avx2,
 };
 
 /* The table, without any CPU check: dispatch.c calls this only after checking. */

@@ -841,6 +841,15 @@ Q8_DTYPE(DT_Q4_1G64, q4_1g64)
 Q8_DTYPE(DT_Q4_1G128, q4_1g128)
 Q8_DTYPE(DT_Q6_K, q6_k)
 
+/* vcvtps2ph rounds to nearest even, as f32_to_f16 (NaN payloads aside). */
+static void to_f16_avx512(const float *x, uint16_t *y, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(y + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) y[i] = f32_to_f16(x[i]);
+}
+
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
  * sum in integers. */
@@ -952,6 +961,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .softmax_fast = softmax_fast_avx512,                                                        \
         .swiglu_fast = swiglu_fast_avx512,                                                          \
         .geglu_fast = geglu_fast_avx512,                                                            \
+        .to_f16 = to_f16_avx512,                                                                    \
     };
 
 /* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */

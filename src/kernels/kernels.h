@@ -236,6 +236,11 @@ typedef void (*softmax_fn)(float *x, int len, int pad, float scale);
  * same polynomial e^. */
 typedef void (*swiglu_fn)(float *gate, const float *up, int n);
 
+/* y[i] = x[i] as an IEEE half, rounded to nearest even (the KV cache's f16):
+ * bit-identical to util.h's f32_to_f16 for every input but NaN (a NaN stays a
+ * NaN, its payload may differ). */
+typedef void (*to_f16_fn)(const float *x, uint16_t *y, int n);
+
 typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
@@ -249,6 +254,7 @@ typedef struct {
     softmax_fn softmax_fast;
     swiglu_fn swiglu_fast;
     swiglu_fn geglu_fast; /* gate = gelu_tanh(gate) * up = gate / (1 + e^(-2u)) * up, the e^ of softmax_fast */
+    to_f16_fn to_f16;
 } kernels;
 
 /* The portable reference table (a matmul for every weight type of the type table, quant.h). */

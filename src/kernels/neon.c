@@ -586,6 +586,13 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
 #define av_pow2(n) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n, vdupq_n_s32(127)), 23))
 #include "attn_tiles.h"
 
+/* fcvtn rounds to nearest even under the default FPCR, as f32_to_f16 (NaN payloads aside). */
+static void to_f16_neon(const float *x, uint16_t *y, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < n; i++) y[i] = f32_to_f16(x[i]);
+}
+
 static const kernels NEON = {
     .name = "neon",
     .matmul =
@@ -611,6 +618,7 @@ static const kernels NEON = {
     .softmax_fast = softmax_fast_neon,
     .swiglu_fast = swiglu_fast_neon,
     .geglu_fast = geglu_fast_neon,
+    .to_f16 = to_f16_neon,
 };
 
 /* The table; dispatch.c hands it out on every AArch64 CPU. */

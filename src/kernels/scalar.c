@@ -301,6 +301,10 @@ static void axpy_scalar(float *y, float a, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+static void to_f16_scalar(const float *x, uint16_t *y, int n) {
+    for (int i = 0; i < n; i++) y[i] = f32_to_f16(x[i]);
+}
+
 static const kernels SCALAR = {
     .name = "scalar",
     .matmul =
@@ -326,6 +330,7 @@ static const kernels SCALAR = {
     .softmax_fast = softmax_fast_scalar,
     .swiglu_fast = swiglu_fast_scalar,
     .geglu_fast = geglu_fast_scalar,
+    .to_f16 = to_f16_scalar,
 };
 
 const kernels *kernels_scalar(void) { return &SCALAR; }
