@@ -3,8 +3,9 @@
  * layer's weights (LAYER_SLOTS) that the loader walks. The forward pass reads the
  * flags through the loaded config and weights, never an architecture name.
  *
- * Adding a family: a row in ARCHES (arch.c), its config keys in config.c where
- * they differ, and any genuinely new stage in forward.c. */
+ * Adding a family: a row in ARCHES (arch.c), a row in config.c's FAMILIES (its
+ * config class defaults, which layers slide or skip RoPE, the keys only it reads),
+ * and any genuinely new stage in forward.c. */
 #ifndef LLMGEN_ARCH_H
 #define LLMGEN_ARCH_H
 

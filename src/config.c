@@ -99,26 +99,56 @@ static int json_bool_key(const json_t *root, const char *key, int dflt, int *out
     return 0;
 }
 
+/* How a family's config says which layers slide (attend within a window). */
+typedef enum {
+    SLIDE_NONE,        /* no layer (the window, if any, is ignored) */
+    SLIDE_ALL,         /* every layer, when a window is set (Mistral, Phi-3) */
+    SLIDE_FROM_MAX,    /* the layers from max_window_layers on (Qwen2 / Qwen3) */
+    SLIDE_PATTERN,     /* all but every sliding_window_pattern-th (Gemma 3) */
+    SLIDE_NO_ROPE,     /* the layers without RoPE (SmolLM3) */
+} slide_rule;
+
+/* Config keys only some families read (family_rules.keys). */
+enum {
+    KEY_USE_SW = 1 << 0,        /* use_sliding_window switches the window off */
+    KEY_LAYER_TYPES = 1 << 1,   /* layer_types (transformers 5.x) lists full / sliding per layer */
+    KEY_NO_ROPE = 1 << 2,       /* no_rope_layers, else no_rope_layer_interval (default 4); GGUF: every 4th */
+    KEY_PARTIAL_ROTARY = 1 << 3,/* partial_rotary_factor below 1; LongRoPE's original context defaults to
+                                   4096; GGUF's rope.dimension_count is not the head size */
+    KEY_MULTIPLIERS = 1 << 4,   /* embedding / residual / attention multipliers and logits_scaling */
+    KEY_GGUF_WINDOW = 1 << 5,   /* GGUF: attention.sliding_window (the others' files carry none) */
+    KEY_GGUF_PATTERN = 1 << 6,  /* GGUF: attention.sliding_window_pattern and rope.freq_base_swa */
+};
+
 /* What config.json leaves out means the family's config class default (transformers
- * 5.23): these are the ones that change a result. head_dim 0: hidden / heads. */
+ * 5.23): these are the ones that change a result. head_dim 0: hidden / heads. Then
+ * the family's per-layer rules and the keys only it reads: config.c asks this row,
+ * never the architecture's name. */
 typedef struct {
     const char *arch;
     int tied, max_pos, bos, eos, head_dim; /* bos / eos -1: none */
     double theta, eps;
-} json_defaults;
+    slide_rule slide;
+    int sw_default; /* sliding_window when config.json has no such key (a null one means none) */
+    unsigned keys;  /* KEY_* */
+} family_rules;
 
-static const json_defaults DEFAULTS[] = {
-    {"llama", 0, 2048, 1, 2, 0, 1e4, 1e-6},        {"mistral", 0, 131072, 1, 2, 0, 1e4, 1e-6},
-    {"qwen2", 0, 32768, -1, -1, 0, 1e4, 1e-6},     {"qwen3", 0, 32768, -1, -1, 128, 1e4, 1e-6},
-    {"gemma3", 1, 131072, 2, 1, 256, 1e6, 1e-6},   {"phi3", 0, 4096, 1, 32000, 0, 1e4, 1e-5},
-    {"smollm3", 1, 32768, 128000, 128001, 0, 2e6, 1e-6},
-    {"granite", 0, 2048, 1, 2, 0, 1e4, 1e-6},
+static const family_rules FAMILIES[] = {
+    {"llama", 0, 2048, 1, 2, 0, 1e4, 1e-6, SLIDE_NONE, 0, 0},
+    {"mistral", 0, 131072, 1, 2, 0, 1e4, 1e-6, SLIDE_ALL, 4096, 0},
+    {"qwen2", 0, 32768, -1, -1, 0, 1e4, 1e-6, SLIDE_FROM_MAX, 0, KEY_USE_SW | KEY_LAYER_TYPES},
+    {"qwen3", 0, 32768, -1, -1, 128, 1e4, 1e-6, SLIDE_FROM_MAX, 0, KEY_USE_SW | KEY_LAYER_TYPES},
+    {"gemma3", 1, 131072, 2, 1, 256, 1e6, 1e-6, SLIDE_PATTERN, 4096,
+     KEY_LAYER_TYPES | KEY_GGUF_WINDOW | KEY_GGUF_PATTERN},
+    {"phi3", 0, 4096, 1, 32000, 0, 1e4, 1e-5, SLIDE_ALL, 0, KEY_PARTIAL_ROTARY | KEY_GGUF_WINDOW},
+    {"smollm3", 1, 32768, 128000, 128001, 0, 2e6, 1e-6, SLIDE_NO_ROPE, 0, KEY_USE_SW | KEY_LAYER_TYPES | KEY_NO_ROPE},
+    {"granite", 0, 2048, 1, 2, 0, 1e4, 1e-6, SLIDE_NONE, 0, KEY_MULTIPLIERS},
 };
 
-static const json_defaults *defaults_of(const char *arch) {
-    for (size_t i = 0; i < sizeof DEFAULTS / sizeof DEFAULTS[0]; i++)
-        if (!strcmp(DEFAULTS[i].arch, arch)) return &DEFAULTS[i];
-    return &DEFAULTS[0];
+static const family_rules *rules_of(const char *arch) {
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++)
+        if (!strcmp(FAMILIES[i].arch, arch)) return &FAMILIES[i];
+    return &FAMILIES[0];
 }
 
 static void set_arch(model_config *c, const arch_info *a) {
@@ -177,7 +207,7 @@ static int check_unsupported(const json_t *root, const model_config *c, const ch
 }
 
 static int json_token_ids(const json_t *root, model_config *c, const char *path, char *err) {
-    const json_defaults *d = defaults_of(c->arch);
+    const family_rules *d = rules_of(c->arch);
     json_t *bos = json_object_get(root, "bos_token_id");
     if (!bos) c->bos_id = d->bos;
     else if (json_is_null(bos)) c->bos_id = -1;
@@ -256,7 +286,8 @@ static int json_rope_longrope(const json_t *root, const json_t *rp, const char *
      * has that attribute (default 4096), other classes fall back to the dict's value,
      * then to max_position_embeddings */
     double orig, factor, attn;
-    int top = get(root, "original_max_position_embeddings") != NULL, phi3 = !strcmp(c->arch, "phi3");
+    int top = get(root, "original_max_position_embeddings") != NULL;
+    int phi3 = (rules_of(c->arch)->keys & KEY_PARTIAL_ROTARY) != 0;
     double dflt_orig = phi3 ? 4096 : c->max_pos;
     if (json_num_key(top || phi3 ? root : rp, "original_max_position_embeddings", 0, dflt_orig, &orig,
                      top || phi3 ? "" : where, path, err))
@@ -305,7 +336,7 @@ static int json_rope_type(const json_t *root, const json_t *rp, const char *wher
  * rope_parameters ("full_attention", "sliding_attention"); its older configs have
  * rope_local_base_freq for the sliding layers. */
 static int json_rope(const json_t *root, model_config *c, const char *path, char *err) {
-    const json_defaults *d = defaults_of(c->arch);
+    const family_rules *d = rules_of(c->arch);
     const json_t *rp = get(root, "rope_scaling");
     const char *where = "rope_scaling.";
     if (!rp || (json_is_object(rp) && json_object_size(rp) == 0)) {
@@ -341,7 +372,7 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
         json_num_key(rp, "partial_rotary_factor", 0, prf, &prf, where, path, err))
         return -1;
     /* of these families only Phi-3's attention slices the rotated part off the head */
-    if (prf != 1.0 && strcmp(c->arch, "phi3"))
+    if (prf != 1.0 && !(d->keys & KEY_PARTIAL_ROTARY))
         return errf(err, "%s: unsupported partial_rotary_factor %g for %s", path, prf, c->arch);
     if (!(prf > 0 && prf <= 1)) return errf(err, "%s: partial_rotary_factor %g must be in (0, 1]", path, prf);
     c->rot_dim = (int)(c->head_dim * prf); /* int() of the double product, as transformers; checked in
@@ -350,7 +381,7 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
 }
 
 static int json_sizes(const json_t *root, model_config *c, const char *path, char *err) {
-    const json_defaults *d = defaults_of(c->arch);
+    const family_rules *d = rules_of(c->arch);
     if (json_int_key(root, "hidden_size", 1, 0, &c->dim, path, err) ||
         json_int_key(root, "num_hidden_layers", 1, 0, &c->n_layers, path, err) ||
         json_int_key(root, "num_attention_heads", 1, 0, &c->n_heads, path, err) ||
@@ -374,7 +405,7 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
         c->attn_scale = (float)pow(qpas, -0.5);
     }
     /* Granite's multipliers: Python floats that transformers multiplies f32 tensors by */
-    if (!strcmp(c->arch, "granite")) {
+    if (rules_of(c->arch)->keys & KEY_MULTIPLIERS) {
         double em, rm, am, ls;
         if (json_num_key(root, "embedding_multiplier", 0, 1.0, &em, "", path, err) ||
             json_num_key(root, "residual_multiplier", 0, 1.0, &rm, "", path, err) ||
@@ -386,39 +417,36 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
     return json_bool_key(root, "tie_word_embeddings", d->tied, &c->tied_embeddings, path, err);
 }
 
-/* Which layers slide and which skip RoPE. layer_types (transformers 5.x) wins where the
- * family reads it; else each family's own rule. Mistral and Phi-3 slide every layer
+/* Which layers slide and which skip RoPE, by the family's row of FAMILIES. layer_types
+ * (transformers 5.x) wins where the family reads it; else its slide rule. Mistral and Phi-3 slide every layer
  * when sliding_window is set; Qwen2 / Qwen3 the layers from max_window_layers on when
  * use_sliding_window; Gemma 3 all but every sliding_window_pattern-th; SmolLM3 the
  * no-RoPE layers when use_sliding_window. */
 static int json_layers(const json_t *root, model_config *c, const char *path, char *err) {
-    const char *a = c->arch;
-    int is_qwen = !strcmp(a, "qwen2") || !strcmp(a, "qwen3"), is_smol = !strcmp(a, "smollm3");
-    int is_gemma = !strcmp(a, "gemma3"), all_slide = !strcmp(a, "mistral") || !strcmp(a, "phi3");
+    const family_rules *fr = rules_of(c->arch);
     int use_sw = 1, window = 0, max_window_layers = 28, pattern = 6, interval = 4;
-    if ((is_qwen || is_smol) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
+    if ((fr->keys & KEY_USE_SW) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
     const json_t *sw = json_object_get(root, "sliding_window");
-    int sw_dflt = !strcmp(a, "mistral") || is_gemma ? 4096 : 0; /* an absent key, not a null one */
     if (sw && !json_is_null(sw)) {
         if (json_int_key(root, "sliding_window", 1, 0, &window, path, err)) return -1;
     } else if (!sw) {
-        window = sw_dflt;
+        window = fr->sw_default; /* an absent key, not a null one */
     }
-    if (!use_sw || !strcmp(a, "llama")) window = 0;
+    if (!use_sw || fr->slide == SLIDE_NONE) window = 0;
     c->sliding_window = window;
     if (json_int_key(root, "max_window_layers", 0, 28, &max_window_layers, path, err) ||
         json_int_key(root, "sliding_window_pattern", 1, 6, &pattern, path, err) ||
         json_int_key(root, "no_rope_layer_interval", 1, 4, &interval, path, err))
         return -1;
-    const json_t *types = (is_qwen || is_smol || is_gemma) ? get(root, "layer_types") : NULL;
-    const json_t *norope = is_smol ? get(root, "no_rope_layers") : NULL;
+    const json_t *types = fr->keys & KEY_LAYER_TYPES ? get(root, "layer_types") : NULL;
+    const json_t *norope = fr->keys & KEY_NO_ROPE ? get(root, "no_rope_layers") : NULL;
     if (types && (!json_is_array(types) || (int)json_array_size(types) != c->n_layers))
         return errf(err, "%s: key 'layer_types' must list %d layer types", path, c->n_layers);
     if (norope && (!json_is_array(norope) || (int)json_array_size(norope) != c->n_layers))
         return errf(err, "%s: key 'no_rope_layers' must list %d flags", path, c->n_layers);
     for (int l = 0; l < c->n_layers && l < CONFIG_MAX_LAYERS; l++) {
         int rope = 1, slide = 0;
-        if (is_smol) {
+        if (fr->keys & KEY_NO_ROPE) {
             const json_t *v = norope ? json_array_get(norope, (size_t)l) : NULL;
             if (v && !json_is_integer(v) && !json_is_boolean(v))
                 return errf(err, "%s: key 'no_rope_layers' entry %d must be 0 or 1", path, l);
@@ -431,14 +459,14 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
                 return errf(err, "%s: key 'layer_types' entry %d must be full_attention or sliding_attention", path,
                             l);
             slide = !strcmp(t, "sliding_attention");
-        } else if (all_slide) {
-            slide = 1;
-        } else if (is_qwen) {
-            slide = l >= max_window_layers;
-        } else if (is_gemma) {
-            slide = (l + 1) % pattern != 0;
-        } else if (is_smol) {
-            slide = !rope;
+        } else {
+            switch (fr->slide) {
+            case SLIDE_NONE: break;
+            case SLIDE_ALL: slide = 1; break;
+            case SLIDE_FROM_MAX: slide = l >= max_window_layers; break;
+            case SLIDE_PATTERN: slide = (l + 1) % pattern != 0; break;
+            case SLIDE_NO_ROPE: slide = !rope; break;
+            }
         }
         c->layer_flags[l] = (uint8_t)((slide && window ? LAYER_SLIDING : 0) | (rope ? 0 : LAYER_NO_ROPE));
     }
@@ -579,7 +607,8 @@ static int gguf_head_dim(const gguf_file *g, model_config *c, char *err) {
         return -1;
     /* Without key_length, rope.dimension_count is the head size in files whose RoPE
      * covers the whole head (all but Phi-3's partial rotary). */
-    if (!gguf_has_key(g, kk) && gguf_has_key(g, AK("rope.dimension_count")) && strcmp(c->arch, "phi3"))
+    if (!gguf_has_key(g, kk) && gguf_has_key(g, AK("rope.dimension_count")) &&
+        !(rules_of(c->arch)->keys & KEY_PARTIAL_ROTARY))
         kl = vl = rd;
     if (vl != kl)
         return errf(err, "%s: %s.attention.value_length %d != key_length %d (unsupported)", gguf_path(g),
@@ -600,8 +629,9 @@ static int gguf_head_dim(const gguf_file *g, model_config *c, char *err) {
 static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
     char kb[96];
     int window = 0, pattern = 6;
-    int is_gemma = !strcmp(c->arch, "gemma3"), is_phi = !strcmp(c->arch, "phi3");
-    if ((is_gemma || is_phi) && gguf_has_key(g, AK("attention.sliding_window"))) {
+    const family_rules *fr = rules_of(c->arch);
+    int with_pattern = (fr->keys & KEY_GGUF_PATTERN) != 0;
+    if ((fr->keys & KEY_GGUF_WINDOW) && gguf_has_key(g, AK("attention.sliding_window"))) {
         int64_t v;
         if (gguf_get_int(g, AK("attention.sliding_window"), &v) || v < 0 || v > INT32_MAX)
             return errf(err, "%s: key '%s' must be a non-negative integer", gguf_path(g), kb);
@@ -610,7 +640,7 @@ static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
     gguf_type et;
     uint64_t n = 0;
     const void *flags = NULL;
-    if (is_gemma && gguf_has_key(g, AK("attention.sliding_window_pattern"))) {
+    if (with_pattern && gguf_has_key(g, AK("attention.sliding_window_pattern"))) {
         if (!gguf_get_arr(g, kb, &et, &n, &flags)) {
             if (et != GGUF_BOOL || n != (uint64_t)c->n_layers)
                 return errf(err, "%s: key '%s' must be an integer or %d booleans", gguf_path(g), kb, c->n_layers);
@@ -618,11 +648,12 @@ static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
             return -1;
         }
     }
-    if (is_gemma && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err)) return -1;
+    if (with_pattern && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err)) return -1;
     c->sliding_window = window;
     for (int l = 0; l < c->n_layers; l++) {
-        int slide = is_phi || (is_gemma && (flags ? ((const uint8_t *)flags)[l] != 0 : l % pattern < pattern - 1));
-        int no_rope = !strcmp(c->arch, "smollm3") && (l + 1) % 4 == 0;
+        int slide = fr->slide == SLIDE_ALL ||
+                    (fr->slide == SLIDE_PATTERN && (flags ? ((const uint8_t *)flags)[l] != 0 : l % pattern < pattern - 1));
+        int no_rope = (fr->keys & KEY_NO_ROPE) && (l + 1) % 4 == 0;
         c->layer_flags[l] = (uint8_t)((slide && window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0));
     }
     return 0;
