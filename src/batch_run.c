@@ -194,6 +194,9 @@ static void put_result(runner *r, json_t *out, long seq, int code) {
     pthread_mutex_unlock(&r->out_mu);
 }
 
+/* A slot's loop: the next line, its result, until the lines or the output end. With a
+ * batch (--parallel) the slot's session is joined to it for the request only, so a
+ * slot between requests holds up no one; without, the lines run one after the other. */
 static void *work(void *arg) {
     worker *w = arg;
     runner *r = w->r;
@@ -204,28 +207,14 @@ static void *work(void *arg) {
     while (!r->stop_out && (line = next_line(r, &len, &lineno, &seq))) {
         int code = 0;
         json_t *out = NULL;
-        /* joined for the request only: a slot between requests holds up no one */
-        if (!llmgen_batch_join(r->b, w->s, err, sizeof err)) {
+        if (!r->b || !llmgen_batch_join(r->b, w->s, err, sizeof err)) {
             out = r->a->line(r->a->user, w->s, line, len, lineno, &code);
-            llmgen_batch_leave(w->s);
+            if (r->b) llmgen_batch_leave(w->s);
         }
         free(line);
         if (out) put_result(r, out, seq, code);
     }
     return NULL;
-}
-
-/* One line after the other on a->s, in this thread. */
-static void run_sequential(runner *r) {
-    size_t len;
-    long lineno, seq;
-    char *line;
-    while (!r->stop_out && (line = next_line(r, &len, &lineno, &seq))) {
-        int code = 0;
-        json_t *out = r->a->line(r->a->user, r->a->s, line, len, lineno, &code);
-        free(line);
-        put_result(r, out, seq, code);
-    }
 }
 
 /* --resume: open OUT for appending, cut a torn last line, collect the keys it holds. */
@@ -284,8 +273,9 @@ int batch_run_lines(const batch_parallel *a, int *first_fail, int *read_err, int
         rc = -1;
         goto out;
     }
-    if (a->parallel <= 1) {
-        run_sequential(&r);
+    if (a->parallel <= 1) { /* one slot, on a->s, in this thread */
+        worker one = {&r, a->s};
+        work(&one);
         goto out;
     }
     if (llmgen_batch_new(a->m, a->parallel, a->ctx_len, &r.b, err, errlen)) {
