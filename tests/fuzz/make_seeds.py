@@ -288,9 +288,32 @@ def verify_seeds():
         put("fuzz_verify", name, data)
 
 
+def prompt_cache_seeds():
+    """--prompt-cache files (session.c). First byte even: the body after the header the harness supplies
+    (u32 pos, pos i32 ids, u64 n + n cache bytes); odd: a whole file. The cache of the harness's
+    session (tests/fixtures/tiny-mha-f32: 3 layers, 4 kv heads, head_dim 16, f32, exact mode) holds
+    per layer and head ceil(pos / 64) key blocks of 16 x 64 values and pos x 16 values."""
+    def cache_bytes(pos):
+        return 3 * 4 * (-(-pos // 64) * 16 * 64 * 4 + pos * 16 * 4)
+
+    def body(pos, ids=None, n=None, fill=b"\0"):
+        ids = list(range(1, pos + 1)) if ids is None else ids
+        n = cache_bytes(pos) if n is None else n
+        return b"\0" + struct.pack("<I", pos) + struct.pack("<%di" % len(ids), *ids) + struct.pack("<Q", n) + fill * n
+
+    put("fuzz_prompt_cache", "empty", body(0))
+    put("fuzz_prompt_cache", "three", body(3))
+    put("fuzz_prompt_cache", "full", body(16, fill=b"\x01"))
+    put("fuzz_prompt_cache", "bad_id", body(2, ids=[1, 99999]))
+    put("fuzz_prompt_cache", "bad_len", body(3, n=cache_bytes(3) - 4))
+    put("fuzz_prompt_cache", "too_long", body(17))
+    put("fuzz_prompt_cache", "raw_magic", b"\x01LLMGENKV" + struct.pack("<II", 1, 4) + b"abcd" + b"\0" * 20)
+    put("fuzz_prompt_cache", "raw_short", b"\x01LLMGENKV")
+
+
 def main():
     for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch", "fuzz_jinja",
-              "fuzz_verify"]:
+              "fuzz_verify", "fuzz_prompt_cache"]:
         os.makedirs(os.path.join(OUT, t), exist_ok=True)
     gguf_seeds()
     st_seeds()
@@ -298,6 +321,7 @@ def main():
     tok_seeds()
     chat_seeds()
     jinja_seeds()
+    prompt_cache_seeds()
     batch_seeds()
     verify_seeds()
 
