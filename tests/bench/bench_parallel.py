@@ -7,7 +7,8 @@ Per model (the default SmolLM2 Q4_1 GGUF; the Llama-3.2-1B-config Q4_0 GGUF of `
 in the same run, rounds interleaved, medians:
   - 32 requests (prompt 32 random ids, 128 generated tokens each, ignore_eos) through
     `llmgen --batch` with --parallel 1 and --parallel 8: aggregate generated tokens/s = 32 * 128 /
-    wall time of the whole run (model load excluded: a run of 0 requests is timed and subtracted);
+    wall time of the whole run (model load excluded: a run of 0 requests is timed and subtracted),
+    and the CPU time (user + system) per generated token, load excluded the same way;
   - llama.cpp's llama-batched-bench (built by `make peer`) at 8 parallel sequences, the same
     prompt and generation lengths: its generated tokens / total time (prompt + generation),
     the same measure;
@@ -21,6 +22,7 @@ import json
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,10 +34,17 @@ LLMGEN = os.path.join(REPO, "llmgen")
 N_REQ, PROMPT, GEN, PAR = 32, 32, 128, 8
 
 
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(cmd, stdin=None):
-    t0 = time.time()
+    """(wall s, stdout, stderr); the CPU seconds (user + system) of the run go to run.cpu."""
+    t0, c0 = time.time(), children_cpu()
     p = subprocess.run(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall = time.time() - t0
+    run.cpu = children_cpu() - c0
     if p.returncode not in (0,):
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
     return wall, p.stdout, p.stderr
@@ -100,12 +109,15 @@ def main():
             sysreq = os.path.join(tmp, f"{key}.sys.jsonl")
             if has_tok:
                 system_requests(sysreq, path)
-            s = {"p1": [], "p8": [], "peer": [], "cached": [], "uncached": []}
+            s = {"p1": [], "p8": [], "peer": [], "cached": [], "uncached": [], "p1_cpu_ms_per_tok": [],
+                 "p8_cpu_ms_per_tok": []}
             for r in range(reps):
                 load_s = llmgen_batch(path, empty, threads, [])[0]
+                load_cpu = run.cpu
                 for name, extra in (("p1", ["--parallel", "1"]), ("p8", ["--parallel", str(PAR)])):
                     wall, gen = llmgen_batch(path, req, threads, extra)
                     s[name].append(gen / (wall - load_s))
+                    s[name + "_cpu_ms_per_tok"].append(1000 * (run.cpu - load_cpu) / gen)
                 if os.path.exists(peer):
                     tps, line = batched_bench(peer, path, threads)
                     s["peer"].append(tps)
@@ -117,6 +129,8 @@ def main():
             med = {k: statistics.median(v) for k, v in s.items() if v}
             results[key] = {"samples": s, "median": med, "threads": threads, "requests": N_REQ, "prompt": PROMPT,
                             "generated": GEN, "parallel": PAR}
+            rows.append((f"{key}: CPU time per generated token (user + system, load excluded), --parallel 1 / {PAR}",
+                         f"{med['p1_cpu_ms_per_tok']:.2f} / {med['p8_cpu_ms_per_tok']:.2f} ms", "-", True))
             rows.append((f"{key}: --parallel {PAR} / --parallel 1 (generated t/s)",
                          f"{med['p8']:.1f} / {med['p1']:.1f} = {med['p8'] / med['p1']:.2f}x", f">= {goal:g}x",
                          med["p8"] / med["p1"] >= goal))
@@ -130,7 +144,8 @@ def main():
                              ">= 3x", med["uncached"] / med["cached"] >= 3))
     print(f"load after: {os.getloadavg()[0]:.2f}")
     for what, val, goal, ok in rows:
-        print(f"{'met ' if ok else 'MISS'}  {what}: {val} (target {goal})")
+        print(f"{'    ' if goal == '-' else 'met ' if ok else 'MISS'}  {what}: {val}" +
+              ("" if goal == "-" else f" (target {goal})"))
     os.makedirs(os.path.join(cache, "bench"), exist_ok=True)
     with open(os.path.join(cache, "bench", "parallel.json"), "w") as f:
         json.dump(results, f, indent=1)
