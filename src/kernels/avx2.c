@@ -254,10 +254,12 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
     const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + 2 * q8w_nscales(dt, &c);
-    const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
+    const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * q8w_nv(dt) * 4 + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i isum = _mm256_setzero_si256();
+    /* Q5_0 / Q5_1: vector v's fifth bits brought to bit 4 by one shift and a mask (kernels.h) */
+    const __m256i hb = q8w_five(dt) ? _mm256_loadu_si256((const __m256i *)(pay + 64 * 4)) : _mm256_setzero_si256();
     UNROLL for (int v = 0; v < nv; v++) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
         if (dt == DT_Q8_0) {
@@ -265,13 +267,20 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
             __m256i xv = dword_bcast(v < 4 ? x0 : x1, v);
             isum = dot_u8s8(isum, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
         } else {
-            __m256i lo4 = _mm256_set1_epi8(0x0f);
-            isum = dot_u8s8(isum, _mm256_and_si256(raw, lo4), dword_bcast(x0, v));
-            isum = dot_u8s8(isum, _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4), dword_bcast(x1, v));
+            __m256i lo4 = _mm256_set1_epi8(0x0f), ul = _mm256_and_si256(raw, lo4);
+            __m256i uh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
+            if (q8w_five(dt)) {
+                const __m256i b4 = _mm256_set1_epi8(0x10);
+                ul = _mm256_or_si256(ul, _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), b4));
+                uh = _mm256_or_si256(uh, _mm256_and_si256(_mm256_srli_epi16(hb, v), b4));
+            }
+            isum = dot_u8s8(isum, ul, dword_bcast(x0, v));
+            isum = dot_u8s8(isum, uh, dword_bcast(x1, v));
         }
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
     if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
+    if (dt == DT_Q5_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-16.0f), f);
     __m256 sw = scales8(sc, gb);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
     if (q8w_has_min(dt)) {
@@ -479,6 +488,8 @@ MATMUL_Q8(q8_q8_0, DT_Q8_0)
 MATMUL_Q8(q8_q4_1g64, DT_Q4_1G64)
 MATMUL_Q8(q8_q4_1g128, DT_Q4_1G128)
 MATMUL_Q8(q8_q6_k, DT_Q6_K)
+MATMUL_Q8(q8_q5_0, DT_Q5_0)
+MATMUL_Q8(q8_q5_1, DT_Q5_1)
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
 static void axpy_avx2(float *y, float a, const float *x, int n) {
@@ -543,6 +554,7 @@ static const kernels AVX2 = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
+                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
                   DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,
