@@ -27,10 +27,14 @@ static uint32_t q5_hbits(uint32_t qh) {
     x ^= t ^ (t << 3);
     t = (x ^ (x >> 6)) & 0x00cc00ccu;
     x ^= t ^ (t << 6);
-    /* now nibble k of each half = the bits of values 4f + k (f = bit): pair them up */
-    uint32_t lo = x & 0xffff, hi = x >> 16, out = 0;
-    for (int k = 0; k < 4; k++) out |= ((lo >> (4 * k) & 15) | (hi >> (4 * k) & 15) << 4) << (8 * k);
-    return out;
+    /* now nibble k of each half = the bits of values 4f + k (f = bit): spread each
+     * half's 4 nibbles to the low nibbles of 4 bytes, the high half's above them */
+    uint32_t lo = x & 0xffff, hi = x >> 16;
+    lo = (lo | lo << 8) & 0x00ff00ffu;
+    lo = (lo | lo << 4) & 0x0f0f0f0fu;
+    hi = (hi | hi << 8) & 0x00ff00ffu;
+    hi = (hi | hi << 4) & 0x0f0f0f0fu;
+    return lo | hi << 4;
 }
 
 void q5_pack_rows(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out) {
