@@ -749,6 +749,8 @@ AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, 
     for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(r / Q8W_GROUP);
         panel_unpack(dt, g, grp, nb, &p);
+        if (r + 2 * Q8W_GROUP < pe) /* the next panel's weights into L2 while this one's tiles run */
+            for (size_t l = 0; l < 2 * grp; l += 64) _mm_prefetch((const char *)g + 2 * grp + l, _MM_HINT_T1);
         int lo = r0 > r ? r0 - r : 0, hi = r1 - r < 16 ? r1 - r : 16;
         __mmask16 rm = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
         int t = 0;
