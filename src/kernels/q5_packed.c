@@ -70,17 +70,24 @@ int q5_packed_u(dtype dt, const uint8_t *packed, int rows, int nb, int r, int b,
     return (j < 16 ? nib & 15 : nib >> 4) | ((hb >> (e / 4 + (j < 16 ? 0 : 4))) & 1) << 4;
 }
 
-/* d * (u - 16) (Q5_0) or d * u + m (Q5_1), as quant.c's dq_q5_0 / dq_q5_1 (gguf-py). */
+/* d * (u - 16) (Q5_0) or d * u + m (Q5_1), as quant.c's dq_q5_0 / dq_q5_1 (gguf-py).
+ * One chunk lookup per block (embedding lookups read rows through here). */
 void q5_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out) {
     int nb = cols / 32, i = r % Q8W_GROUP;
-    for (int b = 0; b < nb; b++) {
+    for (int b = 0; b < nb; b++, out += 32) {
         q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
+        const uint8_t *ck = packed + c.off;
         size_t si = 2 * (size_t)q8w_scale_idx(dt, &c, i, b % 4);
-        float d = f16_to_f32(rd_u16(packed + c.off + si));
-        float m = dt == DT_Q5_1 ? f16_to_f32(rd_u16(packed + c.off + si + 2 * (size_t)q8w_nscales(dt, &c))) : 0.0f;
+        float d = f16_to_f32(rd_u16(ck + si));
+        float m = dt == DT_Q5_1 ? f16_to_f32(rd_u16(ck + si + 2 * (size_t)q8w_nscales(dt, &c))) : 0.0f;
+        size_t step = (size_t)c.kb * (c.rr - i / 4 * 4 < 4 ? c.rr - i / 4 * 4 : 4) * 4;
+        const uint8_t *pay = ck + q8w_byte(dt, &c, i, b % 4, 0);
+        uint8_t nib[16], hb[4];
+        for (int v = 0; v < 4; v++) memcpy(nib + 4 * v, pay + step * v, 4);
+        memcpy(hb, pay + step * 4, 4);
         for (int j = 0; j < 32; j++) {
-            int u = q5_packed_u(dt, packed, rows, nb, r, b, j);
-            out[32 * b + j] = dt == DT_Q5_1 ? d * (float)u + m : d * (float)(u - 16);
+            int e = j % 16, u = (j < 16 ? nib[e] & 15 : nib[e] >> 4) | ((hb[e % 4] >> (e / 4 + (j < 16 ? 0 : 4))) & 1) << 4;
+            out[j] = dt == DT_Q5_1 ? d * (float)u + m : d * (float)(u - 16);
         }
     }
 }
