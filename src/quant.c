@@ -134,12 +134,10 @@ static void dq_iq4_xs(const uint8_t *blk, int j, float *out) {
 /* packs_as: Q4_K becomes packed Q4_1 in fast mode, each sub-block's scale d * sc and
  * min -(dmin * m) rounded to f16 (relative 2^-11 on a scale; the int8 activations
  * cost far more): the Q4_1 kernels of every ISA then run it, decode and prefill.
- * Q5_0 becomes packed Q8_0, losslessly (int8 q - 16, the same scale) but 55% larger:
- * bench_kernels (thread CPU time) put the packed Q8_0 prefill at 270-330 GOP/s
- * against 73-91 for Q5_0 read in place, and a GEMV from DRAM at the same blocks per
- * second (the packed kernel is faster per byte by what it reads more).
- * Q6_K packs as itself: its own packed layout of the same size (kernels.h,
- * kernels/q6k_packed.c), lossless, int8 kernels on every ISA. */
+ * Q5_0, Q5_1 and Q6_K pack as themselves: packed layouts of their own of the file's
+ * size (kernels.h, kernels/q5_packed.c, kernels/q6k_packed.c), lossless, int8
+ * kernels on every ISA. (Q5_0 used to become packed Q8_0, int8 u - 16: lossless
+ * too, but 55% larger, which decode streams and peak memory holds.) */
 static const dtype_traits TRAITS[DT_COUNT] = {
     [DT_F32] = {"F32", 0, 1, 4, NULL, 1, DT_COUNT},
     [DT_F16] = {"F16", 1, 1, 2, NULL, 1, DT_COUNT},
@@ -147,8 +145,8 @@ static const dtype_traits TRAITS[DT_COUNT] = {
     [DT_Q8_0] = {"Q8_0", 8, 32, 34, dq_q8_0, 1, DT_Q8_0},
     [DT_Q4_0] = {"Q4_0", 2, 32, 18, dq_q4_0, 1, DT_Q4_0},
     [DT_Q4_1] = {"Q4_1", 3, 32, 20, dq_q4_1, 1, DT_Q4_1},
-    [DT_Q5_0] = {"Q5_0", 6, 32, 22, dq_q5_0, 1, DT_Q8_0},
-    [DT_Q5_1] = {"Q5_1", 7, 32, 24, dq_q5_1, 1, DT_COUNT},
+    [DT_Q5_0] = {"Q5_0", 6, 32, 22, dq_q5_0, 1, DT_Q5_0},
+    [DT_Q5_1] = {"Q5_1", 7, 32, 24, dq_q5_1, 1, DT_Q5_1},
     [DT_Q2_K] = {"Q2_K", 10, QK_K, 84, dq_q2_k, 1, DT_COUNT},
     [DT_Q3_K] = {"Q3_K", 11, QK_K, 110, dq_q3_k, 1, DT_COUNT},
     [DT_Q4_K] = {"Q4_K", 12, QK_K, 144, dq_q4_k, 1, DT_Q4_1},

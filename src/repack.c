@@ -116,22 +116,9 @@ static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint
     }
 }
 
-/* A Q5_0 row as Q8_0 file-layout blocks: the same f16 scale, each value q - 16 as an
- * int8 (lossless; 34 bytes a block instead of 22). */
-static void q50_row_q80(const uint8_t *src, int64_t cols, uint8_t *dst) {
-    for (int64_t b = 0; b < cols / 32; b++, src += sizeof(block_q5_0), dst += sizeof(block_q8_0)) {
-        memcpy(dst, src, 2);
-        uint32_t qh = rd_u32(src + 2);
-        for (int l = 0; l < 32; l++) {
-            int nib = l < 16 ? src[6 + l] & 15 : src[6 + l - 16] >> 4;
-            dst[2 + l] = (uint8_t)(int8_t)((nib | (int)((qh >> l) & 1) << 4) - 16);
-        }
-    }
-}
-
 /* Rows [r0, r1) of j's matrix, counted from j->row0 (a type packed as another is
- * converted row by row first: Q4_K as Q4_1, Q5_0 as Q8_0; Q6_K has a packed
- * layout of its own). */
+ * converted row by row first: Q4_K as Q4_1; Q5_0, Q5_1 and Q6_K have packed
+ * layouts of their own). */
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
     dtype pt = dtype_info(t->type)->packs_as;
@@ -143,13 +130,14 @@ static void repack_rows(const repack_job *j, int r0, int r1) {
         q6k_pack_rows(src, rows, (int)t->shape[1], r0, r1, j->out);
         return;
     }
+    if (t->type == DT_Q5_0 || t->type == DT_Q5_1) {
+        q5_pack_rows(t->type, src, rows, (int)t->shape[1], r0, r1, j->out);
+        return;
+    }
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = src + (size_t)r * rb;
         if (t->type == DT_Q4_K) {
             q4k_row_q41(row, t->shape[1], conv);
-            row = conv;
-        } else if (t->type == DT_Q5_0) {
-            q50_row_q80(row, t->shape[1], conv);
             row = conv;
         }
         pack_row(pt, rows, nb, r, row, j->out);
@@ -187,6 +175,10 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
     }
     if (dt == DT_Q6_K) {
         q6k_packed_row_f32(pk, rows, (int)t->shape[1], (int)row, out);
+        return;
+    }
+    if (dt == DT_Q5_0 || dt == DT_Q5_1) {
+        q5_packed_row_f32(dt, pk, rows, (int)t->shape[1], (int)row, out);
         return;
     }
     for (int b = 0; b < nb; b++, out += 32) {

@@ -85,7 +85,7 @@ typedef struct {
                                         a linear weight is (out, in). GGUF `ne` is reversed. */
     const void *data;                /* into the reader's mapping, valid until it closes */
     size_t nbytes;                   /* validated against shape and dtype */
-    const void *packed;              /* NULL, or (fast mode, Q4_0/Q4_1/Q8_0/Q6_K matrices) the
+    const void *packed;              /* NULL, or (fast mode, Q4_0/Q4_1/Q8_0/Q5_0/Q5_1/Q6_K matrices) the
                                         weights repacked for the int8-activation kernels (nbytes
                                         then their size), layout in kernels/kernels.h; owned
                                         by the model (repack.c); == data for the GGUF types the

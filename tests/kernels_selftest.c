@@ -31,11 +31,11 @@
  *    against scalar.c's, on weights repacked here from the kernels.h layout:
  *    equal bits on integer data, a stated tolerance on random data, and equal
  *    bits for any row split and for each token alone;
- *  - int8 activations on the GGUF types read in place (Q5_0 ... IQ4_XS; st_check_inplace):
+ *  - int8 activations on the GGUF types read in place (Q2_K ... IQ4_XS; st_check_inplace):
  *    every table's matmul_q8 entry against dequantized weights x int8 activations
  *    within a stated tolerance, bit for bit for any row split and for each token
- *    alone; on AArch64 also the variant without sdot. Q6_K the same way on its
- *    packed layout (q6k_pack_rows, in two calls; every packed row read back equals
+ *    alone; on AArch64 also the variant without sdot. Q5_0, Q5_1 and Q6_K the same way on their
+ *    packed layouts (q5_pack_rows / q6k_pack_rows, in two calls; every packed row read back equals
  *    the file's dequantized row bit for bit), with 17 and 34 rows and 17 tokens so
  *    that partial groups, splits inside groups and AVX-512's panels are exercised;
  *    on x86 also the AVX-512 table without VNNI;
@@ -922,8 +922,9 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
 
 /* ---- int8 activations on GGUF blocks read in place (dequant.h) ----------------
  *
- * The types fast mode does not repack (Q5_0 ... IQ4_XS) have matmul_q8 entries
- * that read the file layout; Q6_K's reads its packed layout (packed here first). Reference: a double sum of w * (dx * q) with w the
+ * The types fast mode does not repack (Q2_K ... IQ4_XS) have matmul_q8 entries
+ * that read the file layout; Q5_0's, Q5_1's and Q6_K's read their packed layouts
+ * (packed here first). Reference: a double sum of w * (dx * q) with w the
  * type table's dequantized weights (held to gguf-py by tests/unit/test_quant.c)
  * and dx * q the int8 activations, which is what the int8 route computes up to
  * f32 rounding: the integer sums are exact and only the per-half f32 terms
@@ -934,6 +935,19 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
 static const dtype ST_INPLACE_DTYPES[] = {DT_Q5_0, DT_Q5_1, DT_Q2_K, DT_Q3_K, DT_Q4_K,
                                           DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
 
+/* Types fast mode packs as themselves (kernels.h): the int8 entry reads the packed layout. */
+static int st_packed(dtype dt) { return dt == DT_Q6_K || dt == DT_Q5_0 || dt == DT_Q5_1; }
+
+static void st_pack_rows(dtype dt, const uint8_t *w, int rows, int cols, int r0, int r1, uint8_t *pk) {
+    if (dt == DT_Q6_K) q6k_pack_rows(w, rows, cols, r0, r1, pk);
+    else q5_pack_rows(dt, w, rows, cols, r0, r1, pk);
+}
+
+static void st_packed_row_f32(dtype dt, const uint8_t *pk, int rows, int cols, int r, float *out) {
+    if (dt == DT_Q6_K) q6k_packed_row_f32(pk, rows, cols, r, out);
+    else q5_packed_row_f32(dt, pk, rows, cols, r, out);
+}
+
 static size_t st_quad_pos(int b, int j) {
     return (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 + (size_t)(b % 4) * 16 + (size_t)(j % 16);
 }
@@ -943,7 +957,7 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     matmul_q8_fn f = k->matmul_q8[dt], fr = kernels_scalar()->matmul_q8[dt];
     if (!fr) return st_fail(msg, len, k, dt, rows, cols, nt, "scalar table has no in-place int8 kernel");
     size_t rb = dtype_row_bytes(dt, cols);
-    int qd = q8_quads(cols), ny = nt * rows, packed = dt == DT_Q6_K;
+    int qd = q8_quads(cols), ny = nt * rows, packed = st_packed(dt);
     uint8_t *w = malloc(rb * (size_t)rows);
     uint8_t *pk = packed ? malloc(q8w_matrix_bytes(dt, rows, cols / 32)) : w; /* what the kernels read */
     float *x = malloc(sizeof(float) * (size_t)nt * cols), *wf = malloc(sizeof(float) * (size_t)cols);
@@ -959,12 +973,12 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, cols, &s);
     if (packed) { /* in two calls, as threads pack their own groups */
         int g = rows / 2 / Q8W_GROUP * Q8W_GROUP;
-        q6k_pack_rows(w, rows, cols, g, rows, pk);
-        q6k_pack_rows(w, rows, cols, 0, g, pk);
+        st_pack_rows(dt, w, rows, cols, g, rows, pk);
+        st_pack_rows(dt, w, rows, cols, 0, g, pk);
         for (int r = 0; r < rows && !rc; r++) { /* the packed rows read back: the file's values */
             float back[ST_MAX_SUPER_COLS];
             dtype_dequant_row(dt, w, cols, r, wf);
-            q6k_packed_row_f32(pk, rows, cols, r, back);
+            st_packed_row_f32(dt, pk, rows, cols, r, back);
             if (memcmp(back, wf, sizeof(float) * (size_t)cols)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "packed row != file row");
         }
         if (rc) goto done;
@@ -1017,15 +1031,15 @@ done:
 }
 
 /* Every size for one table and in-place type (rows not multiples of 256 where the type allows).
- * Q6_K, packed, also takes 17 and 34 rows (partial groups after whole ones; AVX-512's
- * 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
+ * The packed types (Q5_0, Q5_1, Q6_K) also take 17 and 34 rows (partial groups after whole
+ * ones; AVX-512's 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
 __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
     static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17, 8, 13}; /* 8, 13: decode tiles of several sequences */
     int sup = st_block_elems(dt) == QK_K;
     const int *cols = sup ? ST_SUPER_COLS : ST_BLOCK_COLS;
     int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : ST_COUNT(ST_BLOCK_COLS);
     uint64_t seed = 77000 + 1000 * (uint64_t)dt;
-    int nr = dt == DT_Q6_K ? ST_COUNT(rows) : 3, nn = dt == DT_Q6_K ? ST_COUNT(nts) : 3;
+    int nr = st_packed(dt) ? ST_COUNT(rows) : 3, nn = st_packed(dt) ? ST_COUNT(nts) : 3;
     for (int c = 0; c < ncols; c++)
         for (int r = 0; r < nr; r++)
             for (int t = 0; t < nn; t++)
@@ -1075,7 +1089,7 @@ int main(int argc, char **argv) {
         for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++) {
             dtype dt = ST_INPLACE_DTYPES[d];
             rc = st_check_inplace(k, dt, msg, sizeof msg);
-            printf("%-7s %-6s int8 in place %s\n", k->name, dtype_name(dt),
+            printf("%-7s %-6s int8 %s %s\n", k->name, dtype_name(dt), st_packed(dt) ? "packed" : "in place",
                    rc ? msg : k->matmul_q8[dt] ? "vs reference: ok" : "(no kernel here: f32 route; scalar reference ok)");
             failed += rc != 0;
         }
@@ -1099,9 +1113,12 @@ int main(int argc, char **argv) {
             printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
             failed += rc != 0;
         }
-        int rc = st_check_inplace(k, DT_Q6_K, msg, sizeof msg);
-        printf("avx512  Q6_K  int8 without VNNI %s\n", rc ? msg : "vs reference: ok");
-        failed += rc != 0;
+        static const dtype packed[] = {DT_Q5_0, DT_Q5_1, DT_Q6_K};
+        for (int d = 0; d < ST_COUNT(packed); d++) {
+            int rc = st_check_inplace(k, packed[d], msg, sizeof msg);
+            printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(packed[d]), rc ? msg : "vs reference: ok");
+            failed += rc != 0;
+        }
     }
 #endif
 #if defined(__aarch64__)
@@ -1121,9 +1138,10 @@ int main(int argc, char **argv) {
             dtype dt = ST_INPLACE_DTYPES[d];
             kernels plain = *kernels_neon();
             plain.name = "neon-nodot";
-            plain.matmul_q8[dt] = dt == DT_Q6_K ? kernels_neon_q8_plain(dt) : inplace_neon_plain(dt); /* Q6_K: packed */
+            plain.matmul_q8[dt] = st_packed(dt) ? kernels_neon_q8_plain(dt) : inplace_neon_plain(dt);
             rc = plain.matmul_q8[dt] ? st_check_inplace(&plain, dt, msg, sizeof msg) : -1;
-            printf("neon    %-6s int8 in place without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(dt),
+            printf("neon    %-6s int8 %s without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(dt),
+                   st_packed(dt) ? "packed" : "in place",
                    rc ? (plain.matmul_q8[dt] ? msg : "no plain kernel") : "vs reference: ok");
             failed += rc != 0;
         }

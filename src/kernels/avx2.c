@@ -254,10 +254,12 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
     const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + 2 * q8w_nscales(dt, &c);
-    const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
+    const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * q8w_nv(dt) * 4 + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i isum = _mm256_setzero_si256();
+    /* Q5_0 / Q5_1: vector v's fifth bits brought to bit 4 by one shift and a mask (kernels.h) */
+    const __m256i hb = q8w_five(dt) ? _mm256_loadu_si256((const __m256i *)(pay + 64 * 4)) : _mm256_setzero_si256();
     UNROLL for (int v = 0; v < nv; v++) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
         if (dt == DT_Q8_0) {
@@ -265,13 +267,20 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
             __m256i xv = dword_bcast(v < 4 ? x0 : x1, v);
             isum = dot_u8s8(isum, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
         } else {
-            __m256i lo4 = _mm256_set1_epi8(0x0f);
-            isum = dot_u8s8(isum, _mm256_and_si256(raw, lo4), dword_bcast(x0, v));
-            isum = dot_u8s8(isum, _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4), dword_bcast(x1, v));
+            __m256i lo4 = _mm256_set1_epi8(0x0f), ul = _mm256_and_si256(raw, lo4);
+            __m256i uh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
+            if (q8w_five(dt)) {
+                const __m256i b4 = _mm256_set1_epi8(0x10);
+                ul = _mm256_or_si256(ul, _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), b4));
+                uh = _mm256_or_si256(uh, _mm256_and_si256(_mm256_srli_epi16(hb, v), b4));
+            }
+            isum = dot_u8s8(isum, ul, dword_bcast(x0, v));
+            isum = dot_u8s8(isum, uh, dword_bcast(x1, v));
         }
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
     if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
+    if (dt == DT_Q5_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-16.0f), f);
     __m256 sw = scales8(sc, gb);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
     if (q8w_has_min(dt)) {
@@ -413,6 +422,81 @@ static void q6_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float 
     }
 }
 
+/* Q5_0 / Q5_1 prefill, as q6_prefill: part p of half h of a full chunk decoded once
+ * (u[v] meets dword v of the blocks' first 16 activations, u[v + 4] of their second
+ * 16) and used by every token with part_quad's arithmetic exactly (the same
+ * integers, the same f32 operations in the same order): the same bits as the
+ * per-token walk, so a token's result does not depend on nt. */
+typedef struct {
+    __m256i u[8];
+    __m256 sw, mw;
+} q5_part;
+
+AI void q5_part_decode(dtype dt, const uint8_t *ck, int h, int p, q5_part *w) {
+    const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
+    const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *pay = ck + q8w_hdr(dt) * 32 + (size_t)h * 320 + 32 * p;
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
+    const __m256i hb = _mm256_loadu_si256((const __m256i *)(pay + 64 * 4));
+    w->sw = scales8(sc, 1);
+    w->mw = q8w_has_min(dt) ? scales8(sc + 2 * q8w_nscales(dt, &c), 1) : _mm256_setzero_ps();
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        w->u[v] = _mm256_or_si256(_mm256_and_si256(raw, lo4), _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), b4));
+        w->u[v + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4),
+                                      _mm256_and_si256(_mm256_srli_epi16(hb, v), b4));
+    }
+}
+
+AI __m256 q5_part_dot(dtype dt, const q5_part *w, int p, const int8_t *xq, const float *xd, const float *xs,
+                      __m256 acc) {
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
+    __m256i isum = _mm256_setzero_si256();
+    UNROLL for (int v = 0; v < 4; v++) {
+        isum = dot_u8s8(isum, w->u[v], dword_bcast(x0, v));
+        isum = dot_u8s8(isum, w->u[v + 4], dword_bcast(x1, v));
+    }
+    __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
+    if (dt == DT_Q5_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-16.0f), f);
+    acc = _mm256_fmadd_ps(f, _mm256_mul_ps(w->sw, dx), acc);
+    if (q8w_has_min(dt)) acc = _mm256_fmadd_ps(w->mw, _mm256_mul_ps(dx, s), acc);
+    return acc;
+}
+
+/* bench_kernels (thread CPU time, loaded machine, 2 runs each, nt = 64), against the
+ * per-token walk: Q5_0 2048 x 8192 83-85 -> 119-120 GOP/s, 576 x 1536 87 -> 124-125
+ * (the packed Q8_0 that Q5_0 used to become: 97-101); Q5_1 83 -> 108-109, 86 -> 113-115.
+ * acc: 4 accumulators (half, part) per token. */
+static void q5_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo,
+                       int hi, __m256 *acc) {
+    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34];
+    for (int i = 0; i < 4 * x->nt; i++) acc[i] = _mm256_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+        const uint8_t *ck = g + (size_t)rr * 4 * q * q8w_block_bytes(dt);
+        if (rr < Q8W_GROUP || kb < 4) {
+            q8w_widen(dt, ck, rr, kb, wide, 4);
+            ck = wide;
+        }
+        q5_part w[2][2];
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) q5_part_decode(dt, ck, h, p, &w[h][p]);
+        for (int t = 0; t < x->nt; t++) {
+            const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+            const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
+                acc[4 * t + 2 * h + p] = q5_part_dot(dt, &w[h][p], p, xq, xd, xs, acc[4 * t + 2 * h + p]);
+        }
+    }
+    for (int t = 0; t < x->nt; t++) {
+        float out[8];
+        UNROLL for (int h = 0; h < 2; h++) { /* as q8_group */
+            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
+            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+        }
+        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
+    }
+}
+
 /* Rows [lo, hi) of the group at g (rr rows) for token t; y rows start at y0. */
 AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, int t, float *y0, int ldy, int lo,
                  int hi) {
@@ -455,13 +539,16 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
 AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
-    __m256 *acc = dt == DT_Q6_K && x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
+    int own = dt == DT_Q6_K || q8w_five(dt); /* decoded once per quad for every token */
+    __m256 *acc = own && x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
-        if (acc) /* (out of memory: token by token below) */
+        if (acc && dt == DT_Q6_K) /* (out of memory: token by token below) */
             q6_prefill(g, rr, nb, x, y + g0, ldy, lo, hi, acc);
+        else if (acc)
+            q5_prefill(dt, g, rr, nb, x, y + g0, ldy, lo, hi, acc);
         else
             for (int t = 0; t < x->nt; t++) q8_group(dt, g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }
@@ -479,6 +566,8 @@ MATMUL_Q8(q8_q8_0, DT_Q8_0)
 MATMUL_Q8(q8_q4_1g64, DT_Q4_1G64)
 MATMUL_Q8(q8_q4_1g128, DT_Q4_1G128)
 MATMUL_Q8(q8_q6_k, DT_Q6_K)
+MATMUL_Q8(q8_q5_0, DT_Q5_0)
+MATMUL_Q8(q8_q5_1, DT_Q5_1)
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
 static void axpy_avx2(float *y, float a, const float *x, int n) {
@@ -551,6 +640,7 @@ static const kernels AVX2 = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
+                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
                   DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,

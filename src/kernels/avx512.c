@@ -265,8 +265,9 @@ typedef struct {
 } quad_x;
 
 /* With VNNI the Q4 kernels keep high nibbles in place (16x their value, a mask
- * instead of shift + mask), so their integer sums are 16x: still exact. */
-AI int sums_x16(dtype dt, int vnni) { return vnni && dt != DT_Q8_0 && dt != DT_Q6_K; }
+ * instead of shift + mask), so their integer sums are 16x: still exact. (Not
+ * Q5: a 5-bit value times 16 does not fit a byte.) */
+AI int sums_x16(dtype dt, int vnni) { return vnni && dt != DT_Q8_0 && dt != DT_Q6_K && !q8w_five(dt); }
 
 /* Q6_K: -32 times the sum of the 16 int8 in each 128-bit lane (a block's half), in all 4 of its dwords. */
 AI __m512i q6_half_off(__m512i x, int vnni) {
@@ -289,7 +290,8 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     /* dx / 16 is exact (a power of two) short of subnormal scales */
     a.dx = sums_x16(dt, vnni) ? _mm512_mul_ps(dx, _mm512_set1_ps(0.0625f)) : dx;
     a.sx = q8w_has_min(dt) ? _mm512_mul_ps(dx, a.s) : _mm512_setzero_ps();
-    int sh = dt == DT_Q4_0 ? (vnni ? 7 : 3) : dt == DT_Q8_0 && vnni ? 7 : -1; /* -128 = -(1 << 7), -8 */
+    /* -128 = -(1 << 7), -8, Q5_0's -16 */
+    int sh = dt == DT_Q4_0 ? (vnni ? 7 : 3) : dt == DT_Q5_0 ? 4 : dt == DT_Q8_0 && vnni ? 7 : -1;
     a.off = sh < 0 ? _mm512_setzero_si512()
                    : _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_cvtps_epi32(a.s), (unsigned)sh));
     a.off1 = _mm512_setzero_si512();
@@ -349,14 +351,19 @@ AI const uint8_t *q6_dq(const uint8_t *g, int rr, int q, uint8_t tmp[16]) {
     return tmp;
 }
 
-/* Half h of a chunk `ck` of 8 rows x kb blocks. */
+/* Half h of a chunk `ck` of 8 rows x kb blocks. Q5_0 / Q5_1: the nibbles as Q4's
+ * without VNNI, each vector's fifth bits brought to bit 4 by one shift of the
+ * fifth-bit vector and OR-ed in under the mask 0x10 (vpternlogd 0xf8: a | (b & c)). */
 AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
     half_w w;
     const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), ns = 4 * kb / gb;
+    const int five = q8w_five(dt);
     const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 0), *mn = sc + 2 * q8w_nscales(dt, &c);
-    const uint8_t *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * nv * 4;
+    const uint8_t *pay = ck + (size_t)hdr * 8 * kb + (size_t)h * 4 * kb * q8w_nv(dt) * 4;
     __mmask16 m16 = (__mmask16)((1u << (4 * kb)) - 1), ms = (__mmask16)((1u << ns) - 1);
+    __m512i hb = _mm512_setzero_si512();
+    if (five) hb = kb == 4 ? _mm512_loadu_si512(pay + 4 * 64) : _mm512_maskz_loadu_epi32(m16, pay + (size_t)4 * kb * 16);
     w.sw = ns == 16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc))
                     : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(ms, sc));
     w.mw = _mm512_setzero_ps();
@@ -379,6 +386,11 @@ AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
                 w.neg[v] = _mm512_movepi8_mask(s);
                 w.u[v] = _mm512_abs_epi8(s);
             }
+        } else if (five) {
+            const __m512i m0f = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+            w.u[v] = _mm512_ternarylogic_epi32(_mm512_and_si512(raw, m0f), _mm512_slli_epi16(hb, 4 - v), m10, 0xf8);
+            w.u[v + 4] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m0f),
+                                                   _mm512_srli_epi16(hb, v), m10, 0xf8);
         } else {
             w.u[v] = _mm512_and_si512(raw, _mm512_set1_epi8(0x0f));
             w.u[v + 4] = vnni ? _mm512_and_si512(raw, _mm512_set1_epi8((char)0xf0))
@@ -626,7 +638,7 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
         for (int v = 0; v < 8; v++) {
             __m512i a[4];
             for (int hh = 0; hh < 4; hh++) /* low nibbles x16, as the high ones stay in place */
-                a[hh] = dt != DT_Q8_0 && dt != DT_Q6_K && v < 4 ? _mm512_slli_epi16(h[hh].u[v], 4) : h[hh].u[v];
+                a[hh] = sums_x16(dt, 1) && v < 4 ? _mm512_slli_epi16(h[hh].u[v], 4) : h[hh].u[v];
             lanes_transpose(a);
             for (int bi = 0; bi < kb; bi++) _mm512_store_si512(p->w + 8 * (4 * q + bi) + v, a[bi]);
         }
@@ -660,9 +672,9 @@ static void panel_act(dtype dt, const q8_act *x, const panel *p) {
     }
     for (size_t i = 0; i < n; i++) {
         float d = x->d[i], s = x->s[i];
-        p->dx[i] = dt == DT_Q8_0 ? d : d * 0.0625f;
+        p->dx[i] = sums_x16(dt, 1) ? d * 0.0625f : d;
         if (q8w_has_min(dt)) p->sx[i] = d * s;
-        else p->off[i] = -(int32_t)s * 128; /* Q4_0: -8 x 16; Q8_0: -128 */
+        else p->off[i] = -(int32_t)s * (dt == DT_Q5_0 ? 16 : 128); /* Q4_0: -8 x 16; Q8_0: -128; Q5_0: -16 */
     }
 }
 
@@ -742,6 +754,8 @@ AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, 
     for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(r / Q8W_GROUP);
         panel_unpack(dt, g, grp, nb, &p);
+        if (r + 2 * Q8W_GROUP < pe) /* the next panel's weights into L2 while this one's tiles run */
+            for (size_t l = 0; l < 2 * grp; l += 64) _mm_prefetch((const char *)g + 2 * grp + l, _MM_HINT_T1);
         int lo = r0 > r ? r0 - r : 0, hi = r1 - r < 16 ? r1 - r : 16;
         __mmask16 rm = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
         int t = 0;
@@ -840,6 +854,8 @@ Q8_DTYPE(DT_Q8_0, q8_0)
 Q8_DTYPE(DT_Q4_1G64, q4_1g64)
 Q8_DTYPE(DT_Q4_1G128, q4_1g128)
 Q8_DTYPE(DT_Q6_K, q6_k)
+Q8_DTYPE(DT_Q5_0, q5_0)
+Q8_DTYPE(DT_Q5_1, q5_1)
 
 /* vcvtps2ph rounds to nearest even, as f32_to_f16 (NaN payloads aside). */
 static void to_f16_avx512(const float *x, uint16_t *y, int n) {
@@ -952,6 +968,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
                       [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q8##_q6_k,      \
+                      [DT_Q5_0] = matmul_##Q8##_q5_0, [DT_Q5_1] = matmul_##Q8##_q5_1,              \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
                       INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \

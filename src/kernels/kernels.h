@@ -53,27 +53,37 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
  * nb = cols / 32 blocks per row, in one allocation of exactly the file's size;
  * also Q4_1G64 / Q4_1G128 (an MLX 4-bit matrix of group 64 / 128: Q4_1 whose
  * scale and min are shared by gb = 2 / 4 consecutive blocks, stored once), and
- * Q6_K (below: the file's size too, but for up to 48 bytes of padding per group).
+ * Q6_K (below: the file's size too, but for up to 48 bytes of padding per group),
+ * Q5_0 and Q5_1 (below, the file's size).
  *
  * Rows are taken in groups of 8 (the last group has rr = rows % 8 rows if that
  * is not 0), and each group is ONE contiguous stream: its quads one after the
  * other, each quad a "chunk" of the group's rr rows x kb blocks (kb = 4, or
  * nb % 4 for a last partial quad), scales first, then the payload:
  *   d  rr * kb / gb f16 scales (gb = 1 but for Q4_1G64 / Q4_1G128);
- *   m  rr * kb / gb f16 mins (Q4_1, Q4_1G64, Q4_1G128);
- *   payload: rr * kb * 16 bytes (Q4_0, Q4_1) or rr * kb * 32 bytes (Q8_0).
- * A full chunk is 576 (Q4_0, Q4_1G64), 640 (Q4_1) or 1088 (Q8_0) bytes, 64-byte
- * lines (544 for Q4_1G128). kb is a multiple of gb (cols, of the group).
+ *   m  rr * kb / gb f16 mins (Q4_1, Q4_1G64, Q4_1G128, Q5_1);
+ *   payload: rr * kb * 16 bytes (Q4_0, Q4_1), rr * kb * 20 (Q5_0, Q5_1) or
+ *   rr * kb * 32 bytes (Q8_0).
+ * A full chunk is 576 (Q4_0, Q4_1G64), 640 (Q4_1), 704 (Q5_0), 768 (Q5_1) or
+ * 1088 (Q8_0) bytes, 64-byte lines (544 for Q4_1G128). kb is a multiple of gb
+ * (cols, of the group).
  * Inside a chunk the rows form two halves h (rows 4h..4h+3 of the group), and
  * each half is a set of 16-lane vectors whose int32 lane 4 * bi + ii belongs to
  * row 4h + ii, block bi of the quad: the kernels load a vector, and one
  * vpdpbusd against the activations' 128-bit lane bi (block bi) broadcast to 4
  * dwords gives 4 rows x 4 blocks of partial sums with no horizontal adds.
  *   scales of half h: index 4 (kb / gb) h + (bi / gb) rh + ii (rh = rows in half h);
- *   payload of half h at 4 kb nv 4 h bytes (nv = 4 vectors for Q4, 8 for Q8),
+ *   payload of half h at 4 kb nv 4 h bytes (nv = 4 vectors for Q4, 5 for Q5, 8 for Q8),
  *   vector v of it at v kb rh 4, and in it the 4 bytes of (bi, ii) at (bi rh + ii) 4:
  *     Q4_0 / Q4_1: bytes 4v..4v+3 of the block's 16 nibble bytes as in the file
  *                  (byte j: low nibble = element j, high = element j + 16);
+ *     Q5_0 / Q5_1: v = 0..3 the same for bits 0-3 of the 5-bit values u; v = 4
+ *                  their fifth bits, byte k (0..3) holding that of u[4f + k] at
+ *                  bit f and of u[16 + 4f + k] at bit 4 + f (f = 0..3): for
+ *                  vector v, one shift by 4 - v (or v) and a mask put the bits
+ *                  of its low (or high) nibbles at bit 4. Lossless, 5.5 (Q5_0)
+ *                  and 6 (Q5_1) bits per weight as in the file: d (and m)
+ *                  per block as Q4_0 (Q4_1), weight u - 16 (Q5_0) or d u + m;
  *     Q8_0:        bytes 4v..4v+3 of the block's 32 int8 weights, each stored
  *                  as w + 128 (u8, the operand vpdpbusd takes unsigned).
  * Absent rows and blocks (rh < 4, kb < 4) are simply left out, so full chunks
@@ -98,7 +108,8 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
  *
  * y[t*ldy + r] = sum_b (dw[b] * d[b]) * isum[b]  (+ with mins: sum_b m[b] * (d[b] * s[b])),
  * isum[b] = sum_j wq[b][j] * q[b][j] with the true weight integers (Q4_0:
- * nibble - 8, Q4_1: nibble, Q8_0: int8; Q6_K: per half of the block as above):
+ * nibble - 8, Q4_1: nibble, Q8_0: int8, Q5_0: u - 16, Q5_1: u; Q6_K: per half
+ * of the block as above):
  * the integer sums are exact in every
  * ISA, the f32 combination order differs (tested with a tolerance). A y
  * element does not depend on r0, r1 or nt (each row has its own lanes, and a
@@ -118,13 +129,17 @@ typedef struct {
 
 /* Blocks sharing one scale (and min); whether there are mins. */
 static inline int q8w_gb(dtype dt) { return dt == DT_Q4_1G64 ? 2 : dt == DT_Q4_1G128 ? 4 : 1; }
-static inline int q8w_has_min(dtype dt) { return dt == DT_Q4_1 || dt == DT_Q4_1G64 || dt == DT_Q4_1G128; }
+static inline int q8w_has_min(dtype dt) {
+    return dt == DT_Q4_1 || dt == DT_Q4_1G64 || dt == DT_Q4_1G128 || dt == DT_Q5_1;
+}
+/* Q5_0 / Q5_1: a nibble plane and a fifth-bit vector (payload vector 4 of a half). */
+static inline int q8w_five(dtype dt) { return dt == DT_Q5_0 || dt == DT_Q5_1; }
 /* Q6_K: two scales per block (one per 16 values), where the others have a min. */
 static inline int q8w_two(dtype dt) { return q8w_has_min(dt) || dt == DT_Q6_K; }
 /* Bytes per scale entry (f16, or Q6_K's int8). */
 static inline int q8w_sbytes(dtype dt) { return dt == DT_Q6_K ? 1 : 2; }
 /* Payload vectors per half chunk: 4 bytes of each (row, block) per vector. */
-static inline int q8w_nv(dtype dt) { return dt == DT_Q8_0 ? 8 : dt == DT_Q6_K ? 6 : 4; }
+static inline int q8w_nv(dtype dt) { return dt == DT_Q8_0 ? 8 : dt == DT_Q6_K ? 6 : q8w_five(dt) ? 5 : 4; }
 /* Header bytes per row and block (scale and min shares), and all bytes per row and block. */
 static inline int q8w_hdr(dtype dt) { return dt == DT_Q6_K ? 2 : (q8w_has_min(dt) ? 4 : 2) / q8w_gb(dt); }
 static inline int q8w_block_bytes(dtype dt) { return q8w_hdr(dt) + 4 * q8w_nv(dt); }
@@ -159,7 +174,7 @@ static inline int q8w_scale_idx(dtype dt, const q8w_chunk *c, int i, int bi) {
 }
 static inline int q8w_nscales(dtype dt, const q8w_chunk *c) { return c->rr * c->kb / q8w_gb(dt); }
 
-/* Byte offset in the chunk of payload byte jb (Q4: 0..15, Q8: 0..31, Q6_K: 0..23) of (i, bi). */
+/* Byte offset in the chunk of payload byte jb (Q4: 0..15, Q8: 0..31, Q5: 0..19, Q6_K: 0..23) of (i, bi). */
 static inline size_t q8w_byte(dtype dt, const q8w_chunk *c, int i, int bi, int jb) {
     int h = i / 4, rh = c->rr - 4 * h < 4 ? c->rr - 4 * h : 4, nv = q8w_nv(dt);
     size_t pay = (size_t)q8w_hdr(dt) * c->rr * c->kb;
@@ -208,6 +223,18 @@ void q6k_packed_row_f32(const uint8_t *packed, int rows, int cols, int r, float 
 int q6k_packed_u(const uint8_t *packed, int rows, int nb, int r, int b, int j);
 float q6k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, int half);
 
+/* Q5_0 / Q5_1 (dt) rows [r0, r1) of a (rows, cols) matrix in the GGUF layout at
+ * `file` written into the packed matrix at out (q8w_matrix_bytes); any thread
+ * may pack its own groups. q5_packed.c. */
+void q5_pack_rows(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+
+/* The 5-bit value u (0..31) of element j (0..31) of block b of row r of a packed
+ * Q5_0 / Q5_1 matrix (nb blocks a row): the scalar reference's view of the layout. */
+int q5_packed_u(dtype dt, const uint8_t *packed, int rows, int nb, int r, int b, int j);
+
+/* Row r of a packed Q5_0 / Q5_1 matrix as f32: the values gguf-py dequantizes the file to. */
+void q5_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
+
 /* ---- attention over the KV cache -------------------------------------------
  *
  * Keys of one kv head are stored transposed in blocks of kb positions (block b
@@ -245,7 +272,7 @@ typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
     quantize_act_fn quantize_act;  /* NULL: use the scalar one */
-    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128, Q6_K on repacked weights; NULL: scalar */
+    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128, Q5_0, Q5_1, Q6_K on repacked weights; NULL: scalar */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
     /* set in every table (tested), so callers need no scalar fallback: */

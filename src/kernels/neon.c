@@ -327,14 +327,22 @@ AI int32x4_t isum4_rows(sdot_fn sd, isum4 c, int32_t off) {
 
 /* The weights of block bi, half h of a chunk of 8 rows x kb blocks, as signed
  * bytes: Q8_0, vectors 0..7 (bytes 4v..4v+3 of the 32); Q4, vectors 0..3 the
- * low nibbles (elements 4v..4v+3) and 4..7 the high ones (elements 16 + 4v..). */
+ * low nibbles (elements 4v..4v+3) and 4..7 the high ones (elements 16 + 4v..);
+ * Q5 the same with each nibble's fifth bit inserted above it (vsli), taken from
+ * bit v (low nibbles) or 4 + v (high) of the fifth-bit vector's bytes. */
 AI void block_weights(dtype dt, const uint8_t *ck, int kb, int h, int bi, int8x16_t w[8]) {
     const int nv = dt == DT_Q8_0 ? 8 : 4;
-    const uint8_t *p = ck + (size_t)q8w_hdr(dt) * Q8W_GROUP * kb + (size_t)h * 4 * kb * nv * 4 + 16 * bi;
+    const uint8_t *p = ck + (size_t)q8w_hdr(dt) * Q8W_GROUP * kb + (size_t)h * 4 * kb * q8w_nv(dt) * 4 + 16 * bi;
     UNROLL for (int v = 0; v < nv; v++) {
         uint8x16_t raw = vld1q_u8(p + (size_t)v * kb * 16);
         if (dt == DT_Q8_0) {
             w[v] = vreinterpretq_s8_u8(veorq_u8(raw, vdupq_n_u8(0x80))); /* w + 128 -> w */
+        } else if (q8w_five(dt)) {
+            uint8x16_t hb = vld1q_u8(p + (size_t)4 * kb * 16), one = vdupq_n_u8(1);
+            uint8x16_t bl = vandq_u8(vshlq_u8(hb, vdupq_n_s8((int8_t)-v)), one);
+            uint8x16_t bh = vandq_u8(vshlq_u8(hb, vdupq_n_s8((int8_t)(-4 - v))), one);
+            w[v] = vreinterpretq_s8_u8(vsliq_n_u8(raw, bl, 4));
+            w[v + 4] = vreinterpretq_s8_u8(vsliq_n_u8(vshrq_n_u8(raw, 4), bh, 4));
         } else {
             w[v] = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f)));
             w[v + 4] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
@@ -418,7 +426,8 @@ AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *
                 size_t tq = (size_t)(t0 + t) * x->quads;
                 const int8_t *xq = x->q + tq * 128 + 128 * (size_t)q + 16 * bi;
                 float dx = x->d[tq * 4 + 4 * q + bi], s = x->s[tq * 4 + 4 * q + bi];
-                int32_t off = dt == DT_Q4_0 ? -8 * (int32_t)s : 0; /* nibble - 8, summed exactly */
+                /* nibble - 8, u - 16, summed exactly */
+                int32_t off = dt == DT_Q4_0 ? -8 * (int32_t)s : dt == DT_Q5_0 ? -16 * (int32_t)s : 0;
                 int32x4_t is = block_isum(sd, w, vld1q_s8(xq), vld1q_s8(xq + 64), off);
                 acc[h][t] = vfmaq_f32(acc[h][t], vcvtq_f32_s32(is), vmulq_n_f32(dw, dx));
                 if (q8w_has_min(dt)) acc[h][t] = vfmaq_n_f32(acc[h][t], mw, dx * s);
@@ -518,6 +527,10 @@ Q8_ENTRY(q8_mull_q4_1g64, DT_Q4_1G64, , NULL)
 Q8_ENTRY(q8_mull_q4_1g128, DT_Q4_1G128, , NULL)
 Q8_ENTRY(q8_sdot_q6_k, DT_Q6_K, DOTPROD, sdot_lane)
 Q8_ENTRY(q8_mull_q6_k, DT_Q6_K, , NULL)
+Q8_ENTRY(q8_sdot_q5_0, DT_Q5_0, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_sdot_q5_1, DT_Q5_1, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_mull_q5_0, DT_Q5_0, , NULL)
+Q8_ENTRY(q8_mull_q5_1, DT_Q5_1, , NULL)
 
 static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
@@ -542,6 +555,12 @@ static void matmul_q8_q4_1g128(const void *p, int rows, int cols, int r0, int r1
 static void matmul_q8_q6_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     (has_sdot() ? q8_sdot_q6_k : q8_mull_q6_k)(p, rows, cols, r0, r1, x, y, ldy);
 }
+static void matmul_q8_q5_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    (has_sdot() ? q8_sdot_q5_0 : q8_mull_q5_0)(p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q5_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    (has_sdot() ? q8_sdot_q5_1 : q8_mull_q5_1)(p, rows, cols, r0, r1, x, y, ldy);
+}
 
 /* The variant without the dot-product extension, whatever this CPU has, so the
  * self-test (tests/kernels_selftest.c) checks it on every machine. */
@@ -554,6 +573,8 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
     case DT_Q4_1G64: return q8_mull_q4_1g64;
     case DT_Q4_1G128: return q8_mull_q4_1g128;
     case DT_Q6_K: return q8_mull_q6_k;
+    case DT_Q5_0: return q8_mull_q5_0;
+    case DT_Q5_1: return q8_mull_q5_1;
     default: return NULL;
     }
 }
@@ -609,6 +630,7 @@ static const kernels NEON = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
+                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1,
                   [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon,
                   DQ_Q8_INPLACE(inplace_neon)}, /* inplace_neon.c */
     .dot = dot_neon,

@@ -172,8 +172,9 @@ static void quantize_act_scalar(const float *x, int ldx, int t0, int t1, const q
 }
 
 /* Weight element j of block b of row r, from the packed layout, as the true
- * integer (Q4_0: nibble - 8, Q4_1: nibble, Q8_0: int8). */
+ * integer (Q4_0: nibble - 8, Q4_1: nibble, Q8_0: int8, Q5_0: u - 16, Q5_1: u). */
 static int packed_weight(dtype dt, const uint8_t *pk, int rows, int nb, int r, int b, int j) {
+    if (q8w_five(dt)) return q5_packed_u(dt, pk, rows, nb, r, b, j) - (dt == DT_Q5_0 ? 16 : 0);
     q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
     if (dt == DT_Q8_0) return (int8_t)(pk[c.off + q8w_byte(dt, &c, r % Q8W_GROUP, b % 4, j)] ^ 0x80);
     uint8_t byte = pk[c.off + q8w_byte(dt, &c, r % Q8W_GROUP, b % 4, j % 16)];
@@ -238,6 +239,12 @@ static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, co
 static void matmul_q8_q6_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     matmul_q8_rows(DT_Q6_K, p, rows, cols, r0, r1, x, y, ldy);
 }
+static void matmul_q8_q5_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    matmul_q8_rows(DT_Q5_0, p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8_q5_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    matmul_q8_rows(DT_Q5_1, p, rows, cols, r0, r1, x, y, ldy);
+}
 static void matmul_q8_q4_1g64(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
                               int ldy) {
     matmul_q8_rows(DT_Q4_1G64, p, rows, cols, r0, r1, x, y, ldy);
@@ -282,8 +289,6 @@ static void matmul_q8_inplace(dtype dt, const void *w, int rows, int cols, int r
     static void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) { \
         matmul_q8_inplace(DT, w, rows, cols, r0, r1, x, y, ldy);                                          \
     }
-DEFINE_Q8_INPLACE(q8in_q5_0, DT_Q5_0)
-DEFINE_Q8_INPLACE(q8in_q5_1, DT_Q5_1)
 DEFINE_Q8_INPLACE(q8in_q2_k, DT_Q2_K)
 DEFINE_Q8_INPLACE(q8in_q3_k, DT_Q3_K)
 DEFINE_Q8_INPLACE(q8in_q4_k, DT_Q4_K)
@@ -322,7 +327,7 @@ static const kernels SCALAR = {
     .quantize_act = quantize_act_scalar,
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, DQ_Q8_INPLACE(q8in),
-                  [DT_Q6_K] = matmul_q8_q6_k},
+                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q6_K] = matmul_q8_q6_k},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_F16] = att_scores_f16_scalar},

@@ -188,29 +188,40 @@ Test(quant, q4_k_packed_as_q4_1_within_f16_scale_rounding) {
     free(out), free(r.blocks), free(r.values);
 }
 
-/* Fast mode packs Q5_0 as Q8_0 (repack.c): lossless, so read back every value is
- * gguf-py's bit for bit. */
-Test(quant, q5_0_packed_as_q8_0_is_lossless) {
+/* Fast mode packs Q5_0 and Q5_1 into their own layouts (kernels.h, q5_packed.c):
+ * lossless and exactly the file's size, so read back every value is gguf-py's bit
+ * for bit. The reference blocks are cut into every (rows, cols) their count allows:
+ * partial groups of 8 rows and partial quads of 4 blocks. */
+static void check_q5_packed(const char *name, dtype dt) {
     qref r;
-    cr_assert_eq(qref_load("Q5_0", &r), 0);
-    int rows = 2, cols = (int)(r.nblocks / 2 * r.elems); /* 3 blocks a row */
-    tensor t = {.name = "q50", .type = DT_Q5_0, .ndim = 2, .shape = {rows, cols}, .data = r.blocks,
-                .nbytes = (size_t)r.nblocks * r.bytes};
-    size_t n = (size_t)rows * (cols / 32) * 34;
-    uint8_t *out = malloc(n);
-    float row[96];
-    cr_assert_not_null(out);
-    repack_matrix(&t, out);
-    tensor p = t;
-    p.type = DT_Q8_0, p.packed = out, p.nbytes = n;
-    for (int i = 0; i < rows; i++) {
-        repack_row_f32(&p, i, row);
-        for (int c = 0; c < cols; c++)
-            cr_assert(!memcmp(&row[c], &r.values[(size_t)i * cols + c], 4), "row %d col %d: %.9g, gguf-py %.9g", i, c,
-                      row[c], r.values[(size_t)i * cols + c]);
+    cr_assert_eq(qref_load(name, &r), 0);
+    cr_assert(r.nblocks >= 2 && r.elems == 32);
+    for (int rows = 1; rows <= (int)r.nblocks; rows++) {
+        if (r.nblocks % rows) continue;
+        int cols = (int)(r.nblocks / rows * 32);
+        tensor t = {.name = "q5", .type = dt, .ndim = 2, .shape = {rows, cols}, .data = r.blocks,
+                    .nbytes = (size_t)r.nblocks * r.bytes};
+        size_t n = q8w_matrix_bytes(dt, rows, cols / 32);
+        cr_expect_eq(n, t.nbytes, "%s packed %zu bytes, the file %zu", name, n, t.nbytes);
+        uint8_t *out = malloc(n);
+        float *row = malloc(sizeof(float) * (size_t)cols);
+        cr_assert(out && row);
+        repack_matrix(&t, out);
+        tensor p = t;
+        p.packed = out, p.nbytes = n;
+        for (int i = 0; i < rows; i++) {
+            repack_row_f32(&p, i, row);
+            for (int c = 0; c < cols; c++)
+                cr_assert(!memcmp(&row[c], &r.values[(size_t)i * cols + c], 4), "%s rows %d row %d col %d: %.9g, gguf-py %.9g",
+                          name, rows, i, c, row[c], r.values[(size_t)i * cols + c]);
+        }
+        free(out), free(row);
     }
-    free(out), free(r.blocks), free(r.values);
+    free(r.blocks), free(r.values);
 }
+
+Test(quant, q5_0_packed_is_lossless) { check_q5_packed("Q5_0", DT_Q5_0); }
+Test(quant, q5_1_packed_is_lossless) { check_q5_packed("Q5_1", DT_Q5_1); }
 
 /* Fast mode packs Q6_K into its own layout (kernels.h, q6k_packed.c): lossless, so
  * read back every value is gguf-py's bit for bit; the packed size is the file's but
