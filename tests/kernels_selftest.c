@@ -34,8 +34,8 @@
  *  - int8 activations on the GGUF types read in place (Q5_0 ... IQ4_XS; st_check_inplace):
  *    every table's matmul_q8 entry against dequantized weights x int8 activations
  *    within a stated tolerance, bit for bit for any row split and for each token
- *    alone; on AArch64 also the variant without sdot. Q6_K the same way on its
- *    packed layout (q6k_pack_rows, in two calls; every packed row read back equals
+ *    alone; on AArch64 also the variant without sdot. Q6_K and Q4_K the same way on
+ *    their packed layouts (q6k_pack_rows / q4k_pack_rows, in two calls; every packed row read back equals
  *    the file's dequantized row bit for bit), with 17 and 34 rows and 17 tokens so
  *    that partial groups, splits inside groups and AVX-512's panels are exercised;
  *    on x86 also the AVX-512 table without VNNI;
@@ -923,7 +923,7 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     matmul_q8_fn f = k->matmul_q8[dt], fr = kernels_scalar()->matmul_q8[dt];
     if (!fr) return st_fail(msg, len, k, dt, rows, cols, nt, "scalar table has no in-place int8 kernel");
     size_t rb = dtype_row_bytes(dt, cols);
-    int qd = q8_quads(cols), ny = nt * rows, packed = dt == DT_Q6_K;
+    int qd = q8_quads(cols), ny = nt * rows, packed = dt == DT_Q6_K || dt == DT_Q4_K;
     uint8_t *w = malloc(rb * (size_t)rows);
     uint8_t *pk = packed ? malloc(q8w_matrix_bytes(dt, rows, cols / 32)) : w; /* what the kernels read */
     float *x = malloc(sizeof(float) * (size_t)nt * cols), *wf = malloc(sizeof(float) * (size_t)cols);
@@ -939,12 +939,14 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, cols, &s);
     if (packed) { /* in two calls, as threads pack their own groups */
         int g = rows / 2 / Q8W_GROUP * Q8W_GROUP;
-        q6k_pack_rows(w, rows, cols, g, rows, pk);
-        q6k_pack_rows(w, rows, cols, 0, g, pk);
+        void (*pack)(const uint8_t *, int, int, int, int, uint8_t *) = dt == DT_Q6_K ? q6k_pack_rows : q4k_pack_rows;
+        memset(pk, 0xa5, q8w_matrix_bytes(dt, rows, cols / 32)); /* every byte the kernels read is written */
+        pack(w, rows, cols, g, rows, pk);
+        pack(w, rows, cols, 0, g, pk);
         for (int r = 0; r < rows && !rc; r++) { /* the packed rows read back: the file's values */
             float back[ST_MAX_SUPER_COLS];
             dtype_dequant_row(dt, w, cols, r, wf);
-            q6k_packed_row_f32(pk, rows, cols, r, back);
+            (dt == DT_Q6_K ? q6k_packed_row_f32 : q4k_packed_row_f32)(pk, rows, cols, r, back);
             if (memcmp(back, wf, sizeof(float) * (size_t)cols)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "packed row != file row");
         }
         if (rc) goto done;
@@ -997,7 +999,7 @@ done:
 }
 
 /* Every size for one table and in-place type (rows not multiples of 256 where the type allows).
- * Q6_K, packed, also takes 17 and 34 rows (partial groups after whole ones; AVX-512's
+ * Q6_K and Q4_K, packed, also take 17 and 34 rows (partial groups after whole ones; AVX-512's
  * 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
 __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
     static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17};
@@ -1005,7 +1007,7 @@ __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, 
     const int *cols = sup ? ST_SUPER_COLS : ST_BLOCK_COLS;
     int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : ST_COUNT(ST_BLOCK_COLS);
     uint64_t seed = 77000 + 1000 * (uint64_t)dt;
-    int nr = dt == DT_Q6_K ? ST_COUNT(rows) : 3, nn = dt == DT_Q6_K ? ST_COUNT(nts) : 3;
+    int pk = dt == DT_Q6_K || dt == DT_Q4_K, nr = pk ? ST_COUNT(rows) : 3, nn = pk ? ST_COUNT(nts) : 3;
     for (int c = 0; c < ncols; c++)
         for (int r = 0; r < nr; r++)
             for (int t = 0; t < nn; t++)
@@ -1079,9 +1081,12 @@ int main(int argc, char **argv) {
             printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
             failed += rc != 0;
         }
-        int rc = st_check_inplace(k, DT_Q6_K, msg, sizeof msg);
-        printf("avx512  Q6_K  int8 without VNNI %s\n", rc ? msg : "vs reference: ok");
-        failed += rc != 0;
+        for (int d = 0; d < 2; d++) {
+            dtype dt = d ? DT_Q4_K : DT_Q6_K;
+            int rc = st_check_inplace(k, dt, msg, sizeof msg);
+            printf("avx512  %s  int8 without VNNI %s\n", dtype_name(dt), rc ? msg : "vs reference: ok");
+            failed += rc != 0;
+        }
     }
 #endif
 #if defined(__aarch64__)
@@ -1101,7 +1106,7 @@ int main(int argc, char **argv) {
             dtype dt = ST_INPLACE_DTYPES[d];
             kernels plain = *kernels_neon();
             plain.name = "neon-nodot";
-            plain.matmul_q8[dt] = dt == DT_Q6_K ? kernels_neon_q8_plain(dt) : inplace_neon_plain(dt); /* Q6_K: packed */
+            plain.matmul_q8[dt] = dt == DT_Q6_K || dt == DT_Q4_K ? kernels_neon_q8_plain(dt) : inplace_neon_plain(dt); /* packed */
             rc = plain.matmul_q8[dt] ? st_check_inplace(&plain, dt, msg, sizeof msg) : -1;
             printf("neon    %-6s int8 in place without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(dt),
                    rc ? (plain.matmul_q8[dt] ? msg : "no plain kernel") : "vs reference: ok");

@@ -246,14 +246,24 @@ AI __m256 scales8(const uint8_t *p, int gb) {
     return _mm256_insertf128_ps(_mm256_castps128_ps256(v), v, 1);
 }
 
+/* Q4_K: the f32 d * sc (or, with dm + 16, -(dmin * m)) of the 8 u8 at p, lane 4 bi + ii
+ * (row ii of the half): dm holds the half's 4 f16 d (or dmin). */
+AI __m256 q4k_scales8(const uint8_t *p, const uint8_t *dm, int neg) {
+    __m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)dm));
+    if (neg) d4 = _mm_xor_ps(d4, _mm_set1_ps(-0.0f));
+    __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
+    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))));
+}
+
 /* Part p of half h of a full chunk (8 rows x 4 blocks) for one token: acc plus
- * the quad's terms, as in avx512.c's half_fma (the integer sums exact). */
-AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq, const float *xd, const float *xs,
-                    __m256 acc) {
-    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt);
+ * the quad's terms, as in avx512.c's half_fma (the integer sums exact). dm: Q4_K's
+ * d and dmin of the group's 8 rows for this quad (NULL for the others). */
+AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p, const int8_t *xq, const float *xd,
+                    const float *xs, __m256 acc) {
+    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), sb = q8w_sbytes(dt);
     const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
-    const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + 2 * q8w_nscales(dt, &c);
+    const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + sb * q8w_nscales(dt, &c);
     const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * nv * 4 + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
@@ -272,10 +282,10 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
     if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
-    __m256 sw = scales8(sc, gb);
+    __m256 sw = dt == DT_Q4_K ? q4k_scales8(sc, dm + 8 * h, 0) : scales8(sc, gb);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
     if (q8w_has_min(dt)) {
-        __m256 mw = scales8(mn, gb);
+        __m256 mw = dt == DT_Q4_K ? q4k_scales8(mn, dm + 16 + 8 * h, 1) : scales8(mn, gb);
         acc = _mm256_fmadd_ps(mw, _mm256_mul_ps(dx, s), acc);
     }
     return acc;
@@ -439,8 +449,18 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
                 acc[h][p] = q6_part_quad(ck, dq, h, p, xq, xd, acc[h][p]);
             continue;
         }
+        uint8_t dml[32] = {0}; /* Q4_K: the d and dmin of a partial group's rows, the others 0 */
+        const uint8_t *dm = NULL;
+        if (dt == DT_Q4_K) {
+            dm = q8w_dm_at(g, rr, q / 2);
+            if (rr < Q8W_GROUP) {
+                memcpy(dml, dm, 2 * (size_t)rr);
+                memcpy(dml + 16, dm + 2 * rr, 2 * (size_t)rr);
+                dm = dml;
+            }
+        }
         UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
-            acc[h][p] = part_quad(dt, ck, h, p, xq, xd, xs, acc[h][p]);
+            acc[h][p] = part_quad(dt, ck, dm, h, p, xq, xd, xs, acc[h][p]);
     }
     float out[8];
     UNROLL for (int h = 0; h < 2; h++) { /* row 4h + ii: lanes ii, 4 + ii of both parts */
@@ -479,6 +499,7 @@ MATMUL_Q8(q8_q8_0, DT_Q8_0)
 MATMUL_Q8(q8_q4_1g64, DT_Q4_1G64)
 MATMUL_Q8(q8_q4_1g128, DT_Q4_1G128)
 MATMUL_Q8(q8_q6_k, DT_Q6_K)
+MATMUL_Q8(q8_q4_k, DT_Q4_K)
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
 static void axpy_avx2(float *y, float a, const float *x, int n) {
@@ -543,6 +564,7 @@ static const kernels AVX2 = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
+                  [DT_Q4_K] = matmul_q8_q4_k,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
                   DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,

@@ -344,6 +344,37 @@ AI const uint8_t *q6_dq(const uint8_t *g, int rr, int q, uint8_t tmp[16]) {
     return tmp;
 }
 
+/* Q4_K half h of a full chunk: the nibbles as half_load's Q4 ones, the f32 block
+ * scales d * sc and mins -(dmin * m) (exact products; -dmin times m is the same
+ * f32). dm: the f16 d of the group's 8 rows for this quad's super-block, then their dmin. */
+AI half_w q4k_half_load(const uint8_t *ck, const uint8_t *dm, int h, int vnni) {
+    half_w w;
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    __m512 d = _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(dm + 8 * h))));
+    __m512 nm = _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(dm + 16 + 8 * h))));
+    nm = _mm512_xor_ps(nm, _mm512_set1_ps(-0.0f));
+    const uint8_t *sc = ck + 16 * h, *pay = ck + 64 + 256 * h;
+    w.sw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)sc))));
+    w.mw = _mm512_mul_ps(nm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32)))));
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m512i raw = _mm512_loadu_si512(pay + 64 * v);
+        w.u[v] = _mm512_and_si512(raw, m0f);
+        w.u[v + 4] = vnni ? _mm512_and_si512(raw, _mm512_set1_epi8((char)0xf0)) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), m0f);
+    }
+    return w;
+}
+
+/* Q4_K: the d and dmin of the 8 rows of a group (rr present, the rest 0) for quad
+ * q's super-block, at a pointer q4k_half_load reads 32 bytes from. */
+AI const uint8_t *q4k_dm(const uint8_t *g, int rr, int q, uint8_t tmp[32]) {
+    const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
+    if (rr == Q8W_GROUP) return dm;
+    memset(tmp, 0, 32);
+    memcpy(tmp, dm, 2 * (size_t)rr);
+    memcpy(tmp + 16, dm + 2 * rr, 2 * (size_t)rr);
+    return tmp;
+}
+
 /* Half h of a chunk `ck` of 8 rows x kb blocks. */
 AI half_w half_load(dtype dt, int vnni, const uint8_t *ck, int kb, int h) {
     half_w w;
@@ -450,6 +481,11 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
         const uint8_t *dq = q6_dq(g, rr, q, tmp);
         w[0] = q6_half_load(ck, dq, 0);
         w[1] = q6_half_load(ck, dq, 1);
+    } else if (dt == DT_Q4_K) {
+        uint8_t tmp[32];
+        const uint8_t *dm = q4k_dm(g, rr, q, tmp);
+        w[0] = q4k_half_load(ck, dm, 0, vnni);
+        w[1] = q4k_half_load(ck, dm, 1, vnni);
     } else if (kb == 4) { /* the common case with constant masks and offsets */
         w[0] = half_load(dt, vnni, ck, 4, 0);
         w[1] = half_load(dt, vnni, ck, 4, 1);
@@ -615,6 +651,7 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
             const uint8_t *gh = g + grp * (size_t)(hh / 2);
             const uint8_t *ck = gh + q8w_dtab(dt, Q8W_GROUP, nb) + (size_t)Q8W_GROUP * 4 * q * bb;
             h[hh] = dt == DT_Q6_K ? q6_half_load(ck, q8w_d_at(gh, Q8W_GROUP, q / 2, 0), hh % 2)
+                    : dt == DT_Q4_K ? q4k_half_load(ck, q8w_dm_at(gh, Q8W_GROUP, q / 2), hh % 2, 1)
                     : kb == 4     ? half_load(dt, 1, ck, 4, hh % 2)
                                   : half_load(dt, 1, ck, kb, hh % 2);
         }
@@ -824,6 +861,7 @@ Q8_DTYPE(DT_Q8_0, q8_0)
 Q8_DTYPE(DT_Q4_1G64, q4_1g64)
 Q8_DTYPE(DT_Q4_1G128, q4_1g128)
 Q8_DTYPE(DT_Q6_K, q6_k)
+Q8_DTYPE(DT_Q4_K, q4_k)
 
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
@@ -927,6 +965,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
                       [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q8##_q6_k,      \
+                      [DT_Q4_K] = matmul_##Q8##_q4_k,                                               \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
                       INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \
