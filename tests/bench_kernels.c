@@ -150,13 +150,13 @@ static void fill_file(dtype dt, uint8_t *p, size_t n, uint64_t *s) {
             if (offs[k] >= 0) memcpy(p + b + offs[k], &d, 2);
 }
 
-/* Q6_K: a file-layout matrix packed (kernels.h) into p (q8w_matrix_bytes). 0: out of memory. */
-static int fill_q6k(uint8_t *p, shape sh, uint64_t *s) {
-    size_t n = dtype_row_bytes(DT_Q6_K, sh.cols) * sh.rows;
+/* Q6_K / Q4_K: a file-layout matrix packed (kernels.h) into p (q8w_matrix_bytes). 0: out of memory. */
+static int fill_kpacked(dtype dt, uint8_t *p, shape sh, uint64_t *s) {
+    size_t n = dtype_row_bytes(dt, sh.cols) * sh.rows;
     uint8_t *f = malloc(n);
     if (!f) return 0;
-    fill_file(DT_Q6_K, f, n, s);
-    q6k_pack_rows(f, sh.rows, sh.cols, 0, sh.rows, p);
+    fill_file(dt, f, n, s);
+    (dt == DT_Q6_K ? q6k_pack_rows : q4k_pack_rows)(f, sh.rows, sh.cols, 0, sh.rows, p);
     free(f);
     return 1;
 }
@@ -196,7 +196,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
 #if defined(__x86_64__)
     if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
 #endif
-    printf("\nint8 activations (fast mode), repacked weights (Q5_0 and after: read in place, but Q6_K: packed)\n");
+    printf("\nint8 activations (fast mode), repacked weights (Q5_0 and after: read in place, but Q6_K and Q4_K: packed)\n");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
            "prefill nt=64", "prefill nt=64");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
@@ -218,25 +218,27 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
         if (!wanted(argc, argv, dtype_name(dt), dt_names, 16)) continue;
         size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;
-        /* Q6_K's packed form adds up to 48 bytes per group of 8 rows (its d table's padding) */
-        size_t alloc_big = dt == DT_Q6_K ? q8w_matrix_bytes(dt, big.rows, big.cols / 32) : bytes_big;
-        size_t alloc_small = dt == DT_Q6_K ? q8w_matrix_bytes(dt, small.rows, small.cols / 32) : bytes_small;
+        /* Q6_K's packed form adds up to 48 bytes per group of 8 rows (its d table's padding), Q4_K's
+         * 4 bytes per row and super-block (GB/s below count the file's bytes, as for the others) */
+        int kp = dt == DT_Q6_K || dt == DT_Q4_K;
+        size_t alloc_big = kp ? q8w_matrix_bytes(dt, big.rows, big.cols / 32) : bytes_big;
+        size_t alloc_small = kp ? q8w_matrix_bytes(dt, small.rows, small.cols / 32) : bytes_small;
         uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = aligned_alloc(64, (alloc_small + 63) / 64 * 64);
         if (!wb || !ws) return 1;
         for (int i = 0; i < ncold; i++) {
             if (!(wb[i] = aligned_alloc(64, (alloc_big + 63) / 64 * 64))) return 1;
             if (d < 4)
                 fill_packed(dt, wb[i], bytes_big, big.rows, big.cols, &seed);
-            else if (dt == DT_Q6_K && !fill_q6k(wb[i], big, &seed))
+            else if (kp && !fill_kpacked(dt, wb[i], big, &seed))
                 return 1;
-            else if (dt != DT_Q6_K)
+            else if (!kp)
                 fill_file(dt, wb[i], bytes_big, &seed);
         }
         if (d < 4)
             fill_packed(dt, ws, bytes_small, small.rows, small.cols, &seed);
-        else if (dt == DT_Q6_K && !fill_q6k(ws, small, &seed))
+        else if (kp && !fill_kpacked(dt, ws, small, &seed))
             return 1;
-        else if (dt != DT_Q6_K)
+        else if (!kp)
             fill_file(dt, ws, bytes_small, &seed);
         for (int k = 0; k < 3; k++) {
             if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
