@@ -246,11 +246,10 @@ AI __m256 scales8(const uint8_t *p, int gb) {
     return _mm256_insertf128_ps(_mm256_castps128_ps256(v), v, 1);
 }
 
-/* Q4_K: the f32 d * sc (or, with dm + 16, -(dmin * m)) of the 8 u8 at p, lane 4 bi + ii
- * (row ii of the half): dm holds the half's 4 f16 d (or dmin). */
-AI __m256 q4k_scales8(const uint8_t *p, const uint8_t *dm, int neg) {
+/* Q4_K: the f32 d * sc (or, with dm + 16, -dmin * m) of the 8 u8 at p, lane 4 bi + ii
+ * (row ii of the half): dm holds the half's 4 f16 d (or -dmin). */
+AI __m256 q4k_scales8(const uint8_t *p, const uint8_t *dm) {
     __m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)dm));
-    if (neg) d4 = _mm_xor_ps(d4, _mm_set1_ps(-0.0f));
     __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))));
 }
@@ -282,10 +281,10 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
     if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
-    __m256 sw = dt == DT_Q4_K ? q4k_scales8(sc, dm + 8 * h, 0) : scales8(sc, gb);
+    __m256 sw = dt == DT_Q4_K ? q4k_scales8(sc, dm + 8 * h) : scales8(sc, gb);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
     if (q8w_has_min(dt)) {
-        __m256 mw = dt == DT_Q4_K ? q4k_scales8(mn, dm + 16 + 8 * h, 1) : scales8(mn, gb);
+        __m256 mw = dt == DT_Q4_K ? q4k_scales8(mn, dm + 16 + 8 * h) : scales8(mn, gb);
         acc = _mm256_fmadd_ps(mw, _mm256_mul_ps(dx, s), acc);
     }
     return acc;
@@ -449,7 +448,7 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
                 acc[h][p] = q6_part_quad(ck, dq, h, p, xq, xd, acc[h][p]);
             continue;
         }
-        uint8_t dml[32] = {0}; /* Q4_K: the d and dmin of a partial group's rows, the others 0 */
+        uint8_t dml[32] = {0}; /* Q4_K: the d and -dmin of a partial group's rows, the others 0 */
         const uint8_t *dm = NULL;
         if (dt == DT_Q4_K) {
             dm = q8w_dm_at(g, rr, q / 2);

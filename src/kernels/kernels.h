@@ -100,8 +100,9 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
  * sub-block) is (d * sc) * u[l] - (dmin * m), u the nibble, sc / m the sub-block's
  * 6-bit scale and min, d / dmin the super-block's f16 (gguf-py's order of roundings).
  *   A group starts with its d table: per super-block s, rr f16 d (row i at entry
- *   2 s rr + i) then rr f16 dmin (entry 2 s rr + rr + i), zero-padded to whole
- *   64-byte lines (q8w_dtab; q8w_dm_at); then its chunks (576 bytes, 9 lines, for
+ *   2 s rr + i) then rr f16 -dmin (entry 2 s rr + rr + i: the sign flipped, so
+ *   that -dmin * m is the min as it stands), zero-padded to whole 64-byte lines
+ *   (q8w_dtab; q8w_dm_at); then its chunks (576 bytes, 9 lines, for
  *   8 rows), each: rr * 4 u8 scales sc (index as above, ONE byte per entry), then
  *   rr * 4 u8 mins m (q8w_nscales further); payload as Q4_1's (4 vectors per half,
  *   byte j: low nibble = element j, high = element j + 16). 4.625 bits per weight
@@ -189,7 +190,7 @@ static inline const uint8_t *q8w_d_at(const uint8_t *g, int rr, int sb, int i) {
     return g + 2 * ((size_t)sb * rr + i);
 }
 
-/* Q4_K: the rr f16 d of super-block sb of the group starting at g, then its rr f16 dmin. */
+/* Q4_K: the rr f16 d of super-block sb of the group starting at g, then its rr f16 -dmin. */
 static inline const uint8_t *q8w_dm_at(const uint8_t *g, int rr, int sb) { return g + 4 * (size_t)sb * rr; }
 
 /* A partial chunk (rr rows, kb blocks) copied into the form of one with 8 rows

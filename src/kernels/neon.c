@@ -402,7 +402,7 @@ AI void q6_chunk(sdot_fn sd, const uint8_t *ck, const uint8_t *dq, const q8_act 
     }
 }
 
-/* Q4_K: 4 rows' f32 products of the f16 at dm and the u8 at p (d * sc, or dmin * m). */
+/* Q4_K: 4 rows' f32 products of the f16 at dm and the u8 at p (d * sc, or -dmin * m). */
 AI float32x4_t q4k_scales4(const uint8_t *p, const uint8_t *dm) {
     float32x4_t d = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(dm)));
     return vmulq_f32(d, vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(p))))));
@@ -421,9 +421,9 @@ AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, const uint8_t *dm, int
             const int sb = q8w_sbytes(dt);
             const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, bi), *mn = sc + sb * q8w_nscales(dt, &c);
             float32x4_t dw, mw;
-            if (dt == DT_Q4_K) { /* d * sc and -(dmin * m), exact */
+            if (dt == DT_Q4_K) { /* d * sc and -dmin * m, exact */
                 dw = q4k_scales4(sc, dm + 8 * h);
-                mw = vnegq_f32(q4k_scales4(mn, dm + 16 + 8 * h));
+                mw = q4k_scales4(mn, dm + 16 + 8 * h);
             } else {
                 dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
                 mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(mn))) : dw;
@@ -463,7 +463,7 @@ AI void q8_group(dtype dt, sdot_fn sd, const uint8_t *g, int rr, int nb, const q
             if (rr < Q8W_GROUP) dq = memcpy(dloc, dq, 2 * (size_t)rr);
             q6_chunk(sd, ck, dq, x, t0, q, T, acc);
         } else if (dt == DT_Q4_K) {
-            uint8_t dml[32] = {0}; /* the d and dmin of a partial group's rows, the others 0 */
+            uint8_t dml[32] = {0}; /* the d and -dmin of a partial group's rows, the others 0 */
             const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
             if (rr < Q8W_GROUP) {
                 memcpy(dml, dm, 2 * (size_t)rr);

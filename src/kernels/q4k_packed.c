@@ -56,8 +56,9 @@ void q4k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint
             }
             if (q % 2 == 0) {
                 uint8_t *dm = out + c.grp + 4 * (size_t)(q / 2) * c.rr;
+                uint16_t nmin = (uint16_t)(rd_u16(blk + offsetof(block_q4_K, dmin)) ^ 0x8000u); /* -dmin, exact */
                 memcpy(dm + 2 * i, blk + offsetof(block_q4_K, d), 2);
-                memcpy(dm + 2 * (size_t)c.rr + 2 * i, blk + offsetof(block_q4_K, dmin), 2);
+                memcpy(dm + 2 * (size_t)c.rr + 2 * i, &nmin, 2);
             }
         }
         if (i == 0) { /* the group's d table padding */
@@ -73,8 +74,8 @@ float q4k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, in
     q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
     int i = r % Q8W_GROUP, si = q8w_scale_idx(dt, &c, i, b % 4) + which * q8w_nscales(dt, &c);
     const uint8_t *dm = packed + c.grp + 4 * (size_t)(b / 8) * c.rr;
-    float d = f16_to_f32(rd_u16(dm + 2 * (size_t)which * c.rr + 2 * i)), v = d * (float)packed[c.off + (size_t)si];
-    return which ? -v : v;
+    /* which = 1: -dmin * m, the same f32 as -(dmin * m) (rounding is symmetric in sign) */
+    return f16_to_f32(rd_u16(dm + 2 * (size_t)which * c.rr + 2 * i)) * (float)packed[c.off + (size_t)si];
 }
 
 /* (d * sc) * u - (dmin * m), as quant.c's dq_q4_k (gguf-py's order of roundings). */
