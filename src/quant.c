@@ -131,13 +131,12 @@ static void dq_iq4_xs(const uint8_t *blk, int j, float *out) {
 
 /* ---- the table ------------------------------------------------------------------------ */
 
-/* packs_as: Q4_K becomes packed Q4_1 in fast mode, each sub-block's scale d * sc and
- * min -(dmin * m) rounded to f16 (relative 2^-11 on a scale; the int8 activations
- * cost far more): the Q4_1 kernels of every ISA then run it, decode and prefill.
- * Q5_0, Q5_1 and Q6_K pack as themselves: packed layouts of their own of the file's
- * size (kernels.h, kernels/q5_packed.c, kernels/q6k_packed.c), lossless, int8
- * kernels on every ISA. (Q5_0 used to become packed Q8_0, int8 u - 16: lossless
- * too, but 55% larger, which decode streams and peak memory holds.) */
+/* packs_as: Q4_0, Q4_1 and Q8_0 pack as themselves, and so do Q5_0, Q5_1, Q6_K and
+ * Q4_K: packed layouts of their own of about the file's size (kernels.h,
+ * kernels/q5_packed.c, q6k_packed.c, q4k_packed.c), lossless, int8 kernels on every
+ * ISA. (Q5_0 used to become packed Q8_0, int8 u - 16: lossless too, but 55% larger,
+ * which decode streams and peak memory holds; Q4_K used to become packed Q4_1 with
+ * f16-rounded scales and mins, 5 bits per weight instead of Q4_K's 4.625 packed.) */
 static const dtype_traits TRAITS[DT_COUNT] = {
     [DT_F32] = {"F32", 0, 1, 4, NULL, 1, DT_COUNT},
     [DT_F16] = {"F16", 1, 1, 2, NULL, 1, DT_COUNT},
@@ -149,7 +148,7 @@ static const dtype_traits TRAITS[DT_COUNT] = {
     [DT_Q5_1] = {"Q5_1", 7, 32, 24, dq_q5_1, 1, DT_Q5_1},
     [DT_Q2_K] = {"Q2_K", 10, QK_K, 84, dq_q2_k, 1, DT_COUNT},
     [DT_Q3_K] = {"Q3_K", 11, QK_K, 110, dq_q3_k, 1, DT_COUNT},
-    [DT_Q4_K] = {"Q4_K", 12, QK_K, 144, dq_q4_k, 1, DT_Q4_1},
+    [DT_Q4_K] = {"Q4_K", 12, QK_K, 144, dq_q4_k, 1, DT_Q4_K},
     [DT_Q5_K] = {"Q5_K", 13, QK_K, 176, dq_q5_k, 1, DT_COUNT},
     [DT_Q6_K] = {"Q6_K", 14, QK_K, 210, dq_q6_k, 1, DT_Q6_K},
     [DT_IQ4_NL] = {"IQ4_NL", 20, 32, 18, dq_iq4_nl, 1, DT_COUNT},

@@ -29,37 +29,12 @@
 /* Widest MLX matrix rewritten as Q4_1 (a row of blocks is built on the stack). */
 #define Q8_MAX_AFFINE_COLS 16384
 
-/* Widest row a converted type (Q4_K -> Q4_1) is packed for (a row of Q4_1 blocks is built on the stack). */
-#define Q8_MAX_CONVERT_COLS 16384
-
 int repack_supported(dtype t) { return dtype_info(t)->packs_as != DT_COUNT; }
 
 /* no int8 kernel in this table (NEON for now): such a matrix keeps the file layout and the f32 path */
 int repack_will_pack(const model *m, const tensor *t) {
     dtype pt = dtype_info(t->type)->packs_as;
-    return pt != DT_COUNT && m->kern->matmul_q8[pt] != NULL &&
-           (pt == t->type || t->shape[t->ndim - 1] <= Q8_MAX_CONVERT_COLS);
-}
-
-/* A Q4_K row (cols values) as Q4_1 file-layout blocks: per sub-block of 32, f16 scale
- * d * sc and f16 min -(dmin * m) (the products are exact in f32; rounding them to f16
- * is the conversion's only loss), and the nibbles re-paired to Q4_1's order (byte k:
- * values k and k + 16 of the block; Q4_K keeps a sub-block's 32 values in the low or
- * the high nibbles of 32 consecutive bytes). */
-static void q4k_row_q41(const uint8_t *src, int64_t cols, uint8_t *dst) {
-    for (int64_t sb = 0; sb < cols / QK_K; sb++, src += sizeof(block_q4_K))
-        for (int j = 0; j < 8; j++, dst += sizeof(block_q4_1)) {
-            int sc, m;
-            q4k_scale_min(src + 4, j, &sc, &m);
-            float d = f16_to_f32(rd_u16(src)), dmin = f16_to_f32(rd_u16(src + 2));
-            uint16_t hd = f32_to_f16(d * (float)sc), hm = f32_to_f16(-(dmin * (float)m));
-            memcpy(dst, &hd, 2);
-            memcpy(dst + 2, &hm, 2);
-            const uint8_t *q = src + 16 + 32 * (j / 2);
-            int sh = 4 * (j % 2);
-            for (int k = 0; k < 16; k++)
-                dst[4 + k] = (uint8_t)(((q[k] >> sh) & 15) | ((q[k + 16] >> sh) & 15) << 4);
-        }
+    return pt != DT_COUNT && m->kern->matmul_q8[pt] != NULL;
 }
 
 /* Rows [row0, row1) of t, packed into out as a matrix of their own (all of t: 0, rows). */
@@ -116,32 +91,23 @@ static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint
     }
 }
 
-/* Rows [r0, r1) of j's matrix, counted from j->row0 (a type packed as another is
- * converted row by row first: Q4_K as Q4_1; Q5_0, Q5_1 and Q6_K have packed
- * layouts of their own). */
+/* Rows [r0, r1) of j's matrix, counted from j->row0 (Q4_K, Q5_0, Q5_1 and Q6_K
+ * have packed layouts of their own, written by their packers). */
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
     dtype pt = dtype_info(t->type)->packs_as;
     int rows = j->row1 - j->row0, nb = (int)(t->shape[1] / 32);
     size_t rb = dtype_row_bytes(t->type, t->shape[1]);
     const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * rb;
-    uint8_t conv[Q8_MAX_CONVERT_COLS / 32 * sizeof(block_q8_0)];
-    if (t->type == DT_Q6_K) { /* its own layout (kernels.h), written by the kernels' packer */
-        q6k_pack_rows(src, rows, (int)t->shape[1], r0, r1, j->out);
+    if (t->type == DT_Q6_K || t->type == DT_Q4_K) { /* own layouts (kernels.h), written by the kernels' packers */
+        (t->type == DT_Q6_K ? q6k_pack_rows : q4k_pack_rows)(src, rows, (int)t->shape[1], r0, r1, j->out);
         return;
     }
     if (t->type == DT_Q5_0 || t->type == DT_Q5_1) {
         q5_pack_rows(t->type, src, rows, (int)t->shape[1], r0, r1, j->out);
         return;
     }
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *row = src + (size_t)r * rb;
-        if (t->type == DT_Q4_K) {
-            q4k_row_q41(row, t->shape[1], conv);
-            row = conv;
-        }
-        pack_row(pt, rows, nb, r, row, j->out);
-    }
+    for (int r = r0; r < r1; r++) pack_row(pt, rows, nb, r, src + (size_t)r * rb, j->out);
 }
 
 /* Bytes of rows of t in its packed layout. */
@@ -173,8 +139,8 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
         row -= t->parts[i].row0;
         break;
     }
-    if (dt == DT_Q6_K) {
-        q6k_packed_row_f32(pk, rows, (int)t->shape[1], (int)row, out);
+    if (dt == DT_Q6_K || dt == DT_Q4_K) {
+        (dt == DT_Q6_K ? q6k_packed_row_f32 : q4k_packed_row_f32)(pk, rows, (int)t->shape[1], (int)row, out);
         return;
     }
     if (dt == DT_Q5_0 || dt == DT_Q5_1) {

@@ -1,16 +1,16 @@
-/* repack.h - fast mode: GGUF Q4_0 / Q4_1 / Q8_0 / Q5_0 / Q5_1 / Q6_K weight matrices
- * rewritten once at load into the layout the int8-activation kernels read (kernels.h,
- * "Repacked weights"): groups of 8 rows interleaved per 128 columns, each group
- * one stream with its scales beside the payload (Q4_K is converted to Q4_1 on
- * the way). The copy has the file's size (Q6_K: up to 48 bytes
- * more per 8 rows); the file pages it came from are released, so the model
- * still holds one copy of each weight. */
+/* repack.h - fast mode: GGUF Q4_0 / Q4_1 / Q8_0 / Q5_0 / Q5_1 / Q6_K / Q4_K weight
+ * matrices rewritten once at load into the layout the int8-activation kernels read
+ * (kernels.h, "Repacked weights"): groups of 8 rows interleaved per 128 columns,
+ * each group one stream with its scales beside the payload. The copy has about the
+ * file's size (Q6_K: up to 48 bytes more per 8 rows; Q4_K: 4.625 bits per weight
+ * instead of 4.5); the file pages it came from are released, so the model still
+ * holds one copy of each weight. */
 #ifndef LLMGEN_REPACK_H
 #define LLMGEN_REPACK_H
 
 #include "model.h"
 
-/* Repack every Q4_0 / Q4_1 / Q8_0 / Q5_0 / Q5_1 / Q6_K matrix (and Q4_K converted) of m (layers, lm_head / embeddings),
+/* Repack every Q4_0 / Q4_1 / Q8_0 / Q5_0 / Q5_1 / Q6_K / Q4_K matrix of m (layers, lm_head / embeddings),
  * in parallel over m->pool, setting tensor.packed: the layers' and the lm_head
  * into one arena laid out in the order the threads stream them (tensor.parts,
  * see repack.c), anything else on its own. -1 with a message if memory runs

@@ -150,16 +150,17 @@ static void fill_file(dtype dt, uint8_t *p, size_t n, uint64_t *s) {
             if (offs[k] >= 0) memcpy(p + b + offs[k], &d, 2);
 }
 
-/* The types packed in layouts of their own (Q5_0, Q5_1, Q6_K). */
-static int own_layout(dtype dt) { return dt == DT_Q6_K || dt == DT_Q5_0 || dt == DT_Q5_1; }
+/* The types packed in layouts of their own (Q5_0, Q5_1, Q6_K, Q4_K). */
+static int own_layout(dtype dt) { return dt == DT_Q6_K || dt == DT_Q4_K || dt == DT_Q5_0 || dt == DT_Q5_1; }
 
-/* Q5_0 / Q5_1 / Q6_K: a file-layout matrix packed (kernels.h) into p (q8w_matrix_bytes). 0: out of memory. */
+/* Q5_0 / Q5_1 / Q6_K / Q4_K: a file-layout matrix packed (kernels.h) into p (q8w_matrix_bytes). 0: out of memory. */
 static int fill_own(dtype dt, uint8_t *p, shape sh, uint64_t *s) {
     size_t n = dtype_row_bytes(dt, sh.cols) * sh.rows;
     uint8_t *f = malloc(n);
     if (!f) return 0;
     fill_file(dt, f, n, s);
     if (dt == DT_Q6_K) q6k_pack_rows(f, sh.rows, sh.cols, 0, sh.rows, p);
+    else if (dt == DT_Q4_K) q4k_pack_rows(f, sh.rows, sh.cols, 0, sh.rows, p);
     else q5_pack_rows(dt, f, sh.rows, sh.cols, 0, sh.rows, p);
     free(f);
     return 1;
@@ -200,7 +201,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
 #if defined(__x86_64__)
     if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
 #endif
-    printf("\nint8 activations (fast mode), repacked weights (Q5_0 and after: read in place, but Q5_0, Q5_1, Q6_K: packed)\n");
+    printf("\nint8 activations (fast mode), repacked weights (Q5_0 and after: read in place, but Q4_K, Q5_0, Q5_1, Q6_K: packed)\n");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
            "prefill nt=64", "prefill nt=64");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
@@ -222,7 +223,8 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
         if (!wanted(argc, argv, dtype_name(dt), dt_names, 16)) continue;
         size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
         int ncold = (int)(cold_total / bytes_big) + 1;
-        /* Q6_K's packed form adds up to 48 bytes per group of 8 rows (its d table's padding) */
+        /* Q6_K's packed form adds up to 48 bytes per group of 8 rows (its d table's padding), Q4_K's
+         * 4 bytes per row and super-block (GB/s below count the file's bytes, as for the others) */
         size_t alloc_big = own_layout(dt) ? q8w_matrix_bytes(dt, big.rows, big.cols / 32) : bytes_big;
         size_t alloc_small = own_layout(dt) ? q8w_matrix_bytes(dt, small.rows, small.cols / 32) : bytes_small;
         uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = aligned_alloc(64, (alloc_small + 63) / 64 * 64);

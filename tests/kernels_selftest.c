@@ -34,8 +34,8 @@
  *  - int8 activations on the GGUF types read in place (Q2_K ... IQ4_XS; st_check_inplace):
  *    every table's matmul_q8 entry against dequantized weights x int8 activations
  *    within a stated tolerance, bit for bit for any row split and for each token
- *    alone; on AArch64 also the variant without sdot. Q5_0, Q5_1 and Q6_K the same way on their
- *    packed layouts (q5_pack_rows / q6k_pack_rows, in two calls; every packed row read back equals
+ *    alone; on AArch64 also the variant without sdot. Q5_0, Q5_1, Q6_K and Q4_K the same way on their
+ *    packed layouts (q5_pack_rows / q6k_pack_rows / q4k_pack_rows, in two calls; every packed row read back equals
  *    the file's dequantized row bit for bit), with 17 and 34 rows and 17 tokens so
  *    that partial groups, splits inside groups and AVX-512's panels are exercised;
  *    on x86 also the AVX-512 table without VNNI;
@@ -936,15 +936,17 @@ static const dtype ST_INPLACE_DTYPES[] = {DT_Q5_0, DT_Q5_1, DT_Q2_K, DT_Q3_K, DT
                                           DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
 
 /* Types fast mode packs as themselves (kernels.h): the int8 entry reads the packed layout. */
-static int st_packed(dtype dt) { return dt == DT_Q6_K || dt == DT_Q5_0 || dt == DT_Q5_1; }
+static int st_packed(dtype dt) { return dt == DT_Q6_K || dt == DT_Q4_K || dt == DT_Q5_0 || dt == DT_Q5_1; }
 
 static void st_pack_rows(dtype dt, const uint8_t *w, int rows, int cols, int r0, int r1, uint8_t *pk) {
     if (dt == DT_Q6_K) q6k_pack_rows(w, rows, cols, r0, r1, pk);
+    else if (dt == DT_Q4_K) q4k_pack_rows(w, rows, cols, r0, r1, pk);
     else q5_pack_rows(dt, w, rows, cols, r0, r1, pk);
 }
 
 static void st_packed_row_f32(dtype dt, const uint8_t *pk, int rows, int cols, int r, float *out) {
     if (dt == DT_Q6_K) q6k_packed_row_f32(pk, rows, cols, r, out);
+    else if (dt == DT_Q4_K) q4k_packed_row_f32(pk, rows, cols, r, out);
     else q5_packed_row_f32(dt, pk, rows, cols, r, out);
 }
 
@@ -973,6 +975,7 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     for (int r = 0; r < rows; r++) st_fill_row(dt, w + r * rb, cols, &s);
     if (packed) { /* in two calls, as threads pack their own groups */
         int g = rows / 2 / Q8W_GROUP * Q8W_GROUP;
+        memset(pk, 0xa5, q8w_matrix_bytes(dt, rows, cols / 32)); /* every byte the kernels read is written */
         st_pack_rows(dt, w, rows, cols, g, rows, pk);
         st_pack_rows(dt, w, rows, cols, 0, g, pk);
         for (int r = 0; r < rows && !rc; r++) { /* the packed rows read back: the file's values */
@@ -1031,7 +1034,7 @@ done:
 }
 
 /* Every size for one table and in-place type (rows not multiples of 256 where the type allows).
- * The packed types (Q5_0, Q5_1, Q6_K) also take 17 and 34 rows (partial groups after whole
+ * The packed types (Q5_0, Q5_1, Q6_K, Q4_K) also take 17 and 34 rows (partial groups after whole
  * ones; AVX-512's 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
 __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
     static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17, 8, 13}; /* 8, 13: decode tiles of several sequences */
@@ -1113,7 +1116,7 @@ int main(int argc, char **argv) {
             printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
             failed += rc != 0;
         }
-        static const dtype packed[] = {DT_Q5_0, DT_Q5_1, DT_Q6_K};
+        static const dtype packed[] = {DT_Q5_0, DT_Q5_1, DT_Q6_K, DT_Q4_K};
         for (int d = 0; d < ST_COUNT(packed); d++) {
             int rc = st_check_inplace(k, packed[d], msg, sizeof msg);
             printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(packed[d]), rc ? msg : "vs reference: ok");

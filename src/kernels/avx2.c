@@ -246,14 +246,23 @@ AI __m256 scales8(const uint8_t *p, int gb) {
     return _mm256_insertf128_ps(_mm256_castps128_ps256(v), v, 1);
 }
 
+/* Q4_K: the f32 d * sc (or, with dm + 16, -dmin * m) of the 8 u8 at p, lane 4 bi + ii
+ * (row ii of the half): dm holds the half's 4 f16 d (or -dmin). */
+AI __m256 q4k_scales8(const uint8_t *p, const uint8_t *dm) {
+    __m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)dm));
+    __m256 d = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
+    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))));
+}
+
 /* Part p of half h of a full chunk (8 rows x 4 blocks) for one token: acc plus
- * the quad's terms, as in avx512.c's half_fma (the integer sums exact). */
-AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq, const float *xd, const float *xs,
-                    __m256 acc) {
-    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt);
+ * the quad's terms, as in avx512.c's half_fma (the integer sums exact). dm: Q4_K's
+ * d and dmin of the group's 8 rows for this quad (NULL for the others). */
+AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p, const int8_t *xq, const float *xd,
+                    const float *xs, __m256 acc) {
+    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), sb = q8w_sbytes(dt);
     const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
-    const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + 2 * q8w_nscales(dt, &c);
+    const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + sb * q8w_nscales(dt, &c);
     const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * q8w_nv(dt) * 4 + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
@@ -281,10 +290,10 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, int h, int p, const int8_t *xq,
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
     if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
     if (dt == DT_Q5_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-16.0f), f);
-    __m256 sw = scales8(sc, gb);
+    __m256 sw = dt == DT_Q4_K ? q4k_scales8(sc, dm + 8 * h) : scales8(sc, gb);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
     if (q8w_has_min(dt)) {
-        __m256 mw = scales8(mn, gb);
+        __m256 mw = dt == DT_Q4_K ? q4k_scales8(mn, dm + 16 + 8 * h) : scales8(mn, gb);
         acc = _mm256_fmadd_ps(mw, _mm256_mul_ps(dx, s), acc);
     }
     return acc;
@@ -497,6 +506,84 @@ static void q5_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act 
     }
 }
 
+/* Q4_K part p of half h of a full chunk, decoded once for every token of a prefill
+ * (as q6_part): u[v] the low nibbles meeting dword v of the blocks' first 16
+ * activations, u[v + 4] the high ones; sw / mw the blocks' d * sc and -dmin * m. */
+typedef struct {
+    __m256i u[8];
+    __m256 sw, mw;
+} q4k_part;
+
+AI void q4k_part_decode(const uint8_t *ck, const uint8_t *dm, int h, int p, q4k_part *w) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    const uint8_t *sc = ck + 16 * h + 8 * p, *pay = ck + 64 + 256 * h + 32 * p;
+    w->sw = q4k_scales8(sc, dm + 8 * h);
+    w->mw = q4k_scales8(sc + 32, dm + 16 + 8 * h);
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        w->u[v] = _mm256_and_si256(raw, lo4);
+        w->u[v + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
+    }
+}
+
+/* acc + a decoded part against one token: part_quad's operations for Q4_K, in its order. */
+AI __m256 q4k_part_dot(const q4k_part *w, int p, const int8_t *xq, const float *xd, const float *xs, __m256 acc) {
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
+    __m256i isum = _mm256_setzero_si256();
+    UNROLL for (int v = 0; v < 4; v++) {
+        isum = dot_u8s8(isum, w->u[v], dword_bcast(x0, v));
+        isum = dot_u8s8(isum, w->u[v + 4], dword_bcast(x1, v));
+    }
+    __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
+    acc = _mm256_fmadd_ps(f, _mm256_mul_ps(w->sw, dx), acc);
+    return _mm256_fmadd_ps(w->mw, _mm256_mul_ps(dx, s), acc);
+}
+
+/* Q4_K: the d and -dmin of the group's 8 rows for quad q (zero-padded into dml if partial). */
+AI const uint8_t *q4k_dm(const uint8_t *g, int rr, int q, uint8_t dml[32]) {
+    const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
+    if (rr == Q8W_GROUP) return dm;
+    memset(dml, 0, 32);
+    memcpy(dml, dm, 2 * (size_t)rr);
+    memcpy(dml + 16, dm + 2 * rr, 2 * (size_t)rr);
+    return dml;
+}
+
+/* Q4_K prefill: each quad of a group decoded once for every token (as q6_prefill;
+ * the per-token walk re-derived the scales and nibbles per token: bench_kernels,
+ * 2048 x 8192 nt = 64, 93.5 GOP/s against packed Q4_1's 111). Per token the
+ * arithmetic is q8_group's exactly (tested: each token alone = prefill). */
+static void q4k_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo, int hi,
+                        __m256 *acc) {
+    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dml[32];
+    const int bb = q8w_block_bytes(DT_Q4_K);
+    for (int i = 0; i < 4 * x->nt; i++) acc[i] = _mm256_setzero_ps();
+    for (int q = 0; 4 * q < nb; q++) {
+        const uint8_t *ck = g + q8w_dtab(DT_Q4_K, rr, nb) + (size_t)rr * 4 * q * bb, *dm = q4k_dm(g, rr, q, dml);
+        if (rr < Q8W_GROUP) {
+            q8w_widen(DT_Q4_K, ck, rr, 4, wide, 4);
+            ck = wide;
+        }
+        q4k_part w[2][2];
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) q4k_part_decode(ck, dm, h, p, &w[h][p]);
+        for (int t = 0; t < x->nt; t++) {
+            const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+            const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
+                acc[4 * t + 2 * h + p] = q4k_part_dot(&w[h][p], p, xq, xd, xs, acc[4 * t + 2 * h + p]);
+        }
+    }
+    for (int t = 0; t < x->nt; t++) {
+        float out[8];
+        UNROLL for (int h = 0; h < 2; h++) { /* as q8_group */
+            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
+            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+        }
+        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
+    }
+}
+
 /* Rows [lo, hi) of the group at g (rr rows) for token t; y rows start at y0. */
 AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, int t, float *y0, int ldy, int lo,
                  int hi) {
@@ -523,8 +610,10 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
                 acc[h][p] = q6_part_quad(ck, dq, h, p, xq, xd, acc[h][p]);
             continue;
         }
+        uint8_t dml[32]; /* Q4_K: the d and -dmin of a partial group's rows, the others 0 */
+        const uint8_t *dm = dt == DT_Q4_K ? q4k_dm(g, rr, q, dml) : NULL;
         UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
-            acc[h][p] = part_quad(dt, ck, h, p, xq, xd, xs, acc[h][p]);
+            acc[h][p] = part_quad(dt, ck, dm, h, p, xq, xd, xs, acc[h][p]);
     }
     float out[8];
     UNROLL for (int h = 0; h < 2; h++) { /* row 4h + ii: lanes ii, 4 + ii of both parts */
@@ -539,7 +628,7 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
 AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
-    int own = dt == DT_Q6_K || q8w_five(dt); /* decoded once per quad for every token */
+    int own = dt == DT_Q6_K || dt == DT_Q4_K || q8w_five(dt); /* decoded once per quad for every token */
     __m256 *acc = own && x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
@@ -547,6 +636,8 @@ AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1,
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         if (acc && dt == DT_Q6_K) /* (out of memory: token by token below) */
             q6_prefill(g, rr, nb, x, y + g0, ldy, lo, hi, acc);
+        else if (acc && dt == DT_Q4_K)
+            q4k_prefill(g, rr, nb, x, y + g0, ldy, lo, hi, acc);
         else if (acc)
             q5_prefill(dt, g, rr, nb, x, y + g0, ldy, lo, hi, acc);
         else
@@ -568,6 +659,7 @@ MATMUL_Q8(q8_q4_1g128, DT_Q4_1G128)
 MATMUL_Q8(q8_q6_k, DT_Q6_K)
 MATMUL_Q8(q8_q5_0, DT_Q5_0)
 MATMUL_Q8(q8_q5_1, DT_Q5_1)
+MATMUL_Q8(q8_q4_k, DT_Q4_K)
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
 static void axpy_avx2(float *y, float a, const float *x, int n) {
@@ -640,7 +732,7 @@ static const kernels AVX2 = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
-                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1,
+                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q4_K] = matmul_q8_q4_k,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
                   DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,

@@ -351,6 +351,40 @@ AI const uint8_t *q6_dq(const uint8_t *g, int rr, int q, uint8_t tmp[16]) {
     return tmp;
 }
 
+/* Q4_K: the f16 d and -dmin of a group's 8 rows for one super-block (32 bytes at dm) as f32. */
+AI __m512 q4k_dm_f32(const uint8_t *dm) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dm)); }
+
+/* Q4_K half h of a full chunk: the nibbles as half_load's Q4 ones, the f32 block
+ * scales d * sc and mins -dmin * m (exact products). dm: q4k_dm_f32 of this quad's
+ * super-block (lanes 0..7 d, 8..15 -dmin of rows 0..7). */
+AI half_w q4k_half_load(const uint8_t *ck, __m512 dm, int h, int vnni) {
+    half_w w;
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    const __m512i ld = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3); /* lane 4 bi + ii: row ii */
+    __m512 d = _mm512_permutexvar_ps(_mm512_add_epi32(ld, _mm512_set1_epi32(4 * h)), dm);
+    __m512 nm = _mm512_permutexvar_ps(_mm512_add_epi32(ld, _mm512_set1_epi32(8 + 4 * h)), dm);
+    const uint8_t *sc = ck + 16 * h, *pay = ck + 64 + 256 * h;
+    w.sw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)sc))));
+    w.mw = _mm512_mul_ps(nm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32)))));
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m512i raw = _mm512_loadu_si512(pay + 64 * v);
+        w.u[v] = _mm512_and_si512(raw, m0f);
+        w.u[v + 4] = vnni ? _mm512_and_si512(raw, _mm512_set1_epi8((char)0xf0)) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), m0f);
+    }
+    return w;
+}
+
+/* Q4_K: the d and -dmin of the 8 rows of a group (rr present, the rest 0) for quad
+ * q's super-block, at a pointer q4k_dm_f32 reads 32 bytes from. */
+AI const uint8_t *q4k_dm(const uint8_t *g, int rr, int q, uint8_t tmp[32]) {
+    const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
+    if (rr == Q8W_GROUP) return dm;
+    memset(tmp, 0, 32);
+    memcpy(tmp, dm, 2 * (size_t)rr);
+    memcpy(tmp + 16, dm + 2 * rr, 2 * (size_t)rr);
+    return tmp;
+}
+
 /* Half h of a chunk `ck` of 8 rows x kb blocks. Q5_0 / Q5_1: the nibbles as Q4's
  * without VNNI, each vector's fifth bits brought to bit 4 by one shift of the
  * fifth-bit vector and OR-ed in under the mask 0x10 (vpternlogd 0xf8: a | (b & c)). */
@@ -462,11 +496,22 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
             _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
             _mm_prefetch((const char *)ck + Q8_PF_L1 + l, _MM_HINT_T0);
         }
+    if (Q8_PF && q == 0 && q8w_dtab(dt, rr, nb)) { /* the chunk prefetch above skips the d tables: the one
+                                                       of the first group Q8_PF ahead, whole */
+        size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb), ahead = (Q8_PF / grp + 1) * grp;
+        for (size_t l = 0; l < q8w_dtab(dt, Q8W_GROUP, nb); l += 64) _mm_prefetch((const char *)g + ahead + l, _MM_HINT_T1);
+    }
     if (dt == DT_Q6_K) {
         uint8_t tmp[16];
         const uint8_t *dq = q6_dq(g, rr, q, tmp);
         w[0] = q6_half_load(ck, dq, 0);
         w[1] = q6_half_load(ck, dq, 1);
+    } else if (dt == DT_Q4_K) {
+        uint8_t tmp[32];
+        const uint8_t *dm = q4k_dm(g, rr, q, tmp);
+        __m512 dmv = q4k_dm_f32(dm);
+        w[0] = q4k_half_load(ck, dmv, 0, vnni);
+        w[1] = q4k_half_load(ck, dmv, 1, vnni);
     } else if (kb == 4) { /* the common case with constant masks and offsets */
         w[0] = half_load(dt, vnni, ck, 4, 0);
         w[1] = half_load(dt, vnni, ck, 4, 1);
@@ -632,6 +677,7 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
             const uint8_t *gh = g + grp * (size_t)(hh / 2);
             const uint8_t *ck = gh + q8w_dtab(dt, Q8W_GROUP, nb) + (size_t)Q8W_GROUP * 4 * q * bb;
             h[hh] = dt == DT_Q6_K ? q6_half_load(ck, q8w_d_at(gh, Q8W_GROUP, q / 2, 0), hh % 2)
+                    : dt == DT_Q4_K ? q4k_half_load(ck, q4k_dm_f32(q8w_dm_at(gh, Q8W_GROUP, q / 2)), hh % 2, 1)
                     : kb == 4     ? half_load(dt, 1, ck, 4, hh % 2)
                                   : half_load(dt, 1, ck, kb, hh % 2);
         }
@@ -854,6 +900,7 @@ Q8_DTYPE(DT_Q8_0, q8_0)
 Q8_DTYPE(DT_Q4_1G64, q4_1g64)
 Q8_DTYPE(DT_Q4_1G128, q4_1g128)
 Q8_DTYPE(DT_Q6_K, q6_k)
+Q8_DTYPE(DT_Q4_K, q4_k)
 Q8_DTYPE(DT_Q5_0, q5_0)
 Q8_DTYPE(DT_Q5_1, q5_1)
 
@@ -969,6 +1016,7 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
                       [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q8##_q6_k,      \
                       [DT_Q5_0] = matmul_##Q8##_q5_0, [DT_Q5_1] = matmul_##Q8##_q5_1,              \
+                      [DT_Q4_K] = matmul_##Q8##_q4_k,                                               \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
                       INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \

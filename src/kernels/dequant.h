@@ -37,7 +37,7 @@ static inline void dq_ref32(dtype dt, const uint8_t *blk, int j, float *out) {
 /* ---- the int8-activation route on the file layout (fast mode) --------------------
  *
  * GGUF types that fast mode does not repack (every type but Q4_0 / Q4_1 / Q8_0 /
- * Q5_0 / Q5_1 / Q6_K, and Q4_K which it converts) are read in place by matmul_q8 kernels whose `packed` argument is the file
+ * Q4_K / Q5_0 / Q5_1 / Q6_K) are read in place by matmul_q8 kernels whose `packed` argument is the file
  * layout itself (rows of dtype_row_bytes(dt, cols) bytes). Each half (16
  * values) h of sub-block j is decoded to unsigned integers u (0..255), a scale f
  * and a min mn with weight = f * u + mn: an offset (Q5_0 -16, Q3_K -4,
@@ -118,14 +118,15 @@ static inline void dq_int8_decode(dtype dt, const uint8_t *blk, int j, dq_int8 *
 }
 
 /* The in-place int8 matmuls of scalar.c (and of the ISA files that have them).
- * Q5_0, Q5_1 and Q6_K are not among them: fast mode packs them (kernels.h), and
- * their int8 entries read that layout. */
+ * Q4_K, Q5_0, Q5_1 and Q6_K are not among them: fast mode packs them (kernels.h),
+ * and their int8 entries read that layout. */
 #define DQ_Q8_INPLACE(PFX)                                                                          \
-    [DT_Q2_K] = PFX##_q2_k, [DT_Q3_K] = PFX##_q3_k,                                                 \
-    [DT_Q4_K] = PFX##_q4_k, [DT_Q5_K] = PFX##_q5_k, [DT_IQ4_NL] = PFX##_iq4_nl, [DT_IQ4_XS] = PFX##_iq4_xs
+    [DT_Q2_K] = PFX##_q2_k, [DT_Q3_K] = PFX##_q3_k, [DT_Q5_K] = PFX##_q5_k, [DT_IQ4_NL] = PFX##_iq4_nl, \
+    [DT_IQ4_XS] = PFX##_iq4_xs
 
 /* Every GGUF type read through dequant.h, by one prefix (avx512.c's exact kernels). */
-#define DQ_Q8_MATMULS(PFX) DQ_Q8_INPLACE(PFX), [DT_Q5_0] = PFX##_q5_0, [DT_Q5_1] = PFX##_q5_1, [DT_Q6_K] = PFX##_q6_k
+#define DQ_Q8_MATMULS(PFX)                                                                          \
+    DQ_Q8_INPLACE(PFX), [DT_Q4_K] = PFX##_q4_k, [DT_Q5_0] = PFX##_q5_0, [DT_Q5_1] = PFX##_q5_1, [DT_Q6_K] = PFX##_q6_k
 
 /* The exact-mode matmuls (f32 activations) of the GGUF types that every ISA
  * table reaches through dq_ref32 or its own decoder (tiles.h instantiates them). */

@@ -1,7 +1,7 @@
 /* inplace_avx2.c - fast mode's int8-activation matmuls (AVX2) for the GGUF types
- * read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K IQ4_NL IQ4_XS (the contract
- * and the decoding are in dequant.h; scalar.c has the reference; Q6_K is
- * packed in fast mode, avx2.c).
+ * read in place: Q5_0 Q5_1 Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the contract
+ * and the decoding are in dequant.h; scalar.c has the reference; Q6_K and
+ * Q4_K are packed in fast mode, avx2.c).
  *
  * The shape of inplace_avx512.c on 256-bit registers: a quad (4 sub-blocks, 128
  * columns) is decoded into 4 ymm in the activations' order (kernels.h): a01 holds
@@ -472,11 +472,8 @@ AI void ip_matmul(dtype dt, const void *w, int cols, int r0, int r1, const q8_ac
         (void)rows;                                                                                     \
         ip_matmul(DT, w, cols, r0, r1, x, y, ldy);                                                      \
     }
-IP_MATMUL(inplace_avx2_q5_0, DT_Q5_0)
-IP_MATMUL(inplace_avx2_q5_1, DT_Q5_1)
 IP_MATMUL(inplace_avx2_q2_k, DT_Q2_K)
 IP_MATMUL(inplace_avx2_q3_k, DT_Q3_K)
-IP_MATMUL(inplace_avx2_q4_k, DT_Q4_K)
 IP_MATMUL(inplace_avx2_q5_k, DT_Q5_K)
 IP_MATMUL(inplace_avx2_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_avx2_iq4_xs, DT_IQ4_XS)

@@ -1,7 +1,7 @@
 /* inplace_avx512.c - fast mode's int8-activation matmuls (AVX-512 VNNI) for the
- * GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K IQ4_NL IQ4_XS (the
+ * GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the
  * contract and the decoding are in dequant.h; scalar.c has the reference), and
- * exact mode's kernels for those and Q6_K (fast mode packs Q6_K: avx512.c).
+ * exact mode's kernels for those, Q4_K and Q6_K (fast mode packs both: avx512.c).
  *
  * Weights are decoded one quad (4 sub-blocks of 32, 128 columns) at a time into
  * the order of the activations' quad layout (kernels.h): vector A holds values
@@ -551,11 +551,8 @@ XT_MATMUL(exact_avx512_iq4_xs, DT_IQ4_XS)
         (void)rows;                                                                                              \
         ip_matmul(DT, w, cols, r0, r1, x, y, ldy);                                                               \
     }
-IP_MATMUL(inplace_avx512_q5_0, DT_Q5_0)
-IP_MATMUL(inplace_avx512_q5_1, DT_Q5_1)
 IP_MATMUL(inplace_avx512_q2_k, DT_Q2_K)
 IP_MATMUL(inplace_avx512_q3_k, DT_Q3_K)
-IP_MATMUL(inplace_avx512_q4_k, DT_Q4_K)
 IP_MATMUL(inplace_avx512_q5_k, DT_Q5_K)
 IP_MATMUL(inplace_avx512_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_avx512_iq4_xs, DT_IQ4_XS)

@@ -1,6 +1,6 @@
 /* inplace_kernels.h - fast mode's int8-activation matmuls (matmul_q8_fn) that read
  * GGUF blocks in place (dequant.h has the contract, scalar.c the reference): every
- * type dequant.h decodes but Q6_K, which fast mode packs (kernels.h).
+ * type dequant.h decodes but Q6_K and Q4_K, which fast mode packs (kernels.h).
  * inplace_avx512.c: x86-64, call only where AVX-512 (VNNI for the int8 ones) was
  * detected (dispatch.c); inplace_avx2.c: where AVX2 + FMA + F16C was;
  * inplace_neon.c: any AArch64 CPU (it checks for the dot-product extension itself). */
@@ -10,27 +10,18 @@
 #include "kernels.h"
 
 #define IP_DECLARE(NAME) void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy);
-IP_DECLARE(inplace_avx512_q5_0)
-IP_DECLARE(inplace_avx512_q5_1)
 IP_DECLARE(inplace_avx512_q2_k)
 IP_DECLARE(inplace_avx512_q3_k)
-IP_DECLARE(inplace_avx512_q4_k)
 IP_DECLARE(inplace_avx512_q5_k)
 IP_DECLARE(inplace_avx512_iq4_nl)
 IP_DECLARE(inplace_avx512_iq4_xs)
-IP_DECLARE(inplace_avx2_q5_0)
-IP_DECLARE(inplace_avx2_q5_1)
 IP_DECLARE(inplace_avx2_q2_k)
 IP_DECLARE(inplace_avx2_q3_k)
-IP_DECLARE(inplace_avx2_q4_k)
 IP_DECLARE(inplace_avx2_q5_k)
 IP_DECLARE(inplace_avx2_iq4_nl)
 IP_DECLARE(inplace_avx2_iq4_xs)
-IP_DECLARE(inplace_neon_q5_0)
-IP_DECLARE(inplace_neon_q5_1)
 IP_DECLARE(inplace_neon_q2_k)
 IP_DECLARE(inplace_neon_q3_k)
-IP_DECLARE(inplace_neon_q4_k)
 IP_DECLARE(inplace_neon_q5_k)
 IP_DECLARE(inplace_neon_iq4_nl)
 IP_DECLARE(inplace_neon_iq4_xs)

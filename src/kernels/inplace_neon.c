@@ -1,7 +1,7 @@
 /* inplace_neon.c - fast mode's int8-activation matmuls (AArch64 Advanced SIMD) for
- * the GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K IQ4_NL IQ4_XS (the
+ * the GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the
  * contract and the decoding are in dequant.h; scalar.c has the reference; fast
- * mode packs Q6_K, neon.c).
+ * mode packs Q6_K and Q4_K, neon.c).
  *
  * The shape of inplace_avx512.c on 128-bit registers: a quad (4 sub-blocks, 128
  * columns) is decoded into 8 q registers, a[bi] = values 0..15 and b[bi] = values
@@ -488,22 +488,16 @@ static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
     void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {       \
         (has_sdot() ? NAME##_sdot : NAME##_plain)(w, rows, cols, r0, r1, x, y, ldy);                          \
     }
-IP_MATMUL(inplace_neon_q5_0, DT_Q5_0)
-IP_MATMUL(inplace_neon_q5_1, DT_Q5_1)
 IP_MATMUL(inplace_neon_q2_k, DT_Q2_K)
 IP_MATMUL(inplace_neon_q3_k, DT_Q3_K)
-IP_MATMUL(inplace_neon_q4_k, DT_Q4_K)
 IP_MATMUL(inplace_neon_q5_k, DT_Q5_K)
 IP_MATMUL(inplace_neon_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_neon_iq4_xs, DT_IQ4_XS)
 
 matmul_q8_fn inplace_neon_plain(dtype dt) {
     switch (dt) {
-    case DT_Q5_0: return inplace_neon_q5_0_plain;
-    case DT_Q5_1: return inplace_neon_q5_1_plain;
     case DT_Q2_K: return inplace_neon_q2_k_plain;
     case DT_Q3_K: return inplace_neon_q3_k_plain;
-    case DT_Q4_K: return inplace_neon_q4_k_plain;
     case DT_Q5_K: return inplace_neon_q5_k_plain;
     case DT_IQ4_NL: return inplace_neon_iq4_nl_plain;
     case DT_IQ4_XS: return inplace_neon_iq4_xs_plain;

@@ -53,7 +53,7 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
  * nb = cols / 32 blocks per row, in one allocation of exactly the file's size;
  * also Q4_1G64 / Q4_1G128 (an MLX 4-bit matrix of group 64 / 128: Q4_1 whose
  * scale and min are shared by gb = 2 / 4 consecutive blocks, stored once), and
- * Q6_K (below: the file's size too, but for up to 48 bytes of padding per group),
+ * Q6_K and Q4_K (below: about the file's size too, with a d table per group),
  * Q5_0 and Q5_1 (below, the file's size).
  *
  * Rows are taken in groups of 8 (the last group has rr = rows % 8 rows if that
@@ -106,10 +106,24 @@ typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q
  *   as -32 times the activations' sum over that half) and its own f32 scale
  *   d * sc (exact in f32: 11 x 8 significant bits).
  *
+ * Q4_K (cols a multiple of 256), lossless: value l of a block of 32 (the file's
+ * sub-block) is (d * sc) * u[l] - (dmin * m), u the nibble, sc / m the sub-block's
+ * 6-bit scale and min, d / dmin the super-block's f16 (gguf-py's order of roundings).
+ *   A group starts with its d table: per super-block s, rr f16 d (row i at entry
+ *   2 s rr + i) then rr f16 -dmin (entry 2 s rr + rr + i: the sign flipped, so
+ *   that -dmin * m is the min as it stands), zero-padded to whole 64-byte lines
+ *   (q8w_dtab; q8w_dm_at); then its chunks (576 bytes, 9 lines, for
+ *   8 rows), each: rr * 4 u8 scales sc (index as above, ONE byte per entry), then
+ *   rr * 4 u8 mins m (q8w_nscales further); payload as Q4_1's (4 vectors per half,
+ *   byte j: low nibble = element j, high = element j + 16). 4.625 bits per weight
+ *   (the file's 4.5: the 12 bytes of packed 6-bit scales become 16), d table included.
+ *   The kernels take Q4_1's arithmetic with the f32 block scale d * sc and min
+ *   -(dmin * m), both exact in f32 (11 x 6 significant bits).
+ *
  * y[t*ldy + r] = sum_b (dw[b] * d[b]) * isum[b]  (+ with mins: sum_b m[b] * (d[b] * s[b])),
  * isum[b] = sum_j wq[b][j] * q[b][j] with the true weight integers (Q4_0:
- * nibble - 8, Q4_1: nibble, Q8_0: int8, Q5_0: u - 16, Q5_1: u; Q6_K: per half
- * of the block as above):
+ * nibble - 8, Q4_1 and Q4_K: nibble, Q8_0: int8, Q5_0: u - 16, Q5_1: u; Q6_K: per
+ * half of the block as above):
  * the integer sums are exact in every
  * ISA, the f32 combination order differs (tested with a tolerance). A y
  * element does not depend on r0, r1 or nt (each row has its own lanes, and a
@@ -124,28 +138,30 @@ typedef void (*matmul_q8_fn)(const void *packed, int rows, int cols, int r0, int
 typedef struct {
     size_t off;   /* bytes from the start of the packed matrix */
     int rr, kb;   /* rows in the group (<= 8), blocks in the quad (<= 4) */
-    size_t grp;   /* where the chunk's group starts (Q6_K: its d table) */
+    size_t grp;   /* where the chunk's group starts (Q6_K, Q4_K: its d table) */
 } q8w_chunk;
 
 /* Blocks sharing one scale (and min); whether there are mins. */
 static inline int q8w_gb(dtype dt) { return dt == DT_Q4_1G64 ? 2 : dt == DT_Q4_1G128 ? 4 : 1; }
 static inline int q8w_has_min(dtype dt) {
-    return dt == DT_Q4_1 || dt == DT_Q4_1G64 || dt == DT_Q4_1G128 || dt == DT_Q5_1;
+    return dt == DT_Q4_1 || dt == DT_Q4_1G64 || dt == DT_Q4_1G128 || dt == DT_Q5_1 || dt == DT_Q4_K;
 }
 /* Q5_0 / Q5_1: a nibble plane and a fifth-bit vector (payload vector 4 of a half). */
 static inline int q8w_five(dtype dt) { return dt == DT_Q5_0 || dt == DT_Q5_1; }
 /* Q6_K: two scales per block (one per 16 values), where the others have a min. */
 static inline int q8w_two(dtype dt) { return q8w_has_min(dt) || dt == DT_Q6_K; }
-/* Bytes per scale entry (f16, or Q6_K's int8). */
-static inline int q8w_sbytes(dtype dt) { return dt == DT_Q6_K ? 1 : 2; }
+/* Bytes per scale entry (f16, or Q6_K's int8 / Q4_K's u8). */
+static inline int q8w_sbytes(dtype dt) { return dt == DT_Q6_K || dt == DT_Q4_K ? 1 : 2; }
 /* Payload vectors per half chunk: 4 bytes of each (row, block) per vector. */
 static inline int q8w_nv(dtype dt) { return dt == DT_Q8_0 ? 8 : dt == DT_Q6_K ? 6 : q8w_five(dt) ? 5 : 4; }
 /* Header bytes per row and block (scale and min shares), and all bytes per row and block. */
-static inline int q8w_hdr(dtype dt) { return dt == DT_Q6_K ? 2 : (q8w_has_min(dt) ? 4 : 2) / q8w_gb(dt); }
+static inline int q8w_hdr(dtype dt) { return q8w_sbytes(dt) * (q8w_two(dt) ? 2 : 1) / q8w_gb(dt); }
 static inline int q8w_block_bytes(dtype dt) { return q8w_hdr(dt) + 4 * q8w_nv(dt); }
-/* Bytes of a group's d table (Q6_K; 0 for the others), whole 64-byte lines. */
+/* Bytes of a group's d table (Q6_K: d, Q4_K: d and dmin per row and super-block;
+ * 0 for the others), whole 64-byte lines. */
 static inline size_t q8w_dtab(dtype dt, int rr, int nb) {
-    return dt == DT_Q6_K ? ((size_t)rr * (size_t)(nb / 8) * 2 + 63) / 64 * 64 : 0;
+    int e = dt == DT_Q6_K ? 2 : dt == DT_Q4_K ? 4 : 0;
+    return ((size_t)rr * (size_t)(nb / 8) * (size_t)e + 63) / 64 * 64;
 }
 /* Bytes of a group of rr rows, and of a whole packed (rows, 32 nb) matrix. */
 static inline size_t q8w_group_bytes(dtype dt, int rr, int nb) {
@@ -186,6 +202,9 @@ static inline size_t q8w_byte(dtype dt, const q8w_chunk *c, int i, int bi, int j
 static inline const uint8_t *q8w_d_at(const uint8_t *g, int rr, int sb, int i) {
     return g + 2 * ((size_t)sb * rr + i);
 }
+
+/* Q4_K: the rr f16 d of super-block sb of the group starting at g, then its rr f16 -dmin. */
+static inline const uint8_t *q8w_dm_at(const uint8_t *g, int rr, int sb) { return g + 4 * (size_t)sb * rr; }
 
 /* A partial chunk (rr rows, kb blocks) copied into the form of one with 8 rows
  * and dkb >= kb blocks, absent rows and blocks zero, so kernels run the same
@@ -234,6 +253,12 @@ int q5_packed_u(dtype dt, const uint8_t *packed, int rows, int nb, int r, int b,
 
 /* Row r of a packed Q5_0 / Q5_1 matrix as f32: the values gguf-py dequantizes the file to. */
 void q5_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
+/* Q4_K, as Q6_K above (q4k_packed.c): rows [r0, r1) of the file layout into the
+ * packed matrix; row r read back as gguf-py dequantizes the file; the f32 scale
+ * d * sc (which = 0) or min -(dmin * m) (which = 1) of block b of row r. */
+void q4k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+void q4k_packed_row_f32(const uint8_t *packed, int rows, int cols, int r, float *out);
+float q4k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, int which);
 
 /* ---- attention over the KV cache -------------------------------------------
  *
@@ -272,7 +297,7 @@ typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
     quantize_act_fn quantize_act;  /* NULL: use the scalar one */
-    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128, Q5_0, Q5_1, Q6_K on repacked weights; NULL: scalar */
+    matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128, Q5_0, Q5_1, Q6_K, Q4_K on repacked weights; NULL: scalar */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
     /* set in every table (tested), so callers need no scalar fallback: */

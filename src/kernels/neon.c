@@ -410,18 +410,32 @@ AI void q6_chunk(sdot_fn sd, const uint8_t *ck, const uint8_t *dq, const q8_act 
     }
 }
 
+/* Q4_K: 4 rows' f32 products of the f16 at dm and the u8 at p (d * sc, or -dmin * m). */
+AI float32x4_t q4k_scales4(const uint8_t *p, const uint8_t *dm) {
+    float32x4_t d = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(dm)));
+    return vmulq_f32(d, vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vld1_u8(p))))));
+}
+
 /* Quad q of one group (chunk ck, 8 rows x kb blocks) for tokens t0..t0+T-1:
- * the weights of each (half, block) are unpacked once and used by every token. */
-AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, int kb, const q8_act *x, int t0, int q, int T,
-                 float32x4_t acc[2][Q8_TILE_T]) {
+ * the weights of each (half, block) are unpacked once and used by every token.
+ * dm: Q4_K's d and dmin of the group's 8 rows for this quad (NULL for the others). */
+AI void q8_chunk(dtype dt, sdot_fn sd, const uint8_t *ck, const uint8_t *dm, int kb, const q8_act *x, int t0, int q,
+                 int T, float32x4_t acc[2][Q8_TILE_T]) {
     UNROLL for (int h = 0; h < 2; h++)
         for (int bi = 0; bi < kb; bi++) {
             int8x16_t w[8];
             block_weights(dt, ck, kb, h, bi, w);
             const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
-            const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, bi), *mn = sc + 2 * q8w_nscales(dt, &c);
-            float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
-            float32x4_t mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(mn))) : dw;
+            const int sb = q8w_sbytes(dt);
+            const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, bi), *mn = sc + sb * q8w_nscales(dt, &c);
+            float32x4_t dw, mw;
+            if (dt == DT_Q4_K) { /* d * sc and -dmin * m, exact */
+                dw = q4k_scales4(sc, dm + 8 * h);
+                mw = q4k_scales4(mn, dm + 16 + 8 * h);
+            } else {
+                dw = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(sc)));
+                mw = q8w_has_min(dt) ? vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(mn))) : dw;
+            }
             UNROLL for (int t = 0; t < T; t++) {
                 size_t tq = (size_t)(t0 + t) * x->quads;
                 const int8_t *xq = x->q + tq * 128 + 128 * (size_t)q + 16 * bi;
@@ -457,10 +471,19 @@ AI void q8_group(dtype dt, sdot_fn sd, const uint8_t *g, int rr, int nb, const q
             const uint8_t *dq = q8w_d_at(g, rr, q / 2, 0);
             if (rr < Q8W_GROUP) dq = memcpy(dloc, dq, 2 * (size_t)rr);
             q6_chunk(sd, ck, dq, x, t0, q, T, acc);
+        } else if (dt == DT_Q4_K) {
+            uint8_t dml[32] = {0}; /* the d and -dmin of a partial group's rows, the others 0 */
+            const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
+            if (rr < Q8W_GROUP) {
+                memcpy(dml, dm, 2 * (size_t)rr);
+                memcpy(dml + 16, dm + 2 * rr, 2 * (size_t)rr);
+                dm = dml;
+            }
+            q8_chunk(dt, sd, ck, dm, 4, x, t0, q, T, acc);
         } else if (kb == 4) /* the common case, with constant offsets */
-            q8_chunk(dt, sd, ck, 4, x, t0, q, T, acc);
+            q8_chunk(dt, sd, ck, NULL, 4, x, t0, q, T, acc);
         else
-            q8_chunk(dt, sd, ck, kb, x, t0, q, T, acc);
+            q8_chunk(dt, sd, ck, NULL, kb, x, t0, q, T, acc);
     }
     UNROLL for (int h = 0; h < 2; h++) {
         int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
@@ -531,6 +554,8 @@ Q8_ENTRY(q8_sdot_q5_0, DT_Q5_0, DOTPROD, sdot_lane)
 Q8_ENTRY(q8_sdot_q5_1, DT_Q5_1, DOTPROD, sdot_lane)
 Q8_ENTRY(q8_mull_q5_0, DT_Q5_0, , NULL)
 Q8_ENTRY(q8_mull_q5_1, DT_Q5_1, , NULL)
+Q8_ENTRY(q8_sdot_q4_k, DT_Q4_K, DOTPROD, sdot_lane)
+Q8_ENTRY(q8_mull_q4_k, DT_Q4_K, , NULL)
 
 static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
@@ -561,6 +586,9 @@ static void matmul_q8_q5_0(const void *p, int rows, int cols, int r0, int r1, co
 static void matmul_q8_q5_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     (has_sdot() ? q8_sdot_q5_1 : q8_mull_q5_1)(p, rows, cols, r0, r1, x, y, ldy);
 }
+static void matmul_q8_q4_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    (has_sdot() ? q8_sdot_q4_k : q8_mull_q4_k)(p, rows, cols, r0, r1, x, y, ldy);
+}
 
 /* The variant without the dot-product extension, whatever this CPU has, so the
  * self-test (tests/kernels_selftest.c) checks it on every machine. */
@@ -575,6 +603,7 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
     case DT_Q6_K: return q8_mull_q6_k;
     case DT_Q5_0: return q8_mull_q5_0;
     case DT_Q5_1: return q8_mull_q5_1;
+    case DT_Q4_K: return q8_mull_q4_k;
     default: return NULL;
     }
 }
@@ -630,7 +659,7 @@ static const kernels NEON = {
         },
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
-                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1,
+                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q4_K] = matmul_q8_q4_k,
                   [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon,
                   DQ_Q8_INPLACE(inplace_neon)}, /* inplace_neon.c */
     .dot = dot_neon,

@@ -172,7 +172,7 @@ static void quantize_act_scalar(const float *x, int ldx, int t0, int t1, const q
 }
 
 /* Weight element j of block b of row r, from the packed layout, as the true
- * integer (Q4_0: nibble - 8, Q4_1: nibble, Q8_0: int8, Q5_0: u - 16, Q5_1: u). */
+ * integer (Q4_0: nibble - 8, Q4_1 and Q4_K: nibble, Q8_0: int8, Q5_0: u - 16, Q5_1: u). */
 static int packed_weight(dtype dt, const uint8_t *pk, int rows, int nb, int r, int b, int j) {
     if (q8w_five(dt)) return q5_packed_u(dt, pk, rows, nb, r, b, j) - (dt == DT_Q5_0 ? 16 : 0);
     q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
@@ -182,8 +182,9 @@ static int packed_weight(dtype dt, const uint8_t *pk, int rows, int nb, int r, i
     return dt == DT_Q4_0 ? u - 8 : u;
 }
 
-/* The f16 scale (which = 0) or min (which = 1) of block b of row r. */
+/* The f16 scale (which = 0) or min (which = 1) of block b of row r (Q4_K: d * sc, -(dmin * m)). */
 static float packed_scale(dtype dt, const uint8_t *pk, int rows, int nb, int r, int b, int which) {
+    if (dt == DT_Q4_K) return q4k_packed_scale(pk, rows, nb, r, b, which);
     q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, b / 4);
     size_t idx = (size_t)q8w_scale_idx(dt, &c, r % Q8W_GROUP, b % 4) + (size_t)which * q8w_nscales(dt, &c);
     return f16_to_f32(rd_u16(pk + c.off + 2 * idx));
@@ -245,6 +246,9 @@ static void matmul_q8_q5_0(const void *p, int rows, int cols, int r0, int r1, co
 static void matmul_q8_q5_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     matmul_q8_rows(DT_Q5_1, p, rows, cols, r0, r1, x, y, ldy);
 }
+static void matmul_q8_q4_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    matmul_q8_rows(DT_Q4_K, p, rows, cols, r0, r1, x, y, ldy);
+}
 static void matmul_q8_q4_1g64(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
                               int ldy) {
     matmul_q8_rows(DT_Q4_1G64, p, rows, cols, r0, r1, x, y, ldy);
@@ -291,7 +295,6 @@ static void matmul_q8_inplace(dtype dt, const void *w, int rows, int cols, int r
     }
 DEFINE_Q8_INPLACE(q8in_q2_k, DT_Q2_K)
 DEFINE_Q8_INPLACE(q8in_q3_k, DT_Q3_K)
-DEFINE_Q8_INPLACE(q8in_q4_k, DT_Q4_K)
 DEFINE_Q8_INPLACE(q8in_q5_k, DT_Q5_K)
 DEFINE_Q8_INPLACE(q8in_iq4_nl, DT_IQ4_NL)
 DEFINE_Q8_INPLACE(q8in_iq4_xs, DT_IQ4_XS)
@@ -327,7 +330,8 @@ static const kernels SCALAR = {
     .quantize_act = quantize_act_scalar,
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, DQ_Q8_INPLACE(q8in),
-                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q6_K] = matmul_q8_q6_k},
+                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q6_K] = matmul_q8_q6_k,
+                  [DT_Q4_K] = matmul_q8_q4_k},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_F16] = att_scores_f16_scalar},

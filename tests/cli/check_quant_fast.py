@@ -2,8 +2,8 @@
 """Fast mode on the tiny quantized GGUF fixtures (tests/fixtures/tiny-gguf, one file per new type).
 
 check_refs.py holds --exact to HF transformers on these files; this holds the default (fast) mode,
-whose route per type differs (Q4_K packed as Q4_1 with f16 sub-block scales, Q5_0, Q5_1 and
-Q6_K packed losslessly in layouts of their own, the others read in place by the int8 kernels of
+whose route per type differs (Q4_K, Q5_0, Q5_1 and Q6_K packed losslessly in layouts of their own,
+the others read in place by the int8 kernels of
 src/kernels/inplace_*.c), to two rules:
 
 1. Divergence from exact mode, gated per type: for a 24-token prompt and 16 greedy steps, the max

@@ -134,8 +134,9 @@ Test(kernels_dispatch, every_table_is_complete) {
         for (int d = 0; d < ST_COUNT(ST_DTYPES); d++)
             cr_assert_not_null(tables[i]->matmul[ST_DTYPES[d]], "%s has no %s matmul", tables[i]->name,
                                dtype_name(ST_DTYPES[d]));
-        /* fast mode packs Q5_0, Q5_1 and Q6_K only where the table reads the packed layout (repack.c) */
+        /* fast mode packs Q4_K, Q5_0, Q5_1 and Q6_K only where the table reads the packed layout (repack.c) */
         cr_assert_not_null(tables[i]->matmul_q8[DT_Q6_K], "%s has no packed Q6_K int8 matmul", tables[i]->name);
+        cr_assert_not_null(tables[i]->matmul_q8[DT_Q4_K], "%s has no packed Q4_K int8 matmul", tables[i]->name);
         cr_assert_not_null(tables[i]->matmul_q8[DT_Q5_0], "%s has no packed Q5_0 int8 matmul", tables[i]->name);
         cr_assert_not_null(tables[i]->matmul_q8[DT_Q5_1], "%s has no packed Q5_1 int8 matmul", tables[i]->name);
         cr_assert_not_null(tables[i]->dot);
