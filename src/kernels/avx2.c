@@ -400,6 +400,19 @@ AI const uint8_t *q6_chunk(const uint8_t *g, int rr, int nb, int q, uint8_t *wid
     return ck;
 }
 
+/* Rows [lo, hi) of nt tokens from the prefill accumulators (4 per token: half, part),
+ * summed as q8_group sums its own. */
+AI void prefill_store(const __m256 *acc, int nt, float *y0, int ldy, int lo, int hi) {
+    for (int t = 0; t < nt; t++) {
+        float out[8];
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
+            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+        }
+        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
+    }
+}
+
 /* Q6_K prefill: each quad of a group decoded once for every token, where the
  * per-token walk of q8_group decodes it nt times (bench_kernels, nt = 64, thread
  * CPU time, loaded machine, 2 alternating runs: 2048 x 8192 66-68 -> 99-101 GOP/s,
@@ -421,27 +434,22 @@ static void q6_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float 
                 acc[4 * t + 2 * h + p] = q6_part_dot(&w[h][p], p, xq, xd, acc[4 * t + 2 * h + p]);
         }
     }
-    for (int t = 0; t < x->nt; t++) {
-        float out[8];
-        UNROLL for (int h = 0; h < 2; h++) { /* as q8_group */
-            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
-            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
-        }
-        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
-    }
+    prefill_store(acc, x->nt, y0, ldy, lo, hi);
 }
 
-/* Q5_0 / Q5_1 prefill, as q6_prefill: part p of half h of a full chunk decoded once
- * (u[v] meets dword v of the blocks' first 16 activations, u[v + 4] of their second
- * 16) and used by every token with part_quad's arithmetic exactly (the same
- * integers, the same f32 operations in the same order): the same bits as the
- * per-token walk, so a token's result does not depend on nt. */
+/* Q4_K, Q5_0 and Q5_1 prefill, as q6_prefill: part p of half h of a full chunk decoded
+ * once (u[v] meets dword v of the blocks' first 16 activations, u[v + 4] of their second
+ * 16; sw / mw the blocks' scales and mins as f32) and used by every token with
+ * part_quad's arithmetic exactly (the same integers, the same f32 operations in the
+ * same order): the same bits as the per-token walk, so a token's result does not
+ * depend on nt. */
 typedef struct {
     __m256i u[8];
     __m256 sw, mw;
-} q5_part;
+} nib_part;
 
-AI void q5_part_decode(dtype dt, const uint8_t *ck, int h, int p, q5_part *w) {
+/* Q5_0 / Q5_1: the nibbles with each vector's fifth bits at bit 4. */
+AI void q5_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w) {
     const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *pay = ck + q8w_hdr(dt) * 32 + (size_t)h * 320 + 32 * p;
     const __m256i lo4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
@@ -456,8 +464,22 @@ AI void q5_part_decode(dtype dt, const uint8_t *ck, int h, int p, q5_part *w) {
     }
 }
 
-AI __m256 q5_part_dot(dtype dt, const q5_part *w, int p, const int8_t *xq, const float *xd, const float *xs,
-                      __m256 acc) {
+/* Q4_K: the nibbles, d * sc and -dmin * m (dm: the group's d and -dmin for this quad). */
+AI void q4k_part_decode(const uint8_t *ck, const uint8_t *dm, int h, int p, nib_part *w) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    const uint8_t *sc = ck + 16 * h + 8 * p, *pay = ck + 64 + 256 * h + 32 * p;
+    w->sw = q4k_scales8(sc, dm + 8 * h);
+    w->mw = q4k_scales8(sc + 32, dm + 16 + 8 * h);
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        w->u[v] = _mm256_and_si256(raw, lo4);
+        w->u[v + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
+    }
+}
+
+/* acc + a decoded part against one token: part_quad's operations for dt, in its order. */
+AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, const float *xd, const float *xs,
+                       __m256 acc) {
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i isum = _mm256_setzero_si256();
@@ -472,116 +494,35 @@ AI __m256 q5_part_dot(dtype dt, const q5_part *w, int p, const int8_t *xq, const
     return acc;
 }
 
-/* bench_kernels (thread CPU time, loaded machine, 2 runs each, nt = 64), against the
- * per-token walk: Q5_0 2048 x 8192 83-85 -> 119-120 GOP/s, 576 x 1536 87 -> 124-125
- * (the packed Q8_0 that Q5_0 used to become: 97-101); Q5_1 83 -> 108-109, 86 -> 113-115.
- * acc: 4 accumulators (half, part) per token. */
-static void q5_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo,
-                       int hi, __m256 *acc) {
-    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34];
+/* bench_kernels (thread CPU time, loaded machine, nt = 64), against the per-token walk:
+ * Q5_0 2048 x 8192 83-85 -> 119-120 GOP/s, 576 x 1536 87 -> 124-125 (the packed Q8_0
+ * that Q5_0 used to become: 97-101); Q5_1 83 -> 108-109, 86 -> 113-115; Q4_K 2048 x 8192
+ * 93.5 -> 130 (packed Q4_1: 111). acc: 4 accumulators (half, part) per token. */
+static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo,
+                        int hi, __m256 *acc) {
+    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dml[32];
     for (int i = 0; i < 4 * x->nt; i++) acc[i] = _mm256_setzero_ps();
     for (int q = 0; 4 * q < nb; q++) {
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
-        const uint8_t *ck = g + (size_t)rr * 4 * q * q8w_block_bytes(dt);
+        const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * q8w_block_bytes(dt);
+        const uint8_t *dm = dt == DT_Q4_K ? q8w_dm_quad(g, rr, q, dml) : NULL;
         if (rr < Q8W_GROUP || kb < 4) {
             q8w_widen(dt, ck, rr, kb, wide, 4);
             ck = wide;
         }
-        q5_part w[2][2];
-        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) q5_part_decode(dt, ck, h, p, &w[h][p]);
+        nib_part w[2][2];
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) {
+            if (dt == DT_Q4_K) q4k_part_decode(ck, dm, h, p, &w[h][p]);
+            else q5_part_decode(dt, ck, h, p, &w[h][p]);
+        }
         for (int t = 0; t < x->nt; t++) {
             const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
             const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
             UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
-                acc[4 * t + 2 * h + p] = q5_part_dot(dt, &w[h][p], p, xq, xd, xs, acc[4 * t + 2 * h + p]);
+                acc[4 * t + 2 * h + p] = nib_part_dot(dt, &w[h][p], p, xq, xd, xs, acc[4 * t + 2 * h + p]);
         }
     }
-    for (int t = 0; t < x->nt; t++) {
-        float out[8];
-        UNROLL for (int h = 0; h < 2; h++) { /* as q8_group */
-            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
-            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
-        }
-        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
-    }
-}
-
-/* Q4_K part p of half h of a full chunk, decoded once for every token of a prefill
- * (as q6_part): u[v] the low nibbles meeting dword v of the blocks' first 16
- * activations, u[v + 4] the high ones; sw / mw the blocks' d * sc and -dmin * m. */
-typedef struct {
-    __m256i u[8];
-    __m256 sw, mw;
-} q4k_part;
-
-AI void q4k_part_decode(const uint8_t *ck, const uint8_t *dm, int h, int p, q4k_part *w) {
-    const __m256i lo4 = _mm256_set1_epi8(0x0f);
-    const uint8_t *sc = ck + 16 * h + 8 * p, *pay = ck + 64 + 256 * h + 32 * p;
-    w->sw = q4k_scales8(sc, dm + 8 * h);
-    w->mw = q4k_scales8(sc + 32, dm + 16 + 8 * h);
-    UNROLL for (int v = 0; v < 4; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
-        w->u[v] = _mm256_and_si256(raw, lo4);
-        w->u[v + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
-    }
-}
-
-/* acc + a decoded part against one token: part_quad's operations for Q4_K, in its order. */
-AI __m256 q4k_part_dot(const q4k_part *w, int p, const int8_t *xq, const float *xd, const float *xs, __m256 acc) {
-    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
-    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
-    __m256i isum = _mm256_setzero_si256();
-    UNROLL for (int v = 0; v < 4; v++) {
-        isum = dot_u8s8(isum, w->u[v], dword_bcast(x0, v));
-        isum = dot_u8s8(isum, w->u[v + 4], dword_bcast(x1, v));
-    }
-    __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
-    acc = _mm256_fmadd_ps(f, _mm256_mul_ps(w->sw, dx), acc);
-    return _mm256_fmadd_ps(w->mw, _mm256_mul_ps(dx, s), acc);
-}
-
-/* Q4_K: the d and -dmin of the group's 8 rows for quad q (zero-padded into dml if partial). */
-AI const uint8_t *q4k_dm(const uint8_t *g, int rr, int q, uint8_t dml[32]) {
-    const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
-    if (rr == Q8W_GROUP) return dm;
-    memset(dml, 0, 32);
-    memcpy(dml, dm, 2 * (size_t)rr);
-    memcpy(dml + 16, dm + 2 * rr, 2 * (size_t)rr);
-    return dml;
-}
-
-/* Q4_K prefill: each quad of a group decoded once for every token (as q6_prefill;
- * the per-token walk re-derived the scales and nibbles per token: bench_kernels,
- * 2048 x 8192 nt = 64, 93.5 GOP/s against packed Q4_1's 111). Per token the
- * arithmetic is q8_group's exactly (tested: each token alone = prefill). */
-static void q4k_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo, int hi,
-                        __m256 *acc) {
-    _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dml[32];
-    const int bb = q8w_block_bytes(DT_Q4_K);
-    for (int i = 0; i < 4 * x->nt; i++) acc[i] = _mm256_setzero_ps();
-    for (int q = 0; 4 * q < nb; q++) {
-        const uint8_t *ck = g + q8w_dtab(DT_Q4_K, rr, nb) + (size_t)rr * 4 * q * bb, *dm = q4k_dm(g, rr, q, dml);
-        if (rr < Q8W_GROUP) {
-            q8w_widen(DT_Q4_K, ck, rr, 4, wide, 4);
-            ck = wide;
-        }
-        q4k_part w[2][2];
-        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) q4k_part_decode(ck, dm, h, p, &w[h][p]);
-        for (int t = 0; t < x->nt; t++) {
-            const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
-            const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
-            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
-                acc[4 * t + 2 * h + p] = q4k_part_dot(&w[h][p], p, xq, xd, xs, acc[4 * t + 2 * h + p]);
-        }
-    }
-    for (int t = 0; t < x->nt; t++) {
-        float out[8];
-        UNROLL for (int h = 0; h < 2; h++) { /* as q8_group */
-            __m256 s = _mm256_add_ps(acc[4 * t + 2 * h], acc[4 * t + 2 * h + 1]);
-            _mm_storeu_ps(out + 4 * h, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
-        }
-        for (int i = lo; i < hi; i++) y0[(size_t)t * ldy + i] = out[i];
-    }
+    prefill_store(acc, x->nt, y0, ldy, lo, hi);
 }
 
 /* Rows [lo, hi) of the group at g (rr rows) for token t; y rows start at y0. */
@@ -611,7 +552,7 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
             continue;
         }
         uint8_t dml[32]; /* Q4_K: the d and -dmin of a partial group's rows, the others 0 */
-        const uint8_t *dm = dt == DT_Q4_K ? q4k_dm(g, rr, q, dml) : NULL;
+        const uint8_t *dm = dt == DT_Q4_K ? q8w_dm_quad(g, rr, q, dml) : NULL;
         UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
             acc[h][p] = part_quad(dt, ck, dm, h, p, xq, xd, xs, acc[h][p]);
     }
@@ -636,10 +577,8 @@ AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1,
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         if (acc && dt == DT_Q6_K) /* (out of memory: token by token below) */
             q6_prefill(g, rr, nb, x, y + g0, ldy, lo, hi, acc);
-        else if (acc && dt == DT_Q4_K)
-            q4k_prefill(g, rr, nb, x, y + g0, ldy, lo, hi, acc);
         else if (acc)
-            q5_prefill(dt, g, rr, nb, x, y + g0, ldy, lo, hi, acc);
+            nib_prefill(dt, g, rr, nb, x, y + g0, ldy, lo, hi, acc);
         else
             for (int t = 0; t < x->nt; t++) q8_group(dt, g, rr, nb, x, t, y + g0, ldy, lo, hi);
     }

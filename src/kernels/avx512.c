@@ -374,17 +374,6 @@ AI half_w q4k_half_load(const uint8_t *ck, __m512 dm, int h, int vnni) {
     return w;
 }
 
-/* Q4_K: the d and -dmin of the 8 rows of a group (rr present, the rest 0) for quad
- * q's super-block, at a pointer q4k_dm_f32 reads 32 bytes from. */
-AI const uint8_t *q4k_dm(const uint8_t *g, int rr, int q, uint8_t tmp[32]) {
-    const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
-    if (rr == Q8W_GROUP) return dm;
-    memset(tmp, 0, 32);
-    memcpy(tmp, dm, 2 * (size_t)rr);
-    memcpy(tmp + 16, dm + 2 * rr, 2 * (size_t)rr);
-    return tmp;
-}
-
 /* Half h of a chunk `ck` of 8 rows x kb blocks. Q5_0 / Q5_1: the nibbles as Q4's
  * without VNNI, each vector's fifth bits brought to bit 4 by one shift of the
  * fifth-bit vector and OR-ed in under the mask 0x10 (vpternlogd 0xf8: a | (b & c)). */
@@ -508,7 +497,7 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
         w[1] = q6_half_load(ck, dq, 1);
     } else if (dt == DT_Q4_K) {
         uint8_t tmp[32];
-        const uint8_t *dm = q4k_dm(g, rr, q, tmp);
+        const uint8_t *dm = q8w_dm_quad(g, rr, q, tmp);
         __m512 dmv = q4k_dm_f32(dm);
         w[0] = q4k_half_load(ck, dmv, 0, vnni);
         w[1] = q4k_half_load(ck, dmv, 1, vnni);

@@ -205,6 +205,17 @@ static inline const uint8_t *q8w_d_at(const uint8_t *g, int rr, int sb, int i) {
 
 /* Q4_K: the rr f16 d of super-block sb of the group starting at g, then its rr f16 -dmin. */
 static inline const uint8_t *q8w_dm_at(const uint8_t *g, int rr, int sb) { return g + 4 * (size_t)sb * rr; }
+/* Q4_K: the d and -dmin of a group's 8 rows for quad q's super-block as 32 bytes (d at
+ * 0..15, -dmin at 16..31): the table itself for a whole group, else a copy in tmp with
+ * the absent rows 0 (what every ISA's kernels read, 8 lanes of each). */
+static inline const uint8_t *q8w_dm_quad(const uint8_t *g, int rr, int q, uint8_t tmp[32]) {
+    const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
+    if (rr == Q8W_GROUP) return dm;
+    memset(tmp, 0, 32);
+    memcpy(tmp, dm, 2 * (size_t)rr);
+    memcpy(tmp + 16, dm + 2 * (size_t)rr, 2 * (size_t)rr);
+    return tmp;
+}
 
 /* A partial chunk (rr rows, kb blocks) copied into the form of one with 8 rows
  * and dkb >= kb blocks, absent rows and blocks zero, so kernels run the same

@@ -472,14 +472,8 @@ AI void q8_group(dtype dt, sdot_fn sd, const uint8_t *g, int rr, int nb, const q
             if (rr < Q8W_GROUP) dq = memcpy(dloc, dq, 2 * (size_t)rr);
             q6_chunk(sd, ck, dq, x, t0, q, T, acc);
         } else if (dt == DT_Q4_K) {
-            uint8_t dml[32] = {0}; /* the d and -dmin of a partial group's rows, the others 0 */
-            const uint8_t *dm = q8w_dm_at(g, rr, q / 2);
-            if (rr < Q8W_GROUP) {
-                memcpy(dml, dm, 2 * (size_t)rr);
-                memcpy(dml + 16, dm + 2 * rr, 2 * (size_t)rr);
-                dm = dml;
-            }
-            q8_chunk(dt, sd, ck, dm, 4, x, t0, q, T, acc);
+            uint8_t dml[32];
+            q8_chunk(dt, sd, ck, q8w_dm_quad(g, rr, q, dml), 4, x, t0, q, T, acc);
         } else if (kb == 4) /* the common case, with constant offsets */
             q8_chunk(dt, sd, ck, NULL, 4, x, t0, q, T, acc);
         else
