@@ -40,14 +40,14 @@ def children_cpu():
 
 
 def run(cmd, stdin=None):
-    """(wall s, stdout, stderr); the CPU seconds (user + system) of the run go to run.cpu."""
+    """(wall s, stdout, stderr, CPU s: user + system of the child)."""
     t0, c0 = time.time(), children_cpu()
     p = subprocess.run(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall = time.time() - t0
-    run.cpu = children_cpu() - c0
+    cpu = children_cpu() - c0
     if p.returncode not in (0,):
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
-    return wall, p.stdout, p.stderr
+    return wall, p.stdout, p.stderr, cpu
 
 
 def requests(path, vocab, n, gen, seed):
@@ -59,13 +59,14 @@ def requests(path, vocab, n, gen, seed):
 
 
 def llmgen_batch(model, path, threads, extra):
-    wall, out, _ = run([LLMGEN, "-m", model, "--batch", path, "-t", str(threads)] + extra)
+    """(wall s, generated tokens, CPU s) of one --batch run."""
+    wall, out, _, cpu = run([LLMGEN, "-m", model, "--batch", path, "-t", str(threads)] + extra)
     gen = sum(len(json.loads(l)["ids"]) for l in out.splitlines())
-    return wall, gen
+    return wall, gen, cpu
 
 
 def batched_bench(peer, model, threads):
-    _, out, err = run([peer, "-m", model, "-c", str(PAR * (PROMPT + GEN) + 64), "-b", "2048", "-ub", "512",
+    _, out, err, _ = run([peer, "-m", model, "-c", str(PAR * (PROMPT + GEN) + 64), "-b", "2048", "-ub", "512",
                        "-npp", str(PROMPT), "-ntg", str(GEN), "-npl", str(PAR), "-t", str(threads)])
     for line in (out + err).splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -112,12 +113,11 @@ def main():
             s = {"p1": [], "p8": [], "peer": [], "cached": [], "uncached": [], "p1_cpu_ms_per_tok": [],
                  "p8_cpu_ms_per_tok": []}
             for r in range(reps):
-                load_s = llmgen_batch(path, empty, threads, [])[0]
-                load_cpu = run.cpu
+                load_s, _, load_cpu = llmgen_batch(path, empty, threads, [])
                 for name, extra in (("p1", ["--parallel", "1"]), ("p8", ["--parallel", str(PAR)])):
-                    wall, gen = llmgen_batch(path, req, threads, extra)
+                    wall, gen, cpu = llmgen_batch(path, req, threads, extra)
                     s[name].append(gen / (wall - load_s))
-                    s[name + "_cpu_ms_per_tok"].append(1000 * (run.cpu - load_cpu) / gen)
+                    s[name + "_cpu_ms_per_tok"].append(1000 * (cpu - load_cpu) / gen)
                 if os.path.exists(peer):
                     tps, line = batched_bench(peer, path, threads)
                     s["peer"].append(tps)
