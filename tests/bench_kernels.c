@@ -11,7 +11,7 @@
  * (nt = 16) is reported in GFLOP/s. The read bandwidth of a plain streaming
  * sum over 512 MiB is printed first: the floor a decode step cannot beat.
  * Then the fast-mode int8-activation kernels (matmul_q8 on repacked Q4_0 /
- * Q4_1 / Q8_0 / Q4_1G64 (MLX 4-bit g64), kernels.h) the same way, prefill at nt = 64 in GOP/s.
+ * Q4_1 / Q8_0 / Q4_1G64 (MLX 4-bit g64), kernels.h) the same way, prefill at nt = 64 and a decode step of 8 sequences (nt = 8) in GOP/s.
  * Optional arguments filter what runs: dtype names and/or ISA names
  * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part).
  * Not part of `make test`; numbers are for comparison within one run. */
@@ -202,10 +202,10 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
 #endif
     printf("\nint8 activations (fast mode), repacked weights (Q5_0 and after: read in place, but Q4_K, Q5_0, Q5_1, Q6_K: packed)\n");
-    printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
-           "prefill nt=64", "prefill nt=64");
-    printf("%-7s %-14s %10s %7s %10s %10s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
-           "2048x8192 GOP/s", "576x1536");
+    printf("%-7s %-14s %10s %7s %10s %10s %14s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
+           "prefill nt=64", "prefill nt=64", "batch nt=8");
+    printf("%-7s %-14s %10s %7s %10s %10s %14s %14s %14s\n", "", "", "cold GB/s", "stream", "warm GB/s", "warm GB/s",
+           "2048x8192 GOP/s", "576x1536", "576x1536 GOP/s");
     uint64_t seed = 7;
     float *xf = malloc(sizeof(float) * (size_t)big.cols * ntp), *y = malloc(sizeof(float) * (size_t)big.rows * ntp);
     q8_act x = {.nt = ntp, .cols = big.cols, .quads = q8_quads(big.cols)}, xs;
@@ -247,18 +247,20 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
         for (int k = 0; k < 3; k++) {
             if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
             matmul_q8_fn f = tabs[k].k->matmul_q8[dt];
-            q8_act x1 = x, xs1 = xs;
+            q8_act x1 = x, xs1 = xs, xs8 = xs;
             x1.nt = xs1.nt = 1;
+            xs8.nt = 8; /* a decode step of 8 sequences */
             double bw = stream_bandwidth(256, 3);
             double cold = time_q8(f, wb, ncold, big, &x1, y, 0.3);
             double warm = time_q8(f, wb, 1, big, &x1, y, 0.2);
             double warm_s = time_q8(f, &ws, 1, small, &xs1, y, 0.2);
             double pf = time_q8(f, wb, 1, big, &x, y, 0.4);
             double pf_s = time_q8(f, &ws, 1, small, &xs, y, 0.2);
+            double b8 = time_q8(f, &ws, 1, small, &xs8, y, 0.2);
             double ops_big = 2.0 * big.rows * big.cols * ntp, ops_small = 2.0 * small.rows * small.cols * ntp;
-            printf("%-7s %-14s %10.1f %6.0f%% %10.1f %10.1f %14.1f %14.1f\n", dtype_name(dt), tabs[k].label,
+            printf("%-7s %-14s %10.1f %6.0f%% %10.1f %10.1f %14.1f %14.1f %14.1f\n", dtype_name(dt), tabs[k].label,
                    bytes_big / cold / 1e9, 100.0 * bytes_big / cold / 1e9 / bw, bytes_big / warm / 1e9,
-                   bytes_small / warm_s / 1e9, ops_big / pf / 1e9, ops_small / pf_s / 1e9);
+                   bytes_small / warm_s / 1e9, ops_big / pf / 1e9, ops_small / pf_s / 1e9, ops_small / ntp * 8 / b8 / 1e9);
             fflush(stdout);
         }
         for (int i = 0; i < ncold; i++) free(wb[i]);
