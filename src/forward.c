@@ -101,6 +101,7 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->fast = weights_packed(m);
     s->kv_type = s->fast ? DT_F16 : DT_F32;
     size_t esz = dtype_row_bytes(s->kv_type, 1);
+    s->kv_bytes = (k_elems + v_elems) * esz;
     s->k_cache = calloc(k_elems, esz);
     s->v_cache = calloc(v_elems, esz);
     s->x = malloc(ch * c->dim * sizeof(float));

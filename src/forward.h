@@ -43,6 +43,7 @@ typedef struct {
     int ring;         /* positions a sliding-window layer keeps (fwd_ring_size), 0 when every
                          layer keeps ctx (no sliding layers, or a context no longer than that) */
     fwd_kv_layer *kvl;/* (n_layers) each layer's place in the caches */
+    size_t kv_bytes;  /* bytes of k_cache and v_cache together */
     int written;      /* 1 + the last position written since the cache was empty (the
                          caller resets it with its position): what a ring may have overwritten */
     float *x;         /* (chunk, dim) residual stream */

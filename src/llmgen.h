@@ -215,6 +215,10 @@ void llmgen_session_free(llmgen_session *s);      /* NULL is fine */
 void llmgen_session_reset(llmgen_session *s);     /* forget every token: position 0 */
 int llmgen_session_pos(const llmgen_session *s);  /* tokens in the cache */
 int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
+/* Bytes of the session's KV cache (allocated; pages are touched as positions fill).
+ * *ring (may be NULL): the positions each sliding-window layer keeps, a ring buffer,
+ * when the context is longer than that; 0: every layer keeps the whole context. */
+size_t llmgen_session_kv_bytes(const llmgen_session *s, int *ring);
 /* How many leading ids of ids[0..n) the session's cache holds (the tokens it was fed,
  * in order, up to its position) and can continue from. A model with sliding-window
  * layers keeps only a ring of their last positions (window + 190, rounded up to 64)

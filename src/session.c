@@ -349,6 +349,10 @@ void llmgen_session_rewind(llmgen_session *s, int pos) {
 }
 int llmgen_session_pos(const llmgen_session *s) { return s->pos; }
 int llmgen_session_ctx(const llmgen_session *s) { return s->st.ctx; }
+size_t llmgen_session_kv_bytes(const llmgen_session *s, int *ring) {
+    if (ring) *ring = s->st.ring;
+    return s->st.kv_bytes;
+}
 llmgen_model *llmgen_session_model(const llmgen_session *s) { return s->owner; }
 
 static llmgen_status check_ids(const llmgen_session *s, const int32_t *ids, int n, char *err, size_t errlen) {
