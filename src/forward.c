@@ -434,7 +434,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
     for (int t = 0; t < j->nt; t++) {
         const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * c->rot_dim : NULL;
         const fwd_state *kv = j->segs[s->tok_seg[t]].kv;
-        int p = s->tok_pos[t], r = kv->kvl[j->layer].ring, slot = r ? p % r : p;
+        int p = s->tok_pos[t], ring = kv->kvl[j->layer].ring, slot = ring ? p % ring : p;
         for (int r = r0; r < r1 && r < qd; r += hd)
             head_in(s->q + (size_t)t * qd + r, L->q_bias ? L->q_bias + r : NULL, L->q_norm, cs, c);
         for (int r = r0 > qd ? r0 : qd; r < r1 && r < qd + kvd; r += hd) {
