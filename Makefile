@@ -174,6 +174,12 @@ family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fix
 	$(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
 	$(MLX_VENV)/bin/python tests/gen/make_family_mlx_refs.py $(CACHE)
 
+# Sliding-window fixtures whose 600 + 48 tokens outgrow llmgen's ring of the window (tests/fixtures/tiny-*-ring-f32,
+# tests/refs/tiny-*-ring-f32.*, tests/refs/ring-fixtures.json); never run by CI.
+.PHONY: ring-refs
+ring-refs: $(REF_VENV)/.ok  ## regenerate the ring-buffer fixtures and their HF references
+	$(REF_VENV)/bin/python tests/gen/make_ring_refs.py $(CACHE)
+
 # llama.cpp (the benchmark peer) on the family GGUF conversions, against the HF references: a report.
 .PHONY: family-peer
 family-peer: peer $(TOOLS_VENV)/.ok  ## llama.cpp's greedy ids on the family GGUF fixtures vs HF's (needs make peer)

@@ -84,14 +84,26 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->score_ld = (ctx + 15) / 16 * 16 + 16;
     s->chunk = chunk;
     s->max_seqs = max_seqs;
-    size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
-    size_t kv = (size_t)c->n_layers * (size_t)ctx * kvd, ch = (size_t)s->chunk;
+    size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim, ch = (size_t)s->chunk;
+    /* sliding-window layers keep a ring of their window (plus a chunk) once the
+     * context is longer: Gemma 3's 5 of 6 layers at window 512 hold 704 positions */
+    int ring = fwd_ring_size(c);
+    s->ring = ring && ring < ctx ? ring : 0;
+    s->kvl = malloc((size_t)c->n_layers * sizeof *s->kvl);
+    size_t k_elems = 0, v_elems = 0;
+    for (int l = 0; s->kvl && l < c->n_layers; l++) {
+        int r = c->layer_flags[l] & LAYER_SLIDING ? s->ring : 0, cap = r ? r : ctx;
+        s->kvl[l] = (fwd_kv_layer){r, k_elems, v_elems};
+        k_elems += kvd * (size_t)((cap + ATT_KBLOCK - 1) / ATT_KBLOCK * ATT_KBLOCK);
+        v_elems += kvd * (size_t)cap;
+    }
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
     s->fast = weights_packed(m);
     s->kv_type = s->fast ? DT_F16 : DT_F32;
     size_t esz = dtype_row_bytes(s->kv_type, 1);
-    s->k_cache = calloc((size_t)c->n_layers * kvd * s->k_blocks * ATT_KBLOCK, esz);
-    s->v_cache = calloc(kv, esz);
+    s->kv_bytes = (k_elems + v_elems) * esz;
+    s->k_cache = calloc(k_elems, esz);
+    s->v_cache = calloc(v_elems, esz);
     s->x = malloc(ch * c->dim * sizeof(float));
     s->xb = malloc(ch * c->dim * sizeof(float));
     /* q, k_new, v_new and att_out are dead once wo has read att_out, and hb2 is
@@ -107,14 +119,14 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->hb = malloc(ch * c->hidden_dim * sizeof(float));
     size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
     s->scores = malloc(att * s->score_ld * sizeof(float));
-    s->att_rows = malloc(att * 2 * c->head_dim * sizeof(float));
+    s->att_rows = malloc(att * 3 * c->head_dim * sizeof(float));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
     s->seq_logits = max_seqs ? malloc((size_t)max_seqs * c->vocab_size * sizeof(float)) : NULL;
     s->tok_seg = malloc((size_t)s->chunk * sizeof(int));
     s->tok_pos = malloc((size_t)s->chunk * sizeof(int));
     int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, 1, c->hidden_dim));
-    if (!s->k_cache || !s->v_cache || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
+    if (!s->kvl || !s->k_cache || !s->v_cache || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
         !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos) {
         fwd_state_free(s);
         return errf(err, "out of memory for a context of %d tokens", ctx);
@@ -123,6 +135,7 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
 }
 
 void fwd_state_free(fwd_state *s) {
+    free(s->kvl);
     free(s->k_cache);
     free(s->v_cache);
     free(s->x);
@@ -306,21 +319,42 @@ static void cache_put(const fwd_state *s, const kernels *k, void *base, size_t a
     }
 }
 
-/* Layer l's keys of kv head h: (k_blocks, head_dim, ATT_KBLOCK); values: (ctx, head_dim). */
+int fwd_ring_size(const model_config *c) {
+    int any = 0;
+    for (int l = 0; l < c->n_layers; l++) any |= c->layer_flags[l] & LAYER_SLIDING;
+    if (!any || c->sliding_window <= 0) return 0;
+    /* a call of n <= FWD_CHUNK tokens at pos reads from the first token's window start
+     * aligned down to a block, pos + 1 - window - (up to ATT_KBLOCK - 1), to pos + n - 1:
+     * at most window + FWD_CHUNK + ATT_KBLOCK - 2 positions, none of them overwritten by
+     * the call's own writes when the ring is at least that long */
+    int64_t need = (int64_t)c->sliding_window + FWD_CHUNK + ATT_KBLOCK - 2;
+    need = (need + ATT_KBLOCK - 1) / ATT_KBLOCK * ATT_KBLOCK;
+    return need > INT32_MAX / 2 ? 0 : (int)need;
+}
+
+/* Positions layer l's cache holds, and its key blocks per head. */
+static int layer_cap(const fwd_state *s, int l) { return s->kvl[l].ring ? s->kvl[l].ring : s->ctx; }
+static int layer_blocks(const fwd_state *s, int l) { return (layer_cap(s, l) + ATT_KBLOCK - 1) / ATT_KBLOCK; }
+
+/* Layer l's keys of kv head h: (blocks, head_dim, ATT_KBLOCK); values: (ctx or ring, head_dim). */
 static void *k_head(const fwd_state *s, const model_config *c, int l, int h) {
-    int64_t per_head = (int64_t)s->k_blocks * c->head_dim * ATT_KBLOCK;
-    return (char *)s->k_cache + dtype_row_bytes(s->kv_type, ((int64_t)l * c->n_kv_heads + h) * per_head);
+    int64_t per_head = (int64_t)layer_blocks(s, l) * c->head_dim * ATT_KBLOCK;
+    return (char *)s->k_cache + dtype_row_bytes(s->kv_type, (int64_t)s->kvl[l].k_off + h * per_head);
 }
 
 static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
-    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, ((int64_t)l * c->n_kv_heads + h) * s->ctx * c->head_dim);
+    int64_t per_head = (int64_t)layer_cap(s, l) * c->head_dim;
+    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)s->kvl[l].v_off + h * per_head);
 }
 
 size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save) {
-    int kb = (pos + ATT_KBLOCK - 1) / ATT_KBLOCK;
-    size_t kbytes = dtype_row_bytes(s->kv_type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
-    size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)pos * c->head_dim), at = 0;
-    for (int l = 0; l < c->n_layers; l++)
+    size_t at = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        /* a ring past its length holds its every slot; before, as a plain cache, [0, pos) */
+        int held = s->kvl[l].ring && pos > s->kvl[l].ring ? s->kvl[l].ring : pos;
+        int kb = (held + ATT_KBLOCK - 1) / ATT_KBLOCK;
+        size_t kbytes = dtype_row_bytes(s->kv_type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
+        size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)held * c->head_dim);
         for (int h = 0; h < c->n_kv_heads; h++) {
             void *k = k_head(s, c, l, h), *v = v_head(s, c, l, h);
             if (buf) {
@@ -330,7 +364,17 @@ size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int
             }
             at += kbytes + vbytes;
         }
+    }
+    if (buf && !save) s->written = pos;
     return at;
+}
+
+int fwd_cache_can_rewind(const fwd_state *s, const model_config *c, int pos) {
+    if (!s->ring || pos <= 0) return 1;
+    /* the next token's read starts here (ops_attend_block); a slot of a position p
+     * before pos may hold p + ring (or later) once that was written */
+    int lo = pos + 1 - c->sliding_window, skip = lo > 0 ? lo / ATT_KBLOCK * ATT_KBLOCK : 0;
+    return (int64_t)skip + s->ring >= s->written;
 }
 
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
@@ -390,7 +434,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
     for (int t = 0; t < j->nt; t++) {
         const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * c->rot_dim : NULL;
         const fwd_state *kv = j->segs[s->tok_seg[t]].kv;
-        int p = s->tok_pos[t];
+        int p = s->tok_pos[t], ring = kv->kvl[j->layer].ring, slot = ring ? p % ring : p;
         for (int r = r0; r < r1 && r < qd; r += hd)
             head_in(s->q + (size_t)t * qd + r, L->q_bias ? L->q_bias + r : NULL, L->q_norm, cs, c);
         for (int r = r0 > qd ? r0 : qd; r < r1 && r < qd + kvd; r += hd) {
@@ -398,7 +442,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
             head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
             void *kc = k_head(kv, c, j->layer, h);
-            size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
+            size_t at = (size_t)slot / ATT_KBLOCK * hd * ATT_KBLOCK + slot % ATT_KBLOCK;
             cache_put(s, j->m->kern, kc, at, ATT_KBLOCK, k, hd);
         }
         /* rows of V are (kv head, dim) in order: whole heads, as the split is */
@@ -407,7 +451,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
             if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
             void *vc = v_head(kv, c, j->layer, h);
-            cache_put(s, j->m->kern, vc, (size_t)p * hd, 1, v, hd);
+            cache_put(s, j->m->kern, vc, (size_t)slot * hd, 1, v, hd);
         }
     }
 }
@@ -427,7 +471,7 @@ typedef struct {
  * equal contiguous ranges, and within a thread's range one ops_attend_block per kv
  * head it touches, over that kv head's queries in the range. Splitting by kv head
  * instead would give one of 2 threads twice the other's work for 3 kv heads. */
-static void attention_decode(const attn_job *j, int ith, int nth, float *sc) {
+static void attention_decode(const attn_job *j, int ith, int nth, float *sc, float *wrap) {
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s, *kv = j->segs[0].kv;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
@@ -437,7 +481,8 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
                          he - h, s->kv_type, k_head(kv, c, j->layer, kvh), ATT_KBLOCK, v_head(kv, c, j->layer, kvh),
-                         (size_t)hd, j->segs[0].pos + 1, j->win, hd, j->scale, sc, s->score_ld);
+                         (size_t)hd, kv->kvl[j->layer].ring, j->segs[0].pos + 1, j->win, hd, j->scale, sc,
+                         s->score_ld, wrap);
         h = he;
     }
 }
@@ -457,11 +502,11 @@ static void attention_task(void *ctx, int ith, int nth) {
     int hd = c->head_dim, qd = c->n_heads * hd;
     int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
     float *sc = s->scores + (size_t)ith * rows * s->score_ld;
+    float *qg = s->att_rows + (size_t)ith * 3 * rows * hd, *og = qg + (size_t)rows * hd, *wrap = og + (size_t)rows * hd;
     if (j->nseg == 1 && j->segs[0].n == 1) {
-        attention_decode(j, ith, nth, sc);
+        attention_decode(j, ith, nth, sc, wrap);
         return;
     }
-    float *qg = s->att_rows + (size_t)ith * 2 * rows * hd, *og = qg + (size_t)rows * hd;
     int task = 0;
     for (int si = 0, base = 0; si < j->nseg; base += j->segs[si].n, si++) {
         const fwd_seg *g = &j->segs[si];
@@ -477,7 +522,7 @@ static void attention_task(void *ctx, int ith, int nth) {
                 memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
             ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv_type,
                              k_head(g->kv, c, j->layer, kvh), ATT_KBLOCK, v_head(g->kv, c, j->layer, kvh), (size_t)hd,
-                             g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld);
+                             g->kv->kvl[j->layer].ring, g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld, wrap);
             for (int t = 0; t < nt; t++)
                 memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
         }
@@ -575,6 +620,8 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
                 for (int k = 0; k < dim; k++) x[k] *= m->embed_scale;
         }
     rope_tables(m, s, segs, n);
+    for (int i = 0; i < nseg; i++)
+        if (segs[i].pos + segs[i].n > segs[i].kv->written) segs[i].kv->written = segs[i].pos + segs[i].n;
 
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];

@@ -11,6 +11,14 @@
 /* Positions per block of the transposed key cache. */
 #define ATT_KBLOCK 64
 
+/* Where one layer's cache lives in fwd_state's k_cache and v_cache. */
+typedef struct {
+    int ring;         /* 0: position p in slot p, room for ctx positions; > 0 (a sliding-window
+                         layer): a ring buffer of `ring` positions, position p in slot p % ring */
+    size_t k_off;     /* elements of k_cache before this layer's keys */
+    size_t v_off;     /* elements of v_cache before this layer's values */
+} fwd_kv_layer;
+
 /* Scratch and cache of one sequence. Owned by a session. */
 typedef struct {
     int ctx;          /* KV capacity in tokens */
@@ -19,18 +27,25 @@ typedef struct {
                          cache, the kernels' polynomial e^x in softmax and SwiGLU */
     dtype kv_type;    /* DT_F32 in exact mode (the f32 path stays token-exact), DT_F16 in
                          fast mode: half the bytes decode attention streams per token */
-    void *k_cache;    /* (n_layers, n_kv_heads, k_blocks, head_dim, ATT_KBLOCK) kv_type:
-                         keys transposed in blocks of positions, so q . K^T is a
-                         broadcast-FMA over 64 positions per vector row (kernels.h,
+    void *k_cache;    /* layer after layer (kvl), each (n_kv_heads, blocks, head_dim, ATT_KBLOCK)
+                         kv_type with blocks = ceil(ctx / ATT_KBLOCK), or ring / ATT_KBLOCK
+                         on a ring layer: keys transposed in blocks of positions, so q . K^T
+                         is a broadcast-FMA over 64 positions per vector row (kernels.h,
                          att_scores), and a new position touches one block per head
                          (a layout with whole-context rows touched head_dim pages per
                          head on the first token: +15 ms to a cold start) */
     int k_blocks;     /* ceil(ctx / ATT_KBLOCK) */
     int score_ld;     /* floats per row of scores: ctx plus a cache line, so that rows
                          do not all map to the same cache sets */
-    void *v_cache;    /* (n_layers, n_kv_heads, ctx, head_dim) kv_type: values in rows,
-                         so probabilities times values is a broadcast-FMA over dims,
-                         and one kv head's values are one contiguous stream */
+    void *v_cache;    /* layer after layer, each (n_kv_heads, ctx or ring, head_dim) kv_type:
+                         values in rows, so probabilities times values is a broadcast-FMA
+                         over dims, and one kv head's values are one contiguous stream */
+    int ring;         /* positions a sliding-window layer keeps (fwd_ring_size), 0 when every
+                         layer keeps ctx (no sliding layers, or a context no longer than that) */
+    fwd_kv_layer *kvl;/* (n_layers) each layer's place in the caches */
+    size_t kv_bytes;  /* bytes of k_cache and v_cache together */
+    int written;      /* 1 + the last position written since the cache was empty (the
+                         caller resets it with its position): what a ring may have overwritten */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
     float *shared;    /* one allocation for q, att_out, k_new, v_new (attention phase of a
@@ -50,8 +65,9 @@ typedef struct {
     float *hb2;       /* (chunk, hidden_dim) up; overlaps q .. v_new (see shared) */
     float *scores;    /* (n_threads, ATT_TOKENS * group, score_ld) attention scores, one block
                          per thread (group = n_heads / n_kv_heads) */
-    float *att_rows;  /* (n_threads, 2, ATT_TOKENS * group, head_dim) per thread: a block's
-                         queries gathered (token, head of the group) and its outputs */
+    float *att_rows;  /* (n_threads, 3, ATT_TOKENS * group, head_dim) per thread: a block's
+                         queries gathered (token, head of the group), its outputs, and the
+                         part of the outputs after a ring's wrap (ops_attend_block) */
     float *logits;    /* (vocab) logits of the last token of the last call */
     float *logits_all; /* (chunk, vocab) or NULL (the default): when set by the caller (who
                          owns it), forward() writes the logits of every token of the call
@@ -77,7 +93,7 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);
 int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int max_seqs, char *err);
 void fwd_state_free(fwd_state *s);
 
-/* Run tokens ids[0..n) at positions pos..pos+n (n <= s->chunk, pos + n <= s->ctx),
+/* Run tokens ids[0..n) at positions pos..pos+n (n <= s->chunk <= FWD_CHUNK, pos + n <= s->ctx),
  * appending their keys and values to the cache; fills s->logits for the last token
  * (and s->logits_all for every token when it is set). */
 void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos);
@@ -93,15 +109,29 @@ typedef struct {
 
 /* Several sequences in one pass: every matmul reads the weights once for all their
  * tokens (sum of n <= s->chunk, nseg <= s->max_seqs; kv states of the same model
- * and mode, ctx <= s->ctx); s is scratch only (s may be segs[0].kv when nseg is 1).
+ * and mode, ctx <= s->ctx, each segment's n <= FWD_CHUNK: a ring holds no more); s is scratch only (s may be segs[0].kv when nseg is 1).
  * A sequence's logits are the same bits as when it runs alone: every kernel's
  * output element depends only on its own row (kernels.h). */
 void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg);
 
-/* The cache of positions [0, pos) as one flat run of bytes (per layer and kv head:
- * the key blocks that cover them, then the value rows): copied into buf (save = 1)
- * or from it (save = 0); buf NULL: only the size. Returns the size in bytes. */
+/* The cache a sequence at position pos holds, as one flat run of bytes (per layer
+ * and kv head: the key blocks, then the value rows, of positions [0, pos), or of
+ * the whole ring once pos passes it, slot by slot): copied into buf (save = 1) or
+ * from it (save = 0, which also sets s->written to pos); buf NULL: only the size.
+ * Returns the size in bytes. */
 size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save);
+
+/* Positions a sliding-window layer keeps in a ring: the window, the most tokens one
+ * call adds (FWD_CHUNK), and the block-aligned start of the read (up to
+ * ATT_KBLOCK - 1 positions before the window), rounded up to whole blocks; 0 for a
+ * model without sliding layers. A constant of the model, so that a sequence's bits
+ * (where a read wraps) do not depend on its context size or batch. */
+int fwd_ring_size(const model_config *c);
+
+/* 1 if the cache still holds every position a token at position pos reads (its
+ * window), so that a sequence can go back to pos and continue: always without a
+ * ring; with one, unless a later position has overwritten a slot in that window. */
+int fwd_cache_can_rewind(const fwd_state *s, const model_config *c, int pos);
 
 /* The rows of each weight matrix that thread `part` of `nth` starts on in a
  * decode step (its own share of each matmul, before it helps with the others'),

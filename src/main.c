@@ -85,7 +85,8 @@ static void usage(FILE *f) {
             "      --resume OUT.jsonl   with --batch: append results to OUT, skip requests it holds\n"
             "      --no-prefix-cache    with --batch: prefill every prompt whole (default: reuse the cache)\n"
             "      --prompt-cache FILE  load the cache saved in FILE (reused where the prompt starts alike), save it after\n"
-            "      --stats              print load time, tokens/s, time to first token, peak RSS on stderr\n"
+            "      --stats              print load time, tokens/s, time to first token, peak RSS, KV cache\n"
+            "                           size (and ring: positions a sliding-window layer keeps) on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
             "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
             "      --exact              f32 activations: greedy ids equal HF transformers' (slower); the\n"
@@ -180,16 +181,20 @@ static void draw_seed(request *q) {
     q->sp.seed &= INT64_MAX; /* 63 bits: a JSON integer every reader takes */
 }
 
-static void print_stats(double t_load, int n_prompt, const llmgen_result *r, const request *q, int threads) {
+static void print_stats(double t_load, int n_prompt, const llmgen_result *r, const request *q, int threads,
+                        const llmgen_session *s) {
+    int ring;
+    double kv = (double)llmgen_session_kv_bytes(s, &ring) / (1 << 20);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     int steps = r->n_ids > 1 ? r->n_ids - 1 : 0;
     char seed[40] = "";
     if (q->sp.temperature > 0) snprintf(seed, sizeof seed, " | seed %llu", (unsigned long long)q->sp.seed);
     fprintf(stderr, "llmgen: load %.3f s | %d threads | prompt %d tokens in %.3f s (%.1f tokens/s) | first token "
-            "%.3f s | generation %d tokens, %.1f tokens/s | peak RSS %.1f MiB%s\n", t_load, threads, n_prompt,
-            r->prefill_s, r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0, r->first_token_s, r->n_ids,
-            r->decode_s > 0 ? steps / r->decode_s : 0.0, (double)ru.ru_maxrss / 1024.0, seed);
+            "%.3f s | generation %d tokens, %.1f tokens/s | peak RSS %.1f MiB | KV cache %.1f MiB (ring %d)%s\n",
+            t_load, threads, n_prompt, r->prefill_s, r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0,
+            r->first_token_s, r->n_ids, r->decode_s > 0 ? steps / r->decode_s : 0.0, (double)ru.ru_maxrss / 1024.0,
+            kv, ring, seed);
 }
 
 typedef struct {
@@ -320,7 +325,7 @@ static int run_single(app *A, request *q) {
     } else {
         emit(&A->out, "\n", 1);
     }
-    if (o->stats) print_stats(A->t_load, n, &r, q, A->caps.n_threads);
+    if (o->stats) print_stats(A->t_load, n, &r, q, A->caps.n_threads, A->s);
     if (A->out.failed) rc = sink_exit(&A->out);
     else if (r.stop_reason == LLMGEN_STOP_CANCELLED) rc = EXIT_INTERRUPT;
     else if (r.stop_reason == LLMGEN_STOP_CONTEXT && q->max_tokens != -1)
@@ -459,7 +464,7 @@ static int run_interactive(app *A) {
         st = llmgen_chat_turn(chat, line, &p, &r, err, sizeof err);
         emit(&A->out, "\n", 1);
         interrupted = 0; /* Ctrl-C ends the reply, not the chat */
-        if (o->stats && !st) print_stats(A->t_load, r.n_prompt, &r, &q, A->caps.n_threads);
+        if (o->stats && !st) print_stats(A->t_load, r.n_prompt, &r, &q, A->caps.n_threads, A->s);
         int full = !st && r.stop_reason == LLMGEN_STOP_CONTEXT;
         llmgen_result_free(&r);
         if (A->out.failed) { rc = sink_exit(&A->out); break; }

@@ -76,14 +76,20 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
 }
 
 void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
-                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int win, int hd,
-                      float scale, float *scores, int lds) {
+                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int ring, int len0, int win,
+                      int hd, float scale, float *scores, int lds, float *wrap) {
     /* a window: skip the whole key blocks before the first row's window */
     int skip = win && len0 > win ? (len0 - win) / kb * kb : 0;
-    kt = (const char *)kt + dtype_row_bytes(kvt, (int64_t)skip * hd);
-    vc = (const char *)vc + dtype_row_bytes(kvt, (int64_t)skip * (int64_t)vstride);
     int len = len0 + (nt - 1) / rpt - skip; /* the last row's length bounds every row */
-    k->att_scores[kvt](kt, kb, hd, len, q, ldq, nt, scores, lds);
+    /* a ring: the read [skip, skip + len) starts at slot skip % ring, a whole block,
+     * and wraps at most once (len <= ring); n1 positions before the wrap */
+    int ps = ring ? skip % ring : skip, n1 = ring && ps + len > ring ? ring - ps : len;
+    const void *kt0 = kt, *vc0 = vc;
+    kt = (const char *)kt + dtype_row_bytes(kvt, (int64_t)ps * hd);
+    vc = (const char *)vc + dtype_row_bytes(kvt, (int64_t)ps * (int64_t)vstride);
+    /* each score is its own dot product: split at the wrap, the same bits */
+    k->att_scores[kvt](kt, kb, hd, n1, q, ldq, nt, scores, lds);
+    if (n1 < len) k->att_scores[kvt](kt0, kb, hd, len - n1, q, ldq, nt, scores + n1, lds);
     for (int i = 0; i < nt; i++) {
         float *row = scores + (size_t)i * lds;
         int end = len0 + i / rpt - skip, lo = win && end > win ? end - win : 0;
@@ -94,7 +100,14 @@ void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const flo
             softmax_with(row + lo, end - lo, len - lo, scale, expf); /* exact mode: libm */
         }
     }
-    k->att_values[kvt](vc, vstride, hd, len, scores, lds, nt, out, ldo);
+    k->att_values[kvt](vc, vstride, hd, n1, scores, lds, nt, out, ldo);
+    if (n1 == len) return;
+    /* the positions after the wrap in a second accumulation, added: a row whose window
+     * spans the wrap sums in two parts (both deterministic; the wrap is at a fixed
+     * position, a multiple of ring), any other row gets its one-chain bits (+ 0) */
+    k->att_values[kvt](vc0, vstride, hd, len - n1, scores + n1, lds, nt, wrap, hd);
+    for (int i = 0; i < nt; i++)
+        for (int d = 0; d < hd; d++) out[(size_t)i * ldo + d] += wrap[(size_t)i * hd + d];
 }
 
 void ops_gelu_tanh_mul(float *gate, const float *up, int n) {

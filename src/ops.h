@@ -35,18 +35,26 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
  * a GQA group) and attends positions 0 .. len0 - 1 + i / rpt. The cache holds
  * kvt values (DT_F32 or DT_F16) in the layout of kernels.h's att_scores /
  * att_values: keys transposed in blocks of kb positions (kt holds whole
- * blocks), values in rows vstride elements apart. Row i of q at q + i * ldq,
- * of out at out + i * ldo. scores is scratch of (nt, lds) floats, lds >= len0 +
- * (nt - 1) / rpt. fast = 0: softmax with libm's expf (exact mode); 1: the
+ * blocks), values in rows vstride elements apart. ring = 0: position p in slot p;
+ * ring > 0 (a multiple of kb, only with a window): a ring buffer of `ring`
+ * slots, position p in slot p % ring, which must hold every position read
+ * (len0 + (nt - 1) / rpt - the first row's window start, block-aligned down,
+ * <= ring). Row i of q at q + i * ldq, of out at out + i * ldo. scores is
+ * scratch of (nt, lds) floats, lds >= len0 + (nt - 1) / rpt (or that read span
+ * with a ring); wrap: scratch of (nt, hd) floats for a ring's read that wraps
+ * (NULL when ring is 0). fast = 0: softmax with libm's expf (exact mode); 1: the
  * kernels' softmax_fast. Keys and values are read once for all nt rows;
  * masked positions get probability exactly 0, which adds exactly nothing, so
  * a row's output does not depend on nt or on the rows sharing its call, and
  * (fast = 0) not on the ISA either. win > 0: a sliding window, row i attends only
  * its last win positions (transformers' kv_idx > q_idx - sliding_window); whole key
- * blocks before the first row's window are not read. */
+ * blocks before the first row's window are not read. A row whose window spans a
+ * ring's wrap (slot ring - 1 to slot 0) sums its values in two parts, before and
+ * after the wrap, then adds them: other bits than one sum over an unwrapped cache,
+ * but fixed by the row's own positions and ring alone. */
 void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
-                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int len0, int win, int hd,
-                      float scale, float *scores, int lds);
+                      dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int ring, int len0, int win,
+                      int hd, float scale, float *scores, int lds, float *wrap);
 
 /* gate[i] = gelu_tanh(gate[i]) * up[i]  (Gemma's MLP; PyTorch's formula, libm's tanhf) */
 void ops_gelu_tanh_mul(float *gate, const float *up, int n);

@@ -331,19 +331,28 @@ void llmgen_session_free(llmgen_session *s) {
     free(s);
 }
 
-void llmgen_session_reset(llmgen_session *s) { s->pos = 0; }
+void llmgen_session_reset(llmgen_session *s) { s->pos = s->st.written = 0; }
 
 int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n) {
     int k = 0;
     while (k < n && k < s->pos && s->fed[k] == ids[k]) k++;
-    return k;
+    /* a sliding layer's ring may have overwritten the window before k: then nothing is
+     * reusable (an earlier point's window is older still) */
+    return fwd_cache_can_rewind(&s->st, &s->owner->m->cfg, k) ? k : 0;
 }
 
 void llmgen_session_rewind(llmgen_session *s, int pos) {
-    if (pos >= 0 && pos <= s->pos) s->pos = pos;
+    if (pos < 0 || pos > s->pos) return;
+    if (!fwd_cache_can_rewind(&s->st, &s->owner->m->cfg, pos)) pos = 0; /* see llmgen.h */
+    s->pos = pos;
+    if (!pos) s->st.written = 0;
 }
 int llmgen_session_pos(const llmgen_session *s) { return s->pos; }
 int llmgen_session_ctx(const llmgen_session *s) { return s->st.ctx; }
+size_t llmgen_session_kv_bytes(const llmgen_session *s, int *ring) {
+    if (ring) *ring = s->st.ring;
+    return s->st.kv_bytes;
+}
 llmgen_model *llmgen_session_model(const llmgen_session *s) { return s->owner; }
 
 static llmgen_status check_ids(const llmgen_session *s, const int32_t *ids, int n, char *err, size_t errlen) {
@@ -605,10 +614,16 @@ static int fingerprint(const llmgen_session *s, char *out, size_t n, char *err, 
         snprintf(err, errlen, "%s: %s", m->path, strerror(errno));
         return -1;
     }
-    snprintf(out, n, "llmgen kv 1|model %s|size %lld|mtime %lld.%09ld|%s|%s|%s|kernels %s|cache %s|%dx%dx%d|rot %d",
+    /* a model with sliding layers also names its ring (fwd_ring_size, a constant of the
+     * model): a session whose context is no longer keeps those layers whole, the same
+     * bytes for every position its file can hold (pos <= that context <= ring) */
+    int ring = fwd_ring_size(c);
+    char ring_s[32] = "";
+    if (ring) snprintf(ring_s, sizeof ring_s, "|ring %d", ring);
+    snprintf(out, n, "llmgen kv 1|model %s|size %lld|mtime %lld.%09ld|%s|%s|%s|kernels %s|cache %s|%dx%dx%d|rot %d%s",
              real, (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, c->arch, m->weight_types,
              s->st.fast ? "fast" : "exact", m->kern->name, dtype_name(s->st.kv_type), c->n_layers, c->n_kv_heads,
-             c->head_dim, c->rot_dim);
+             c->head_dim, c->rot_dim, ring_s);
     free(real);
     return 0;
 }
@@ -670,7 +685,8 @@ llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err
     else if (memcmp(b, KV_MAGIC, 8)) why = "not an llmgen prompt cache";
     else if (memcpy(&ver, b + 8, 4), ver != 1) why = "an unknown version";
     else if (memcpy(&nfp, b + 12, 4), (at = 16 + (size_t)nfp) + 4 > n) why = "truncated";
-    else if (nfp != strlen(fp) || memcmp(b + 16, fp, nfp)) why = "made with another model file, mode or kernel set";
+    else if (nfp != strlen(fp) || memcmp(b + 16, fp, nfp))
+        why = "made with another model file, mode, kernel set or cache layout";
     else if (memcpy(&pos, b + at, 4), pos > (uint32_t)s->st.ctx) why = "longer than this session's context";
     else if ((at += 4 + (size_t)pos * 4) + 8 > n) why = "truncated";
     else if (memcpy(&nb, b + at, 8), nb != fwd_cache_io(&s->st, &s->owner->m->cfg, (int)pos, NULL, 0) ||

@@ -180,8 +180,8 @@ static void check_attend_block(const kernels *k, int fast, int hd, int kb) {
     for (int i = 0; i < NT * qd; i++) q[i] = 2.0f * sinf(0.11f * (float)i * (float)i);
     const int kvh = 1, h = 2; /* one query head of the second kv head */
     void *kt = key_blocks(kc + kvh * hd, kvd, CTX, hd, kb, 0);
-    ops_attend_block(k, fast, out + h * hd, qd, q + h * hd, qd, NT, 1, DT_F32, kt, kb, v + kvh * hd, kvd, POS + 1, 0, hd,
-                     0.2f, sc, CTX);
+    ops_attend_block(k, fast, out + h * hd, qd, q + h * hd, qd, NT, 1, DT_F32, kt, kb, v + kvh * hd, kvd, 0, POS + 1, 0,
+                     hd, 0.2f, sc, CTX, NULL);
     float tol = fast ? 1e-5f : 1e-6f;
     for (int t = 0; t < NT; t++) {
         ops_attend(kernels_scalar(), want, q + t * qd + h * hd, kc + kvh * hd, v + kvh * hd, POS + 1 + t, hd, kvd,
@@ -221,15 +221,15 @@ Test(ops, attend_block_independent_of_batch_and_isa) {
     }
     for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
     void *kt = key_blocks(kc, HD, CTX, HD, KB, 0);
-    ops_attend_block(kernels_scalar(), 0, ref, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, 0, HD, 0.25f, sc, CTX);
+    ops_attend_block(kernels_scalar(), 0, ref, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 0, 120, 0, HD, 0.25f, sc, CTX, NULL);
     for (int i = 0; i < 4; i++) {
         const kernels *k = isa_table(i);
         if (!k) continue;
         for (int fast = 0; fast < 2; fast++) {
-            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 120, 0, HD, 0.25f, sc, CTX);
+            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 0, 120, 0, HD, 0.25f, sc, CTX, NULL);
             for (int t = 0; t < NT; t++) {
-                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, 120 + t, 0, HD, 0.25f, sc,
-                                 CTX);
+                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, 0, 120 + t, 0, HD, 0.25f, sc,
+                                 CTX, NULL);
                 for (int d = 0; d < HD; d++) {
                     cr_expect_eq(all[t * HD + d], one[d], "%s fast=%d t=%d d=%d", k->name, fast, t, d);
                     if (!fast)
@@ -255,11 +255,11 @@ Test(ops, attend_block_group_rows_equal_per_head) {
     void *kt = key_blocks(kc, HD, CTX, HD, KB, 1);
     uint16_t vh[CTX * HD];
     for (int i = 0; i < CTX * HD; i++) vh[i] = f32_to_f16(v[i]);
-    ops_attend_block(k, 1, grp, HD, q, HD, NT * G, G, DT_F16, kt, KB, vh, HD, 11, 0, HD, 0.25f, sc, CTX);
+    ops_attend_block(k, 1, grp, HD, q, HD, NT * G, G, DT_F16, kt, KB, vh, HD, 0, 11, 0, HD, 0.25f, sc, CTX, NULL);
     for (int t = 0; t < NT; t++)
         for (int g = 0; g < G; g++) {
-            ops_attend_block(k, 1, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F16, kt, KB, vh, HD, 11 + t, 0, HD, 0.25f,
-                             sc, CTX);
+            ops_attend_block(k, 1, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F16, kt, KB, vh, HD, 0, 11 + t, 0, HD, 0.25f,
+                             sc, CTX, NULL);
             for (int i = 0; i < HD; i++) cr_expect_eq(grp[(t * G + g) * HD + i], one[i], "t=%d g=%d i=%d", t, g, i);
         }
     free(kt);
@@ -280,8 +280,8 @@ Test(ops, attend_block_f16_cache) {
     for (int i = 0; i < 4; i++) {
         const kernels *k = isa_table(i);
         if (!k) continue;
-        ops_attend_block(k, 0, want, HD, q, HD, NT, 1, DT_F32, k32, KB, v, HD, 70, 0, HD, 0.2f, sc, CTX);
-        ops_attend_block(k, 0, got, HD, q, HD, NT, 1, DT_F16, k16, KB, vh, HD, 70, 0, HD, 0.2f, sc, CTX);
+        ops_attend_block(k, 0, want, HD, q, HD, NT, 1, DT_F32, k32, KB, v, HD, 0, 70, 0, HD, 0.2f, sc, CTX, NULL);
+        ops_attend_block(k, 0, got, HD, q, HD, NT, 1, DT_F16, k16, KB, vh, HD, 0, 70, 0, HD, 0.2f, sc, CTX, NULL);
         for (int j = 0; j < NT * HD; j++) cr_expect_eq(got[j], want[j], "%s j=%d", k->name, j);
     }
     free(k32);
@@ -374,13 +374,13 @@ Test(ops, attend_block_sliding_window) {
         const kernels *k = isa_table(i);
         if (!k) continue;
         for (int fast = 0; fast < 2; fast++) {
-            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, LEN0, WIN, HD, 0.25f, sc, CTX);
+            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 0, LEN0, WIN, HD, 0.25f, sc, CTX, NULL);
             for (int t = 0; t < NT; t++) {
                 int end = LEN0 + t;
                 ops_attend(kernels_scalar(), want, q + t * HD, kc + (end - WIN) * HD, v + (end - WIN) * HD, WIN, HD, HD,
                            0.25f, s1);
-                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, end, WIN, HD, 0.25f, sc,
-                                 CTX);
+                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, kt, KB, v, HD, 0, end, WIN, HD, 0.25f, sc,
+                                 CTX, NULL);
                 for (int d = 0; d < HD; d++) {
                     cr_expect_eq(all[t * HD + d], one[d], "%s fast=%d t=%d d=%d", k->name, fast, t, d);
                     cr_expect(fabsf(one[d] - want[d]) <= 1e-5f + 1e-4f * fabsf(want[d]), "%s fast=%d t=%d d=%d: %g vs %g",
@@ -390,4 +390,55 @@ Test(ops, attend_block_sliding_window) {
         }
     }
     free(kt);
+}
+
+/* A ring buffer (a sliding layer's cache past its length): position p in slot
+ * p % RING, the read wrapping from slot RING - 1 to slot 0. Rows whose window
+ * lies on one side of the wrap get the bits of the plain cache; rows whose window
+ * spans it sum their values in two parts (within rounding of the plain cache);
+ * every row's bits are the same whatever rows share its call. */
+Test(ops, attend_block_ring_wraps) {
+    enum { HD = 32, CTX = 300, RING = 128, KB = 64, WIN = 20, LEN0 = 250, NT = 12 };
+    static float kc[CTX * HD], v[CTX * HD], kr[RING * HD], vr[RING * HD], q[NT * HD], plain[NT * HD], all[NT * HD],
+        one[HD], sc[NT * CTX], wrap[NT * HD];
+    for (int i = 0; i < CTX * HD; i++) {
+        kc[i] = sinf(0.7f * (float)i);
+        v[i] = cosf(0.3f * (float)i);
+    }
+    for (int i = 0; i < NT * HD; i++) q[i] = sinf(0.5f * (float)i);
+    int hi = LEN0 + NT - 1; /* positions 0 .. hi - 1 written, in order, into the ring */
+    for (int p = 0; p < hi; p++) {
+        memcpy(kr + p % RING * HD, kc + p * HD, HD * sizeof(float));
+        memcpy(vr + p % RING * HD, v + p * HD, HD * sizeof(float));
+    }
+    void *kt = key_blocks(kc, HD, CTX, HD, KB, 0), *ktr = key_blocks(kr, HD, RING, HD, KB, 0);
+    int straddled = 0;
+    for (int i = 0; i < 4; i++) {
+        const kernels *k = isa_table(i);
+        if (!k) continue;
+        for (int fast = 0; fast < 2; fast++) {
+            ops_attend_block(k, fast, plain, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 0, LEN0, WIN, HD, 0.25f, sc, CTX,
+                             NULL);
+            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, ktr, KB, vr, HD, RING, LEN0, WIN, HD, 0.25f, sc,
+                             CTX, wrap);
+            for (int t = 0; t < NT; t++) {
+                int end = LEN0 + t, spans = end - WIN < RING * 2 && end > RING * 2;
+                straddled += spans;
+                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, ktr, KB, vr, HD, RING, end, WIN, HD,
+                                 0.25f, sc, CTX, wrap);
+                for (int d = 0; d < HD; d++) {
+                    float w = plain[t * HD + d];
+                    cr_expect_eq(all[t * HD + d], one[d], "%s fast=%d t=%d d=%d", k->name, fast, t, d);
+                    if (spans)
+                        cr_expect(fabsf(one[d] - w) <= 1e-6f + 1e-5f * fabsf(w), "%s fast=%d t=%d d=%d: %g vs %g",
+                                  k->name, fast, t, d, one[d], w);
+                    else
+                        cr_expect_eq(one[d], w, "%s fast=%d t=%d d=%d: not the plain cache's bits", k->name, fast, t, d);
+                }
+            }
+        }
+    }
+    cr_expect(straddled > 0, "no row's window spans the wrap: the test checks nothing of it");
+    free(kt);
+    free(ktr);
 }
