@@ -789,12 +789,18 @@ AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, 
     for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(r / Q8W_GROUP);
         panel_unpack(dt, g, grp, nb, &p);
-        if (r + 2 * Q8W_GROUP < pe) /* the next panel's weights into L2 while this one's tiles run */
-            for (size_t l = 0; l < 2 * grp; l += 64) _mm_prefetch((const char *)g + 2 * grp + l, _MM_HINT_T1);
+        /* the next panel's weights into L2 while this one's tiles run, a few lines
+         * per tile: issued all at once they wait for miss buffers in the load queue */
+        size_t lines = r + 2 * Q8W_GROUP < pe ? 2 * grp / 64 : 0, tiles = (size_t)x->nt / PANEL_T, done = 0;
+        const char *next = (const char *)g + 2 * grp;
         int lo = r0 > r ? r0 - r : 0, hi = r1 - r < 16 ? r1 - r : 16;
         __mmask16 rm = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
         int t = 0;
-        for (; t + PANEL_T <= x->nt; t += PANEL_T) panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, PANEL_T);
+        for (size_t i = 1; t + PANEL_T <= x->nt; t += PANEL_T, i++) {
+            for (size_t to = lines * i / tiles; done < to; done++) _mm_prefetch(next + 64 * done, _MM_HINT_T1);
+            panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, PANEL_T);
+        }
+        for (; done < lines; done++) _mm_prefetch(next + 64 * done, _MM_HINT_T1);
         switch (x->nt - t) {
         case 3: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 3); break;
         case 2: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 2); break;
