@@ -695,14 +695,26 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
 static void panel_act(dtype dt, const q8_act *x, const panel *p) {
     size_t n = (size_t)x->nt * x->quads * 4;
     if (dt == DT_Q6_K) { /* the halves' sums from the int8 (quad layout: the first 16 of block b at 64 bytes before the second) */
-        for (size_t i = 0; i < n; i++) {
-            const int8_t *q = x->q + i / 4 * 128 + 16 * (i % 4);
-            int s0 = 0, s1 = 0;
-            for (int j = 0; j < 16; j++) s0 += q[j], s1 += q[64 + j];
-            p->dx[i] = x->d[i];
-            p->off[i] = -32 * s0;
-            p->off1[i] = -32 * s1;
+        /* per quad: vpsadbw of the bytes + 128 (u8) gives sums of 8, the two of a 128-bit lane
+         * added are a half's sum + 16 * 128 (exact integers; every call of a piece of rows
+         * redoes this, so it has to cost little next to the tiles) */
+        const __m512i bias = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
+        const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+        for (size_t qi = 0; qi < n / 4; qi++) {
+            const int8_t *q = x->q + qi * 128;
+            __m512i h[2];
+            for (int hf = 0; hf < 2; hf++) {
+                __m512i sad = _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(q + 64 * hf), bias), zero);
+                sad = _mm512_add_epi64(sad, _mm512_shuffle_epi32(sad, _MM_PERM_BADC));
+                /* dword 4 bi = block bi's sum + 2048 (< 2^12: the qword's low dword) */
+                h[hf] = _mm512_permutexvar_epi32(pick, sad);
+            }
+            __m128i o0 = _mm_mullo_epi32(_mm_sub_epi32(_mm512_castsi512_si128(h[0]), _mm_set1_epi32(2048)), _mm_set1_epi32(-32));
+            __m128i o1 = _mm_mullo_epi32(_mm_sub_epi32(_mm512_castsi512_si128(h[1]), _mm_set1_epi32(2048)), _mm_set1_epi32(-32));
+            _mm_storeu_si128((__m128i *)(p->off + 4 * qi), o0);
+            _mm_storeu_si128((__m128i *)(p->off1 + 4 * qi), o1);
         }
+        memcpy(p->dx, x->d, n * sizeof(float));
         return;
     }
     for (size_t i = 0; i < n; i++) {
