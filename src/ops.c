@@ -64,13 +64,15 @@ void ops_rope_apply(float *v, int hd, const float *cs, int interleaved) {
     int half = hd / 2, i = 0;
     /* halves 8 at a time through local copies (the compiler cannot tell the halves apart) */
     for (; !interleaved && i + 8 <= half; i += 8) {
-        float a[8], b[8];
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-            float c = cs[i + k], s = cs[half + i + k], x0 = v[i + k], x1 = v[half + i + k];
-            a[k] = x0 * c - x1 * s;
-            b[k] = x1 * c + x0 * s;
-        }
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) v[i + k] = a[k], v[half + i + k] = b[k];
+        float c[8], s[8], x0[8], x1[8], a[8], b[8];
+        memcpy(c, cs + i, sizeof c);
+        memcpy(s, cs + half + i, sizeof s);
+        memcpy(x0, v + i, sizeof x0);
+        memcpy(x1, v + half + i, sizeof x1);
+        for (int k = 0; k < 8; k++) a[k] = x0[k] * c[k] - x1[k] * s[k];
+        for (int k = 0; k < 8; k++) b[k] = x1[k] * c[k] + x0[k] * s[k];
+        memcpy(v + i, a, sizeof a);
+        memcpy(v + half + i, b, sizeof b);
     }
     for (; i < half; i++) {
         float c = cs[i], s = cs[half + i];
