@@ -531,6 +531,7 @@ __attribute__((unused)) static int st_check_quantize(const kernels *k, char *msg
         int n = cols[c], nt = 3, qd = q8_quads(n);
         float x[3 * 576];
         for (int i = 0; i < n * nt; i++) x[i] = (i % 37 == 3 ? 40.0f : 1.0f) * st_unit(&st);
+        if (n >= 96) memset(x + n + 64, 0, 32 * sizeof(float)); /* an all-zero block: d = 0 */
         int8_t q0[3 * 5 * 128], q1[3 * 5 * 128];
         float d0[3 * 20], d1[3 * 20], s0[3 * 20], s1[3 * 20];
         q8_act a0 = {nt, n, qd, q0, d0, s0}, a1 = {nt, n, qd, q1, d1, s1};
