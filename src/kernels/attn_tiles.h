@@ -199,10 +199,18 @@ static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
         av_store(x + p, e);
         sum = av_add(sum, e);
     }
+    /* the last len % AW through one vector too (e^ of a row's tail in scalar code cost
+     * about a third of the softmax of prefill's rows); their sum still one by one */
     float tail = 0.0f;
-    for (; p < len; p++) {
-        x[p] = exp_poly(x[p] - mx);
-        tail += x[p];
+    if (p < len) {
+        float tmp[AW];
+        int r = len - p;
+        for (int k = 0; k < AW; k++) tmp[k] = k < r ? x[p + k] : mx;
+        av_store(tmp, att_exp(av_sub(av_load(tmp), vmx)));
+        for (int k = 0; k < r; k++) {
+            x[p + k] = tmp[k];
+            tail += tmp[k];
+        }
     }
     float inv = 1.0f / (av_hsum(sum) + tail);
     AV vi = av_set1(inv);
