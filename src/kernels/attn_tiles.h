@@ -199,8 +199,8 @@ static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
         av_store(x + p, e);
         sum = av_add(sum, e);
     }
-    /* the last len % AW through one vector too (e^ of a row's tail in scalar code cost
-     * about a third of the softmax of prefill's rows); their sum still one by one */
+    /* the last len % AW through one vector too, not a scalar e^ (and ldexpf) each: rows of
+     * 250-265, 167 -> 159 ns; their sum still one by one, as before */
     float tail = 0.0f;
     if (p < len) {
         float tmp[AW];
