@@ -125,7 +125,7 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->tok_seg = malloc((size_t)s->chunk * sizeof(int));
     s->tok_pos = malloc((size_t)s->chunk * sizeof(int));
     int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
-                                       q8_act_alloc(&s->xq_down, 1, c->hidden_dim));
+                                       q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
     if (!s->kvl || !s->k_cache || !s->v_cache || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
         !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos) {
         fwd_state_free(s);
@@ -387,14 +387,21 @@ static void post_residual(const matmul_job *j, int r0, int r1) {
     for (int t = 0; t < j->nt; t++) {
         float *x = j->s->x + (size_t)t * dim;
         const float *yt = y + (size_t)t * dim;
-        for (int r = r0; r < r1; r++) x[r] += yt[r] * rm;
+        int r = r0;
+        for (; r + 16 <= r1; r += 16) { /* through a local copy: vectorized without an aliasing check */
+            float a[16];
+            _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) a[k] = x[r + k] + yt[r + k] * rm;
+            _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) x[r + k] = a[k];
+        }
+        for (; r < r1; r++) x[r] += yt[r] * rm;
     }
 }
 
-/* hb = silu(gate) * up on this thread's rows, and for one token (decode) their
- * int8 quantization for the down projection: a 128-aligned row range is whole
- * quads of the activation layout, so this thread fills its own slice of
- * s->xq_down with the bytes one quantization of the full row would give. */
+/* hb = silu(gate) * up on this thread's rows, and (fast mode) their int8
+ * quantization for the down projection: a 128-aligned row range is whole quads
+ * of the activation layout, so this thread fills its own slice of each token's
+ * row of s->xq_down with the bytes one quantization of the full row would give
+ * (no pass over hb of its own, and one pool_run less, in prefill too). */
 static void post_swiglu(const matmul_job *j, int r0, int r1) {
     int hid = j->m->cfg.hidden_dim;
     fwd_state *s = j->s;
@@ -403,12 +410,15 @@ static void post_swiglu(const matmul_job *j, int r0, int r1) {
                                : (gelu ? ops_gelu_tanh_mul : ops_swiglu);
     for (int t = 0; t < j->nt; t++) swiglu(s->hb + (size_t)t * hid + r0, s->hb2 + (size_t)t * hid + r0, r1 - r0);
     if (!j->quantize_down) return;
-    q8_act part = s->xq_down;
-    q8_act_shape(&part, 1, r1 - r0);
-    part.q += (size_t)(r0 / 128) * 128;
-    part.d += (size_t)(r0 / 128) * 4;
-    part.s += (size_t)(r0 / 128) * 4;
-    quantizer(j->m)(s->hb + r0, hid, 0, 1, &part);
+    for (int t = 0; t < j->nt; t++) {
+        q8_act part = s->xq_down;
+        size_t quad = (size_t)t * s->xq_down.quads + (size_t)(r0 / 128);
+        q8_act_shape(&part, 1, r1 - r0);
+        part.q += quad * 128;
+        part.d += quad * 4;
+        part.s += quad * 4;
+        quantizer(j->m)(s->hb + (size_t)t * hid + r0, hid, 0, 1, &part);
+    }
 }
 
 /* One head of q or k as it enters attention: + bias, RMSNorm over the head (the
@@ -539,6 +549,8 @@ typedef struct {
     const float *norm_w; /* (dim) rmsnorm weight */
     int n;
     int residual;        /* 0: xb = rmsnorm(x); 1: x += rmsnorm(xb) (a post-norm) */
+    const q8_act *xq;    /* or NULL: xb's rows also quantized into it here, for the matmuls
+                            that read xb next (one pool_run less, rows still in cache) */
 } norm_job;
 
 static void rmsnorm_task(void *ctx, int ith, int nth) {
@@ -555,15 +567,33 @@ static void rmsnorm_task(void *ctx, int ith, int nth) {
         ops_rmsnorm(xb, xb, j->norm_w, c->dim, c->rms_eps);
         for (int i = 0; i < c->dim; i++) x[i] += xb[i] * c->residual_mult;
     }
+    if (j->xq && t0 < t1) quantizer(j->m)(j->s->xb, c->dim, t0, t1, j->xq);
 }
 
-static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n, int residual) {
-    norm_job j = {m, s, norm_w, n, residual};
+/* xb = rmsnorm(x) (residual = 0), or x += rmsnorm(xb) (1); with `quantize` (fast mode,
+ * residual 0) xb also into s->xq, which the caller then hands run_matmuls. */
+static void run_norm(const model *m, fwd_state *s, const float *norm_w, int n, int residual, int quantize) {
+    norm_job j = {m, s, norm_w, n, residual, NULL};
+    if (quantize) {
+        q8_act_shape(&s->xq, n, m->cfg.dim);
+        j.xq = &s->xq;
+    }
     if (n >= 2 * pool_size(m->pool)) {
         pool_run(m->pool, rmsnorm_task, &j);
     } else {
         rmsnorm_task(&j, 0, 1);
     }
+}
+
+static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n, int residual) {
+    run_norm(m, s, norm_w, n, residual, 0);
+}
+
+/* Whether some of the n outputs take the int8 activations. */
+static int outs_packed(const mm_out *o, int n) {
+    for (int i = 0; i < n; i++)
+        if (q8_weights(o[i].w)) return 1;
+    return 0;
 }
 
 /* What some families do to the lm_head's output row: Granite's division, Gemma's
@@ -630,12 +660,13 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
                           : slide && m->rope_inv_freq_swa ? s->rope_cs + (size_t)s->chunk * c->rot_dim
                                                           : s->rope_cs;
 
-        run_rmsnorm(m, s, L->attn_norm, n, 0);
         /* keys and values reach the caches through k_new and v_new, RoPE on the way */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
+        int qkv_q8 = outs_packed(qkv, 3);
+        run_norm(m, s, L->attn_norm, n, 0, qkv_q8);
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
                          .nt = n, .post = post_qkv, .layer = l, .segs = segs, .rope_cs = cs};
-        run_matmuls(&jq, NULL);
+        run_matmuls(&jq, qkv_q8 ? &s->xq : NULL);
         attn_job aj = {m, s, segs, nseg, l, slide ? c->sliding_window : 0, scale};
         pool_run(m->pool, attention_task, &aj);
         /* the o projection adds itself to the residual in its threads, unless a
@@ -646,14 +677,15 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         run_matmuls(&jo, NULL);
         if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
 
-        run_rmsnorm(m, s, L->ffn_norm, n, 0);
-        /* decode: the gate/up threads also quantize the down projection's input */
-        int fuse_q = n == 1 && q8_weights(L->w_down) != NULL;
-        if (fuse_q) q8_act_shape(&s->xq_down, 1, hid);
         mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
+        int gu_q8 = outs_packed(gu, 2);
+        run_norm(m, s, L->ffn_norm, n, 0, gu_q8);
+        /* the gate/up threads also quantize the down projection's input */
+        int fuse_q = q8_weights(L->w_down) != NULL;
+        if (fuse_q) q8_act_shape(&s->xq_down, n, hid);
         matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN,
                          .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
-        run_matmuls(&jg, NULL);
+        run_matmuls(&jg, gu_q8 ? &s->xq : NULL);
         mm_out d[] = {{L->w_down, s->xb, dim}};
         matmul_job jd = {.m = m, .s = s, .out = d, .n_out = 1, .x = s->hb, .ldx = hid, .nt = n,
                          .post = L->post_ffn_norm ? NULL : post_residual};

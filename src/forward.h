@@ -79,7 +79,7 @@ typedef struct {
     int *tok_pos;     /* (chunk) its position */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
-    q8_act xq_down;   /* fast mode, decode: the down projection's input (1, hidden_dim),
+    q8_act xq_down;   /* fast mode: the down projection's input (chunk, hidden_dim),
                          quantized by the gate/up threads while others still read xq */
 } fwd_state;
 

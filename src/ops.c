@@ -14,10 +14,10 @@ static float sum_squares(const float *x, int n) {
     enum { L = 16 };
     float acc[L] = {0};
     int i = 0;
-    for (; i + L <= n; i += L)
-        for (int k = 0; k < L; k++) acc[k] += x[i + k] * x[i + k];
+    /* unrolled whole, acc lives in registers (otherwise a load-add-store chain through the stack) */
+    for (; i + L <= n; i += L) _Pragma("GCC unroll 16") for (int k = 0; k < L; k++) acc[k] += x[i + k] * x[i + k];
     for (int w = L / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+        _Pragma("GCC unroll 8") for (int k = 0; k < w; k++) acc[k] += acc[k + w];
     float ss = acc[0];
     for (; i < n; i++) ss += x[i] * x[i];
     return ss;
@@ -26,7 +26,15 @@ static float sum_squares(const float *x, int n) {
 void ops_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     float ss = sum_squares(x, n);
     float r = 1.0f / sqrtf(ss / (float)n + eps);
-    for (int i = 0; i < n; i++) out[i] = w[i] * (x[i] * r);
+    int i = 0;
+    /* 16 at a time through a local copy: out may be x (in place), and the compiler vectorizes
+     * only what needs no aliasing check; the same operations per element either way */
+    for (; i + 16 <= n; i += 16) {
+        float t[16];
+        _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) t[k] = w[i + k] * (x[i + k] * r);
+        _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) out[i + k] = t[k];
+    }
+    for (; i < n; i++) out[i] = w[i] * (x[i] * r);
 }
 
 /* q.k is the same in both layouts because Q and K rows share the permutation. */
@@ -53,8 +61,20 @@ void ops_rope_angles(float *cs, int hd, const float *inv_freq, int pos) {
 }
 
 void ops_rope_apply(float *v, int hd, const float *cs, int interleaved) {
-    int half = hd / 2;
-    for (int i = 0; i < half; i++) {
+    int half = hd / 2, i = 0;
+    /* halves 8 at a time through local copies (the compiler cannot tell the halves apart) */
+    for (; !interleaved && i + 8 <= half; i += 8) {
+        float c[8], s[8], x0[8], x1[8], a[8], b[8];
+        memcpy(c, cs + i, sizeof c);
+        memcpy(s, cs + half + i, sizeof s);
+        memcpy(x0, v + i, sizeof x0);
+        memcpy(x1, v + half + i, sizeof x1);
+        for (int k = 0; k < 8; k++) a[k] = x0[k] * c[k] - x1[k] * s[k];
+        for (int k = 0; k < 8; k++) b[k] = x1[k] * c[k] + x0[k] * s[k];
+        memcpy(v + i, a, sizeof a);
+        memcpy(v + half + i, b, sizeof b);
+    }
+    for (; i < half; i++) {
         float c = cs[i], s = cs[half + i];
         int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
         float x0 = v[i0], x1 = v[i1];

@@ -531,6 +531,7 @@ __attribute__((unused)) static int st_check_quantize(const kernels *k, char *msg
         int n = cols[c], nt = 3, qd = q8_quads(n);
         float x[3 * 576];
         for (int i = 0; i < n * nt; i++) x[i] = (i % 37 == 3 ? 40.0f : 1.0f) * st_unit(&st);
+        if (n >= 96) memset(x + n + 64, 0, 32 * sizeof(float)); /* an all-zero block: d = 0 */
         int8_t q0[3 * 5 * 128], q1[3 * 5 * 128];
         float d0[3 * 20], d1[3 * 20], s0[3 * 20], s1[3 * 20];
         q8_act a0 = {nt, n, qd, q0, d0, s0}, a1 = {nt, n, qd, q1, d1, s1};
@@ -834,12 +835,12 @@ static int st_check_same_bits(const kernels *a, const kernels *b, char *msg, siz
  * sequence), softmax within 1e-6 relative (its sum is ordered by lanes). Shapes:
  * head dims 32 / 64 / 128 with 32- or 64-position key blocks (the SIMD tiles; a
  * block narrower than a tile takes the scalar fallback), lengths across block
- * edges, 1 to 9 query rows, values inside wider rows (vstride 3 hd), SwiGLU
+ * edges and ending 1, 2 or 3 vectors into a tile (its narrower tail tiles), 1 to 9 query rows, values inside wider rows (vstride 3 hd), SwiGLU
  * through both clamps of e^x with and without a scalar tail. */
 static int st_check_attn(const kernels *k, char *msg, size_t len) {
     const kernels *ref = kernels_scalar();
     enum { NT = 9, LDS = 208, MAXLEN = 200 };
-    static const int hds[] = {64, 128, 32}, kbs[] = {64, 64, 32}, lens[] = {1, 15, 63, 64, 65, 130, 200};
+    static const int hds[] = {64, 128, 32}, kbs[] = {64, 64, 32}, lens[] = {1, 15, 63, 64, 65, 90, 100, 130, 200};
     uint64_t st = 99;
     int bad = 0;
     for (int c = 0; c < ST_COUNT(hds) && !bad; c++) {

@@ -27,33 +27,33 @@ ATT_AI AV att_ld(int f16, const void *p, size_t i) {
     return f16 ? av_load_h((const uint16_t *)p + i) : av_load((const float *)p + i);
 }
 
-/* Store the first n lanes of ATT_NV vectors (n <= ATT_NV * AW). */
-ATT_AI void att_store(float *dst, const AV *v, int n) {
-    if (n == ATT_NV * AW) {
-        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) av_store(dst + j * AW, v[j]);
+/* Store the first n lanes of NV vectors (n <= NV * AW). */
+ATT_AI void att_store(float *dst, const AV *v, int n, int NV) {
+    if (n == NV * AW) {
+        ATT_UNROLL for (int j = 0; j < NV; j++) av_store(dst + j * AW, v[j]);
         return;
     }
     float tmp[ATT_NV * AW];
-    ATT_UNROLL for (int j = 0; j < ATT_NV; j++) av_store(tmp + j * AW, v[j]);
+    ATT_UNROLL for (int j = 0; j < NV; j++) av_store(tmp + j * AW, v[j]);
     memcpy(dst, tmp, (size_t)n * sizeof(float));
 }
 
-/* R rows x ATT_NV * AW positions of one key block (columns c0.. of block blk):
- * the block is read whole (the cache holds whole blocks), n columns stored. */
+/* R rows x NV * AW positions of one key block (columns c0.. of block blk; NV <= ATT_NV
+ * vectors, the fewest that hold the n columns stored): the block holds whole vectors. */
 ATT_AI void att_scores_tile(int f16, const void *blk, int kb, int hd, const float *q, int ldq, int R, float *s,
-                            int lds, int n) {
+                            int lds, int n, int NV) {
     AV acc[ATT_R][ATT_NV];
     ATT_UNROLL for (int r = 0; r < R; r++)
-        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_zero();
+        ATT_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = av_zero();
     for (int d = 0; d < hd; d++) {
         AV k[ATT_NV];
-        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) k[j] = att_ld(f16, blk, (size_t)d * kb + (size_t)j * AW);
+        ATT_UNROLL for (int j = 0; j < NV; j++) k[j] = att_ld(f16, blk, (size_t)d * kb + (size_t)j * AW);
         ATT_UNROLL for (int r = 0; r < R; r++) {
             AV qb = av_set1(q[(size_t)r * ldq + d]);
-            ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_fma(qb, k[j], acc[r][j]);
+            ATT_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = av_fma(qb, k[j], acc[r][j]);
         }
     }
-    ATT_UNROLL for (int r = 0; r < R; r++) att_store(s + (size_t)r * lds, acc[r], n);
+    ATT_UNROLL for (int r = 0; r < R; r++) att_store(s + (size_t)r * lds, acc[r], n, NV);
 }
 
 /* R rows x ATT_NV * AW dimensions of the values, over positions 0..len. */
@@ -70,7 +70,7 @@ ATT_AI void att_values_tile(int f16, const void *v, size_t vstride, int len, con
             ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_fma(pb, x[j], acc[r][j]);
         }
     }
-    ATT_UNROLL for (int r = 0; r < R; r++) att_store(out + (size_t)r * ldo, acc[r], ATT_NV * AW);
+    ATT_UNROLL for (int r = 0; r < R; r++) att_store(out + (size_t)r * ldo, acc[r], ATT_NV * AW, ATT_NV);
 }
 
 /* The row tiles, R a constant in each call so the tile's loops unroll. */
@@ -90,12 +90,22 @@ ATT_AI void att_scores_simd(int f16, const void *kt, int kb, int hd, int len, co
         int cols = len - p0 < kb ? len - p0 : kb;
         for (int c0 = 0; c0 < cols; c0 += cw) {
             int n = cols - c0 < cw ? cols - c0 : cw;
+            /* a last block's tail (prefill: the causal end) in as few vectors as hold it: the
+             * lanes computed are the same either way, only unstored ones are left out */
+            int nv = (n + AW - 1) / AW;
             for (int i = 0; i < nt; i += ATT_R) {
                 int R = nt - i < ATT_R ? nt - i : ATT_R;
-#define ATT_SC(RR) \
-    att_scores_tile(f16, blk + (size_t)c0 * esz, kb, hd, q + (size_t)i * ldq, ldq, RR, s + (size_t)i * lds + p0 + c0, lds, n)
+#define ATT_SC_NV(RR, NV)                                                                                          \
+    att_scores_tile(f16, blk + (size_t)c0 * esz, kb, hd, q + (size_t)i * ldq, ldq, RR, s + (size_t)i * lds + p0 + c0, \
+                    lds, n, NV)
+#define ATT_SC(RR)                                                                                                 \
+    if (nv >= ATT_NV) ATT_SC_NV(RR, ATT_NV);                                                                      \
+    else if (ATT_NV > 3 && nv == 3) ATT_SC_NV(RR, ATT_NV > 3 ? 3 : ATT_NV);                                       \
+    else if (ATT_NV > 2 && nv == 2) ATT_SC_NV(RR, ATT_NV > 2 ? 2 : ATT_NV);                                       \
+    else ATT_SC_NV(RR, 1)
                 ATT_ROWS(ATT_SC)
 #undef ATT_SC
+#undef ATT_SC_NV
             }
         }
     }
@@ -189,10 +199,18 @@ static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
         av_store(x + p, e);
         sum = av_add(sum, e);
     }
+    /* the last len % AW through one vector too, not a scalar e^ (and ldexpf) each: rows of
+     * 250-265, 167 -> 159 ns; their sum still one by one, as before */
     float tail = 0.0f;
-    for (; p < len; p++) {
-        x[p] = exp_poly(x[p] - mx);
-        tail += x[p];
+    if (p < len) {
+        float tmp[AW];
+        int r = len - p;
+        for (int k = 0; k < AW; k++) tmp[k] = k < r ? x[p + k] : mx;
+        av_store(tmp, att_exp(av_sub(av_load(tmp), vmx)));
+        for (int k = 0; k < r; k++) {
+            x[p + k] = tmp[k];
+            tail += tmp[k];
+        }
     }
     float inv = 1.0f / (av_hsum(sum) + tail);
     AV vi = av_set1(inv);

@@ -695,14 +695,26 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
 static void panel_act(dtype dt, const q8_act *x, const panel *p) {
     size_t n = (size_t)x->nt * x->quads * 4;
     if (dt == DT_Q6_K) { /* the halves' sums from the int8 (quad layout: the first 16 of block b at 64 bytes before the second) */
-        for (size_t i = 0; i < n; i++) {
-            const int8_t *q = x->q + i / 4 * 128 + 16 * (i % 4);
-            int s0 = 0, s1 = 0;
-            for (int j = 0; j < 16; j++) s0 += q[j], s1 += q[64 + j];
-            p->dx[i] = x->d[i];
-            p->off[i] = -32 * s0;
-            p->off1[i] = -32 * s1;
+        /* per quad: vpsadbw of the bytes + 128 (u8) gives sums of 8, the two of a 128-bit lane
+         * added are a half's sum + 16 * 128 (exact integers; every call of a piece of rows
+         * redoes this, so it has to cost little next to the tiles) */
+        const __m512i bias = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
+        const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+        for (size_t qi = 0; qi < n / 4; qi++) {
+            const int8_t *q = x->q + qi * 128;
+            __m512i h[2];
+            for (int hf = 0; hf < 2; hf++) {
+                __m512i sad = _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(q + 64 * hf), bias), zero);
+                sad = _mm512_add_epi64(sad, _mm512_shuffle_epi32(sad, _MM_PERM_BADC));
+                /* dword 4 bi = block bi's sum + 2048 (< 2^12: the qword's low dword) */
+                h[hf] = _mm512_permutexvar_epi32(pick, sad);
+            }
+            __m128i o0 = _mm_mullo_epi32(_mm_sub_epi32(_mm512_castsi512_si128(h[0]), _mm_set1_epi32(2048)), _mm_set1_epi32(-32));
+            __m128i o1 = _mm_mullo_epi32(_mm_sub_epi32(_mm512_castsi512_si128(h[1]), _mm_set1_epi32(2048)), _mm_set1_epi32(-32));
+            _mm_storeu_si128((__m128i *)(p->off + 4 * qi), o0);
+            _mm_storeu_si128((__m128i *)(p->off1 + 4 * qi), o1);
         }
+        memcpy(p->dx, x->d, n * sizeof(float));
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -789,12 +801,18 @@ AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, 
     for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(r / Q8W_GROUP);
         panel_unpack(dt, g, grp, nb, &p);
-        if (r + 2 * Q8W_GROUP < pe) /* the next panel's weights into L2 while this one's tiles run */
-            for (size_t l = 0; l < 2 * grp; l += 64) _mm_prefetch((const char *)g + 2 * grp + l, _MM_HINT_T1);
+        /* the next panel's weights into L2 while this one's tiles run, a few lines
+         * per tile: issued all at once they wait for miss buffers in the load queue */
+        size_t lines = r + 2 * Q8W_GROUP < pe ? 2 * grp / 64 : 0, tiles = (size_t)x->nt / PANEL_T, done = 0;
+        const char *next = (const char *)g + 2 * grp;
         int lo = r0 > r ? r0 - r : 0, hi = r1 - r < 16 ? r1 - r : 16;
         __mmask16 rm = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
         int t = 0;
-        for (; t + PANEL_T <= x->nt; t += PANEL_T) panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, PANEL_T);
+        for (size_t i = 1; t + PANEL_T <= x->nt; t += PANEL_T, i++) {
+            for (size_t to = lines * i / tiles; done < to; done++) _mm_prefetch(next + 64 * done, _MM_HINT_T1);
+            panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, PANEL_T);
+        }
+        for (; done < lines; done++) _mm_prefetch(next + 64 * done, _MM_HINT_T1);
         switch (x->nt - t) {
         case 3: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 3); break;
         case 2: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 2); break;
