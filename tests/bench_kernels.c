@@ -197,9 +197,10 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     struct {
         const kernels *k;
         const char *label;
-    } tabs[] = {{kernels_avx2(), "avx2"}, {kernels_avx512(), "avx512"}, {NULL, "avx512-novnni"}};
+    } tabs[] = {{kernels_avx2(), "avx2"}, {kernels_avx512(), "avx512"}, {NULL, "avx512-novnni"}, {NULL, "avx512-nogfni"}};
 #if defined(__x86_64__)
     if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
+    if (kernels_avx512() && kernels_avx512() != kernels_avx512_table(1)) tabs[3].k = kernels_avx512_table(1); /* Q6_K without GFNI */
 #endif
     printf("\nint8 activations (fast mode), repacked weights (Q5_0 and after: read in place, but Q4_K, Q5_0, Q5_1, Q6_K: packed)\n");
     printf("%-7s %-14s %10s %7s %10s %10s %14s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192", "576x1536",
@@ -244,8 +245,9 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
             return 1;
         else if (!own_layout(dt))
             fill_file(dt, ws, bytes_small, &seed);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
+            if (k == 3 && dt != DT_Q6_K) continue; /* the same kernels as "avx512" */
             matmul_q8_fn f = tabs[k].k->matmul_q8[dt];
             q8_act x1 = x, xs1 = xs, xs8 = xs;
             x1.nt = xs1.nt = 1;
