@@ -159,9 +159,9 @@ static inline int q8w_hdr(dtype dt) { return q8w_sbytes(dt) * (q8w_two(dt) ? 2 :
 static inline int q8w_block_bytes(dtype dt) { return q8w_hdr(dt) + 4 * q8w_nv(dt); }
 /* Bytes of a group's d table (Q6_K: d, Q4_K: d and dmin per row and super-block;
  * 0 for the others), whole 64-byte lines. */
+static inline int q8w_dtab_entry(dtype dt) { return dt == DT_Q6_K ? 2 : dt == DT_Q4_K ? 4 : 0; } /* bytes per row and super-block */
 static inline size_t q8w_dtab(dtype dt, int rr, int nb) {
-    int e = dt == DT_Q6_K ? 2 : dt == DT_Q4_K ? 4 : 0;
-    return ((size_t)rr * (size_t)(nb / 8) * (size_t)e + 63) / 64 * 64;
+    return ((size_t)rr * (size_t)(nb / 8) * (size_t)q8w_dtab_entry(dt) + 63) / 64 * 64;
 }
 /* Bytes of a group of rr rows, and of a whole packed (rows, 32 nb) matrix. */
 static inline size_t q8w_group_bytes(dtype dt, int rr, int nb) {
@@ -180,6 +180,13 @@ static inline q8w_chunk q8w_chunk_at(dtype dt, int rows, int nb, int r, int q) {
     c.grp = (size_t)(g0 / Q8W_GROUP) * q8w_group_bytes(dt, Q8W_GROUP, nb);
     c.off = c.grp + q8w_dtab(dt, c.rr, nb) + (size_t)c.rr * 4 * q * bb;
     return c;
+}
+
+/* Packing: zero the padding of the d table of the group holding row r (Q6_K, Q4_K). */
+static inline void q8w_dtab_pad(dtype dt, uint8_t *out, int rows, int nb, int r) {
+    q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, 0);
+    size_t used = (size_t)q8w_dtab_entry(dt) * (size_t)c.rr * (size_t)(nb / 8);
+    memset(out + c.grp + used, 0, q8w_dtab(dt, c.rr, nb) - used);
 }
 
 /* Index of (row i of the group, block bi of the quad) among the chunk's scales;

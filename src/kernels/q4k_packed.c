@@ -34,7 +34,7 @@ static void q4k_block_nibbles(const uint8_t *blk, int j, uint8_t out[16]) {
 
 void q4k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out) {
     const dtype dt = DT_Q4_K;
-    int nb = cols / 32, nsb = cols / QK_K;
+    int nb = cols / 32;
     size_t rb = dtype_row_bytes(dt, cols);
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = file + (size_t)r * rb;
@@ -61,11 +61,7 @@ void q4k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint
                 memcpy(dm + 2 * (size_t)c.rr + 2 * i, &nmin, 2);
             }
         }
-        if (i == 0) { /* the group's d table padding */
-            q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, 0);
-            size_t used = 4 * (size_t)c.rr * nsb;
-            memset(out + c.grp + used, 0, q8w_dtab(dt, c.rr, nb) - used);
-        }
+        if (i == 0) q8w_dtab_pad(dt, out, rows, nb, r);
     }
 }
 

@@ -50,7 +50,7 @@ static void q6k_block_payload(const uint8_t *blk, int j, uint8_t out[24]) {
 
 void q6k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out) {
     const dtype dt = DT_Q6_K;
-    int nb = cols / 32, nsb = cols / QK_K;
+    int nb = cols / 32;
     size_t rb = dtype_row_bytes(dt, cols);
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = file + (size_t)r * rb;
@@ -72,11 +72,7 @@ void q6k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint
             }
             if (q % 2 == 0) memcpy(out + c.grp + 2 * ((size_t)(q / 2) * c.rr + i), blk + offsetof(block_q6_K, d), 2);
         }
-        if (i == 0) { /* the group's d table padding */
-            q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, 0);
-            size_t used = 2 * (size_t)c.rr * nsb;
-            memset(out + c.grp + used, 0, q8w_dtab(dt, c.rr, nb) - used);
-        }
+        if (i == 0) q8w_dtab_pad(dt, out, rows, nb, r);
     }
 }
 
