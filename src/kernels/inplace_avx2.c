@@ -1,5 +1,5 @@
 /* inplace_avx2.c - fast mode's int8-activation matmuls (AVX2) for the GGUF types
- * read in place: Q5_0 Q5_1 Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the contract
+ * read in place: Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the contract
  * and the decoding are in dequant.h; scalar.c has the reference; Q6_K and
  * Q4_K are packed in fast mode, avx2.c).
  *
@@ -11,14 +11,14 @@
  * read as 16 lanes, partial sums of sub-block bi's half: exactly the integers of
  * inplace_avx512.c's vpdpbusd, so the per-lane f32 steps and avx512.c's
  * lane-summing tree are the same too. The offset types
- * (Q5_0 16, Q3_K 4, IQ4 128) start their integer sums at -offset * sum(q)
+ * (Q3_K 4, IQ4 128) start their integer sums at -offset * sum(q)
  * instead of a min term, as inplace_avx512.c does. Every (row, token) output runs the
  * same operations whatever the row range, the token count or the tile.
  *
  * Exact integer sums without VNNI: vpmaddubsw (u8 x s8, pairs summed in int16
  * WITH saturation) then vpmaddwd by 1 (pairs into int32). With q in [-127, 127]
  * a pair stays below 2^15 when u <= 128: all types but IQ4 qualify
- * directly, and for Q4_K / Q5_K / Q5_0 / Q5_1 (u <= 31) the a and b halves' int16
+ * directly, and for Q5_K (u <= 31) the a and b halves' int16
  * pairs are even added before vpmaddwd (|sum| <= 4 * 31 * 127 = 15748). IQ4's u =
  * kvalue + 128 reaches 241, so it is decoded to the signed kvalue (|k| <= 127) and
  * multiplied by the sign trick, vpmaddubsw(|k|, sign(q, k)) (pairs <= 2 * 127^2 =
@@ -70,7 +70,7 @@ AI int ip_halves(dtype dt) { return dt == DT_Q2_K || dt == DT_Q3_K; }
 AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
 /* The offset the types without a min subtract from u (dequant.h folds it into mn). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q5_0 ? 16 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
 }
 
 /* 4 f32 (one per sub-block of the quad) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
@@ -98,7 +98,7 @@ AI __m256i load2x16(const uint8_t *p0, const uint8_t *p1) {
 
 /* -offset times v (offset a power of two). */
 AI __m256i neg_off(dtype dt, __m256i v) {
-    int sh = dt == DT_Q5_0 ? 4 : dt == DT_Q3_K ? 2 : 7;
+    int sh = dt == DT_Q3_K ? 2 : 7;
     return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(v, sh));
 }
 
@@ -257,37 +257,6 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
     return w;
 }
 
-/* The 16 bits of v's 16-bit word k (k = 0 or 1 of each lane's dword 0) as 16 bytes:
- * 0x10 where set. */
-AI __m256i bits16_x10(__m256i v, int k) {
-    const __m256i sel = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16,
-                                         32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-    __m256i spread = k == 0 ? _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
-                                               1, 1, 1, 1, 1, 1, 1, 1)
-                            : _mm256_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2,
-                                               3, 3, 3, 3, 3, 3, 3, 3);
-    return bit_to(_mm256_shuffle_epi8(v, spread), sel, 0x10);
-}
-
-/* Q5_0 / Q5_1 (full quads: the caller widens a last partial one): 4 blocks of 32, the
- * 16 bytes of nibbles of block bi in a lane (byte l: value l low, l + 16 high), the
- * fifth bits from each block's qh (bits 0..15 to the a half, 16..31 to b). */
-AI ip_w dec_q5(dtype dt, const uint8_t *b0) {
-    int v1 = dt == DT_Q5_1, bb = v1 ? 24 : 22, off = 6 + 2 * v1;
-    __m256i z01 = load2x16(b0 + off, b0 + bb + off), z23 = load2x16(b0 + 2 * bb + off, b0 + 3 * bb + off);
-    const uint8_t *qh = b0 + 2 + 2 * v1;
-    __m256i h01 = _mm256_setr_epi32((int)rd_u32(qh), 0, 0, 0, (int)rd_u32(qh + bb), 0, 0, 0);
-    __m256i h23 = _mm256_setr_epi32((int)rd_u32(qh + 2 * bb), 0, 0, 0, (int)rd_u32(qh + 3 * bb), 0, 0, 0);
-    ip_w w;
-    w.a01 = _mm256_or_si256(lo_nib(z01), bits16_x10(h01, 0));
-    w.b01 = _mm256_or_si256(hi_nib(z01), bits16_x10(h01, 1));
-    w.a23 = _mm256_or_si256(lo_nib(z23), bits16_x10(h23, 0));
-    w.b23 = _mm256_or_si256(hi_nib(z23), bits16_x10(h23, 1));
-    w.fa = w.fb = expand4(h2f4(b0, bb));
-    w.ma = w.mb = v1 ? expand4(h2f4(b0 + 2, bb)) : v16_mul(w.fa, v16_set1(-16.0f));
-    return w;
-}
-
 /* IQ4: nibbles through the 16-entry grid, as the signed kvalues (see the top). */
 AI __m256i iq4_lut(__m256i idx) {
     const __m256i t = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113, -127,
@@ -295,7 +264,7 @@ AI __m256i iq4_lut(__m256i idx) {
     return _mm256_shuffle_epi8(t, idx);
 }
 
-/* IQ4_NL (full quads, as dec_q5). */
+/* IQ4_NL (full quads: the caller widens a last partial one). */
 AI ip_w dec_iq4_nl(const uint8_t *b0) {
     __m256i z01 = load2x16(b0 + 2, b0 + 18 + 2), z23 = load2x16(b0 + 36 + 2, b0 + 54 + 2);
     ip_w w;
@@ -333,23 +302,22 @@ AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
 /* Types of 32-value blocks: a last partial quad is copied after its kb blocks into a
  * zeroed buffer of 4 (absent blocks: scale 0, against zero activations), so no byte past
  * the row is read and the decoders need no masks. */
-AI int ip_small_block(dtype dt) { return dt == DT_Q5_0 || dt == DT_Q5_1 || dt == DT_IQ4_NL; }
-AI int ip_bb(dtype dt) { return dt == DT_Q5_0 ? 22 : dt == DT_Q5_1 ? 24 : 18; }
+AI int ip_small_block(dtype dt) { return dt == DT_IQ4_NL; }
+AI int ip_bb(dtype dt) { (void)dt; return 18; }
 
 AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     if (ip_small_block(dt)) {
         int bb = ip_bb(dt), kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         const uint8_t *b0 = row + (size_t)q * 4 * (size_t)bb;
-        uint8_t part[4 * 24];
+        uint8_t part[4 * 18];
         if (kb < 4) {
             memset(part, 0, sizeof part);
             memcpy(part, b0, (size_t)kb * (size_t)bb);
             b0 = part;
         }
-        return dt == DT_IQ4_NL ? dec_iq4_nl(b0) : dec_q5(dt, b0);
+        return dec_iq4_nl(b0);
     }
     switch (dt) {
-    case DT_Q4_K:
     case DT_Q5_K: return dec_q45_k(dt, row, q);
     case DT_Q2_K:
     case DT_Q3_K: return dec_q23_k(dt, row, q);

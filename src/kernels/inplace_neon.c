@@ -1,5 +1,5 @@
 /* inplace_neon.c - fast mode's int8-activation matmuls (AArch64 Advanced SIMD) for
- * the GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the
+ * the GGUF types read in place: Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the
  * contract and the decoding are in dequant.h; scalar.c has the reference; fast
  * mode packs Q6_K and Q4_K, neon.c).
  *
@@ -9,7 +9,7 @@
  * are stored (kernels.h). A product leaves, in int32 lane k of register bi, the
  * sum of bytes 4k..4k+3: the 16 lanes (4 registers) hold exactly the integers of
  * inplace_avx512.c's vpdpbusd, so its per-lane f32 steps and avx512.c's
- * lane-summing tree are the same too. The offset types (Q5_0 16, Q3_K 4, IQ4 128) start their
+ * lane-summing tree are the same too. The offset types (Q3_K 4, IQ4 128) start their
  * integer sums at -offset * sum(q) instead of a min term, as inplace_avx512.c does.
  * Every (row, token) output runs the same operations whatever the row range, the
  * token count or the tile.
@@ -68,7 +68,7 @@ AI int ip_halves(dtype dt) { return dt == DT_Q2_K || dt == DT_Q3_K; }
 AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
 /* The offset the types without a min subtract from u (dequant.h folds it into mn). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q5_0 ? 16 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
 }
 
 /* 4 f32 (one per sub-block) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
@@ -103,7 +103,7 @@ AI int32x4_t sum4_s8(int8x16_t x) { return vpaddlq_s16(vpaddlq_s8(x)); }
 
 /* -offset times v (offset a power of two). */
 AI int32x4_t neg_off(dtype dt, int32x4_t v) {
-    int32x4_t m = vdupq_n_s32(dt == DT_Q5_0 ? -16 : dt == DT_Q3_K ? -4 : -128);
+    int32x4_t m = vdupq_n_s32(dt == DT_Q3_K ? -4 : -128);
     return vmulq_s32(v, m);
 }
 
@@ -276,35 +276,13 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
     return w;
 }
 
-/* Q5_0 / Q5_1 (full quads: the caller widens a last partial one): block bi's 16 bytes of
- * nibbles (byte l: value l low, l + 16 high) and its qh (bits 0..15 to the a half, 16..31
- * to b: each bit spread to a byte by a table lookup, then tested). */
-AI ip_w dec_q5(dtype dt, const uint8_t *b0) {
-    int v1 = dt == DT_Q5_1, bb = v1 ? 24 : 22;
-    const uint8x16_t sel = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    const uint8x16_t ia = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
-    const uint8x16_t ib = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-    const uint8x16_t x10 = vdupq_n_u8(0x10);
-    ip_w w;
-    UNROLL for (int bi = 0; bi < 4; bi++) {
-        const uint8_t *blk = b0 + bb * bi;
-        uint8x16_t z = vld1q_u8(blk + 6 + 2 * v1);
-        uint8x16_t qh = vreinterpretq_u8_u32(vdupq_n_u32(rd_u32(blk + 2 + 2 * v1)));
-        w.a[bi] = s8(vorrq_u8(lo_nib(z), vandq_u8(vtstq_u8(vqtbl1q_u8(qh, ia), sel), x10)));
-        w.b[bi] = s8(vorrq_u8(vshrq_n_u8(z, 4), vandq_u8(vtstq_u8(vqtbl1q_u8(qh, ib), sel), x10)));
-    }
-    w.fa = w.fb = expand4(h2f4(b0, bb));
-    w.ma = w.mb = v1 ? expand4(h2f4(b0 + 2, bb)) : v16_muln(w.fa, -16.0f);
-    return w;
-}
-
 /* IQ4: nibbles through the 16-entry grid, as the signed kvalues (see the top). */
 AI int8x16_t iq4_lut(uint8x16_t idx) {
     const int8x16_t t = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     return vqtbl1q_s8(t, idx);
 }
 
-/* IQ4_NL (full quads, as dec_q5). */
+/* IQ4_NL (full quads: the caller widens a last partial one). */
 AI ip_w dec_iq4_nl(const uint8_t *b0) {
     ip_w w;
     UNROLL for (int bi = 0; bi < 4; bi++) {
@@ -343,23 +321,22 @@ AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
 /* Types of 32-value blocks: a last partial quad is copied after its kb blocks into a
  * zeroed buffer of 4 (absent blocks: scale 0, against zero activations), so no byte past
  * the row is read and the decoders need no masks. */
-AI int ip_small_block(dtype dt) { return dt == DT_Q5_0 || dt == DT_Q5_1 || dt == DT_IQ4_NL; }
-AI int ip_bb(dtype dt) { return dt == DT_Q5_0 ? 22 : dt == DT_Q5_1 ? 24 : 18; }
+AI int ip_small_block(dtype dt) { return dt == DT_IQ4_NL; }
+AI int ip_bb(dtype dt) { (void)dt; return 18; }
 
 AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     if (ip_small_block(dt)) {
         int bb = ip_bb(dt), kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         const uint8_t *b0 = row + (size_t)q * 4 * (size_t)bb;
-        uint8_t part[4 * 24];
+        uint8_t part[4 * 18];
         if (kb < 4) {
             memset(part, 0, sizeof part);
             memcpy(part, b0, (size_t)kb * (size_t)bb);
             b0 = part;
         }
-        return dt == DT_IQ4_NL ? dec_iq4_nl(b0) : dec_q5(dt, b0);
+        return dec_iq4_nl(b0);
     }
     switch (dt) {
-    case DT_Q4_K:
     case DT_Q5_K: return dec_q45_k(dt, row, q);
     case DT_Q2_K:
     case DT_Q3_K: return dec_q23_k(dt, row, q);
