@@ -80,7 +80,6 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     const model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
-    s->k_blocks = (ctx + ATT_KBLOCK - 1) / ATT_KBLOCK;
     s->score_ld = (ctx + 15) / 16 * 16 + 16;
     s->chunk = chunk;
     s->max_seqs = max_seqs;

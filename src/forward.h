@@ -34,7 +34,6 @@ typedef struct {
                          att_scores), and a new position touches one block per head
                          (a layout with whole-context rows touched head_dim pages per
                          head on the first token: +15 ms to a cold start) */
-    int k_blocks;     /* ceil(ctx / ATT_KBLOCK) */
     int score_ld;     /* floats per row of scores: ctx plus a cache line, so that rows
                          do not all map to the same cache sets */
     void *v_cache;    /* layer after layer, each (n_kv_heads, ctx or ring, head_dim) kv_type:

@@ -554,35 +554,20 @@ Q8_ENTRY(q8_mull_q4_k, DT_Q4_K, , NULL)
 static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
 /* The table's entries: the variant this CPU runs, checked per call as in affine_neon.c. */
-static void matmul_q8_q4_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    (has_sdot() ? q8_sdot_q4_0 : q8_mull_q4_0)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    (has_sdot() ? q8_sdot_q4_1 : q8_mull_q4_1)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    (has_sdot() ? q8_sdot_q8_0 : q8_mull_q8_0)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_1g64(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
-                              int ldy) {
-    (has_sdot() ? q8_sdot_q4_1g64 : q8_mull_q4_1g64)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_1g128(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
-                               int ldy) {
-    (has_sdot() ? q8_sdot_q4_1g128 : q8_mull_q4_1g128)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q6_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    (has_sdot() ? q8_sdot_q6_k : q8_mull_q6_k)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q5_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    (has_sdot() ? q8_sdot_q5_0 : q8_mull_q5_0)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q5_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    (has_sdot() ? q8_sdot_q5_1 : q8_mull_q5_1)(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    (has_sdot() ? q8_sdot_q4_k : q8_mull_q4_k)(p, rows, cols, r0, r1, x, y, ldy);
-}
+#define Q8_DISPATCH(NAME)                                                                                     \
+    static void matmul_q8_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
+                                 int ldy) {                                                                   \
+        (has_sdot() ? q8_sdot_##NAME : q8_mull_##NAME)(p, rows, cols, r0, r1, x, y, ldy);                     \
+    }
+Q8_DISPATCH(q4_0)
+Q8_DISPATCH(q4_1)
+Q8_DISPATCH(q8_0)
+Q8_DISPATCH(q4_1g64)
+Q8_DISPATCH(q4_1g128)
+Q8_DISPATCH(q6_k)
+Q8_DISPATCH(q5_0)
+Q8_DISPATCH(q5_1)
+Q8_DISPATCH(q4_k)
 
 /* The variant without the dot-product extension, whatever this CPU has, so the
  * self-test (tests/kernels_selftest.c) checks it on every machine. */

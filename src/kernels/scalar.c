@@ -228,35 +228,21 @@ static void matmul_q8_rows(dtype dt, const void *packed, int rows, int cols, int
                                            x->d + (size_t)t * x->quads * 4, x->s + (size_t)t * x->quads * 4);
 }
 
-static void matmul_q8_q4_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    matmul_q8_rows(DT_Q4_0, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    matmul_q8_rows(DT_Q4_1, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q8_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    matmul_q8_rows(DT_Q8_0, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q6_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    matmul_q8_rows(DT_Q6_K, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q5_0(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    matmul_q8_rows(DT_Q5_0, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q5_1(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    matmul_q8_rows(DT_Q5_1, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_k(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    matmul_q8_rows(DT_Q4_K, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_1g64(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
-                              int ldy) {
-    matmul_q8_rows(DT_Q4_1G64, p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8_q4_1g128(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y,
-                               int ldy) {
-    matmul_q8_rows(DT_Q4_1G128, p, rows, cols, r0, r1, x, y, ldy);
-}
+/* The table's entries on packed weights, one per type. */
+#define Q8_ROWS(NAME, DT)                                                                                      \
+    static void matmul_q8_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
+                                 int ldy) {                                                                    \
+        matmul_q8_rows(DT, p, rows, cols, r0, r1, x, y, ldy);                                                  \
+    }
+Q8_ROWS(q4_0, DT_Q4_0)
+Q8_ROWS(q4_1, DT_Q4_1)
+Q8_ROWS(q8_0, DT_Q8_0)
+Q8_ROWS(q6_k, DT_Q6_K)
+Q8_ROWS(q5_0, DT_Q5_0)
+Q8_ROWS(q5_1, DT_Q5_1)
+Q8_ROWS(q4_k, DT_Q4_K)
+Q8_ROWS(q4_1g64, DT_Q4_1G64)
+Q8_ROWS(q4_1g128, DT_Q4_1G128)
 
 /* The GGUF types read in place (dequant.h): per half of each sub-block, the
  * exact integer sums sum(u q) and sum(q), then dx * (f * isum + mn * qsum),

@@ -15,6 +15,7 @@
 
 #include "kernels/kernels.h"
 #include "quant.h"
+#include "repack.h"
 #include "util.h"
 
 typedef struct {
@@ -151,40 +152,50 @@ Test(quant, unsupported_ids_and_supported_list) {
     cr_expect_str_eq(list, "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS");
 }
 
-/* Fast mode packs Q4_K into its own layout (kernels.h, q4k_packed.c): lossless, so
- * read back every value is gguf-py's bit for bit (the scale d * sc and min dmin * m
- * formed in f32 as gguf-py forms them); the packed size is 148 bytes per row and
- * super-block (the file's 144 with the 6-bit scales and mins as bytes) plus the d
- * table's padding (whole 64-byte lines per group of 8 rows). Rows 1..9 of one
- * super-block take every partial group size (the last group has 1 to 8 rows). */
-#include "repack.h"
-
-Test(quant, q4_k_packed_is_lossless) {
-    qref r;
-    cr_assert_eq(qref_load("Q4_K", &r), 0);
-    cr_assert(r.nblocks >= 1 && r.elems == QK_K);
-    for (int rows = 1; rows <= 9 && rows <= (int)r.nblocks; rows++) {
-        int cols = QK_K;
-        tensor t = {.name = "q4k", .type = DT_Q4_K, .ndim = 2, .shape = {rows, cols}, .data = r.blocks,
-                    .nbytes = (size_t)rows * r.bytes};
-        size_t n = q8w_matrix_bytes(DT_Q4_K, rows, cols / 32);
-        cr_expect_leq(n, (size_t)rows * (r.bytes + 4) + (size_t)(rows + 7) / 8 * 64);
-        uint8_t *out = malloc(n);
-        float row[QK_K];
-        cr_assert_not_null(out);
-        repack_matrix(&t, out);
-        tensor p = t;
-        p.packed = out, p.nbytes = n;
-        for (int i = 0; i < rows; i++) {
-            repack_row_f32(&p, i, row);
-            for (int c = 0; c < cols; c++)
-                cr_assert(!memcmp(&row[c], &r.values[(size_t)i * cols + c], 4), "rows %d row %d col %d: %.9g, gguf-py %.9g",
-                          rows, i, c, row[c], r.values[(size_t)i * cols + c]);
-        }
-        free(out);
+/* Packs `rows` rows of `cols` values from r's blocks (data: file_bytes) as dt,
+ * checks the packed size (== file_bytes when size_bound is 0, else <= size_bound)
+ * and that every value read back is gguf-py's bit for bit. */
+static void check_packed(const char *name, const qref *r, dtype dt, int rows, int cols, size_t file_bytes,
+                         size_t size_bound) {
+    tensor t = {.name = "packed", .type = dt, .ndim = 2, .shape = {rows, cols}, .data = r->blocks,
+                .nbytes = file_bytes};
+    size_t n = q8w_matrix_bytes(dt, rows, cols / 32);
+    if (size_bound) cr_expect_leq(n, size_bound, "%s packed %zu bytes, bound %zu", name, n, size_bound);
+    else cr_expect_eq(n, file_bytes, "%s packed %zu bytes, the file %zu", name, n, file_bytes);
+    uint8_t *out = malloc(n);
+    float *row = malloc(sizeof(float) * (size_t)cols);
+    cr_assert(out && row);
+    repack_matrix(&t, out);
+    tensor p = t;
+    p.packed = out, p.nbytes = n;
+    for (int i = 0; i < rows; i++) {
+        repack_row_f32(&p, i, row);
+        for (int c = 0; c < cols; c++)
+            cr_assert(!memcmp(&row[c], &r->values[(size_t)i * cols + c], 4), "%s rows %d row %d col %d: %.9g, gguf-py %.9g",
+                      name, rows, i, c, row[c], r->values[(size_t)i * cols + c]);
     }
+    free(out), free(row);
+}
+
+/* Fast mode packs Q4_K and Q6_K into their own layouts (kernels.h, q4k_packed.c,
+ * q6k_packed.c): lossless, so read back every value is gguf-py's bit for bit (Q4_K's
+ * scale d * sc and min dmin * m formed in f32 as gguf-py forms them). The packed size
+ * is the file's plus the d table's padding (whole 64-byte lines per group of 8 rows)
+ * and, for Q4_K, 4 bytes per row and super-block (148 for the file's 144: the 6-bit
+ * scales and mins as bytes). Rows 1..9 of one super-block take every partial group
+ * size (the last group has 1 to 8 rows). */
+static void check_k_packed(const char *name, dtype dt, size_t extra_per_row) {
+    qref r;
+    cr_assert_eq(qref_load(name, &r), 0);
+    cr_assert(r.nblocks >= 1 && r.elems == QK_K);
+    for (int rows = 1; rows <= 9 && rows <= (int)r.nblocks; rows++)
+        check_packed(name, &r, dt, rows, QK_K, (size_t)rows * r.bytes,
+                     (size_t)rows * (r.bytes + extra_per_row) + (size_t)(rows + 7) / 8 * 64);
     free(r.blocks), free(r.values);
 }
+
+Test(quant, q4_k_packed_is_lossless) { check_k_packed("Q4_K", DT_Q4_K, 4); }
+Test(quant, q6_k_packed_is_lossless) { check_k_packed("Q6_K", DT_Q6_K, 0); }
 
 /* Fast mode packs Q5_0 and Q5_1 into their own layouts (kernels.h, q5_packed.c):
  * lossless and exactly the file's size, so read back every value is gguf-py's bit
@@ -194,60 +205,11 @@ static void check_q5_packed(const char *name, dtype dt) {
     qref r;
     cr_assert_eq(qref_load(name, &r), 0);
     cr_assert(r.nblocks >= 2 && r.elems == 32);
-    for (int rows = 1; rows <= (int)r.nblocks; rows++) {
-        if (r.nblocks % rows) continue;
-        int cols = (int)(r.nblocks / rows * 32);
-        tensor t = {.name = "q5", .type = dt, .ndim = 2, .shape = {rows, cols}, .data = r.blocks,
-                    .nbytes = (size_t)r.nblocks * r.bytes};
-        size_t n = q8w_matrix_bytes(dt, rows, cols / 32);
-        cr_expect_eq(n, t.nbytes, "%s packed %zu bytes, the file %zu", name, n, t.nbytes);
-        uint8_t *out = malloc(n);
-        float *row = malloc(sizeof(float) * (size_t)cols);
-        cr_assert(out && row);
-        repack_matrix(&t, out);
-        tensor p = t;
-        p.packed = out, p.nbytes = n;
-        for (int i = 0; i < rows; i++) {
-            repack_row_f32(&p, i, row);
-            for (int c = 0; c < cols; c++)
-                cr_assert(!memcmp(&row[c], &r.values[(size_t)i * cols + c], 4), "%s rows %d row %d col %d: %.9g, gguf-py %.9g",
-                          name, rows, i, c, row[c], r.values[(size_t)i * cols + c]);
-        }
-        free(out), free(row);
-    }
+    for (int rows = 1; rows <= (int)r.nblocks; rows++)
+        if (r.nblocks % rows == 0)
+            check_packed(name, &r, dt, rows, (int)(r.nblocks / rows * 32), (size_t)r.nblocks * r.bytes, 0);
     free(r.blocks), free(r.values);
 }
 
 Test(quant, q5_0_packed_is_lossless) { check_q5_packed("Q5_0", DT_Q5_0); }
 Test(quant, q5_1_packed_is_lossless) { check_q5_packed("Q5_1", DT_Q5_1); }
-
-/* Fast mode packs Q6_K into its own layout (kernels.h, q6k_packed.c): lossless, so
- * read back every value is gguf-py's bit for bit; the packed size is the file's but
- * for the d table's padding (whole 64-byte lines per group of 8 rows). Rows 1..9 of
- * one super-block take every partial group size (the last group has 1 to 8 rows). */
-Test(quant, q6_k_packed_is_lossless) {
-    qref r;
-    cr_assert_eq(qref_load("Q6_K", &r), 0);
-    cr_assert(r.nblocks >= 1 && r.elems == QK_K);
-    for (int rows = 1; rows <= 9 && rows <= (int)r.nblocks; rows++) {
-        int cols = QK_K;
-        tensor t = {.name = "q6k", .type = DT_Q6_K, .ndim = 2, .shape = {rows, cols}, .data = r.blocks,
-                    .nbytes = (size_t)rows * r.bytes};
-        size_t n = q8w_matrix_bytes(DT_Q6_K, rows, cols / 32);
-        cr_expect_leq(n, (size_t)rows * r.bytes + (size_t)(rows + 7) / 8 * 64);
-        uint8_t *out = malloc(n);
-        float row[QK_K];
-        cr_assert_not_null(out);
-        repack_matrix(&t, out);
-        tensor p = t;
-        p.packed = out, p.nbytes = n;
-        for (int i = 0; i < rows; i++) {
-            repack_row_f32(&p, i, row);
-            for (int c = 0; c < cols; c++)
-                cr_assert(!memcmp(&row[c], &r.values[(size_t)i * cols + c], 4), "rows %d row %d col %d: %.9g, gguf-py %.9g",
-                          rows, i, c, row[c], r.values[(size_t)i * cols + c]);
-        }
-        free(out);
-    }
-    free(r.blocks), free(r.values);
-}
