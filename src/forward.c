@@ -22,6 +22,7 @@
 #include "forward.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,8 @@ typedef struct {
 } mm_out;
 
 typedef struct matmul_job matmul_job;
+typedef struct norm_job norm_job;
+static void rmsnorm_task(void *ctx, int ith, int nth);
 
 /* Work a thread does on the rows [r0, r1) it has just computed, before the
  * barrier: elementwise stages need no pool_run of their own this way. */
@@ -189,7 +192,10 @@ struct matmul_job {
                             s->tok_pos say which and where) */
     int quantize_down;   /* post_swiglu also quantizes its rows into s->xq_down (nt = 1) */
     const float *rope_cs;/* post_qkv: (nt, rot_dim) angles of this layer's RoPE, or NULL (none) */
+    const norm_job *then;/* or NULL: the rmsnorm that reads this pass's result, run whole by the
+                            thread that completes the last rows (see FOLD_MAX_T) */
     pool_queue queue;    /* the row chunks, set up by run_matmuls */
+    atomic_int rows_done;/* rows whose post has run (with `then`) */
 };
 
 /* Rows [r0, r1) of one output: repacked weights take the int8 activations,
@@ -247,6 +253,10 @@ static void matmul_task(void *ctx, int ith, int nth) {
             }
         }
         if (j->post) j->post(j, b, e);
+        /* the release of this thread's rows and the acquire of the others': the one that
+         * completes the count sees every row written */
+        if (j->then && atomic_fetch_add_explicit(&j->rows_done, e - b, memory_order_acq_rel) + (e - b) == j->queue.n)
+            rmsnorm_task((void *)j->then, 0, 1);
     }
 }
 
@@ -293,6 +303,7 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
     int n = j->same_rows ? (int)j->out[0].w->shape[0] : j->total_rows;
     int nth = pool_size(m->pool);
     pool_queue_init(&j->queue, n, j->align, nth > 1 ? MM_MIN_PIECE : 1, nth);
+    atomic_init(&j->rows_done, 0);
     pool_run(m->pool, matmul_task, j);
 }
 
@@ -474,6 +485,9 @@ typedef struct {
     int nseg, layer;
     int win;             /* sliding window of this layer, 0: none */
     float scale;         /* q.k scale */
+    q8_act *xq;          /* or NULL: att_out quantized into it by the thread that finishes last
+                            (the o projection's input, without a pass of its own) */
+    atomic_int finished; /* threads done (with xq) */
 } attn_job;
 
 /* One token of one sequence (a decode step alone): the query heads split into
@@ -504,8 +518,36 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
  * depend on which thread, on the batching or on the other sequences of the step
  * (see ops_attend_block): a sequence's results are the same bits alone or in a
  * batch. */
+static void attention_rows(const attn_job *j, int ith, int nth);
+
 static void attention_task(void *ctx, int ith, int nth) {
-    const attn_job *j = ctx;
+    attn_job *j = ctx;
+    attention_rows(j, ith, nth);
+    if (j->xq && atomic_fetch_add_explicit(&j->finished, 1, memory_order_acq_rel) + 1 == nth) {
+        const model_config *c = &j->m->cfg;
+        int n = 0;
+        for (int i = 0; i < j->nseg; i++) n += j->segs[i].n;
+        quantizer(j->m)(j->s->att_out, c->n_heads * c->head_dim, 0, n, j->xq);
+    }
+}
+
+/* The keys and values one token of segs[si] reads at kv head kvh, on their way to L2:
+ * a decode step's attention reads each sequence's cache from memory, a stream too short
+ * for the hardware prefetcher to get ahead of; this runs one task ahead of the thread's
+ * reads. Plain caches only (no ring, no window): those read [0, pos] whole. */
+static void attention_prefetch(const attn_job *j, int si, int kvh) {
+    const model_config *c = &j->m->cfg;
+    const fwd_seg *g = &j->segs[si];
+    if (g->n != 1 || j->win || g->kv->kvl[j->layer].ring) return;
+    int len = g->pos + 1, blocks = (len + ATT_KBLOCK - 1) / ATT_KBLOCK;
+    const char *k = k_head(g->kv, c, j->layer, kvh), *v = v_head(g->kv, c, j->layer, kvh);
+    size_t kb = dtype_row_bytes(j->s->kv_type, (int64_t)blocks * c->head_dim * ATT_KBLOCK);
+    size_t vb = dtype_row_bytes(j->s->kv_type, (int64_t)len * c->head_dim);
+    for (size_t o = 0; o < kb; o += 128) __builtin_prefetch(k + o, 0, 2);
+    for (size_t o = 0; o < vb; o += 128) __builtin_prefetch(v + o, 0, 2);
+}
+
+static void attention_rows(const attn_job *j, int ith, int nth) {
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
     int hd = c->head_dim, qd = c->n_heads * hd;
@@ -522,6 +564,12 @@ static void attention_task(void *ctx, int ith, int nth) {
         int blocks = (g->n + ATT_TOKENS - 1) / ATT_TOKENS;
         for (int bk = 0; bk < blocks * c->n_kv_heads; bk++, task++) {
             if (task % nth != ith) continue;
+            /* this thread's next task: nth tasks on, a decode step's (one token per sequence) */
+            for (int ps = si, pb = bk + nth; ps < j->nseg; pb -= (j->segs[ps].n + ATT_TOKENS - 1) / ATT_TOKENS * c->n_kv_heads, ps++)
+                if (pb < (j->segs[ps].n + ATT_TOKENS - 1) / ATT_TOKENS * c->n_kv_heads) {
+                    attention_prefetch(j, ps, pb % c->n_kv_heads);
+                    break;
+                }
             int t0 = bk / c->n_kv_heads * ATT_TOKENS, kvh = bk % c->n_kv_heads;
             int nt = g->n - t0 < ATT_TOKENS ? g->n - t0 : ATT_TOKENS;
             /* the group's heads are adjacent in a token's q row: rows (t, g) at q + t * qd + g * hd */
@@ -542,7 +590,7 @@ static void attention_task(void *ctx, int ith, int nth) {
 
 /* The rmsnorm of a chunk: split over the threads by tokens in prefill, on the
  * calling thread for a token or two. */
-typedef struct {
+struct norm_job {
     const model *m;
     fwd_state *s;
     const float *norm_w; /* (dim) rmsnorm weight */
@@ -550,7 +598,7 @@ typedef struct {
     int residual;        /* 0: xb = rmsnorm(x); 1: x += rmsnorm(xb) (a post-norm) */
     const q8_act *xq;    /* or NULL: xb's rows also quantized into it here, for the matmuls
                             that read xb next (one pool_run less, rows still in cache) */
-} norm_job;
+};
 
 static void rmsnorm_task(void *ctx, int ith, int nth) {
     const norm_job *j = ctx;
@@ -587,6 +635,12 @@ static void run_norm(const model *m, fwd_state *s, const float *norm_w, int n, i
 static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n, int residual) {
     run_norm(m, s, norm_w, n, residual, 0);
 }
+
+/* Up to this many tokens in a pass, the work between two matmuls (rmsnorm and int8
+ * quantization of a few rows, microseconds) is cheaper on one thread at the end of the
+ * pass before than in a pool pass of its own (which it gets from 2 tokens per thread:
+ * fewer run on the calling thread between the passes, as before). */
+#define FOLD_MAX_T 16
 
 /* Whether some of the n outputs take the int8 activations. */
 static int outs_packed(const mm_out *o, int n) {
@@ -652,6 +706,10 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
     for (int i = 0; i < nseg; i++)
         if (segs[i].pos + segs[i].n > segs[i].kv->written) segs[i].kv->written = segs[i].pos + segs[i].n;
 
+    /* A step of a few tokens (a decode step of a batch): the rmsnorms and the o projection's
+     * quantization run whole on the thread that completes the pass before them, instead of
+     * in a pool pass of their own (each pass is a start and a barrier) */
+    int fold = n >= 2 * pool_size(m->pool) && n <= FOLD_MAX_T, normed = 0;
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];
         int lf = c->layer_flags[l], slide = lf & LAYER_SLIDING;
@@ -662,32 +720,59 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         /* keys and values reach the caches through k_new and v_new, RoPE on the way */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
         int qkv_q8 = outs_packed(qkv, 3);
-        run_norm(m, s, L->attn_norm, n, 0, qkv_q8);
+        if (!normed) run_norm(m, s, L->attn_norm, n, 0, qkv_q8);
+        normed = 0;
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
                          .nt = n, .post = post_qkv, .layer = l, .segs = segs, .rope_cs = cs};
         run_matmuls(&jq, qkv_q8 ? &s->xq : NULL);
-        attn_job aj = {m, s, segs, nseg, l, slide ? c->sliding_window : 0, scale};
-        pool_run(m->pool, attention_task, &aj);
         /* the o projection adds itself to the residual in its threads, unless a
          * post-norm (over whole rows) has to come first */
         mm_out o[] = {{L->wo, s->xb, dim}};
-        matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
-                         .post = L->post_attn_norm ? NULL : post_residual};
-        run_matmuls(&jo, NULL);
-        if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
+        int o_q8 = fold && outs_packed(o, 1);
+        attn_job aj = {.m = m, .s = s, .segs = segs, .nseg = nseg, .layer = l, .win = slide ? c->sliding_window : 0,
+                       .scale = scale};
+        q8_act xq_o = s->xq; /* the buffers of s->xq, shaped for the o projection's input */
+        if (o_q8) {
+            q8_act_shape(&xq_o, n, qd);
+            aj.xq = &xq_o;
+        }
+        atomic_init(&aj.finished, 0);
+        pool_run(m->pool, attention_task, &aj);
 
         mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
         int gu_q8 = outs_packed(gu, 2);
-        run_norm(m, s, L->ffn_norm, n, 0, gu_q8);
+        /* the ffn norm on the o projection's last thread, once the residual is in */
+        q8_act xq_f = s->xq;
+        q8_act_shape(&xq_f, n, dim);
+        norm_job nf = {m, s, L->ffn_norm, n, 0, gu_q8 ? &xq_f : NULL};
+        int fold_f = fold && !L->post_attn_norm;
+        matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
+                         .post = L->post_attn_norm ? NULL : post_residual, .then = fold_f ? &nf : NULL};
+        run_matmuls(&jo, o_q8 ? &xq_o : NULL);
+        if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
+        if (!fold_f) run_norm(m, s, L->ffn_norm, n, 0, gu_q8);
+
         /* the gate/up threads also quantize the down projection's input */
         int fuse_q = q8_weights(L->w_down) != NULL;
         if (fuse_q) q8_act_shape(&s->xq_down, n, hid);
         matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN,
                          .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
-        run_matmuls(&jg, gu_q8 ? &s->xq : NULL);
+        run_matmuls(&jg, gu_q8 ? (fold_f ? &xq_f : &s->xq) : NULL);
+        /* the next layer's attention norm on the down projection's last thread */
+        norm_job na = {0};
+        if (fold && !L->post_ffn_norm && l + 1 < c->n_layers) {
+            const layer_weights *N = &m->layers[l + 1];
+            mm_out nq[] = {{N->wq, s->q, qd}, {N->wk, s->k_new, kvd}, {N->wv, s->v_new, kvd}};
+            na = (norm_job){m, s, N->attn_norm, n, 0, NULL};
+            if (outs_packed(nq, 3)) {
+                q8_act_shape(&s->xq, n, dim); /* s->xq is not read by the down projection */
+                na.xq = &s->xq;
+            }
+            normed = 1;
+        }
         mm_out d[] = {{L->w_down, s->xb, dim}};
         matmul_job jd = {.m = m, .s = s, .out = d, .n_out = 1, .x = s->hb, .ldx = hid, .nt = n,
-                         .post = L->post_ffn_norm ? NULL : post_residual};
+                         .post = L->post_ffn_norm ? NULL : post_residual, .then = normed ? &na : NULL};
         run_matmuls(&jd, fuse_q ? &s->xq_down : NULL);
         if (L->post_ffn_norm) run_rmsnorm(m, s, L->post_ffn_norm, n, 1);
     }
