@@ -22,6 +22,7 @@
 #include "forward.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,10 @@ typedef struct {
 } mm_out;
 
 typedef struct matmul_job matmul_job;
+typedef struct norm_job norm_job;
+static void rmsnorm_task(void *ctx, int ith, int nth);
+typedef struct attn_job attn_job;
+static void attention_prefetch_all(const attn_job *j, int ith, int nth);
 
 /* Work a thread does on the rows [r0, r1) it has just computed, before the
  * barrier: elementwise stages need no pool_run of their own this way. */
@@ -189,7 +194,12 @@ struct matmul_job {
                             s->tok_pos say which and where) */
     int quantize_down;   /* post_swiglu also quantizes its rows into s->xq_down (nt = 1) */
     const float *rope_cs;/* post_qkv: (nt, rot_dim) angles of this layer's RoPE, or NULL (none) */
+    const norm_job *then;/* or NULL: the rmsnorm that reads this pass's result, run whole by the
+                            thread that completes the last rows (see FOLD_MAX_T) */
+    const attn_job *kv_ahead; /* or NULL: the next layer's attention, whose new cache lines each
+                                 thread requests first (attention_prefetch_all) */
     pool_queue queue;    /* the row chunks, set up by run_matmuls */
+    atomic_int rows_done;/* rows whose post has run (with `then`) */
 };
 
 /* Rows [r0, r1) of one output: repacked weights take the int8 activations,
@@ -235,7 +245,7 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
 static void matmul_task(void *ctx, int ith, int nth) {
     matmul_job *j = ctx;
     int b, e;
-    (void)nth;
+    if (j->kv_ahead) attention_prefetch_all(j->kv_ahead, ith, nth);
     while (pool_claim(&j->queue, ith, &b, &e)) {
         if (j->same_rows) {
             for (int i = 0; i < j->n_out; i++) matmul_rows(j, &j->out[i], b, e);
@@ -247,6 +257,10 @@ static void matmul_task(void *ctx, int ith, int nth) {
             }
         }
         if (j->post) j->post(j, b, e);
+        /* the release of this thread's rows and the acquire of the others': the one that
+         * completes the count sees every row written */
+        if (j->then && atomic_fetch_add_explicit(&j->rows_done, e - b, memory_order_acq_rel) + (e - b) == j->queue.n)
+            rmsnorm_task((void *)j->then, 0, 1);
     }
 }
 
@@ -293,6 +307,7 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
     int n = j->same_rows ? (int)j->out[0].w->shape[0] : j->total_rows;
     int nth = pool_size(m->pool);
     pool_queue_init(&j->queue, n, j->align, nth > 1 ? MM_MIN_PIECE : 1, nth);
+    atomic_init(&j->rows_done, 0);
     pool_run(m->pool, matmul_task, j);
 }
 
@@ -467,14 +482,17 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
 
 /* ---- attention ------------------------------------------------------------------- */
 
-typedef struct {
+struct attn_job {
     const model *m;
     fwd_state *s;        /* the scratch: q and att_out rows of every token, sequence after sequence */
     const fwd_seg *segs; /* the sequences (each with its own cache) */
     int nseg, layer;
     int win;             /* sliding window of this layer, 0: none */
     float scale;         /* q.k scale */
-} attn_job;
+    q8_act *xq;          /* or NULL: att_out quantized into it by the thread that finishes last
+                            (the o projection's input, without a pass of its own) */
+    atomic_int finished; /* threads done (with xq) */
+};
 
 /* One token of one sequence (a decode step alone): the query heads split into
  * equal contiguous ranges, and within a thread's range one ops_attend_block per kv
@@ -496,6 +514,48 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
     }
 }
 
+/* The keys and values one token of segs[si] reads at kv head kvh, on their way to L2:
+ * a decode step's attention reads each sequence's cache from memory, a stream too short
+ * for the hardware prefetcher to get ahead of; this runs one task ahead of the thread's
+ * reads. Plain caches only (no ring, no window): those read [0, pos] whole. One request
+ * per 128 bytes (the line's pair comes along): SmolLM2, 32 requests at --parallel 8, 1
+ * thread, the attention's CPU samples went from ~2200 to ~1850 (perf, Zen 4); one per
+ * line saved less (the requests wait for fill buffers), and also prefetching the
+ * thread's first task nothing. */
+static void attention_prefetch(const attn_job *j, int si, int kvh) {
+    const model_config *c = &j->m->cfg;
+    const fwd_seg *g = &j->segs[si];
+    if (g->n != 1 || j->win || g->kv->kvl[j->layer].ring) return;
+    int len = g->pos + 1, blocks = (len + ATT_KBLOCK - 1) / ATT_KBLOCK;
+    const char *k = k_head(g->kv, c, j->layer, kvh), *v = v_head(g->kv, c, j->layer, kvh);
+    size_t kb = dtype_row_bytes(j->s->kv_type, (int64_t)blocks * c->head_dim * ATT_KBLOCK);
+    size_t vb = dtype_row_bytes(j->s->kv_type, (int64_t)len * c->head_dim);
+    for (size_t o = 0; o < kb; o += 128) __builtin_prefetch(k + o, 0, 2);
+    for (size_t o = 0; o < vb; o += 128) __builtin_prefetch(v + o, 0, 2);
+}
+
+/* The cache lines post_qkv will write for the one-token sequences of j's layer (their
+ * key at pos: head_dim lines, the keys' cache being transposed; their value row), for
+ * the kv heads thread ith has in j's attention, requested for writing a pass ahead (the
+ * down projection's, before the next layer). Cold, they made post_qkv ~4% of the CPU
+ * of SmolLM2's 32 requests at --parallel 8 (1 thread, perf): now ~1%, and the requests
+ * themselves ~1.5%. Plain caches only. */
+static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
+    const model_config *c = &j->m->cfg;
+    int kvh = c->n_kv_heads;
+    for (int si = 0, task = 0; si < j->nseg; si++)
+        for (int bk = 0; bk < (j->segs[si].n + ATT_TOKENS - 1) / ATT_TOKENS * kvh; bk++, task++) {
+            const fwd_seg *g = &j->segs[si];
+            if (task % nth != ith || g->n != 1 || g->kv->kvl[j->layer].ring) continue;
+            int p = g->pos, h = bk % kvh;
+            const char *k = k_head(g->kv, c, j->layer, h), *v = v_head(g->kv, c, j->layer, h);
+            size_t at = (size_t)p / ATT_KBLOCK * c->head_dim * ATT_KBLOCK + p % ATT_KBLOCK;
+            size_t es = dtype_row_bytes(j->s->kv_type, 1), vrow = dtype_row_bytes(j->s->kv_type, c->head_dim);
+            for (int d = 0; d < c->head_dim; d++) __builtin_prefetch(k + (at + (size_t)d * ATT_KBLOCK) * es, 1, 2);
+            for (size_t o = 0; o < vrow; o += 64) __builtin_prefetch(v + (size_t)p * vrow + o, 1, 2);
+        }
+}
+
 /* Tasks are (sequence, block of ATT_TOKENS of its tokens, kv head), dealt
  * round-robin so the long causal rows of late tokens spread over all threads. A
  * task runs the queries of all the kv head's query heads (its GQA group) for its
@@ -504,8 +564,7 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
  * depend on which thread, on the batching or on the other sequences of the step
  * (see ops_attend_block): a sequence's results are the same bits alone or in a
  * batch. */
-static void attention_task(void *ctx, int ith, int nth) {
-    const attn_job *j = ctx;
+static void attention_rows(const attn_job *j, int ith, int nth) {
     const model_config *c = &j->m->cfg;
     const fwd_state *s = j->s;
     int hd = c->head_dim, qd = c->n_heads * hd;
@@ -522,6 +581,12 @@ static void attention_task(void *ctx, int ith, int nth) {
         int blocks = (g->n + ATT_TOKENS - 1) / ATT_TOKENS;
         for (int bk = 0; bk < blocks * c->n_kv_heads; bk++, task++) {
             if (task % nth != ith) continue;
+            /* this thread's next task: nth tasks on, a decode step's (one token per sequence) */
+            for (int ps = si, pb = bk + nth; ps < j->nseg; pb -= (j->segs[ps].n + ATT_TOKENS - 1) / ATT_TOKENS * c->n_kv_heads, ps++)
+                if (pb < (j->segs[ps].n + ATT_TOKENS - 1) / ATT_TOKENS * c->n_kv_heads) {
+                    attention_prefetch(j, ps, pb % c->n_kv_heads);
+                    break;
+                }
             int t0 = bk / c->n_kv_heads * ATT_TOKENS, kvh = bk % c->n_kv_heads;
             int nt = g->n - t0 < ATT_TOKENS ? g->n - t0 : ATT_TOKENS;
             /* the group's heads are adjacent in a token's q row: rows (t, g) at q + t * qd + g * hd */
@@ -538,11 +603,24 @@ static void attention_task(void *ctx, int ith, int nth) {
     }
 }
 
+/* The attention pass; with j->xq the thread that finishes last quantizes att_out for the
+ * o projection. */
+static void attention_task(void *ctx, int ith, int nth) {
+    attn_job *j = ctx;
+    attention_rows(j, ith, nth);
+    if (j->xq && atomic_fetch_add_explicit(&j->finished, 1, memory_order_acq_rel) + 1 == nth) {
+        const model_config *c = &j->m->cfg;
+        int n = 0;
+        for (int i = 0; i < j->nseg; i++) n += j->segs[i].n;
+        quantizer(j->m)(j->s->att_out, c->n_heads * c->head_dim, 0, n, j->xq);
+    }
+}
+
 /* ---- the pass --------------------------------------------------------------------- */
 
 /* The rmsnorm of a chunk: split over the threads by tokens in prefill, on the
  * calling thread for a token or two. */
-typedef struct {
+struct norm_job {
     const model *m;
     fwd_state *s;
     const float *norm_w; /* (dim) rmsnorm weight */
@@ -550,7 +628,7 @@ typedef struct {
     int residual;        /* 0: xb = rmsnorm(x); 1: x += rmsnorm(xb) (a post-norm) */
     const q8_act *xq;    /* or NULL: xb's rows also quantized into it here, for the matmuls
                             that read xb next (one pool_run less, rows still in cache) */
-} norm_job;
+};
 
 static void rmsnorm_task(void *ctx, int ith, int nth) {
     const norm_job *j = ctx;
@@ -588,6 +666,12 @@ static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n
     run_norm(m, s, norm_w, n, residual, 0);
 }
 
+/* Up to this many tokens in a pass, the work between two matmuls (rmsnorm and int8
+ * quantization of a few rows, microseconds) is cheaper on one thread at the end of the
+ * pass before than in a pool pass of its own (which it gets from 2 tokens per thread:
+ * fewer run on the calling thread between the passes, as before). */
+#define FOLD_MAX_T 16
+
 /* Whether some of the n outputs take the int8 activations. */
 static int outs_packed(const mm_out *o, int n) {
     for (int i = 0; i < n; i++)
@@ -597,11 +681,23 @@ static int outs_packed(const mm_out *o, int n) {
 
 /* What some families do to the lm_head's output row: Granite's division, Gemma's
  * soft-cap (transformers: logits / cap, tanh, * cap). */
-static void logits_tail(const model_config *c, float *lg) {
+static void logits_tail(const model_config *c, float *lg, int lo, int hi) {
     if (c->logit_div != 1.0f)
-        for (int i = 0; i < c->vocab_size; i++) lg[i] /= c->logit_div;
+        for (int i = lo; i < hi; i++) lg[i] /= c->logit_div;
     if (c->final_softcap > 0)
-        for (int i = 0; i < c->vocab_size; i++) lg[i] = tanhf(lg[i] / c->final_softcap) * c->final_softcap;
+        for (int i = lo; i < hi; i++) lg[i] = tanhf(lg[i] / c->final_softcap) * c->final_softcap;
+}
+
+/* The lm_head's rows just computed, for every token of the pass: logits_tail, and with
+ * segs (a batch) the copy into each sequence's own logits, while they are in cache and
+ * on all threads. */
+static void post_logits(const matmul_job *j, int r0, int r1) {
+    const model_config *c = &j->m->cfg;
+    for (int t = 0; t < j->nt; t++) {
+        float *lg = j->out[0].y + (size_t)t * j->out[0].ldy;
+        logits_tail(c, lg, r0, r1);
+        if (j->segs) memcpy(j->segs[t].kv->logits + r0, lg + r0, (size_t)(r1 - r0) * sizeof(float));
+    }
 }
 
 /* The RoPE angles of the chunk's tokens, once per token (not per head and layer):
@@ -652,6 +748,10 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
     for (int i = 0; i < nseg; i++)
         if (segs[i].pos + segs[i].n > segs[i].kv->written) segs[i].kv->written = segs[i].pos + segs[i].n;
 
+    /* A step of a few tokens (a decode step of a batch): the rmsnorms and the o projection's
+     * quantization run whole on the thread that completes the pass before them, instead of
+     * in a pool pass of their own (each pass is a start and a barrier) */
+    int fold = n >= 2 * pool_size(m->pool) && n <= FOLD_MAX_T, normed = 0;
     for (int l = 0; l < c->n_layers; l++) {
         const layer_weights *L = &m->layers[l];
         int lf = c->layer_flags[l], slide = lf & LAYER_SLIDING;
@@ -662,32 +762,63 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         /* keys and values reach the caches through k_new and v_new, RoPE on the way */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
         int qkv_q8 = outs_packed(qkv, 3);
-        run_norm(m, s, L->attn_norm, n, 0, qkv_q8);
+        if (!normed) run_norm(m, s, L->attn_norm, n, 0, qkv_q8);
+        normed = 0;
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
                          .nt = n, .post = post_qkv, .layer = l, .segs = segs, .rope_cs = cs};
         run_matmuls(&jq, qkv_q8 ? &s->xq : NULL);
-        attn_job aj = {m, s, segs, nseg, l, slide ? c->sliding_window : 0, scale};
-        pool_run(m->pool, attention_task, &aj);
         /* the o projection adds itself to the residual in its threads, unless a
          * post-norm (over whole rows) has to come first */
         mm_out o[] = {{L->wo, s->xb, dim}};
-        matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
-                         .post = L->post_attn_norm ? NULL : post_residual};
-        run_matmuls(&jo, NULL);
-        if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
+        int o_q8 = fold && outs_packed(o, 1);
+        attn_job aj = {.m = m, .s = s, .segs = segs, .nseg = nseg, .layer = l, .win = slide ? c->sliding_window : 0,
+                       .scale = scale};
+        q8_act xq_o = s->xq; /* the buffers of s->xq, shaped for the o projection's input */
+        if (o_q8) {
+            q8_act_shape(&xq_o, n, qd);
+            aj.xq = &xq_o;
+        }
+        atomic_init(&aj.finished, 0);
+        pool_run(m->pool, attention_task, &aj);
 
         mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
         int gu_q8 = outs_packed(gu, 2);
-        run_norm(m, s, L->ffn_norm, n, 0, gu_q8);
+        /* the ffn norm on the o projection's last thread, once the residual is in */
+        q8_act xq_f = s->xq;
+        q8_act_shape(&xq_f, n, dim);
+        norm_job nf = {m, s, L->ffn_norm, n, 0, gu_q8 ? &xq_f : NULL};
+        int fold_f = fold && !L->post_attn_norm;
+        matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
+                         .post = L->post_attn_norm ? NULL : post_residual, .then = fold_f ? &nf : NULL};
+        run_matmuls(&jo, o_q8 ? &xq_o : NULL);
+        if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
+        if (!fold_f) run_norm(m, s, L->ffn_norm, n, 0, gu_q8);
+
         /* the gate/up threads also quantize the down projection's input */
         int fuse_q = q8_weights(L->w_down) != NULL;
         if (fuse_q) q8_act_shape(&s->xq_down, n, hid);
         matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN,
                          .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
-        run_matmuls(&jg, gu_q8 ? &s->xq : NULL);
+        run_matmuls(&jg, gu_q8 ? (fold_f ? &xq_f : &s->xq) : NULL);
+        /* the next layer's attention norm on the down projection's last thread */
+        norm_job na = {0};
+        if (fold && !L->post_ffn_norm && l + 1 < c->n_layers) {
+            const layer_weights *N = &m->layers[l + 1];
+            mm_out nq[] = {{N->wq, s->q, qd}, {N->wk, s->k_new, kvd}, {N->wv, s->v_new, kvd}};
+            na = (norm_job){m, s, N->attn_norm, n, 0, NULL};
+            if (outs_packed(nq, 3)) {
+                q8_act_shape(&s->xq, n, dim); /* s->xq is not read by the down projection */
+                na.xq = &s->xq;
+            }
+            normed = 1;
+        }
         mm_out d[] = {{L->w_down, s->xb, dim}};
+        attn_job an = {.m = m, .s = s, .segs = segs, .nseg = nseg, .layer = l + 1};
+        if (l + 1 < c->n_layers)
+            an.win = c->layer_flags[l + 1] & LAYER_SLIDING ? c->sliding_window : 0;
         matmul_job jd = {.m = m, .s = s, .out = d, .n_out = 1, .x = s->hb, .ldx = hid, .nt = n,
-                         .post = L->post_ffn_norm ? NULL : post_residual};
+                         .post = L->post_ffn_norm ? NULL : post_residual, .then = normed ? &na : NULL,
+                         .kv_ahead = fold && l + 1 < c->n_layers ? &an : NULL};
         run_matmuls(&jd, fuse_q ? &s->xq_down : NULL);
         if (L->post_ffn_norm) run_rmsnorm(m, s, L->post_ffn_norm, n, 1);
     }
@@ -698,7 +829,7 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         mm_out lm[] = {{m->lm_head, s->logits_all, c->vocab_size}};
         matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = n};
         run_matmuls(&jl, NULL);
-        for (int t = 0; t < n; t++) logits_tail(c, s->logits_all + (size_t)t * c->vocab_size);
+        for (int t = 0; t < n; t++) logits_tail(c, s->logits_all + (size_t)t * c->vocab_size, 0, c->vocab_size);
         memcpy(s->logits, s->logits_all + (size_t)(n - 1) * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
         return;
     }
@@ -711,13 +842,9 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
     int own = nseg == 1 && segs[0].kv == s;
     float *out = own ? s->logits : s->seq_logits;
     mm_out lm[] = {{m->lm_head, out, c->vocab_size}};
-    matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = nseg};
+    matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = nseg,
+                     .post = post_logits, .segs = own ? NULL : segs};
     run_matmuls(&jl, NULL);
-    for (int i = 0; i < nseg; i++) {
-        float *lg = out + (size_t)i * c->vocab_size;
-        logits_tail(c, lg);
-        if (!own) memcpy(segs[i].kv->logits, lg, (size_t)c->vocab_size * sizeof(float));
-    }
 }
 
 /* The rows [b, e) of the outputs ws[0..n) stacked end to end, tensor by tensor. */
