@@ -514,6 +514,12 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
     }
 }
 
+/* The attention tasks of sequence si (see attention_rows): its blocks of ATT_TOKENS
+ * tokens times the kv heads. */
+static int seg_tasks(const attn_job *j, int si) {
+    return (j->segs[si].n + ATT_TOKENS - 1) / ATT_TOKENS * j->m->cfg.n_kv_heads;
+}
+
 /* The keys and values one token of segs[si] reads at kv head kvh, on their way to L2:
  * a decode step's attention reads each sequence's cache from memory, a stream too short
  * for the hardware prefetcher to get ahead of; this runs one task ahead of the thread's
@@ -542,15 +548,14 @@ static void attention_prefetch(const attn_job *j, int si, int kvh) {
  * themselves ~1.5%. Plain caches only. */
 static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
     const model_config *c = &j->m->cfg;
-    int kvh = c->n_kv_heads;
+    size_t es = dtype_row_bytes(j->s->kv_type, 1), vrow = dtype_row_bytes(j->s->kv_type, c->head_dim);
     for (int si = 0, task = 0; si < j->nseg; si++)
-        for (int bk = 0; bk < (j->segs[si].n + ATT_TOKENS - 1) / ATT_TOKENS * kvh; bk++, task++) {
+        for (int bk = 0; bk < seg_tasks(j, si); bk++, task++) {
             const fwd_seg *g = &j->segs[si];
             if (task % nth != ith || g->n != 1 || g->kv->kvl[j->layer].ring) continue;
-            int p = g->pos, h = bk % kvh;
+            int p = g->pos, h = bk % c->n_kv_heads;
             const char *k = k_head(g->kv, c, j->layer, h), *v = v_head(g->kv, c, j->layer, h);
             size_t at = (size_t)p / ATT_KBLOCK * c->head_dim * ATT_KBLOCK + p % ATT_KBLOCK;
-            size_t es = dtype_row_bytes(j->s->kv_type, 1), vrow = dtype_row_bytes(j->s->kv_type, c->head_dim);
             for (int d = 0; d < c->head_dim; d++) __builtin_prefetch(k + (at + (size_t)d * ATT_KBLOCK) * es, 1, 2);
             for (size_t o = 0; o < vrow; o += 64) __builtin_prefetch(v + (size_t)p * vrow + o, 1, 2);
         }
@@ -578,12 +583,11 @@ static void attention_rows(const attn_job *j, int ith, int nth) {
     int task = 0;
     for (int si = 0, base = 0; si < j->nseg; base += j->segs[si].n, si++) {
         const fwd_seg *g = &j->segs[si];
-        int blocks = (g->n + ATT_TOKENS - 1) / ATT_TOKENS;
-        for (int bk = 0; bk < blocks * c->n_kv_heads; bk++, task++) {
+        for (int bk = 0; bk < seg_tasks(j, si); bk++, task++) {
             if (task % nth != ith) continue;
             /* this thread's next task: nth tasks on, a decode step's (one token per sequence) */
-            for (int ps = si, pb = bk + nth; ps < j->nseg; pb -= (j->segs[ps].n + ATT_TOKENS - 1) / ATT_TOKENS * c->n_kv_heads, ps++)
-                if (pb < (j->segs[ps].n + ATT_TOKENS - 1) / ATT_TOKENS * c->n_kv_heads) {
+            for (int ps = si, pb = bk + nth; ps < j->nseg; pb -= seg_tasks(j, ps), ps++)
+                if (pb < seg_tasks(j, ps)) {
                     attention_prefetch(j, ps, pb % c->n_kv_heads);
                     break;
                 }
@@ -827,9 +831,8 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         /* scoring (perplexity, prompt log-probabilities): every token's logits, one GEMM */
         run_rmsnorm(m, s, m->out_norm, n, 0);
         mm_out lm[] = {{m->lm_head, s->logits_all, c->vocab_size}};
-        matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = n};
+        matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = n, .post = post_logits};
         run_matmuls(&jl, NULL);
-        for (int t = 0; t < n; t++) logits_tail(c, s->logits_all + (size_t)t * c->vocab_size, 0, c->vocab_size);
         memcpy(s->logits, s->logits_all + (size_t)(n - 1) * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
         return;
     }

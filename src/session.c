@@ -463,7 +463,12 @@ static llmgen_status check_logits(const llmgen_session *s, char *err, size_t err
         _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) acc[k] |= (b[k] & 0x7f800000u) + 0x00800000u;
     }
     for (int k = 0; k < 16; k++) bad |= acc[k];
-    if (!(bad & 0x80000000u) && i == V) return LLMGEN_OK;
+    for (; i < V; i++) { /* the vocabulary's last V % 16 */
+        uint32_t b;
+        memcpy(&b, lg + i, sizeof b);
+        bad |= (b & 0x7f800000u) + 0x00800000u;
+    }
+    if (!(bad & 0x80000000u)) return LLMGEN_OK;
     for (i = 0; i < V; i++)
         if (!isfinite(lg[i])) {
             if (err && errlen)
