@@ -302,6 +302,46 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     return a;
 }
 
+/* The per-block values of quad_x (dx, sx, off, off1: the same in the 4 lanes
+ * of a block), for one token and quad, as quad_x_load derives them. Decode
+ * steps of several tokens build them once per call (run_q8) rather than once
+ * per group and tile: on Zen 4 vpdpbusd, vfmadd and vmulps share one pair of
+ * pipes (1 zmm op per cycle, measured: 8 vpdpbusd + 4 vmulps or 4 vfmadd take
+ * 12 cycles, + 4 shuffles, permutes, cvts, ands or loads still 8), and these
+ * two multiplies per token and quad (dx / 16 and Q4_1's dx * s) were 2 of the
+ * tile's 24 on them, beside 16 vpdpbusd and 6 for the scales and sums. */
+typedef struct {
+    float dx[4], sx[4];
+    int32_t off[4], off1[4];
+} quad_sc;
+
+AI int quad_has_off(dtype dt, int vnni) {
+    return dt == DT_Q4_0 || dt == DT_Q5_0 || dt == DT_Q6_K || (dt == DT_Q8_0 && vnni);
+}
+
+AI void quad_sc_set(dtype dt, int vnni, const q8_act *x, int t, int q, quad_sc *p) {
+    quad_x a = quad_x_load(dt, vnni, x, t, q);
+    const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0); /* lane 4 bi: block bi */
+    _mm_storeu_ps(p->dx, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, a.dx)));
+    _mm_storeu_ps(p->sx, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, a.sx)));
+    _mm_storeu_si128((__m128i *)p->off, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off)));
+    _mm_storeu_si128((__m128i *)p->off1, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off1)));
+}
+
+/* quad_x_load with the per-block values from *p (quad_sc_set): the same vectors. */
+AI quad_x quad_x_sc(dtype dt, int vnni, const q8_act *x, int t, int q, const quad_sc *p) {
+    quad_x a;
+    const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+    a.x0 = _mm512_loadu_si512(xq);
+    a.x1 = _mm512_loadu_si512(xq + 64);
+    a.dx = quad_expand(p->dx);
+    a.s = _mm512_setzero_ps(); /* only quad_x_load's own terms use it */
+    a.sx = q8w_has_min(dt) ? quad_expand(p->sx) : _mm512_setzero_ps();
+    a.off = quad_has_off(dt, vnni) ? _mm512_castps_si512(quad_expand((const float *)p->off)) : _mm512_setzero_si512();
+    a.off1 = dt == DT_Q6_K ? _mm512_castps_si512(quad_expand((const float *)p->off1)) : _mm512_setzero_si512();
+    return a;
+}
+
 /* One half (4 rows) of a chunk, unpacked for dot_u8s8: u[v] pairs with dword v
  * of x0 (v < 4) or of x1 (v >= 4); Q8_0 without VNNI keeps |w| and the sign
  * masks (its activations get the weights' signs, since w + 128 can reach 255,
@@ -549,9 +589,10 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
 }
 
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
- * start at y0 (the group's first row). */
-AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0,
-                 int ldy, int lo, int hi, int T) {
+ * start at y0 (the group's first row). sc: NULL, or the per-block values of
+ * every token and quad (sc[t * quads + q]). */
+AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0,
+                 float *y0, int ldy, int lo, int hi, int T) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2][Q8_TILE_MAX];
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
@@ -559,7 +600,8 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
         half_w w[2];
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
         UNROLL for (int t = 0; t < T; t++) {
-            quad_x a = quad_x_load(dt, vnni, x, t0 + t, q);
+            quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
+                          : quad_x_load(dt, vnni, x, t0 + t, q);
             if (dt == DT_Q6_K) {
                 __m512i is2[2][2];
                 q6_half_sums(vnni, w, &a, is2);
@@ -866,22 +908,27 @@ typedef int (*panels_fn)(const void *packed, int nb, int pb, int pe, int r0, int
                          int ldy);
 typedef int (*gemv_fn)(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y);
 
-typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo,
-                            int hi);
+typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0, float *y0,
+                            int ldy, int lo, int hi);
+typedef void (*quad_sc_fn)(const q8_act *x, quad_sc *sc);
 
 #define Q8_GROUP(DT, VNNI, FN, T)                                                                      \
-    static void FN(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo, \
-                   int hi) {                                                                           \
-        q8_group(DT, VNNI, g, rr, nb, x, t0, y0, ldy, lo, hi, T);                                      \
+    static void FN(const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0, float *y0, \
+                   int ldy, int lo, int hi) {                                                          \
+        q8_group(DT, VNNI, g, rr, nb, x, sc, t0, y0, ldy, lo, hi, T);                                  \
     }
 #define Q8_GROUPS(DT, VNNI, NAME, PANELS, GEMV)                                                        \
     Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
     Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
     Q8_GROUP(DT, VNNI, NAME##_t4, 4)                                                                   \
     Q8_GROUP(DT, VNNI, NAME##_t8, 8)                                                                   \
+    static void NAME##_sc(const q8_act *x, quad_sc *sc) {                                              \
+        for (int t = 0; t < x->nt; t++)                                                                \
+            for (int q = 0; q < x->quads; q++) quad_sc_set(DT, VNNI, x, t, q, sc + (size_t)t * x->quads + q); \
+    }                                                                                                  \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                               \
-        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8};                                \
+        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8, NAME##_sc};                     \
         run_q8(&tl, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                               \
     }
 #define Q8_PANELS(DT, FN)                                                                              \
@@ -901,7 +948,10 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
  * depend on r0 / r1) through run_panels, the rest group by group. */
 typedef struct {
     q8_group_fn t1, t3, t4, t8; /* q8_group at T = 1, Q8_TILE_T, 4 and 8 */
+    quad_sc_fn sc;              /* quad_sc_set of every token and quad */
 } q8_tiles;
+
+#define Q8_SC_STACK 256 /* quad_sc entries on the stack (16 KB): SmolLM2's 8 tokens x 12 quads, no malloc per call */
 
 static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt, const void *packed,
                    int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
@@ -919,18 +969,27 @@ static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt,
         if (pe > full) pe = full;
         if (pb < pe && panels(packed, nb, pb, pe, r0, r1, x, y, ldy) && r0 < pe) r0 = pe;
     }
+    /* decode of several sequences: the activations' per-block values once per call (a failed
+     * allocation leaves sc NULL: q8_group derives them itself, the same values) */
+    quad_sc local[Q8_SC_STACK], *sc = NULL;
+    size_t nsc = (size_t)x->nt * x->quads;
+    if (x->nt > 1 && x->nt < Q8_PANELS_MIN_T) {
+        sc = nsc <= Q8_SC_STACK ? local : malloc(sizeof(quad_sc) * nsc);
+        if (sc) tl->sc(x, sc);
+    }
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         int t = 0;
         if (x->nt < Q8_PANELS_MIN_T) { /* decode of several sequences: 8s, then a 4 */
-            for (; t + 8 <= x->nt; t += 8) tl->t8(g, rr, nb, x, t, y + g0, ldy, lo, hi);
-            if (t + 4 <= x->nt) tl->t4(g, rr, nb, x, t, y + g0, ldy, lo, hi), t += 4;
+            for (; t + 8 <= x->nt; t += 8) tl->t8(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi);
+            if (t + 4 <= x->nt) tl->t4(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi), t += 4;
         }
-        for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tl->t3(g, rr, nb, x, t, y + g0, ldy, lo, hi);
-        for (; t < x->nt; t++) tl->t1(g, rr, nb, x, t, y + g0, ldy, lo, hi);
+        for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tl->t3(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi);
+        for (; t < x->nt; t++) tl->t1(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi);
     }
+    if (sc != local) free(sc);
 }
 
 /* Per dtype: matmul_q8v_NAME (VNNI: panels, GEMV, groups) and matmul_q8b_NAME (groups). */
