@@ -588,6 +588,52 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
     }
 }
 
+/* A matrix's last quad of 1 or 2 blocks (SmolLM2's 576 columns: 4.5 quads, its
+ * 49152-row lm_head too) on the low 256 bits only, where its blocks are: the
+ * high lanes (blocks 2, 3: zero weights and activations) only ever added +0 to
+ * accumulators that are never -0 (they start at +0, and an exact zero sum
+ * rounds to +0), which leaves them as they are. 256-bit vpdpbusd, vmulps and
+ * vfmadd issue two per cycle on Zen 4 against one for 512 bits: the half quad
+ * costs half a quad instead of a whole one. */
+AI __m256i dword_bcast_lo(__m512i x, int v) {
+    __m256i l = _mm512_castsi512_si256(x);
+    switch (v & 3) {
+    case 0: return _mm256_shuffle_epi32(l, 0x00);
+    case 1: return _mm256_shuffle_epi32(l, 0x55);
+    case 2: return _mm256_shuffle_epi32(l, 0xaa);
+    default: return _mm256_shuffle_epi32(l, 0xff);
+    }
+}
+
+AI __m256i dot_u8s8_lo(__m256i acc, __m256i u, __m256i s, int vnni) {
+    if (vnni) return _mm256_dpbusd_epi32(acc, u, s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+/* half_sums on the low 256 bits. */
+AI void half_sums_lo(dtype dt, int vnni, const half_w w[2], const quad_x *a, __m256i acc[2]) {
+    const __m256i off = _mm512_castsi512_si256(a->off);
+    __m256i c[2][2] = {{_mm256_setzero_si256(), off}, {_mm256_setzero_si256(), off}};
+    UNROLL for (int v = 0; v < 8; v++) {
+        __m256i xs = dword_bcast_lo(v < 4 ? a->x0 : a->x1, v);
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256i s = xs;
+            if (dt == DT_Q8_0 && !vnni) s = _mm256_mask_sub_epi8(s, (__mmask32)w[h].neg[v], _mm256_setzero_si256(), s);
+            c[h][v / 4] = dot_u8s8_lo(c[h][v / 4], _mm512_castsi512_si256(w[h].u[v]), s, vnni);
+        }
+    }
+    UNROLL for (int h = 0; h < 2; h++)
+        acc[h] = _mm256_add_epi32(sums_x16(dt, vnni) ? _mm256_slli_epi32(c[h][0], 4) : c[h][0], c[h][1]);
+}
+
+/* half_fma on the low 256 bits; the high ones of acc kept. */
+AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, __m512 acc) {
+    __m256 l = _mm512_castps512_ps256(acc);
+    l = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm512_castps512_ps256(w->sw), _mm512_castps512_ps256(a->dx)), l);
+    if (q8w_has_min(dt)) l = _mm256_fmadd_ps(_mm512_castps512_ps256(w->mw), _mm512_castps512_ps256(a->sx), l);
+    return _mm512_insertf32x8(acc, l, 0);
+}
+
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
  * start at y0 (the group's first row). sc: NULL, or the per-block values of
  * every token and quad (sc[t * quads + q]). */
@@ -599,6 +645,16 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
+        if (dt != DT_Q6_K && dt != DT_Q4_K && nb - 4 * q <= 2) { /* the last quad, 1 or 2 blocks */
+            UNROLL for (int t = 0; t < T; t++) {
+                quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
+                              : quad_x_load(dt, vnni, x, t0 + t, q);
+                __m256i isum[2];
+                half_sums_lo(dt, vnni, w, &a, isum);
+                UNROLL for (int h = 0; h < 2; h++) acc[h][t] = half_fma_lo(dt, &w[h], &a, isum[h], acc[h][t]);
+            }
+            continue;
+        }
         UNROLL for (int t = 0; t < T; t++) {
             quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
                           : quad_x_load(dt, vnni, x, t0 + t, q);
