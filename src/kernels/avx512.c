@@ -309,7 +309,22 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
  * pipes (1 zmm op per cycle, measured: 8 vpdpbusd + 4 vmulps or 4 vfmadd take
  * 12 cycles, + 4 shuffles, permutes, cvts, ands or loads still 8), and these
  * two multiplies per token and quad (dx / 16 and Q4_1's dx * s) were 2 of the
- * tile's 24 on them, beside 16 vpdpbusd and 6 for the scales and sums. */
+ * tile's 24 on them, beside 16 vpdpbusd and 6 for the scales and sums.
+ * bench_kernels steps (1 thread, warm, 2 alternating runs), nt = 8, GOP/s:
+ * Q4_1 1536x576 238 -> 250-254, 576x1536 280 -> 300, 49152x576 232 -> 246;
+ * Q8_0 (its offsets) 269 -> 280, 317 -> 330, 267 -> 273.
+ * Tried, slower (the same runs, nt = 8): the GEMV's quad_pre for every token,
+ * built once per call and read as vpdpbusd memory operands (no shuffles, a
+ * third fewer vector ops): Q4_1 1536x576 238 -> 217-242, 576x1536 280 ->
+ * 207-232, Q8_0 -20 to -30%. Only one 512-bit load issues per cycle here
+ * (measured), so 16 memory operands per token and quad bind the loads, and
+ * its 512 bytes per token and quad (28 to 67 KB per call) do not stay in L1.
+ * Also with the weights' dwords transposed per chunk (vpermd, lane 4 r + bi)
+ * so that each activation operand is one vbroadcasti32x4 from a 192-byte
+ * copy per token and quad: 176-213 GOP/s (the broadcast and vpdpbusd pairs
+ * measured 1.37 cycles), whether 1, 2, 4 or 8 tokens' chains interleaved.
+ * The shuffles of q8_group run beside vpdpbusd for free (8 vpdpbusd + 8
+ * vpshufd: 8 cycles), so there was little to gain by removing them. */
 typedef struct {
     float dx[4], sx[4];
     int32_t off[4], off1[4];
@@ -594,7 +609,10 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
  * accumulators that are never -0 (they start at +0, and an exact zero sum
  * rounds to +0), which leaves them as they are. 256-bit vpdpbusd, vmulps and
  * vfmadd issue two per cycle on Zen 4 against one for 512 bits: the half quad
- * costs half a quad instead of a whole one. */
+ * costs half a quad instead of a whole one. bench_kernels steps, nt = 8,
+ * after quad_sc, 2 alternating runs: Q4_1 576x576 250 -> 260, 1536x576
+ * 254 -> 263, 49152x576 246 -> 257; Q8_0 280 -> 290, 284 -> 290, 273 -> 286;
+ * without VNNI Q4_1 155 -> 164. */
 AI __m256i dword_bcast_lo(__m512i x, int v) {
     __m256i l = _mm512_castsi512_si256(x);
     switch (v & 3) {
