@@ -222,7 +222,13 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * find their lines in L1 rather than L2: cold GEMV (bench_kernels, 1 thread)
  * Q4_0 ~19 -> 21-24 GB/s, Q4_1 ~19 -> 21-24, Q8_0 ~20.5 -> 21-22; decode A/B,
  * medians of 4: 1B Q4_0 30.1 -> 31.5 t/s (1 thread), ~41 -> ~47 (2 threads),
- * SmolLM2 287 -> 310 (2 threads). 2 KB ahead gained a little less. */
+ * SmolLM2 287 -> 310 (2 threads). 2 KB ahead gained a little less.
+ * Decode steps of 8 sequences spend a quarter of their Q4_1 tile samples on
+ * the prefetch loop (waiting on DRAM: -t 1 --parallel 8 perf), yet other
+ * distances were worse for them: 32 requests x 64 tokens, -t 1 --parallel 8,
+ * median CPU per token of 4 alternating runs, 2.17 ms as here, without the
+ * L1 prefetch 2.29, L2 8 KB ahead 2.30, both 2.28, no L2 prefetch 2.28; and
+ * prefetching each call's first Q8_PF bytes as the GEMV does, within noise. */
 #ifndef Q8_PF_L1
 #define Q8_PF_L1 4096
 #endif
