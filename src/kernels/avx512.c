@@ -340,6 +340,10 @@ AI int quad_has_off(dtype dt, int vnni) {
     return dt == DT_Q4_0 || dt == DT_Q5_0 || dt == DT_Q6_K || (dt == DT_Q8_0 && vnni);
 }
 
+/* Whether quad_x_load computes anything quad_sc would save (without VNNI,
+ * Q8_0 only loads and expands: no pass for it). */
+AI int quad_sc_saves(dtype dt, int vnni) { return sums_x16(dt, vnni) || q8w_has_min(dt) || quad_has_off(dt, vnni); }
+
 AI void quad_sc_set(dtype dt, int vnni, const q8_act *x, int t, int q, quad_sc *p) {
     quad_x a = quad_x_load(dt, vnni, x, t, q);
     const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0); /* lane 4 bi: block bi */
@@ -618,7 +622,8 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
  * costs half a quad instead of a whole one. bench_kernels steps, nt = 8,
  * after quad_sc, 2 alternating runs: Q4_1 576x576 250 -> 260, 1536x576
  * 254 -> 263, 49152x576 246 -> 257; Q8_0 280 -> 290, 284 -> 290, 273 -> 286;
- * without VNNI Q4_1 155 -> 164. */
+ * without VNNI Q4_1 155 -> 164, Q8_0 118 -> 121 (576 columns), but 136 ->
+ * 131 at 576x1536, which has no such quad (the same in 2 alternating runs). */
 AI __m256i dword_bcast_lo(__m512i x, int v) {
     __m256i l = _mm512_castsi512_si256(x);
     switch (v & 3) {
@@ -1008,7 +1013,7 @@ typedef void (*quad_sc_fn)(const q8_act *x, quad_sc *sc);
     }                                                                                                  \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                               \
-        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8, NAME##_sc};                     \
+        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8, quad_sc_saves(DT, VNNI) ? NAME##_sc : NULL}; \
         run_q8(&tl, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                               \
     }
 #define Q8_PANELS(DT, FN)                                                                              \
@@ -1028,7 +1033,7 @@ typedef void (*quad_sc_fn)(const q8_act *x, quad_sc *sc);
  * depend on r0 / r1) through run_panels, the rest group by group. */
 typedef struct {
     q8_group_fn t1, t3, t4, t8; /* q8_group at T = 1, Q8_TILE_T, 4 and 8 */
-    quad_sc_fn sc;              /* quad_sc_set of every token and quad */
+    quad_sc_fn sc;              /* quad_sc_set of every token and quad, or NULL (nothing to save) */
 } q8_tiles;
 
 #define Q8_SC_STACK 256 /* quad_sc entries on the stack (16 KB): SmolLM2's 8 tokens x 12 quads, no malloc per call */
@@ -1053,7 +1058,7 @@ static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt,
      * allocation leaves sc NULL: q8_group derives them itself, the same values) */
     quad_sc local[Q8_SC_STACK], *sc = NULL;
     size_t nsc = (size_t)x->nt * x->quads;
-    if (x->nt > 1 && x->nt < Q8_PANELS_MIN_T) {
+    if (tl->sc && x->nt > 1 && x->nt < Q8_PANELS_MIN_T) {
         sc = nsc <= Q8_SC_STACK ? local : malloc(sizeof(quad_sc) * nsc);
         if (sc) tl->sc(x, sc);
     }
