@@ -13,7 +13,8 @@
  * Then the fast-mode int8-activation kernels (matmul_q8 on repacked Q4_0 /
  * Q4_1 / Q8_0 / Q4_1G64 (MLX 4-bit g64), kernels.h) the same way, prefill at nt = 64 and a decode step of 8 sequences (nt = 8) in GOP/s.
  * Optional arguments filter what runs: dtype names and/or ISA names
- * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part).
+ * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part,
+ * "steps" only its decode steps of 4 and 8 sequences on SmolLM2's shapes).
  * Not part of `make test`; numbers are for comparison within one run. */
 #include <stdint.h>
 #include <stdio.h>
@@ -187,6 +188,67 @@ static double time_q8(matmul_q8_fn f, uint8_t **w, int ncopies, shape sh, const 
     return best;
 }
 
+/* Decode steps of several sequences on SmolLM2-135M's shapes (the q, o / gate,
+ * up / down projections and the 49152-row lm_head), nt = 4 and 8, GOP/s: the
+ * 4..15-token tiles a --parallel run spends most of its time in. Weights in
+ * cache but for the lm_head's (16 to 30 MB). Repacked types only (Q4_0, Q4_1,
+ * Q8_0, Q4_1G64). */
+static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, const char *const *isa_names) {
+    const shape shapes[] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
+    const int nts[] = {4, 8}, ns = (int)(sizeof shapes / sizeof shapes[0]);
+    const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64};
+    struct {
+        const kernels *k;
+        const char *label;
+    } tabs[] = {{kernels_avx2(), "avx2"}, {kernels_avx512(), "avx512"}, {NULL, "avx512-novnni"}};
+#if defined(__x86_64__)
+    if (kernels_avx512()) tabs[2].k = kernels_avx512_table(0);
+#endif
+    printf("\ndecode steps of nt sequences, SmolLM2-135M shapes (rows x cols), GOP/s, 1 thread\n");
+    printf("%-7s %-14s %3s %10s %10s %10s %10s\n", "dtype", "isa", "nt", "576x576", "1536x576", "576x1536", "49152x576");
+    uint64_t seed = 11;
+    const int maxc = 1536, maxt = 8;
+    float *xf = malloc(sizeof(float) * maxc * maxt), *y = malloc(sizeof(float) * (size_t)49152 * maxt);
+    q8_act x = {.nt = maxt, .cols = maxc, .quads = q8_quads(maxc)};
+    x.q = malloc((size_t)maxt * x.quads * 128);
+    x.d = malloc(sizeof(float) * (size_t)maxt * x.quads * 4);
+    x.s = malloc(sizeof(float) * (size_t)maxt * x.quads * 4);
+    uint8_t *w[4] = {0};
+    if (!xf || !y || !x.q || !x.d || !x.s) return 1;
+    for (int i = 0; i < maxc * maxt; i++) xf[i] = rng_unit(&seed);
+    for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
+        dtype dt = dts[d];
+        if (!wanted(argc, argv, dtype_name(dt), dt_names, 16)) continue;
+        for (int i = 0; i < ns; i++) {
+            size_t n = dtype_row_bytes(dt, shapes[i].cols) * shapes[i].rows;
+            if (!(w[i] = aligned_alloc(64, (n + 63) / 64 * 64))) return 1;
+            fill_packed(dt, w[i], n, shapes[i].rows, shapes[i].cols, &seed);
+        }
+        for (int k = 0; k < 3; k++) {
+            if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
+            matmul_q8_fn f = tabs[k].k->matmul_q8[dt];
+            for (int j = 0; j < 2; j++) {
+                printf("%-7s %-14s %3d", dtype_name(dt), tabs[k].label, nts[j]);
+                for (int i = 0; i < ns; i++) {
+                    q8_act xi = {.nt = nts[j], .cols = shapes[i].cols, .quads = q8_quads(shapes[i].cols), .q = x.q, .d = x.d, .s = x.s};
+                    kernels_scalar()->quantize_act(xf, shapes[i].cols, 0, nts[j], &xi);
+                    double t = time_q8(f, &w[i], 1, shapes[i], &xi, y, 0.25);
+                    printf(" %10.1f", 2.0 * shapes[i].rows * shapes[i].cols * nts[j] / t / 1e9);
+                }
+                printf("\n");
+                fflush(stdout);
+            }
+        }
+        for (int i = 0; i < ns; i++) free(w[i]), w[i] = NULL;
+    }
+    free(xf);
+    free(y);
+    free(x.q);
+    free(x.d);
+    free(x.s);
+    return 0;
+}
+
 /* The int8-activation kernels: GEMV GB/s (cold, warm) and prefill GOP/s. */
 static int bench_q8(int argc, char **argv, const char *const *dt_names, const char *const *isa_names) {
     const shape big = {2048, 8192}, small = {576, 1536};
@@ -274,7 +336,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     free(x.q);
     free(x.d);
     free(x.s);
-    return 0;
+    return bench_q8_steps(argc, argv, dt_names, isa_names);
 }
 
 int main(int argc, char **argv) {
@@ -289,8 +351,9 @@ int main(int argc, char **argv) {
     static const char *const isa_names[] = {"scalar", "avx2", "avx512", "neon"};
     printf("streaming-sum read bandwidth, 512 MiB, 1 thread: %.1f GB/s\n", stream_bandwidth(512, 5));
     printf("auto-selected table: %s\n", kernels_select(NULL)->name);
-    int only_q8 = 0;
-    for (int i = 1; i < argc; i++) only_q8 |= !strcmp(argv[i], "q8");
+    int only_q8 = 0, only_steps = 0;
+    for (int i = 1; i < argc; i++) only_q8 |= !strcmp(argv[i], "q8"), only_steps |= !strcmp(argv[i], "steps");
+    if (only_steps) return bench_q8_steps(argc, argv, dt_names, isa_names);
     if (only_q8) return bench_q8(argc, argv, dt_names, isa_names);
     printf("\n%-5s %-7s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192",
            "576x1536", "prefill nt=16", "prefill nt=16");

@@ -222,7 +222,13 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * find their lines in L1 rather than L2: cold GEMV (bench_kernels, 1 thread)
  * Q4_0 ~19 -> 21-24 GB/s, Q4_1 ~19 -> 21-24, Q8_0 ~20.5 -> 21-22; decode A/B,
  * medians of 4: 1B Q4_0 30.1 -> 31.5 t/s (1 thread), ~41 -> ~47 (2 threads),
- * SmolLM2 287 -> 310 (2 threads). 2 KB ahead gained a little less. */
+ * SmolLM2 287 -> 310 (2 threads). 2 KB ahead gained a little less.
+ * Decode steps of 8 sequences spend a quarter of their Q4_1 tile samples on
+ * the prefetch loop (waiting on DRAM: -t 1 --parallel 8 perf), yet other
+ * distances were worse for them: 32 requests x 64 tokens, -t 1 --parallel 8,
+ * median CPU per token of 4 alternating runs, 2.17 ms as here, without the
+ * L1 prefetch 2.29, L2 8 KB ahead 2.30, both 2.28, no L2 prefetch 2.28; and
+ * prefetching each call's first Q8_PF bytes as the GEMV does, within noise. */
 #ifndef Q8_PF_L1
 #define Q8_PF_L1 4096
 #endif
@@ -299,6 +305,65 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
         a.off = q6_half_off(a.x0, vnni);
         a.off1 = q6_half_off(a.x1, vnni);
     }
+    return a;
+}
+
+/* The per-block values of quad_x (dx, sx, off, off1: the same in the 4 lanes
+ * of a block), for one token and quad, as quad_x_load derives them. Decode
+ * steps of several tokens build them once per call (run_q8) rather than once
+ * per group and tile: on Zen 4 vpdpbusd, vfmadd and vmulps share one pair of
+ * pipes (1 zmm op per cycle, measured: 8 vpdpbusd + 4 vmulps or 4 vfmadd take
+ * 12 cycles, + 4 shuffles, permutes, cvts, ands or loads still 8), and these
+ * two multiplies per token and quad (dx / 16 and Q4_1's dx * s) were 2 of the
+ * tile's 24 on them, beside 16 vpdpbusd and 6 for the scales and sums.
+ * bench_kernels steps (1 thread, warm, 2 alternating runs), nt = 8, GOP/s:
+ * Q4_1 1536x576 238 -> 250-254, 576x1536 280 -> 300, 49152x576 232 -> 246;
+ * Q8_0 (its offsets) 269 -> 280, 317 -> 330, 267 -> 273.
+ * Tried, slower (the same runs, nt = 8): the GEMV's quad_pre for every token,
+ * built once per call and read as vpdpbusd memory operands (no shuffles, a
+ * third fewer vector ops): Q4_1 1536x576 238 -> 217-242, 576x1536 280 ->
+ * 207-232, Q8_0 -20 to -30%. Only one 512-bit load issues per cycle here
+ * (measured), so 16 memory operands per token and quad bind the loads, and
+ * its 512 bytes per token and quad (28 to 67 KB per call) do not stay in L1.
+ * Also with the weights' dwords transposed per chunk (vpermd, lane 4 r + bi)
+ * so that each activation operand is one vbroadcasti32x4 from a 192-byte
+ * copy per token and quad: 176-213 GOP/s (the broadcast and vpdpbusd pairs
+ * measured 1.37 cycles), whether 1, 2, 4 or 8 tokens' chains interleaved.
+ * The shuffles of q8_group run beside vpdpbusd for free (8 vpdpbusd + 8
+ * vpshufd: 8 cycles), so there was little to gain by removing them. */
+typedef struct {
+    float dx[4], sx[4];
+    int32_t off[4], off1[4];
+} quad_sc;
+
+AI int quad_has_off(dtype dt, int vnni) {
+    return dt == DT_Q4_0 || dt == DT_Q5_0 || dt == DT_Q6_K || (dt == DT_Q8_0 && vnni);
+}
+
+/* Whether quad_x_load computes anything quad_sc would save (without VNNI,
+ * Q8_0 only loads and expands: no pass for it). */
+AI int quad_sc_saves(dtype dt, int vnni) { return sums_x16(dt, vnni) || q8w_has_min(dt) || quad_has_off(dt, vnni); }
+
+AI void quad_sc_set(dtype dt, int vnni, const q8_act *x, int t, int q, quad_sc *p) {
+    quad_x a = quad_x_load(dt, vnni, x, t, q);
+    const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0); /* lane 4 bi: block bi */
+    _mm_storeu_ps(p->dx, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, a.dx)));
+    _mm_storeu_ps(p->sx, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, a.sx)));
+    _mm_storeu_si128((__m128i *)p->off, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off)));
+    _mm_storeu_si128((__m128i *)p->off1, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off1)));
+}
+
+/* quad_x_load with the per-block values from *p (quad_sc_set): the same vectors. */
+AI quad_x quad_x_sc(dtype dt, int vnni, const q8_act *x, int t, int q, const quad_sc *p) {
+    quad_x a;
+    const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+    a.x0 = _mm512_loadu_si512(xq);
+    a.x1 = _mm512_loadu_si512(xq + 64);
+    a.dx = quad_expand(p->dx);
+    a.s = _mm512_setzero_ps(); /* only quad_x_load's own terms use it */
+    a.sx = q8w_has_min(dt) ? quad_expand(p->sx) : _mm512_setzero_ps();
+    a.off = quad_has_off(dt, vnni) ? _mm512_castps_si512(quad_expand((const float *)p->off)) : _mm512_setzero_si512();
+    a.off1 = dt == DT_Q6_K ? _mm512_castps_si512(quad_expand((const float *)p->off1)) : _mm512_setzero_si512();
     return a;
 }
 
@@ -548,18 +613,80 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
     }
 }
 
+/* A matrix's last quad of 1 or 2 blocks (SmolLM2's 576 columns: 4.5 quads, its
+ * 49152-row lm_head too) on the low 256 bits only, where its blocks are: the
+ * high lanes (blocks 2, 3: zero weights and activations) only ever added +0 to
+ * accumulators that are never -0 (they start at +0, and an exact zero sum
+ * rounds to +0), which leaves them as they are. 256-bit vpdpbusd, vmulps and
+ * vfmadd issue two per cycle on Zen 4 against one for 512 bits: the half quad
+ * costs half a quad instead of a whole one. bench_kernels steps, nt = 8,
+ * after quad_sc, 2 alternating runs: Q4_1 576x576 250 -> 260, 1536x576
+ * 254 -> 263, 49152x576 246 -> 257; Q8_0 280 -> 290, 284 -> 290, 273 -> 286;
+ * without VNNI Q4_1 155 -> 164, Q8_0 118 -> 121 (576 columns), but 136 ->
+ * 131 at 576x1536, which has no such quad (the same in 2 alternating runs). */
+AI __m256i dword_bcast_lo(__m512i x, int v) {
+    __m256i l = _mm512_castsi512_si256(x);
+    switch (v & 3) {
+    case 0: return _mm256_shuffle_epi32(l, 0x00);
+    case 1: return _mm256_shuffle_epi32(l, 0x55);
+    case 2: return _mm256_shuffle_epi32(l, 0xaa);
+    default: return _mm256_shuffle_epi32(l, 0xff);
+    }
+}
+
+AI __m256i dot_u8s8_lo(__m256i acc, __m256i u, __m256i s, int vnni) {
+    if (vnni) return _mm256_dpbusd_epi32(acc, u, s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+/* half_sums on the low 256 bits. */
+AI void half_sums_lo(dtype dt, int vnni, const half_w w[2], const quad_x *a, __m256i acc[2]) {
+    const __m256i off = _mm512_castsi512_si256(a->off);
+    __m256i c[2][2] = {{_mm256_setzero_si256(), off}, {_mm256_setzero_si256(), off}};
+    UNROLL for (int v = 0; v < 8; v++) {
+        __m256i xs = dword_bcast_lo(v < 4 ? a->x0 : a->x1, v);
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256i s = xs;
+            if (dt == DT_Q8_0 && !vnni) s = _mm256_mask_sub_epi8(s, (__mmask32)w[h].neg[v], _mm256_setzero_si256(), s);
+            c[h][v / 4] = dot_u8s8_lo(c[h][v / 4], _mm512_castsi512_si256(w[h].u[v]), s, vnni);
+        }
+    }
+    UNROLL for (int h = 0; h < 2; h++)
+        acc[h] = _mm256_add_epi32(sums_x16(dt, vnni) ? _mm256_slli_epi32(c[h][0], 4) : c[h][0], c[h][1]);
+}
+
+/* half_fma on the low 256 bits; the high ones of acc kept. */
+AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, __m512 acc) {
+    __m256 l = _mm512_castps512_ps256(acc);
+    l = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm512_castps512_ps256(w->sw), _mm512_castps512_ps256(a->dx)), l);
+    if (q8w_has_min(dt)) l = _mm256_fmadd_ps(_mm512_castps512_ps256(w->mw), _mm512_castps512_ps256(a->sx), l);
+    return _mm512_insertf32x8(acc, l, 0);
+}
+
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
- * start at y0 (the group's first row). */
-AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0,
-                 int ldy, int lo, int hi, int T) {
+ * start at y0 (the group's first row). sc: NULL, or the per-block values of
+ * every token and quad (sc[t * quads + q]). */
+AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0,
+                 float *y0, int ldy, int lo, int hi, int T) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2][Q8_TILE_MAX];
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
+        if (dt != DT_Q6_K && dt != DT_Q4_K && nb - 4 * q <= 2) { /* the last quad, 1 or 2 blocks */
+            UNROLL for (int t = 0; t < T; t++) {
+                quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
+                              : quad_x_load(dt, vnni, x, t0 + t, q);
+                __m256i isum[2];
+                half_sums_lo(dt, vnni, w, &a, isum);
+                UNROLL for (int h = 0; h < 2; h++) acc[h][t] = half_fma_lo(dt, &w[h], &a, isum[h], acc[h][t]);
+            }
+            continue;
+        }
         UNROLL for (int t = 0; t < T; t++) {
-            quad_x a = quad_x_load(dt, vnni, x, t0 + t, q);
+            quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
+                          : quad_x_load(dt, vnni, x, t0 + t, q);
             if (dt == DT_Q6_K) {
                 __m512i is2[2][2];
                 q6_half_sums(vnni, w, &a, is2);
@@ -866,22 +993,27 @@ typedef int (*panels_fn)(const void *packed, int nb, int pb, int pe, int r0, int
                          int ldy);
 typedef int (*gemv_fn)(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y);
 
-typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo,
-                            int hi);
+typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0, float *y0,
+                            int ldy, int lo, int hi);
+typedef void (*quad_sc_fn)(const q8_act *x, quad_sc *sc);
 
 #define Q8_GROUP(DT, VNNI, FN, T)                                                                      \
-    static void FN(const uint8_t *g, int rr, int nb, const q8_act *x, int t0, float *y0, int ldy, int lo, \
-                   int hi) {                                                                           \
-        q8_group(DT, VNNI, g, rr, nb, x, t0, y0, ldy, lo, hi, T);                                      \
+    static void FN(const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0, float *y0, \
+                   int ldy, int lo, int hi) {                                                          \
+        q8_group(DT, VNNI, g, rr, nb, x, sc, t0, y0, ldy, lo, hi, T);                                  \
     }
 #define Q8_GROUPS(DT, VNNI, NAME, PANELS, GEMV)                                                        \
     Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
     Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
     Q8_GROUP(DT, VNNI, NAME##_t4, 4)                                                                   \
     Q8_GROUP(DT, VNNI, NAME##_t8, 8)                                                                   \
+    static void NAME##_sc(const q8_act *x, quad_sc *sc) {                                              \
+        for (int t = 0; t < x->nt; t++)                                                                \
+            for (int q = 0; q < x->quads; q++) quad_sc_set(DT, VNNI, x, t, q, sc + (size_t)t * x->quads + q); \
+    }                                                                                                  \
     static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
                               int ldy) {                                                               \
-        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8};                                \
+        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8, quad_sc_saves(DT, VNNI) ? NAME##_sc : NULL}; \
         run_q8(&tl, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                               \
     }
 #define Q8_PANELS(DT, FN)                                                                              \
@@ -901,7 +1033,10 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, i
  * depend on r0 / r1) through run_panels, the rest group by group. */
 typedef struct {
     q8_group_fn t1, t3, t4, t8; /* q8_group at T = 1, Q8_TILE_T, 4 and 8 */
+    quad_sc_fn sc;              /* quad_sc_set of every token and quad, or NULL (nothing to save) */
 } q8_tiles;
+
+#define Q8_SC_STACK 256 /* quad_sc entries on the stack (16 KB): SmolLM2's 8 tokens x 12 quads, no malloc per call */
 
 static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt, const void *packed,
                    int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
@@ -926,18 +1061,27 @@ static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt,
         if (pe > full) pe = full;
         if (pb < pe && panels(packed, nb, pb, pe, r0, r1, x, y, ldy) && r0 < pe) r0 = pe;
     }
+    /* decode of several sequences: the activations' per-block values once per call (a failed
+     * allocation leaves sc NULL: q8_group derives them itself, the same values) */
+    quad_sc local[Q8_SC_STACK], *sc = NULL;
+    size_t nsc = (size_t)x->nt * x->quads;
+    if (tl->sc && x->nt > 1 && x->nt < Q8_PANELS_MIN_T) {
+        sc = nsc <= Q8_SC_STACK ? local : malloc(sizeof(quad_sc) * nsc);
+        if (sc) tl->sc(x, sc);
+    }
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
         int t = 0;
         if (x->nt < Q8_PANELS_MIN_T) { /* decode of several sequences: 8s, then a 4 */
-            for (; t + 8 <= x->nt; t += 8) tl->t8(g, rr, nb, x, t, y + g0, ldy, lo, hi);
-            if (t + 4 <= x->nt) tl->t4(g, rr, nb, x, t, y + g0, ldy, lo, hi), t += 4;
+            for (; t + 8 <= x->nt; t += 8) tl->t8(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi);
+            if (t + 4 <= x->nt) tl->t4(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi), t += 4;
         }
-        for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tl->t3(g, rr, nb, x, t, y + g0, ldy, lo, hi);
-        for (; t < x->nt; t++) tl->t1(g, rr, nb, x, t, y + g0, ldy, lo, hi);
+        for (; t + Q8_TILE_T <= x->nt; t += Q8_TILE_T) tl->t3(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi);
+        for (; t < x->nt; t++) tl->t1(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi);
     }
+    if (sc != local) free(sc);
 }
 
 /* Per dtype: matmul_q8v_NAME (VNNI: panels, GEMV, groups) and matmul_q8b_NAME (groups). */
