@@ -788,9 +788,8 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
         int gu_q8 = outs_packed(gu, 2);
         /* the ffn norm on the o projection's last thread, once the residual is in */
-        q8_act xq_f = s->xq;
-        q8_act_shape(&xq_f, n, dim);
-        norm_job nf = {m, s, L->ffn_norm, n, 0, gu_q8 ? &xq_f : NULL};
+        if (gu_q8) q8_act_shape(&s->xq, n, dim); /* the o projection reads its own shape, xq_o */
+        norm_job nf = {m, s, L->ffn_norm, n, 0, gu_q8 ? &s->xq : NULL};
         int fold_f = fold && !L->post_attn_norm;
         matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
                          .post = L->post_attn_norm ? NULL : post_residual, .then = fold_f ? &nf : NULL};
@@ -803,7 +802,7 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         if (fuse_q) q8_act_shape(&s->xq_down, n, hid);
         matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN,
                          .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
-        run_matmuls(&jg, gu_q8 ? (fold_f ? &xq_f : &s->xq) : NULL);
+        run_matmuls(&jg, gu_q8 ? &s->xq : NULL);
         /* the next layer's attention norm on the down projection's last thread */
         norm_job na = {0};
         if (fold && !L->post_ffn_norm && l + 1 < c->n_layers) {
