@@ -275,11 +275,32 @@ static void quantize_task(void *ctx, int ith, int nth) {
     if (t0 < t1) quantizer(j->m)(j->x, j->ldx, t0, t1, j->xq);
 }
 
-static void q8_act_shape(q8_act *a, int nt, int cols) {
+static void q8_act_shape(q8_act *a, int nt, int cols, int group) {
     a->nt = nt;
     a->cols = cols;
     a->quads = q8_quads(cols);
+    a->group = group;
 }
+
+/* The blocks per activation scale that the kernels of w ask for (kernels.act_group). */
+static int weight_act_group(const model *m, const tensor *w) {
+    const kernels *k = m->kern;
+    return k->matmul_q8[w->type] && k->act_group[w->type] ? k->act_group[w->type] : 1;
+}
+
+/* ... for an input that the n outputs share: the largest any packed one asks for,
+ * where the columns are whole groups (otherwise per block, which every kernel takes). */
+static int act_group(const model *m, const mm_out *o, int n) {
+    int g = 1, cols = (int)o[0].w->shape[1];
+    for (int i = 0; i < n; i++) {
+        int gi = q8_weights(o[i].w) ? weight_act_group(m, o[i].w) : 1;
+        if (gi > g) g = gi;
+    }
+    return cols % (32 * g) == 0 ? g : 1;
+}
+
+/* post_swiglu's pieces of the down projection's input: whole quads, and whole groups. */
+static int swiglu_align(int group) { return 32 * group > MM_ALIGN_SWIGLU_Q ? 32 * group : MM_ALIGN_SWIGLU_Q; }
 
 /* out[i].y = x @ out[i].w^T for the outputs of j, sharing the input j->x. In
  * fast mode x is quantized to int8 once here for all of them, unless `pre`
@@ -296,7 +317,7 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
     if (packed && pre) {
         j->xq = pre;
     } else if (packed) {
-        q8_act_shape(&j->s->xq, j->nt, (int)j->out[0].w->shape[1]);
+        q8_act_shape(&j->s->xq, j->nt, (int)j->out[0].w->shape[1], act_group(m, j->out, j->n_out));
         j->xq = &j->s->xq;
         if (j->nt >= 2 * pool_size(m->pool)) {
             pool_run(m->pool, quantize_task, j);
@@ -427,7 +448,7 @@ static void post_swiglu(const matmul_job *j, int r0, int r1) {
     for (int t = 0; t < j->nt; t++) {
         q8_act part = s->xq_down;
         size_t quad = (size_t)t * s->xq_down.quads + (size_t)(r0 / 128);
-        q8_act_shape(&part, 1, r1 - r0);
+        q8_act_shape(&part, 1, r1 - r0, part.group);
         part.q += quad * 128;
         part.d += quad * 4;
         part.s += quad * 4;
@@ -651,12 +672,13 @@ static void rmsnorm_task(void *ctx, int ith, int nth) {
     if (j->xq && t0 < t1) quantizer(j->m)(j->s->xb, c->dim, t0, t1, j->xq);
 }
 
-/* xb = rmsnorm(x) (residual = 0), or x += rmsnorm(xb) (1); with `quantize` (fast mode,
- * residual 0) xb also into s->xq, which the caller then hands run_matmuls. */
-static void run_norm(const model *m, fwd_state *s, const float *norm_w, int n, int residual, int quantize) {
+/* xb = rmsnorm(x) (residual = 0), or x += rmsnorm(xb) (1); with a group (fast mode,
+ * residual 0: act_group, 0 for none) xb also into s->xq, which the caller then hands
+ * run_matmuls. */
+static void run_norm(const model *m, fwd_state *s, const float *norm_w, int n, int residual, int group) {
     norm_job j = {m, s, norm_w, n, residual, NULL};
-    if (quantize) {
-        q8_act_shape(&s->xq, n, m->cfg.dim);
+    if (group) {
+        q8_act_shape(&s->xq, n, m->cfg.dim, group);
         j.xq = &s->xq;
     }
     if (n >= 2 * pool_size(m->pool)) {
@@ -766,7 +788,7 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         /* keys and values reach the caches through k_new and v_new, RoPE on the way */
         mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
         int qkv_q8 = outs_packed(qkv, 3);
-        if (!normed) run_norm(m, s, L->attn_norm, n, 0, qkv_q8);
+        if (!normed) run_norm(m, s, L->attn_norm, n, 0, qkv_q8 ? act_group(m, qkv, 3) : 0);
         normed = 0;
         matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
                          .nt = n, .post = post_qkv, .layer = l, .segs = segs, .rope_cs = cs};
@@ -779,7 +801,7 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
                        .scale = scale};
         q8_act xq_o = s->xq; /* the buffers of s->xq, shaped for the o projection's input */
         if (o_q8) {
-            q8_act_shape(&xq_o, n, qd);
+            q8_act_shape(&xq_o, n, qd, act_group(m, o, 1));
             aj.xq = &xq_o;
         }
         atomic_init(&aj.finished, 0);
@@ -788,19 +810,22 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
         int gu_q8 = outs_packed(gu, 2);
         /* the ffn norm on the o projection's last thread, once the residual is in */
-        if (gu_q8) q8_act_shape(&s->xq, n, dim); /* the o projection reads its own shape, xq_o */
+        int gu_group = gu_q8 ? act_group(m, gu, 2) : 0;
+        if (gu_q8) q8_act_shape(&s->xq, n, dim, gu_group); /* the o projection reads its own shape, xq_o */
         norm_job nf = {m, s, L->ffn_norm, n, 0, gu_q8 ? &s->xq : NULL};
         int fold_f = fold && !L->post_attn_norm;
         matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
                          .post = L->post_attn_norm ? NULL : post_residual, .then = fold_f ? &nf : NULL};
         run_matmuls(&jo, o_q8 ? &xq_o : NULL);
         if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
-        if (!fold_f) run_norm(m, s, L->ffn_norm, n, 0, gu_q8);
+        if (!fold_f) run_norm(m, s, L->ffn_norm, n, 0, gu_group);
 
         /* the gate/up threads also quantize the down projection's input */
-        int fuse_q = q8_weights(L->w_down) != NULL;
-        if (fuse_q) q8_act_shape(&s->xq_down, n, hid);
-        matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1, .align = fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN,
+        mm_out d[] = {{L->w_down, s->xb, dim}};
+        int fuse_q = q8_weights(L->w_down) != NULL, d_group = fuse_q ? act_group(m, d, 1) : 1;
+        if (fuse_q) q8_act_shape(&s->xq_down, n, hid, d_group);
+        matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1,
+                         .align = fuse_q ? swiglu_align(d_group) : MM_ALIGN,
                          .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
         run_matmuls(&jg, gu_q8 ? &s->xq : NULL);
         /* the next layer's attention norm on the down projection's last thread */
@@ -810,12 +835,11 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
             mm_out nq[] = {{N->wq, s->q, qd}, {N->wk, s->k_new, kvd}, {N->wv, s->v_new, kvd}};
             na = (norm_job){m, s, N->attn_norm, n, 0, NULL};
             if (outs_packed(nq, 3)) {
-                q8_act_shape(&s->xq, n, dim); /* s->xq is not read by the down projection */
+                q8_act_shape(&s->xq, n, dim, act_group(m, nq, 3)); /* s->xq is not read by the down projection */
                 na.xq = &s->xq;
             }
             normed = 1;
         }
-        mm_out d[] = {{L->w_down, s->xb, dim}};
         attn_job an = {.m = m, .s = s, .segs = segs, .nseg = nseg, .layer = l + 1};
         if (l + 1 < c->n_layers)
             an.win = c->layer_flags[l + 1] & LAYER_SLIDING ? c->sliding_window : 0;
@@ -872,7 +896,9 @@ void fwd_decode_rows(const model *m, int part, int nth, fwd_rows_fn emit, void *
         emit_stacked(&L->wo, 1, b, e, emit, ctx);
         /* as forward(): gate and up quantize for the down projection when it takes int8 */
         int fuse_q = q8_weights(L->w_down) || repack_will_pack(m, L->w_down);
-        pool_split((int)L->w_gate->shape[0], fuse_q ? MM_ALIGN_SWIGLU_Q : MM_ALIGN, part, nth, &b, &e);
+        int g = weight_act_group(m, L->w_down);
+        g = (int)L->w_down->shape[1] % (32 * g) == 0 ? g : 1;
+        pool_split((int)L->w_gate->shape[0], fuse_q ? swiglu_align(g) : MM_ALIGN, part, nth, &b, &e);
         emit_stacked(&L->w_gate, 1, b, e, emit, ctx);
         emit_stacked(&L->w_up, 1, b, e, emit, ctx);
         pool_split((int)L->w_down->shape[0], MM_ALIGN, part, nth, &b, &e);

@@ -461,7 +461,7 @@ static int st_check_affine_case(const kernels *k, const char *name, matmul_q8_fn
     float *x = malloc(sizeof(float) * (size_t)cols * nt), *ref = malloc(sizeof(float) * (size_t)rows * nt),
           *y = malloc(sizeof(float) * (size_t)rows * nt);
     q8_act a = {nt, cols, q8_quads(cols), aligned_alloc(64, (size_t)nt * q8_quads(cols) * 128),
-                malloc(sizeof(float) * (size_t)nt * q8_quads(cols) * 4), malloc(sizeof(float) * (size_t)nt * q8_quads(cols) * 4)};
+                malloc(sizeof(float) * (size_t)nt * q8_quads(cols) * 4), malloc(sizeof(float) * (size_t)nt * q8_quads(cols) * 4), 0};
     if (st_affine_new(&m, bits, group, sdt, rows, cols, exact, &st) || !x || !ref || !y || !a.q || !a.d || !a.s) {
         snprintf(msg, len, "%s affine: out of memory", name);
         rc = -1;
@@ -523,26 +523,40 @@ __attribute__((unused)) static int st_check_affine(const kernels *k, const char 
     return 0;
 }
 
-/* quantize_act of table k gives the scalar one's bytes and floats (kernels.h). */
+/* quantize_act of table k gives the scalar one's bytes and floats (kernels.h), per
+ * block and, where the columns are whole super-blocks, per Q8_ACT_SB blocks. */
 __attribute__((unused)) static int st_check_quantize(const kernels *k, char *msg, size_t len) {
-    static const int cols[] = {32, 96, 128, 160, 576};
+    static const int cols[] = {32, 96, 128, 160, 256, 576, 768};
     uint64_t st = 31337;
-    for (int c = 0; c < ST_COUNT(cols); c++) {
-        int n = cols[c], nt = 3, qd = q8_quads(n);
-        float x[3 * 576];
-        for (int i = 0; i < n * nt; i++) x[i] = (i % 37 == 3 ? 40.0f : 1.0f) * st_unit(&st);
-        if (n >= 96) memset(x + n + 64, 0, 32 * sizeof(float)); /* an all-zero block: d = 0 */
-        int8_t q0[3 * 5 * 128], q1[3 * 5 * 128];
-        float d0[3 * 20], d1[3 * 20], s0[3 * 20], s1[3 * 20];
-        q8_act a0 = {nt, n, qd, q0, d0, s0}, a1 = {nt, n, qd, q1, d1, s1};
-        kernels_scalar()->quantize_act(x, n, 0, nt, &a0);
-        k->quantize_act(x, n, 0, nt, &a1);
-        size_t nq = (size_t)nt * qd * 128, nd = (size_t)nt * qd * 4;
-        if (memcmp(q0, q1, nq) || memcmp(d0, d1, nd * 4) || memcmp(s0, s1, nd * 4)) {
-            snprintf(msg, len, "%s quantize_act cols=%d: differs from the scalar one", k->name, n);
-            return -1;
+    for (int c = 0; c < ST_COUNT(cols); c++)
+        for (int group = 1; group <= Q8_ACT_SB; group += Q8_ACT_SB - 1) {
+            int n = cols[c], nt = 3, qd = q8_quads(n);
+            if (n % (32 * group)) continue;
+            float x[3 * 768];
+            for (int i = 0; i < n * nt; i++) x[i] = (i % 37 == 3 ? 40.0f : 1.0f) * st_unit(&st);
+            if (n >= 96) memset(x + n + 64, 0, 32 * sizeof(float)); /* an all-zero block: d = 0 */
+            if (n >= 512) memset(x + 256, 0, 256 * sizeof(float)); /* an all-zero super-block */
+            int8_t q0[3 * 6 * 128], q1[3 * 6 * 128];
+            float d0[3 * 24], d1[3 * 24], s0[3 * 24], s1[3 * 24];
+            q8_act a0 = {nt, n, qd, q0, d0, s0, group}, a1 = {nt, n, qd, q1, d1, s1, group};
+            kernels_scalar()->quantize_act(x, n, 0, nt, &a0);
+            k->quantize_act(x, n, 0, nt, &a1);
+            size_t nq = (size_t)nt * qd * 128, nd = (size_t)nt * qd * 4;
+            if (memcmp(q0, q1, nq) || memcmp(d0, d1, nd * 4) || memcmp(s0, s1, nd * 4)) {
+                snprintf(msg, len, "%s quantize_act cols=%d group=%d: differs from the scalar one", k->name, n, group);
+                return -1;
+            }
+            for (int t = 0; t < nt && group > 1; t++) /* the blocks of a super-block share the scale of their max */
+                for (int b = 0; b < n / 32; b++) {
+                    float amax = 0.0f;
+                    for (int j = 0; j < 256; j++) amax = fmaxf(amax, fabsf(x[t * n + b / 8 * 256 + j]));
+                    if (d0[t * qd * 4 + b] != amax / 127.0f) {
+                        snprintf(msg, len, "quantize_act cols=%d group=%d: block %d's scale is not its super-block's", n,
+                                 group, b);
+                        return -1;
+                    }
+                }
         }
-    }
     return 0;
 }
 
@@ -634,7 +648,7 @@ static int st_check_q8_case(const char *name, matmul_q8_fn f, dtype dt, int rows
     uint8_t *w = malloc(nw), *p = malloc(nw);
     float *x = malloc(sizeof(float) * (size_t)nt * cols), *ref = malloc(sizeof(float) * ny),
           *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
-    q8_act a = {nt, cols, q8_quads(cols), malloc(na * 32), malloc(sizeof(float) * na), malloc(sizeof(float) * na)};
+    q8_act a = {nt, cols, q8_quads(cols), malloc(na * 32), malloc(sizeof(float) * na), malloc(sizeof(float) * na), 0};
     uint64_t s = seed;
     char what[200] = "";
     if (!w || !p || !x || !ref || !y || !y2 || !a.q || !a.d || !a.s) {
@@ -955,8 +969,8 @@ static size_t st_quad_pos(int b, int j) {
     return (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 + (size_t)(b % 4) * 16 + (size_t)(j % 16);
 }
 
-static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols, int nt, uint64_t seed, char *msg,
-                                 size_t len) {
+static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols, int nt, int group, uint64_t seed,
+                                 char *msg, size_t len) {
     matmul_q8_fn f = k->matmul_q8[dt], fr = kernels_scalar()->matmul_q8[dt];
     if (!fr) return st_fail(msg, len, k, dt, rows, cols, nt, "scalar table has no in-place int8 kernel");
     size_t rb = dtype_row_bytes(dt, cols);
@@ -966,7 +980,7 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
     float *x = malloc(sizeof(float) * (size_t)nt * cols), *wf = malloc(sizeof(float) * (size_t)cols);
     float *y = malloc(sizeof(float) * ny), *yr = malloc(sizeof(float) * ny), *ys = malloc(sizeof(float) * ny);
     q8_act a = {nt, cols, qd, malloc((size_t)nt * qd * 128), malloc(sizeof(float) * nt * qd * 4),
-                malloc(sizeof(float) * nt * qd * 4)};
+                malloc(sizeof(float) * nt * qd * 4), group};
     int rc = 0;
     if (!w || !pk || !x || !wf || !y || !yr || !ys || !a.q || !a.d || !a.s) {
         rc = st_fail(msg, len, k, dt, rows, cols, nt, "out of memory");
@@ -1023,7 +1037,7 @@ static int st_check_inplace_case(const kernels *k, dtype dt, int rows, int cols,
         }
     }
     for (int t = 0; f && t < nt && !rc && nt > 1; t++) { /* each token alone = its prefill value */
-        q8_act one = {1, cols, qd, a.q + (size_t)t * qd * 128, a.d + (size_t)t * qd * 4, a.s + (size_t)t * qd * 4};
+        q8_act one = {1, cols, qd, a.q + (size_t)t * qd * 128, a.d + (size_t)t * qd * 4, a.s + (size_t)t * qd * 4, group};
         f(pk, rows, cols, 0, rows, &one, ys, rows);
         for (int r = 0; r < rows && !rc; r++)
             if (memcmp(&ys[r], &y[t * rows + r], 4)) rc = st_fail(msg, len, k, dt, rows, cols, nt, "int8 token alone differs from prefill");
@@ -1036,7 +1050,9 @@ done:
 
 /* Every size for one table and in-place type (rows not multiples of 256 where the type allows).
  * The packed types (Q5_0, Q5_1, Q6_K, Q4_K) also take 17 and 34 rows (partial groups after whole
- * ones; AVX-512's 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles). */
+ * ones; AVX-512's 16-row prefill panels) and 17 tokens (every remainder of the prefill tiles).
+ * Super-block types also on activations of Q8_ACT_SB blocks per scale (what forward.c gives
+ * a kernel that asks for them, kernels.act_group). */
 __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, char *msg, size_t len) {
     static const int rows[] = {1, 3, 9, 17, 34}, nts[] = {1, 2, 5, 17, 8, 13}; /* 8, 13: decode tiles of several sequences */
     int sup = st_block_elems(dt) == QK_K;
@@ -1047,7 +1063,8 @@ __attribute__((unused)) static int st_check_inplace(const kernels *k, dtype dt, 
     for (int c = 0; c < ncols; c++)
         for (int r = 0; r < nr; r++)
             for (int t = 0; t < nn; t++)
-                if (st_check_inplace_case(k, dt, rows[r], cols[c], nts[t], ++seed, msg, len)) return -1;
+                for (int g = 1; g <= (sup ? Q8_ACT_SB : 1); g += Q8_ACT_SB - 1)
+                    if (st_check_inplace_case(k, dt, rows[r], cols[c], nts[t], g, ++seed, msg, len)) return -1;
     return 0;
 }
 

@@ -24,6 +24,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "util.h"
@@ -268,6 +269,7 @@ typedef struct {
                        Q6_K: -32 times the sum of the blocks' first halves */
     __m512i off1;   /* Q6_K: -32 times the sum of their second halves */
     __m512 sx;      /* Q4_1: d * s per block */
+    __m512i si;     /* s as int32 (Q4_K on super-block activations: the min term's integer sums) */
 } quad_x;
 
 /* With VNNI the Q4 kernels keep high nibbles in place (16x their value, a mask
@@ -296,6 +298,7 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     /* dx / 16 is exact (a power of two) short of subnormal scales */
     a.dx = sums_x16(dt, vnni) ? _mm512_mul_ps(dx, _mm512_set1_ps(0.0625f)) : dx;
     a.sx = q8w_has_min(dt) ? _mm512_mul_ps(dx, a.s) : _mm512_setzero_ps();
+    a.si = _mm512_cvtps_epi32(a.s);
     /* -128 = -(1 << 7), -8, Q5_0's -16 */
     int sh = dt == DT_Q4_0 ? (vnni ? 7 : 3) : dt == DT_Q5_0 ? 4 : dt == DT_Q8_0 && vnni ? 7 : -1;
     a.off = sh < 0 ? _mm512_setzero_si512()
@@ -333,7 +336,7 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
  * vpshufd: 8 cycles), so there was little to gain by removing them. */
 typedef struct {
     float dx[4], sx[4];
-    int32_t off[4], off1[4];
+    int32_t off[4], off1[4], si[4];
 } quad_sc;
 
 AI int quad_has_off(dtype dt, int vnni) {
@@ -351,6 +354,7 @@ AI void quad_sc_set(dtype dt, int vnni, const q8_act *x, int t, int q, quad_sc *
     _mm_storeu_ps(p->sx, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, a.sx)));
     _mm_storeu_si128((__m128i *)p->off, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off)));
     _mm_storeu_si128((__m128i *)p->off1, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off1)));
+    _mm_storeu_si128((__m128i *)p->si, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.si)));
 }
 
 /* quad_x_load with the per-block values from *p (quad_sc_set): the same vectors. */
@@ -364,6 +368,7 @@ AI quad_x quad_x_sc(dtype dt, int vnni, const q8_act *x, int t, int q, const qua
     a.sx = q8w_has_min(dt) ? quad_expand(p->sx) : _mm512_setzero_ps();
     a.off = quad_has_off(dt, vnni) ? _mm512_castps_si512(quad_expand((const float *)p->off)) : _mm512_setzero_si512();
     a.off1 = dt == DT_Q6_K ? _mm512_castps_si512(quad_expand((const float *)p->off1)) : _mm512_setzero_si512();
+    a.si = dt == DT_Q4_K ? _mm512_castps_si512(quad_expand((const float *)p->si)) : _mm512_setzero_si512();
     return a;
 }
 
@@ -375,6 +380,8 @@ typedef struct {
     __m512i u[8];
     __mmask64 neg[8];
     __m512 sw, mw; /* scales and Q4_1 mins, lane 4 bi + ii; Q6_K: scales of the first / second 16 */
+    __m512i mi;    /* Q4_K: the 6-bit mins m as int32, lane 4 bi + ii */
+    __m512 nm;     /* Q4_K: 16 times -dmin, lane 4 bi + ii (row ii) */
 } half_w;
 
 /* Q6_K: the 2-bit field f (0..3) of each byte of h moved to bits 4-5, the rest 0. */
@@ -468,7 +475,9 @@ AI half_w q4k_half_load(const uint8_t *ck, __m512 dm, int h, int vnni) {
     __m512 nm = _mm512_permutexvar_ps(_mm512_add_epi32(ld, _mm512_set1_epi32(8 + 4 * h)), dm);
     const uint8_t *sc = ck + 16 * h, *pay = ck + 64 + 256 * h;
     w.sw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)sc))));
-    w.mw = _mm512_mul_ps(nm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32)))));
+    w.mi = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32)));
+    w.mw = _mm512_mul_ps(nm, _mm512_cvtepi32_ps(w.mi));
+    w.nm = _mm512_mul_ps(nm, _mm512_set1_ps(16.0f)); /* exact: a power of two */
     UNROLL for (int v = 0; v < 4; v++) {
         __m512i raw = _mm512_loadu_si512(pay + 64 * v);
         w.u[v] = _mm512_and_si512(raw, m0f);
@@ -663,17 +672,72 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
     return _mm512_insertf32x8(acc, l, 0);
 }
 
+/* Q4_K on super-block activations (q8_act.group = Q8_ACT_SB, with VNNI: "k8"):
+ * the 8 blocks of a super-block share the activation scale dx, so it leaves the
+ * per-block products, and the min term becomes one integer sum. Per row and
+ * super-block (quads q0, q1), with S_b = f32(isum_b) * (d sc_b) (isum 16x, as
+ * sums_x16) and the quad sums R_q = (S_0 + S_2) + (S_1 + S_3) over its blocks:
+ *   R = R_q0 + R_q1;  M = sum_b m_b s_b (exact int32);
+ *   acc = fma(fma(f32(M), 16 (-dmin), R), dx / 16, acc);
+ * the row's result is acc after the last super-block. Against the per-block
+ * form (a mul for d sc_b dx_b and two fma per block and token) this takes one mul
+ * per block and token, plus per super-block 4 vpdpwssd and 2 fma: 78 instead
+ * of 88 operations on the pipes vpdpbusd shares, per 256 columns and token of a
+ * panel. q8_group, gemv_group and panel_tile compute exactly this (lanes of a
+ * half hold (row, block) in q8_group and gemv_group: the quad sum is a
+ * butterfly over the 128-bit lanes, which leaves the row's value in each). */
+AI __m512 k8_quad_sum(__m512 v) {
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e)); /* lane bi: S_bi + S_(bi ^ 2) */
+    return _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xb1)); /* + lane bi ^ 1 (a + b = b + a) */
+}
+AI __m512i k8_quad_isum(__m512i v) {
+    v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4e));
+    return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
+}
+/* m * s per lane: m (0..63) and s (|s| <= 32 * 127) fit the low 16 bits, m's high 16 are 0. */
+AI __m512i k8_min_prod(__m512i mi, __m512i si) { return _mm512_madd_epi16(mi, si); }
+
+/* One half's quad for one token (k8): the quad sum and min products of quad q,
+ * folded into acc at the super-block's second quad. */
+AI void k8_half_quad(int q, const half_w *w, __m512i isum, __m512i mins, __m512 dx, __m512 *rp, __m512i *mp,
+                     __m512 *acc) {
+    __m512 r = k8_quad_sum(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), w->sw));
+    if (q % 2 == 0) {
+        *rp = r;
+        *mp = mins;
+        return;
+    }
+    r = _mm512_add_ps(*rp, r);
+    __m512i m = k8_quad_isum(_mm512_add_epi32(*mp, mins));
+    *acc = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(m), w->nm, r), dx, *acc);
+}
+
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
  * start at y0 (the group's first row). sc: NULL, or the per-block values of
  * every token and quad (sc[t * quads + q]). */
-AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0,
-                 float *y0, int ldy, int lo, int hi, int T) {
+AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc,
+                 int t0, float *y0, int ldy, int lo, int hi, int T) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
-    __m512 acc[2][Q8_TILE_MAX];
-    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) acc[h][t] = _mm512_setzero_ps();
+    __m512 acc[2][Q8_TILE_MAX], rp[2][Q8_TILE_MAX];
+    __m512i mp[2][Q8_TILE_MAX];
+    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) {
+        acc[h][t] = rp[h][t] = _mm512_setzero_ps();
+        mp[h][t] = _mm512_setzero_si512();
+    }
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
+        if (k8) {
+            UNROLL for (int t = 0; t < T; t++) {
+                quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
+                              : quad_x_load(dt, vnni, x, t0 + t, q);
+                __m512i isum[2];
+                half_sums(dt, vnni, w, &a, isum);
+                UNROLL for (int h = 0; h < 2; h++)
+                    k8_half_quad(q, &w[h], isum[h], k8_min_prod(w[h].mi, a.si), a.dx, &rp[h][t], &mp[h][t], &acc[h][t]);
+            }
+            continue;
+        }
         if (dt != DT_Q6_K && dt != DT_Q4_K && nb - 4 * q <= 2) { /* the last quad, 1 or 2 blocks */
             UNROLL for (int t = 0; t < T; t++) {
                 quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
@@ -702,8 +766,9 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
         int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
         if (a1 <= a0) continue;
         __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
-        UNROLL for (int t = 0; t < T; t++)
-            _mm_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * h, m, half_rows(acc[h][t]));
+        UNROLL for (int t = 0; t < T; t++) /* k8: every 128-bit lane holds the rows' sums */
+            _mm_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * h, m,
+                               k8 ? _mm512_castps512_ps128(acc[h][t]) : half_rows(acc[h][t]));
     }
 }
 
@@ -716,7 +781,7 @@ AI void q8_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q8_
 typedef struct {
     __m512i xs[8]; /* dword v of the quad's first (v < 4) or second halves, per 128-bit lane */
     __m512 dx, sx; /* as quad_x */
-    __m512i off, off1;
+    __m512i off, off1, si;
 } quad_pre;
 
 AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
@@ -727,13 +792,16 @@ AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
         pre[q].sx = a.sx;
         pre[q].off = a.off;
         pre[q].off1 = a.off1;
+        pre[q].si = a.si;
     }
 }
 
 /* Rows [lo, hi) of the group at g (rr rows), one token. */
-AI void gemv_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const quad_pre *pre, float *y0, int lo, int hi) {
+AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, const quad_pre *pre, float *y0, int lo,
+                   int hi) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
-    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, rp[2] = {acc[0], acc[1]};
+    __m512i mp[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
@@ -751,6 +819,10 @@ AI void gemv_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q
             UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
             UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
             __m512i isum = _mm512_add_epi32(sums_x16(dt, 1) ? _mm512_slli_epi32(c0, 4) : c0, c1);
+            if (k8) {
+                k8_half_quad(q, &w[h], isum, k8_min_prod(w[h].mi, a->si), a->dx, &rp[h], &mp[h], &acc[h]);
+                continue;
+            }
             acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
             if (q8w_has_min(dt)) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
         }
@@ -759,14 +831,15 @@ AI void gemv_group(dtype dt, int vnni, const uint8_t *g, int rr, int nb, const q
         int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
         if (a1 <= a0) continue;
         __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
-        _mm_mask_storeu_ps(y0 + 4 * h, m, half_rows(acc[h]));
+        _mm_mask_storeu_ps(y0 + 4 * h, m, k8 ? _mm512_castps512_ps128(acc[h]) : half_rows(acc[h]));
     }
 }
 
 /* Rows [r0, r1) of a GEMV with the activation side built once; 0 if the
  * scratch could not be allocated (nothing done). */
 #define GEMV_STACK_QUADS 32 /* K up to 4096: the activation side on the stack (22 KB), no malloc per call */
-AI int run_gemv(dtype dt, int vnni, const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {
+AI int run_gemv(dtype dt, int vnni, int k8, const void *packed, int rows, int nb, int r0, int r1, const q8_act *x,
+               float *y) {
     quad_pre local[GEMV_STACK_QUADS];
     quad_pre *pre = x->quads <= GEMV_STACK_QUADS ? local : aligned_alloc(64, sizeof(quad_pre) * (size_t)x->quads);
     if (!pre) return 0;
@@ -775,7 +848,7 @@ AI int run_gemv(dtype dt, int vnni, const void *packed, int rows, int nb, int r0
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
         int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
-        gemv_group(dt, vnni, (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP), rr, nb, pre, y + g0, lo, hi);
+        gemv_group(dt, vnni, k8, (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP), rr, nb, pre, y + g0, lo, hi);
     }
     if (pre != local) free(pre);
     return 1;
@@ -809,6 +882,9 @@ typedef struct {
     int32_t *off; /* (nt, npad) Q4_0 / Q8_0: the offset term (-8 or -128, x16 for Q4) times s;
                      Q6_K: -32 times the sum of the block's first 16 q (mw: the second 16's scales) */
     int32_t *off1; /* (nt, npad) Q6_K: -32 times the sum of its second 16 */
+    __m512 *nd;    /* (nb / 8) k8: the 16 rows' 16 (-dmin) per super-block; mw: the mins m as int32, and
+                      off: per token, super-block sb and bi < 4, the int16 pair (s of block 8 sb + bi,
+                      of block 8 sb + 4 + bi) for vpdpwssd */
 } panel;
 
 /* Lane l of a[0..3]'s 128-bit lanes, for l = 0..3: out[l] = (a0.l, a1.l, a2.l, a3.l). */
@@ -822,7 +898,7 @@ AI void lanes_transpose(__m512i a[4]) {
 }
 
 /* The panel of the two groups at g (grp bytes apart) into p->w, p->sw, p->mw. */
-AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel *p) {
+AI void panel_unpack(dtype dt, int k8, const uint8_t *g, size_t grp, int nb, const panel *p) {
     const int bb = q8w_block_bytes(dt);
     for (int q = 0; 4 * q < nb; q++) {
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
@@ -845,7 +921,13 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
         __m512i sc[4], mn[4];
         for (int hh = 0; hh < 4; hh++) {
             sc[hh] = _mm512_castps_si512(h[hh].sw);
-            mn[hh] = _mm512_castps_si512(h[hh].mw);
+            mn[hh] = k8 ? h[hh].mi : _mm512_castps_si512(h[hh].mw);
+        }
+        if (k8 && q % 2 == 0) { /* lanes 0..3 of each half's nm: its rows */
+            _Alignas(64) float nm[4][16], nd[16];
+            for (int hh = 0; hh < 4; hh++) _mm512_store_ps(nm[hh], h[hh].nm);
+            for (int r = 0; r < 16; r++) nd[r] = nm[r / 4][r % 4];
+            p->nd[q / 2] = _mm512_load_ps(nd);
         }
         lanes_transpose(sc);
         if (q8w_two(dt)) lanes_transpose(mn);
@@ -857,8 +939,16 @@ AI void panel_unpack(dtype dt, const uint8_t *g, size_t grp, int nb, const panel
 }
 
 /* The activation side of every token and block, as q8_group derives it per quad. */
-static void panel_act(dtype dt, const q8_act *x, const panel *p) {
+static void panel_act(dtype dt, int k8, const q8_act *x, const panel *p) {
     size_t n = (size_t)x->nt * x->quads * 4;
+    if (k8) { /* dx / 16 and the s pairs of each super-block (quads come in pairs: cols % 256 == 0) */
+        for (size_t i = 0; i < n; i++) p->dx[i] = x->d[i] * 0.0625f;
+        for (size_t i = 0; i < n; i += 8)
+            for (int bi = 0; bi < 4; bi++)
+                p->off[i + bi] = (int32_t)((uint32_t)(int32_t)x->s[i + bi] & 0xffffu) |
+                                 (int32_t)((uint32_t)(int32_t)x->s[i + 4 + bi] << 16);
+        return;
+    }
     if (dt == DT_Q6_K) { /* the halves' sums from the int8 (quad layout: the first 16 of block b at 64 bytes before the second) */
         /* per quad: vpsadbw of the bytes + 128 (u8) gives sums of 8, the two of a 128-bit lane
          * added are a half's sum + 16 * 128 (exact integers; every call of a piece of rows
@@ -898,8 +988,61 @@ AI __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p) {
     return acc;
 }
 
+/* acc + the i16 pairs of w times the pair at p broadcast (vpdpwssd, embedded broadcast). */
+AI __m512i dpwssd_bcast(__m512i acc, __m512i w, const int32_t *p) {
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*p));
+    return acc;
+}
+
+/* panel_tile for Q4_K on super-block activations (k8, see k8_quad_sum). */
+AI void panel_tile_k8(const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm, int T) {
+    const size_t xs = (size_t)x->quads * 128, npad = (size_t)x->quads * 4;
+    __m512 acc[PANEL_T];
+    UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int sb = 0; 8 * sb < nb; sb++) {
+        __m512 r[PANEL_T];
+        UNROLL for (int t = 0; t < T; t++) r[t] = _mm512_setzero_ps();
+        for (int qq = 0; qq < 2; qq++) {
+            int q = 2 * sb + qq;
+            __m512 a[2][PANEL_T]; /* blocks 0 + 2 and 1 + 3 of the quad */
+            UNROLL for (int bi = 0; bi < 4; bi++) {
+                int b = 4 * q + bi;
+                const int8_t *xq = x->q + (size_t)t0 * xs + 128 * (size_t)q + 16 * bi;
+                __m512i ia[PANEL_T];
+                UNROLL for (int t = 0; t < T; t++) ia[t] = _mm512_setzero_si512();
+                UNROLL for (int j = 0; j < 8; j++) {
+                    __m512i w = _mm512_load_si512(p->w + 8 * b + j);
+                    int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4);
+                    UNROLL for (int t = 0; t < T; t++) ia[t] = dpbusd_bcast(ia[t], w, xq + t * xs + xo);
+                }
+                UNROLL for (int t = 0; t < T; t++) {
+                    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ia[t]), p->sw[b]);
+                    a[bi % 2][t] = bi < 2 ? v : _mm512_add_ps(a[bi % 2][t], v);
+                }
+            }
+            UNROLL for (int t = 0; t < T; t++) {
+                __m512 rq = _mm512_add_ps(a[0][t], a[1][t]);
+                r[t] = qq ? _mm512_add_ps(r[t], rq) : rq;
+            }
+        }
+        __m512i m[PANEL_T];
+        UNROLL for (int t = 0; t < T; t++) m[t] = _mm512_setzero_si512();
+        UNROLL for (int bi = 0; bi < 4; bi++) {
+            const __m512i *mi = (const __m512i *)p->mw + 8 * sb + bi;
+            __m512i pair = _mm512_or_si512(mi[0], _mm512_slli_epi32(mi[4], 16));
+            UNROLL for (int t = 0; t < T; t++)
+                m[t] = dpwssd_bcast(m[t], pair, p->off + (size_t)(t0 + t) * npad + 8 * (size_t)sb + bi);
+        }
+        UNROLL for (int t = 0; t < T; t++) {
+            __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m[t]), p->nd[sb], r[t]);
+            acc[t] = _mm512_fmadd_ps(v, _mm512_set1_ps(p->dx[(size_t)(t0 + t) * npad + 8 * (size_t)sb]), acc[t]);
+        }
+    }
+    UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy, rm, acc[t]);
+}
+
 /* Panel rows x tokens [t0, t0 + T); stores the rows in mask rm. */
-AI void panel_tile(dtype dt, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
+AI void panel_tile_dt(dtype dt, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
                    int T) {
     const size_t xs = (size_t)x->quads * 128, npad = (size_t)x->quads * 4;
     __m512 acc[4][PANEL_T];
@@ -948,24 +1091,30 @@ AI void panel_tile(dtype dt, const panel *p, int nb, const q8_act *x, int t0, fl
     }
 }
 
+AI void panel_tile(dtype dt, int k8, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
+                   int T) {
+    if (k8) panel_tile_k8(p, nb, x, t0, y0, ldy, rm, T);
+    else panel_tile_dt(dt, p, nb, x, t0, y0, ldy, rm, T);
+}
+
 /* Rows [r0, r1) of the panels starting at rows pb .. pe - 16 (multiples of 16,
  * whole groups): each panel is computed whole and its rows in range stored.
  * 0 if the scratch could not be allocated (nothing done). */
-AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y,
-                  int ldy) {
+AI int run_panels(dtype dt, int k8, const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x,
+                  float *y, int ldy) {
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb), na = (size_t)x->nt * x->quads * 4;
-    size_t wbytes = (size_t)nb * 8 * 64, sbytes = (size_t)nb * 64;
-    uint8_t *mem = aligned_alloc(64, (wbytes + 2 * sbytes + 3 * na * 4 + 63) / 64 * 64);
+    size_t wbytes = (size_t)nb * 8 * 64, sbytes = (size_t)nb * 64, dbytes = (size_t)(nb / 8) * 64;
+    uint8_t *mem = aligned_alloc(64, (wbytes + 2 * sbytes + dbytes + 3 * na * 4 + 63) / 64 * 64);
     if (!mem) return 0;
     panel p = {(__m512i *)mem, (__m512 *)(mem + wbytes), (__m512 *)(mem + wbytes + sbytes),
-               (float *)(mem + wbytes + 2 * sbytes), NULL, NULL, NULL};
-    if (q8w_has_min(dt)) p.sx = p.dx + na;
+               (float *)(mem + wbytes + 2 * sbytes + dbytes), NULL, NULL, NULL, (__m512 *)(mem + wbytes + 2 * sbytes)};
+    if (q8w_has_min(dt) && !k8) p.sx = p.dx + na;
     else p.off = (int32_t *)(p.dx + na);
     p.off1 = (int32_t *)(p.dx + 2 * na);
-    panel_act(dt, x, &p);
+    panel_act(dt, k8, x, &p);
     for (int r = pb; r < pe; r += 2 * Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(r / Q8W_GROUP);
-        panel_unpack(dt, g, grp, nb, &p);
+        panel_unpack(dt, k8, g, grp, nb, &p);
         /* the next panel's weights into L2 while this one's tiles run, a few lines
          * per tile: issued all at once they wait for miss buffers in the load queue */
         size_t lines = r + 2 * Q8W_GROUP < pe ? 2 * grp / 64 : 0, tiles = (size_t)x->nt / PANEL_T, done = 0;
@@ -975,13 +1124,13 @@ AI int run_panels(dtype dt, const void *packed, int nb, int pb, int pe, int r0, 
         int t = 0;
         for (size_t i = 1; t + PANEL_T <= x->nt; t += PANEL_T, i++) {
             for (size_t to = lines * i / tiles; done < to; done++) _mm_prefetch(next + 64 * done, _MM_HINT_T1);
-            panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, PANEL_T);
+            panel_tile(dt, k8, &p, nb, x, t, y + r, ldy, rm, PANEL_T);
         }
         for (; done < lines; done++) _mm_prefetch(next + 64 * done, _MM_HINT_T1);
         switch (x->nt - t) {
-        case 3: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 3); break;
-        case 2: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 2); break;
-        case 1: panel_tile(dt, &p, nb, x, t, y + r, ldy, rm, 1); break;
+        case 3: panel_tile(dt, k8, &p, nb, x, t, y + r, ldy, rm, 3); break;
+        case 2: panel_tile(dt, k8, &p, nb, x, t, y + r, ldy, rm, 2); break;
+        case 1: panel_tile(dt, k8, &p, nb, x, t, y + r, ldy, rm, 1); break;
         default: break;
         }
     }
@@ -997,16 +1146,16 @@ typedef void (*q8_group_fn)(const uint8_t *g, int rr, int nb, const q8_act *x, c
                             int ldy, int lo, int hi);
 typedef void (*quad_sc_fn)(const q8_act *x, quad_sc *sc);
 
-#define Q8_GROUP(DT, VNNI, FN, T)                                                                      \
+#define Q8_GROUP(DT, VNNI, K8, FN, T)                                                                  \
     static void FN(const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc, int t0, float *y0, \
                    int ldy, int lo, int hi) {                                                          \
-        q8_group(DT, VNNI, g, rr, nb, x, sc, t0, y0, ldy, lo, hi, T);                                  \
+        q8_group(DT, VNNI, K8, g, rr, nb, x, sc, t0, y0, ldy, lo, hi, T);                              \
     }
-#define Q8_GROUPS(DT, VNNI, NAME, PANELS, GEMV)                                                        \
-    Q8_GROUP(DT, VNNI, NAME##_1, 1)                                                                    \
-    Q8_GROUP(DT, VNNI, NAME##_t, Q8_TILE_T)                                                            \
-    Q8_GROUP(DT, VNNI, NAME##_t4, 4)                                                                   \
-    Q8_GROUP(DT, VNNI, NAME##_t8, 8)                                                                   \
+#define Q8_GROUPS(DT, VNNI, K8, NAME, PANELS, GEMV)                                                    \
+    Q8_GROUP(DT, VNNI, K8, NAME##_1, 1)                                                                \
+    Q8_GROUP(DT, VNNI, K8, NAME##_t, Q8_TILE_T)                                                        \
+    Q8_GROUP(DT, VNNI, K8, NAME##_t4, 4)                                                               \
+    Q8_GROUP(DT, VNNI, K8, NAME##_t8, 8)                                                               \
     static void NAME##_sc(const q8_act *x, quad_sc *sc) {                                              \
         for (int t = 0; t < x->nt; t++)                                                                \
             for (int q = 0; q < x->quads; q++) quad_sc_set(DT, VNNI, x, t, q, sc + (size_t)t * x->quads + q); \
@@ -1016,13 +1165,13 @@ typedef void (*quad_sc_fn)(const q8_act *x, quad_sc *sc);
         const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8, quad_sc_saves(DT, VNNI) ? NAME##_sc : NULL}; \
         run_q8(&tl, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                               \
     }
-#define Q8_PANELS(DT, FN)                                                                              \
+#define Q8_PANELS(DT, K8, FN)                                                                          \
     static int FN(const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y, int ldy) { \
-        return run_panels(DT, packed, nb, pb, pe, r0, r1, x, y, ldy);                                  \
+        return run_panels(DT, K8, packed, nb, pb, pe, r0, r1, x, y, ldy);                              \
     }
-#define Q8_GEMV(DT, VNNI, FN)                                                                          \
+#define Q8_GEMV(DT, VNNI, K8, FN)                                                                      \
     static int FN(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {   \
-        return run_gemv(DT, VNNI, packed, rows, nb, r0, r1, x, y);                                     \
+        return run_gemv(DT, VNNI, K8, packed, rows, nb, r0, r1, x, y);                                 \
     }
 
 /* Groups outside, token tiles inside: a group's weights (its chunk, 576 to
@@ -1086,10 +1235,10 @@ static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt,
 
 /* Per dtype: matmul_q8v_NAME (VNNI: panels, GEMV, groups) and matmul_q8b_NAME (groups). */
 #define Q8_DTYPE(DT, NAME)                                                                             \
-    Q8_PANELS(DT, q8v_##NAME##_panels)                                                                 \
-    Q8_GEMV(DT, 1, q8v_##NAME##_gemv)                                                                  \
-    Q8_GROUPS(DT, 1, q8v_##NAME, q8v_##NAME##_panels, q8v_##NAME##_gemv)                               \
-    Q8_GROUPS(DT, 0, q8b_##NAME, NULL, NULL)
+    Q8_PANELS(DT, 0, q8v_##NAME##_panels)                                                              \
+    Q8_GEMV(DT, 1, 0, q8v_##NAME##_gemv)                                                               \
+    Q8_GROUPS(DT, 1, 0, q8v_##NAME, q8v_##NAME##_panels, q8v_##NAME##_gemv)                            \
+    Q8_GROUPS(DT, 0, 0, q8b_##NAME, NULL, NULL)
 Q8_DTYPE(DT_Q4_0, q4_0)
 Q8_DTYPE(DT_Q4_1, q4_1)
 Q8_DTYPE(DT_Q8_0, q8_0)
@@ -1101,8 +1250,17 @@ Q8_DTYPE(DT_Q5_0, q5_0)
 Q8_DTYPE(DT_Q5_1, q5_1)
 /* Q6_K with VNNI and GFNI (VNNI = 2: q6_half_load_isa's bit permutations) for
  * decode (GEMV) and the tiles of a few tokens; prefill panels as without GFNI. */
-Q8_GEMV(DT_Q6_K, 2, q8g_q6_k_gemv)
-Q8_GROUPS(DT_Q6_K, 2, q8g_q6_k, q8v_q6_k_panels, q8g_q6_k_gemv)
+Q8_GEMV(DT_Q6_K, 2, 0, q8g_q6_k_gemv)
+Q8_GROUPS(DT_Q6_K, 2, 0, q8g_q6_k, q8v_q6_k_panels, q8g_q6_k_gemv)
+/* Q4_K with VNNI on super-block activations (k8_quad_sum), which forward.c gives it
+ * (act_group); on per-block ones, the per-block kernels above. */
+Q8_PANELS(DT_Q4_K, 1, q8v_q4_k8_panels)
+Q8_GEMV(DT_Q4_K, 1, 1, q8v_q4_k8_gemv)
+Q8_GROUPS(DT_Q4_K, 1, 1, q8v_q4_k8, q8v_q4_k8_panels, q8v_q4_k8_gemv)
+static void matmul_q8v_q4_k_act(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    if (x->group == Q8_ACT_SB) matmul_q8v_q4_k8(p, rows, cols, r0, r1, x, y, ldy);
+    else matmul_q8v_q4_k(p, rows, cols, r0, r1, x, y, ldy);
+}
 
 /* vcvtps2ph rounds to nearest even, as f32_to_f16 (NaN payloads aside). */
 static void to_f16_avx512(const float *x, uint16_t *y, int n) {
@@ -1116,8 +1274,14 @@ static void to_f16_avx512(const float *x, uint16_t *y, int n) {
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
  * sum in integers. */
+AI float block_amax(const float *x) {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
+}
+
 static void quantize_act_avx512(const float *x, int ldx, int t0, int t1, const q8_act *a) {
-    int nb = a->cols / 32, npad = a->quads * 4;
+    int nb = a->cols / 32, npad = a->quads * 4, gs = a->group > 1 ? a->group : 1;
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     for (int t = t0; t < t1; t++) {
         const float *xt = x + (size_t)t * ldx;
@@ -1125,9 +1289,15 @@ static void quantize_act_avx512(const float *x, int ldx, int t0, int t1, const q
         float *d = a->d + (size_t)t * npad, *s = a->s + (size_t)t * npad;
         if (nb < npad) memset(q + 128 * (size_t)(a->quads - 1), 0, 128);
         for (int b = nb; b < npad; b++) d[b] = s[b] = 0.0f;
+        float amax = 0.0f;
         for (int b = 0; b < nb; b++) {
             __m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
-            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
+            if (gs == 1) {
+                amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
+            } else if (b % gs == 0) { /* the scalar version's max over the group's blocks */
+                amax = 0.0f;
+                for (int k = b; k < b + gs && k < nb; k++) amax = fmaxf(amax, block_amax(xt + 32 * k));
+            }
             float id = amax > 0.0f ? 127.0f / amax : 0.0f;
             __m512 vid = _mm512_set1_ps(id), lim = _mm512_set1_ps(127.0f);
             __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, vid), -lim), lim));
@@ -1212,11 +1382,12 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                 [DT_AFFINE4] = affine4_matmul_avx512, [DT_AFFINE8] = affine8_matmul_avx512,         \
             },                                                                                      \
         .quantize_act = quantize_act_avx512,                                                        \
+        .act_group = {[DT_Q4_K] = ACTG_##Q8},                                                       \
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
                       [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q6##_q6_k,      \
                       [DT_Q5_0] = matmul_##Q8##_q5_0, [DT_Q5_1] = matmul_##Q8##_q5_1,              \
-                      [DT_Q4_K] = matmul_##Q8##_q4_k,                                               \
+                      [DT_Q4_K] = Q4K_##Q8,                                                         \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
                       INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \
@@ -1231,6 +1402,10 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 
 /* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */
 #define INPLACE_q8v , DQ_Q8_INPLACE(inplace_avx512)
+#define Q4K_q8v matmul_q8v_q4_k_act
+#define Q4K_q8b matmul_q8b_q4_k
+#define ACTG_q8v Q8_ACT_SB
+#define ACTG_q8b 0
 #define INPLACE_q8b , DQ_Q8_INPLACE(inplace_avx2)
 
 AVX512_TABLE(AVX512, q8b, q8b)           /* int8 dot products by vpmaddubsw + vpmaddwd */

@@ -41,12 +41,21 @@ typedef struct {
     int8_t *q;            /* (nt, quads * 128) int8, quad layout above */
     float *d;             /* (nt, quads * 4) f32 block scales */
     float *s;             /* (nt, quads * 4) f32 sum of the block's q (an integer) */
+    int group;            /* 0 or 1: a scale per block, as above; Q8_ACT_SB: one per super-block (below) */
 } q8_act;
+
+/* Activations for K-quant weights (as llama.cpp's Q8_K): max|x| taken over the
+ * Q8_ACT_SB blocks of each 256 columns (cols a multiple of 256), so those blocks
+ * share d; q, s and the layout as above, each block's own d[b] set to that
+ * shared value. Every kernel stays valid on them (it sees equal block scales);
+ * a kernel that asks for them (kernels.act_group) may also rely on the sharing
+ * (avx512.c's Q4_K with VNNI: the block scales leave the per-block products). */
+#define Q8_ACT_SB 8
 
 static inline int q8_quads(int cols) { return (cols / 32 + 3) / 4; }
 
-/* Fill tokens [t0, t1) of a: x is (nt, ldx) f32. Every ISA gives the same bytes
- * and floats as the scalar version (tested). */
+/* Fill tokens [t0, t1) of a (per block, or per a->group blocks): x is (nt, ldx)
+ * f32. Every ISA gives the same bytes and floats as the scalar version (tested). */
 typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q8_act *a);
 
 /* Repacked weights (src/repack.c) of a (rows, cols) Q4_0 / Q4_1 / Q8_0 matrix,
@@ -315,6 +324,8 @@ typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
     quantize_act_fn quantize_act;  /* NULL: use the scalar one */
+    unsigned char act_group[DT_COUNT]; /* Q8_ACT_SB where matmul_q8[dt] is faster on activations of
+                                          that group (forward.c then quantizes them so); 0: per block */
     matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128, Q5_0, Q5_1, Q6_K, Q4_K on repacked weights; NULL: scalar */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */

@@ -72,6 +72,7 @@ static void aq_act_new(q8_act *a, int nt, int cols) {
     a->nt = nt;
     a->cols = cols;
     a->quads = q8_quads(cols);
+    a->group = 0;
     a->q = aligned_alloc(64, (size_t)nt * a->quads * 128);
     a->d = malloc((size_t)nt * a->quads * 4 * sizeof(float));
     a->s = malloc((size_t)nt * a->quads * 4 * sizeof(float));

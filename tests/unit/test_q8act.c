@@ -58,6 +58,7 @@ static void q8t_act_new(q8_act *a, int nt, int cols) {
     a->nt = nt;
     a->cols = cols;
     a->quads = q8_quads(cols);
+    a->group = 0;
     a->q = malloc((size_t)nt * a->quads * 128);
     a->d = malloc((size_t)nt * a->quads * 4 * sizeof(float));
     a->s = malloc((size_t)nt * a->quads * 4 * sizeof(float));
