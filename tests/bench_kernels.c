@@ -311,6 +311,11 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
             if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
             if (k == 3 && dt != DT_Q6_K) continue; /* the same kernels as "avx512" */
             matmul_q8_fn f = tabs[k].k->matmul_q8[dt];
+            int group = tabs[k].k->act_group[dt] ? tabs[k].k->act_group[dt] : 1;
+            if (group != (x.group ? x.group : 1)) { /* the activations forward.c would give this kernel */
+                x.group = xs.group = group;
+                kernels_scalar()->quantize_act(xf, big.cols, 0, ntp, &x);
+            }
             q8_act x1 = x, xs1 = xs, xs8 = xs;
             x1.nt = xs1.nt = 1;
             xs8.nt = 8; /* a decode step of 8 sequences */

@@ -672,44 +672,54 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
     return _mm512_insertf32x8(acc, l, 0);
 }
 
-/* Q4_K on super-block activations (q8_act.group = Q8_ACT_SB, with VNNI: "k8"):
- * the 8 blocks of a super-block share the activation scale dx, so it leaves the
- * per-block products, and the min term becomes one integer sum. Per row and
- * super-block (quads q0, q1), with S_b = f32(isum_b) * (d sc_b) (isum 16x, as
- * sums_x16) and the quad sums R_q = (S_0 + S_2) + (S_1 + S_3) over its blocks:
- *   R = R_q0 + R_q1;  M = sum_b m_b s_b (exact int32);
- *   acc = fma(fma(f32(M), 16 (-dmin), R), dx / 16, acc);
+/* Q4_K and Q6_K on super-block activations (q8_act.group = Q8_ACT_SB, with VNNI:
+ * "k8"): the 8 blocks of a super-block share the activation scale dx, so it leaves
+ * the per-block products, and Q4_K's min term becomes one integer sum. Per row
+ * and super-block (quads q0, q1):
+ *   T_bi = the products f32(isum) * (d sc) of blocks bi of q0 then of q1 (Q6_K: of
+ *          each block's first 16 then its second 16), the first a mul, the others
+ *          fma into it (Q4_K's isum is 16x, as sums_x16);
+ *   R = (T_0 + T_2) + (T_1 + T_3);
+ *   Q4_K: M = sum_b m_b s_b (exact int32), acc = fma(fma(f32(M), 16 (-dmin), R), dx / 16, acc);
+ *   Q6_K: acc = fma(R, dx, acc);
  * the row's result is acc after the last super-block. Against the per-block
- * form (a mul for d sc_b dx_b and two fma per block and token) this takes one mul
- * per block and token, plus per super-block 4 vpdpwssd and 2 fma: 78 instead
- * of 88 operations on the pipes vpdpbusd shares, per 256 columns and token of a
- * panel. q8_group, gemv_group and panel_tile compute exactly this (lanes of a
- * half hold (row, block) in q8_group and gemv_group: the quad sum is a
- * butterfly over the 128-bit lanes, which leaves the row's value in each). */
+ * forms (Q4_K: a mul for d sc dx and two fma per block and token; Q6_K: two mul
+ * and two fma) a panel takes per 256 columns and token 78 instead of 88 (Q4_K:
+ * 4 vpdpwssd and 2 fma per super-block) and 81 instead of 96 (Q6_K) operations
+ * on the pipes vpdpbusd shares. q8_group, gemv_group and panel_tile compute
+ * exactly this (lanes of a half hold (row, block) in q8_group and gemv_group: R
+ * and M are butterflies over the 128-bit lanes, which leave the row's value in
+ * each). Tried: M per block position (M_bi in T_bi before R, one vpmaddwd of
+ * (q0, q1) pairs per lane in q8_group): panels 81 operations, measured 3%
+ * slower, and the tiles no faster. */
 AI __m512 k8_quad_sum(__m512 v) {
-    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e)); /* lane bi: S_bi + S_(bi ^ 2) */
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e)); /* lane bi: T_bi + T_(bi ^ 2) */
     return _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xb1)); /* + lane bi ^ 1 (a + b = b + a) */
 }
 AI __m512i k8_quad_isum(__m512i v) {
     v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4e));
     return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
 }
-/* m * s per lane: m (0..63) and s (|s| <= 32 * 127) fit the low 16 bits, m's high 16 are 0. */
-AI __m512i k8_min_prod(__m512i mi, __m512i si) { return _mm512_madd_epi16(mi, si); }
 
-/* One half's quad for one token (k8): the quad sum and min products of quad q,
- * folded into acc at the super-block's second quad. */
-AI void k8_half_quad(int q, const half_w *w, __m512i isum, __m512i mins, __m512 dx, __m512 *rp, __m512i *mp,
-                     __m512 *acc) {
-    __m512 r = k8_quad_sum(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), w->sw));
+/* One half's quad q for one token (k8): its integer sums (Q6_K: of the blocks'
+ * halves; Q4_K: isum1 unused) and Q4_K's min products m s (vpmaddwd: m and s fit
+ * 16 bits, m's high half is 0) into the running T (*rp) and M (*mp), folded into
+ * acc at the super-block's second quad. */
+AI void k8_half_quad(dtype dt, int q, const half_w *w, __m512i isum0, __m512i isum1, __m512i si, __m512 dx,
+                     __m512 *rp, __m512i *mp, __m512 *acc) {
+    __m512 p0 = _mm512_cvtepi32_ps(isum0);
+    __m512 v = q % 2 == 0 ? _mm512_mul_ps(p0, w->sw) : _mm512_fmadd_ps(p0, w->sw, *rp);
+    if (dt == DT_Q6_K) v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum1), w->mw, v);
+    __m512i m = dt == DT_Q4_K ? _mm512_madd_epi16(w->mi, si) : _mm512_setzero_si512();
     if (q % 2 == 0) {
-        *rp = r;
-        *mp = mins;
+        *rp = v;
+        *mp = m;
         return;
     }
-    r = _mm512_add_ps(*rp, r);
-    __m512i m = k8_quad_isum(_mm512_add_epi32(*mp, mins));
-    *acc = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_cvtepi32_ps(m), w->nm, r), dx, *acc);
+    __m512 r = k8_quad_sum(v);
+    if (dt == DT_Q4_K)
+        r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(k8_quad_isum(_mm512_add_epi32(*mp, m))), w->nm, r);
+    *acc = _mm512_fmadd_ps(r, dx, *acc);
 }
 
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
@@ -731,10 +741,15 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
             UNROLL for (int t = 0; t < T; t++) {
                 quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
                               : quad_x_load(dt, vnni, x, t0 + t, q);
-                __m512i isum[2];
-                half_sums(dt, vnni, w, &a, isum);
+                __m512i isum[2][2], hs[2];
+                if (dt == DT_Q6_K) {
+                    q6_half_sums(vnni, w, &a, isum);
+                } else {
+                    half_sums(dt, vnni, w, &a, hs);
+                    UNROLL for (int h = 0; h < 2; h++) isum[h][0] = isum[h][1] = hs[h];
+                }
                 UNROLL for (int h = 0; h < 2; h++)
-                    k8_half_quad(q, &w[h], isum[h], k8_min_prod(w[h].mi, a.si), a.dx, &rp[h][t], &mp[h][t], &acc[h][t]);
+                    k8_half_quad(dt, q, &w[h], isum[h][0], isum[h][1], a.si, a.dx, &rp[h][t], &mp[h][t], &acc[h][t]);
             }
             continue;
         }
@@ -811,6 +826,10 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
                 __m512i c0 = a->off, c1 = a->off1;
                 UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
                 UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
+                if (k8) {
+                    k8_half_quad(dt, q, &w[h], c0, c1, a->si, a->dx, &rp[h], &mp[h], &acc[h]);
+                    continue;
+                }
                 acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c0), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
                 acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c1), _mm512_mul_ps(w[h].mw, a->dx), acc[h]);
                 continue;
@@ -820,7 +839,7 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
             UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
             __m512i isum = _mm512_add_epi32(sums_x16(dt, 1) ? _mm512_slli_epi32(c0, 4) : c0, c1);
             if (k8) {
-                k8_half_quad(q, &w[h], isum, k8_min_prod(w[h].mi, a->si), a->dx, &rp[h], &mp[h], &acc[h]);
+                k8_half_quad(dt, q, &w[h], isum, isum, a->si, a->dx, &rp[h], &mp[h], &acc[h]);
                 continue;
             }
             acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
@@ -921,9 +940,9 @@ AI void panel_unpack(dtype dt, int k8, const uint8_t *g, size_t grp, int nb, con
         __m512i sc[4], mn[4];
         for (int hh = 0; hh < 4; hh++) {
             sc[hh] = _mm512_castps_si512(h[hh].sw);
-            mn[hh] = k8 ? h[hh].mi : _mm512_castps_si512(h[hh].mw);
+            mn[hh] = k8 && dt == DT_Q4_K ? h[hh].mi : _mm512_castps_si512(h[hh].mw);
         }
-        if (k8 && q % 2 == 0) { /* lanes 0..3 of each half's nm: its rows */
+        if (k8 && dt == DT_Q4_K && q % 2 == 0) { /* lanes 0..3 of each half's nm: its rows */
             _Alignas(64) float nm[4][16], nd[16];
             for (int hh = 0; hh < 4; hh++) _mm512_store_ps(nm[hh], h[hh].nm);
             for (int r = 0; r < 16; r++) nd[r] = nm[r / 4][r % 4];
@@ -941,7 +960,7 @@ AI void panel_unpack(dtype dt, int k8, const uint8_t *g, size_t grp, int nb, con
 /* The activation side of every token and block, as q8_group derives it per quad. */
 static void panel_act(dtype dt, int k8, const q8_act *x, const panel *p) {
     size_t n = (size_t)x->nt * x->quads * 4;
-    if (k8) { /* dx / 16 and the s pairs of each super-block (quads come in pairs: cols % 256 == 0) */
+    if (k8 && dt == DT_Q4_K) { /* dx / 16 and the s pairs of each super-block (quads come in pairs: cols % 256 == 0) */
         for (size_t i = 0; i < n; i++) p->dx[i] = x->d[i] * 0.0625f;
         for (size_t i = 0; i < n; i += 8)
             for (int bi = 0; bi < 4; bi++)
@@ -994,49 +1013,53 @@ AI __m512i dpwssd_bcast(__m512i acc, __m512i w, const int32_t *p) {
     return acc;
 }
 
-/* panel_tile for Q4_K on super-block activations (k8, see k8_quad_sum). */
-AI void panel_tile_k8(const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm, int T) {
+/* panel_tile for Q4_K and Q6_K on super-block activations (k8, see k8_quad_sum). */
+AI void panel_tile_k8(dtype dt, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
+                      int T) {
     const size_t xs = (size_t)x->quads * 128, npad = (size_t)x->quads * 4;
     __m512 acc[PANEL_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int sb = 0; 8 * sb < nb; sb++) {
-        __m512 r[PANEL_T];
-        UNROLL for (int t = 0; t < T; t++) r[t] = _mm512_setzero_ps();
-        for (int qq = 0; qq < 2; qq++) {
+        __m512 a[4][PANEL_T]; /* V_bi */
+        UNROLL for (int qq = 0; qq < 2; qq++) {
             int q = 2 * sb + qq;
-            __m512 a[2][PANEL_T]; /* blocks 0 + 2 and 1 + 3 of the quad */
             UNROLL for (int bi = 0; bi < 4; bi++) {
                 int b = 4 * q + bi;
                 const int8_t *xq = x->q + (size_t)t0 * xs + 128 * (size_t)q + 16 * bi;
-                __m512i ia[PANEL_T];
-                UNROLL for (int t = 0; t < T; t++) ia[t] = _mm512_setzero_si512();
+                __m512i ia[2][PANEL_T]; /* Q4_K: the block's sum in ia[0]; Q6_K: its halves', offsets included */
+                size_t ai = (size_t)t0 * npad + (size_t)b;
+                UNROLL for (int t = 0; t < T; t++) {
+                    ia[0][t] = dt == DT_Q6_K ? _mm512_set1_epi32(p->off[ai + t * npad]) : _mm512_setzero_si512();
+                    ia[1][t] = dt == DT_Q6_K ? _mm512_set1_epi32(p->off1[ai + t * npad]) : _mm512_setzero_si512();
+                }
                 UNROLL for (int j = 0; j < 8; j++) {
                     __m512i w = _mm512_load_si512(p->w + 8 * b + j);
-                    int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4);
-                    UNROLL for (int t = 0; t < T; t++) ia[t] = dpbusd_bcast(ia[t], w, xq + t * xs + xo);
+                    int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4), c = dt == DT_Q6_K && j >= 4;
+                    UNROLL for (int t = 0; t < T; t++) ia[c][t] = dpbusd_bcast(ia[c][t], w, xq + t * xs + xo);
                 }
                 UNROLL for (int t = 0; t < T; t++) {
-                    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ia[t]), p->sw[b]);
-                    a[bi % 2][t] = bi < 2 ? v : _mm512_add_ps(a[bi % 2][t], v);
+                    __m512 p0 = _mm512_cvtepi32_ps(ia[0][t]);
+                    a[bi][t] = qq ? _mm512_fmadd_ps(p0, p->sw[b], a[bi][t]) : _mm512_mul_ps(p0, p->sw[b]);
+                    if (dt == DT_Q6_K) a[bi][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[1][t]), p->mw[b], a[bi][t]);
                 }
             }
-            UNROLL for (int t = 0; t < T; t++) {
-                __m512 rq = _mm512_add_ps(a[0][t], a[1][t]);
-                r[t] = qq ? _mm512_add_ps(r[t], rq) : rq;
+        }
+        __m512 r[PANEL_T];
+        UNROLL for (int t = 0; t < T; t++)
+            r[t] = _mm512_add_ps(_mm512_add_ps(a[0][t], a[2][t]), _mm512_add_ps(a[1][t], a[3][t]));
+        if (dt == DT_Q4_K) {
+            __m512i m[PANEL_T];
+            UNROLL for (int t = 0; t < T; t++) m[t] = _mm512_setzero_si512();
+            UNROLL for (int bi = 0; bi < 4; bi++) {
+                const __m512i *mi = (const __m512i *)p->mw + 8 * sb + bi;
+                __m512i pair = _mm512_or_si512(mi[0], _mm512_slli_epi32(mi[4], 16));
+                UNROLL for (int t = 0; t < T; t++)
+                    m[t] = dpwssd_bcast(m[t], pair, p->off + (size_t)(t0 + t) * npad + 8 * (size_t)sb + bi);
             }
+            UNROLL for (int t = 0; t < T; t++) r[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m[t]), p->nd[sb], r[t]);
         }
-        __m512i m[PANEL_T];
-        UNROLL for (int t = 0; t < T; t++) m[t] = _mm512_setzero_si512();
-        UNROLL for (int bi = 0; bi < 4; bi++) {
-            const __m512i *mi = (const __m512i *)p->mw + 8 * sb + bi;
-            __m512i pair = _mm512_or_si512(mi[0], _mm512_slli_epi32(mi[4], 16));
-            UNROLL for (int t = 0; t < T; t++)
-                m[t] = dpwssd_bcast(m[t], pair, p->off + (size_t)(t0 + t) * npad + 8 * (size_t)sb + bi);
-        }
-        UNROLL for (int t = 0; t < T; t++) {
-            __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m[t]), p->nd[sb], r[t]);
-            acc[t] = _mm512_fmadd_ps(v, _mm512_set1_ps(p->dx[(size_t)(t0 + t) * npad + 8 * (size_t)sb]), acc[t]);
-        }
+        UNROLL for (int t = 0; t < T; t++)
+            acc[t] = _mm512_fmadd_ps(r[t], _mm512_set1_ps(p->dx[(size_t)(t0 + t) * npad + 8 * (size_t)sb]), acc[t]);
     }
     UNROLL for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy, rm, acc[t]);
 }
@@ -1093,7 +1116,7 @@ AI void panel_tile_dt(dtype dt, const panel *p, int nb, const q8_act *x, int t0,
 
 AI void panel_tile(dtype dt, int k8, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
                    int T) {
-    if (k8) panel_tile_k8(p, nb, x, t0, y0, ldy, rm, T);
+    if (k8) panel_tile_k8(dt, p, nb, x, t0, y0, ldy, rm, T);
     else panel_tile_dt(dt, p, nb, x, t0, y0, ldy, rm, T);
 }
 
@@ -1252,6 +1275,20 @@ Q8_DTYPE(DT_Q5_1, q5_1)
  * decode (GEMV) and the tiles of a few tokens; prefill panels as without GFNI. */
 Q8_GEMV(DT_Q6_K, 2, 0, q8g_q6_k_gemv)
 Q8_GROUPS(DT_Q6_K, 2, 0, q8g_q6_k, q8v_q6_k_panels, q8g_q6_k_gemv)
+/* Q6_K on super-block activations (k8_half_quad), with VNNI and with VNNI + GFNI */
+Q8_PANELS(DT_Q6_K, 1, q8v_q6_k8_panels)
+Q8_GEMV(DT_Q6_K, 1, 1, q8v_q6_k8_gemv)
+Q8_GROUPS(DT_Q6_K, 1, 1, q8v_q6_k8, q8v_q6_k8_panels, q8v_q6_k8_gemv)
+Q8_GEMV(DT_Q6_K, 2, 1, q8g_q6_k8_gemv)
+Q8_GROUPS(DT_Q6_K, 2, 1, q8g_q6_k8, q8v_q6_k8_panels, q8g_q6_k8_gemv)
+static void matmul_q8v_q6_k_act(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    if (x->group == Q8_ACT_SB) matmul_q8v_q6_k8(p, rows, cols, r0, r1, x, y, ldy);
+    else matmul_q8v_q6_k(p, rows, cols, r0, r1, x, y, ldy);
+}
+static void matmul_q8g_q6_k_act(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
+    if (x->group == Q8_ACT_SB) matmul_q8g_q6_k8(p, rows, cols, r0, r1, x, y, ldy);
+    else matmul_q8g_q6_k(p, rows, cols, r0, r1, x, y, ldy);
+}
 /* Q4_K with VNNI on super-block activations (k8_quad_sum), which forward.c gives it
  * (act_group); on per-block ones, the per-block kernels above. */
 Q8_PANELS(DT_Q4_K, 1, q8v_q4_k8_panels)
@@ -1382,10 +1419,10 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                 [DT_AFFINE4] = affine4_matmul_avx512, [DT_AFFINE8] = affine8_matmul_avx512,         \
             },                                                                                      \
         .quantize_act = quantize_act_avx512,                                                        \
-        .act_group = {[DT_Q4_K] = ACTG_##Q8},                                                       \
+        .act_group = {[DT_Q4_K] = ACTG_##Q8, [DT_Q6_K] = ACTG_##Q6},                                                       \
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
-                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q6##_q6_k,      \
+                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = Q6K_##Q6,      \
                       [DT_Q5_0] = matmul_##Q8##_q5_0, [DT_Q5_1] = matmul_##Q8##_q5_1,              \
                       [DT_Q4_K] = Q4K_##Q8,                                                         \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
@@ -1406,6 +1443,10 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 #define Q4K_q8b matmul_q8b_q4_k
 #define ACTG_q8v Q8_ACT_SB
 #define ACTG_q8b 0
+#define ACTG_q8g Q8_ACT_SB
+#define Q6K_q8v matmul_q8v_q6_k_act
+#define Q6K_q8g matmul_q8g_q6_k_act
+#define Q6K_q8b matmul_q8b_q6_k
 #define INPLACE_q8b , DQ_Q8_INPLACE(inplace_avx2)
 
 AVX512_TABLE(AVX512, q8b, q8b)           /* int8 dot products by vpmaddubsw + vpmaddwd */
