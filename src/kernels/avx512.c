@@ -701,26 +701,32 @@ AI __m512i k8_quad_isum(__m512i v) {
     return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
 }
 
-/* One half's quad q for one token (k8): its integer sums (Q6_K: of the blocks'
- * halves; Q4_K: isum1 unused) and Q4_K's min products m s (vpmaddwd: m and s fit
- * 16 bits, m's high half is 0) into the running T (*rp) and M (*mp), folded into
- * acc at the super-block's second quad. */
-AI void k8_half_quad(dtype dt, int q, const half_w *w, __m512i isum0, __m512i isum1, __m512i si, __m512 dx,
-                     __m512 *rp, __m512i *mp, __m512 *acc) {
-    __m512 p0 = _mm512_cvtepi32_ps(isum0);
-    __m512 v = q % 2 == 0 ? _mm512_mul_ps(p0, w->sw) : _mm512_fmadd_ps(p0, w->sw, *rp);
-    if (dt == DT_Q6_K) v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum1), w->mw, v);
-    __m512i m = dt == DT_Q4_K ? _mm512_madd_epi16(w->mi, si) : _mm512_setzero_si512();
-    if (q % 2 == 0) {
-        *rp = v;
-        *mp = m;
-        return;
+/* Quad q of both halves for one token (k8): their integer sums and the min
+ * products m s (vpmaddwd: m and s fit 16 bits, m's high half is 0) into the
+ * running T (rp) and M (mp) of each half, folded at the super-block's second quad
+ * into acc, which holds half 0's rows in lanes 0..7 and half 1's in 8..15 (the
+ * butterflies leave each row's value in every 128-bit lane of its half's vector):
+ * one accumulator per token, and one cvt and two fma per super-block for both. */
+AI void k8_quad(int q, const half_w w[2], const __m512i isum[2], __m512i si, __m512 dx, __m512 rp[2], __m512i mp[2],
+                __m512 *acc) {
+    __m512 v[2];
+    __m512i m[2];
+    UNROLL for (int h = 0; h < 2; h++) {
+        __m512 p0 = _mm512_cvtepi32_ps(isum[h]);
+        v[h] = q % 2 == 0 ? _mm512_mul_ps(p0, w[h].sw) : _mm512_fmadd_ps(p0, w[h].sw, rp[h]);
+        m[h] = _mm512_madd_epi16(w[h].mi, si);
+        if (q % 2 == 0) rp[h] = v[h], mp[h] = m[h];
     }
-    __m512 r = k8_quad_sum(v);
-    if (dt == DT_Q4_K)
-        r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(k8_quad_isum(_mm512_add_epi32(*mp, m))), w->nm, r);
+    if (q % 2 == 0) return;
+    __m512 r = _mm512_mask_blend_ps(0xff00, k8_quad_sum(v[0]), k8_quad_sum(v[1]));
+    __m512i mm = _mm512_mask_blend_epi32(0xff00, k8_quad_isum(_mm512_add_epi32(mp[0], m[0])),
+                                         k8_quad_isum(_mm512_add_epi32(mp[1], m[1])));
+    r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mask_blend_ps(0xff00, w[0].nm, w[1].nm), r);
     *acc = _mm512_fmadd_ps(r, dx, *acc);
 }
+
+/* Rows 4h..4h+3 of a k8 accumulator. */
+AI __m128 k8_rows(__m512 acc, int h) { return h ? _mm512_extractf32x4_ps(acc, 2) : _mm512_castps512_ps128(acc); }
 
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
  * start at y0 (the group's first row). sc: NULL, or the per-block values of
@@ -741,15 +747,11 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
             UNROLL for (int t = 0; t < T; t++) {
                 quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
                               : quad_x_load(dt, vnni, x, t0 + t, q);
-                __m512i isum[2][2], hs[2];
-                if (dt == DT_Q6_K) {
-                    q6_half_sums(vnni, w, &a, isum);
-                } else {
-                    half_sums(dt, vnni, w, &a, hs);
-                    UNROLL for (int h = 0; h < 2; h++) isum[h][0] = isum[h][1] = hs[h];
-                }
-                UNROLL for (int h = 0; h < 2; h++)
-                    k8_half_quad(dt, q, &w[h], isum[h][0], isum[h][1], a.si, a.dx, &rp[h][t], &mp[h][t], &acc[h][t]);
+                __m512i isum[2], m2[2] = {mp[0][t], mp[1][t]};
+                __m512 r2[2] = {rp[0][t], rp[1][t]};
+                half_sums(dt, vnni, w, &a, isum);
+                k8_quad(q, w, isum, a.si, a.dx, r2, m2, &acc[0][t]);
+                UNROLL for (int h = 0; h < 2; h++) rp[h][t] = r2[h], mp[h][t] = m2[h];
             }
             continue;
         }
@@ -781,9 +783,8 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
         int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
         if (a1 <= a0) continue;
         __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
-        UNROLL for (int t = 0; t < T; t++) /* k8: every 128-bit lane holds the rows' sums */
-            _mm_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * h, m,
-                               k8 ? _mm512_castps512_ps128(acc[h][t]) : half_rows(acc[h][t]));
+        UNROLL for (int t = 0; t < T; t++)
+            _mm_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * h, m, k8 ? k8_rows(acc[0][t], h) : half_rows(acc[h][t]));
     }
 }
 
@@ -821,15 +822,12 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
         half_w w[2];
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
         const quad_pre *a = pre + q;
+        __m512i ks[2]; /* k8: the halves' sums */
         UNROLL for (int h = 0; h < 2; h++) {
             if (dt == DT_Q6_K) { /* each half of the blocks with its own scale */
                 __m512i c0 = a->off, c1 = a->off1;
                 UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
                 UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
-                if (k8) {
-                    k8_half_quad(dt, q, &w[h], c0, c1, a->si, a->dx, &rp[h], &mp[h], &acc[h]);
-                    continue;
-                }
                 acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c0), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
                 acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c1), _mm512_mul_ps(w[h].mw, a->dx), acc[h]);
                 continue;
@@ -839,18 +837,19 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
             UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
             __m512i isum = _mm512_add_epi32(sums_x16(dt, 1) ? _mm512_slli_epi32(c0, 4) : c0, c1);
             if (k8) {
-                k8_half_quad(dt, q, &w[h], isum, isum, a->si, a->dx, &rp[h], &mp[h], &acc[h]);
+                ks[h] = isum;
                 continue;
             }
             acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
             if (q8w_has_min(dt)) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
         }
+        if (k8) k8_quad(q, w, ks, a->si, a->dx, rp, mp, &acc[0]);
     }
     UNROLL for (int h = 0; h < 2; h++) {
         int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
         if (a1 <= a0) continue;
         __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
-        _mm_mask_storeu_ps(y0 + 4 * h, m, k8 ? _mm512_castps512_ps128(acc[h]) : half_rows(acc[h]));
+        _mm_mask_storeu_ps(y0 + 4 * h, m, k8 ? k8_rows(acc[0], h) : half_rows(acc[h]));
     }
 }
 
@@ -1275,20 +1274,7 @@ Q8_DTYPE(DT_Q5_1, q5_1)
  * decode (GEMV) and the tiles of a few tokens; prefill panels as without GFNI. */
 Q8_GEMV(DT_Q6_K, 2, 0, q8g_q6_k_gemv)
 Q8_GROUPS(DT_Q6_K, 2, 0, q8g_q6_k, q8v_q6_k_panels, q8g_q6_k_gemv)
-/* Q6_K on super-block activations (k8_half_quad), with VNNI and with VNNI + GFNI */
-Q8_PANELS(DT_Q6_K, 1, q8v_q6_k8_panels)
-Q8_GEMV(DT_Q6_K, 1, 1, q8v_q6_k8_gemv)
-Q8_GROUPS(DT_Q6_K, 1, 1, q8v_q6_k8, q8v_q6_k8_panels, q8v_q6_k8_gemv)
-Q8_GEMV(DT_Q6_K, 2, 1, q8g_q6_k8_gemv)
-Q8_GROUPS(DT_Q6_K, 2, 1, q8g_q6_k8, q8v_q6_k8_panels, q8g_q6_k8_gemv)
-static void matmul_q8v_q6_k_act(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    if (x->group == Q8_ACT_SB) matmul_q8v_q6_k8(p, rows, cols, r0, r1, x, y, ldy);
-    else matmul_q8v_q6_k(p, rows, cols, r0, r1, x, y, ldy);
-}
-static void matmul_q8g_q6_k_act(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
-    if (x->group == Q8_ACT_SB) matmul_q8g_q6_k8(p, rows, cols, r0, r1, x, y, ldy);
-    else matmul_q8g_q6_k(p, rows, cols, r0, r1, x, y, ldy);
-}
+
 /* Q4_K with VNNI on super-block activations (k8_quad_sum), which forward.c gives it
  * (act_group); on per-block ones, the per-block kernels above. */
 Q8_PANELS(DT_Q4_K, 1, q8v_q4_k8_panels)
@@ -1419,10 +1405,10 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                 [DT_AFFINE4] = affine4_matmul_avx512, [DT_AFFINE8] = affine8_matmul_avx512,         \
             },                                                                                      \
         .quantize_act = quantize_act_avx512,                                                        \
-        .act_group = {[DT_Q4_K] = ACTG_##Q8, [DT_Q6_K] = ACTG_##Q6},                                                       \
+        .act_group = {[DT_Q4_K] = ACTG_##Q8},                                                       \
         .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
                       [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
-                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = Q6K_##Q6,      \
+                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q6##_q6_k,      \
                       [DT_Q5_0] = matmul_##Q8##_q5_0, [DT_Q5_1] = matmul_##Q8##_q5_1,              \
                       [DT_Q4_K] = Q4K_##Q8,                                                         \
                       [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
@@ -1443,10 +1429,6 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 #define Q4K_q8b matmul_q8b_q4_k
 #define ACTG_q8v Q8_ACT_SB
 #define ACTG_q8b 0
-#define ACTG_q8g Q8_ACT_SB
-#define Q6K_q8v matmul_q8v_q6_k_act
-#define Q6K_q8g matmul_q8g_q6_k_act
-#define Q6K_q8b matmul_q8b_q6_k
 #define INPLACE_q8b , DQ_Q8_INPLACE(inplace_avx2)
 
 AVX512_TABLE(AVX512, q8b, q8b)           /* int8 dot products by vpmaddubsw + vpmaddwd */
