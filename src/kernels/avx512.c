@@ -701,14 +701,20 @@ AI __m512i k8_quad_isum(__m512i v) {
     return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
 }
 
+/* half_rows for int32 lanes: exact, any order. */
+AI __m128i half_rows_i(__m512i v) {
+    __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti32x8_epi32(v, 1));
+    return _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+}
+
 /* Quad q of both halves for one token (k8): their integer sums and the min
  * products m s (vpmaddwd: m and s fit 16 bits, m's high half is 0) into the
  * running T (rp) and M (mp) of each half, folded at the super-block's second quad
- * into acc, which holds half 0's rows in lanes 0..7 and half 1's in 8..15 (the
- * butterflies leave each row's value in every 128-bit lane of its half's vector):
- * one accumulator per token, and one cvt and two fma per super-block for both. */
+ * into acc (the group's 8 rows): R and M of each half by half_rows' tree, on 256
+ * and 128 bits (cross-lane 512-bit shuffles, as a butterfly, cost these tiles 12%:
+ * bench_kernels). */
 AI void k8_quad(int q, const half_w w[2], const __m512i isum[2], __m512i si, __m512 dx, __m512 rp[2], __m512i mp[2],
-                __m512 *acc) {
+                __m256 *acc) {
     __m512 v[2];
     __m512i m[2];
     UNROLL for (int h = 0; h < 2; h++) {
@@ -718,15 +724,17 @@ AI void k8_quad(int q, const half_w w[2], const __m512i isum[2], __m512i si, __m
         if (q % 2 == 0) rp[h] = v[h], mp[h] = m[h];
     }
     if (q % 2 == 0) return;
-    __m512 r = _mm512_mask_blend_ps(0xff00, k8_quad_sum(v[0]), k8_quad_sum(v[1]));
-    __m512i mm = _mm512_mask_blend_epi32(0xff00, k8_quad_isum(_mm512_add_epi32(mp[0], m[0])),
-                                         k8_quad_isum(_mm512_add_epi32(mp[1], m[1])));
-    r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), _mm512_mask_blend_ps(0xff00, w[0].nm, w[1].nm), r);
-    *acc = _mm512_fmadd_ps(r, dx, *acc);
+    __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(half_rows(v[0])), half_rows(v[1]), 1);
+    __m256i mm = _mm256_inserti128_si256(_mm256_castsi128_si256(half_rows_i(_mm512_add_epi32(mp[0], m[0]))),
+                                         half_rows_i(_mm512_add_epi32(mp[1], m[1])), 1);
+    __m256 nm = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm512_castps512_ps128(w[0].nm)),
+                                     _mm512_castps512_ps128(w[1].nm), 1);
+    r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm), nm, r);
+    *acc = _mm256_fmadd_ps(r, _mm512_castps512_ps256(dx), *acc);
 }
 
 /* Rows 4h..4h+3 of a k8 accumulator. */
-AI __m128 k8_rows(__m512 acc, int h) { return h ? _mm512_extractf32x4_ps(acc, 2) : _mm512_castps512_ps128(acc); }
+AI __m128 k8_rows(__m256 acc, int h) { return h ? _mm256_extractf128_ps(acc, 1) : _mm256_castps256_ps128(acc); }
 
 /* Rows [lo, hi) of the group at g (rr rows) x tokens [t0, t0 + T): y rows
  * start at y0 (the group's first row). sc: NULL, or the per-block values of
@@ -735,9 +743,11 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
                  int t0, float *y0, int ldy, int lo, int hi, int T) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2][Q8_TILE_MAX], rp[2][Q8_TILE_MAX];
+    __m256 acc8[Q8_TILE_MAX]; /* k8: the group's 8 rows */
     __m512i mp[2][Q8_TILE_MAX];
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) {
         acc[h][t] = rp[h][t] = _mm512_setzero_ps();
+        acc8[t] = _mm256_setzero_ps();
         mp[h][t] = _mm512_setzero_si512();
     }
     for (int q = 0; 4 * q < nb; q++) {
@@ -750,7 +760,7 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
                 __m512i isum[2], m2[2] = {mp[0][t], mp[1][t]};
                 __m512 r2[2] = {rp[0][t], rp[1][t]};
                 half_sums(dt, vnni, w, &a, isum);
-                k8_quad(q, w, isum, a.si, a.dx, r2, m2, &acc[0][t]);
+                k8_quad(q, w, isum, a.si, a.dx, r2, m2, &acc8[t]);
                 UNROLL for (int h = 0; h < 2; h++) rp[h][t] = r2[h], mp[h][t] = m2[h];
             }
             continue;
@@ -784,7 +794,7 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
         if (a1 <= a0) continue;
         __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
         UNROLL for (int t = 0; t < T; t++)
-            _mm_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * h, m, k8 ? k8_rows(acc[0][t], h) : half_rows(acc[h][t]));
+            _mm_mask_storeu_ps(y0 + (size_t)(t0 + t) * ldy + 4 * h, m, k8 ? k8_rows(acc8[t], h) : half_rows(acc[h][t]));
     }
 }
 
@@ -817,6 +827,7 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
                    int hi) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, rp[2] = {acc[0], acc[1]};
+    __m256 acc8 = _mm256_setzero_ps(); /* k8: the group's 8 rows */
     __m512i mp[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
@@ -843,13 +854,13 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
             acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
             if (q8w_has_min(dt)) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
         }
-        if (k8) k8_quad(q, w, ks, a->si, a->dx, rp, mp, &acc[0]);
+        if (k8) k8_quad(q, w, ks, a->si, a->dx, rp, mp, &acc8);
     }
     UNROLL for (int h = 0; h < 2; h++) {
         int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
         if (a1 <= a0) continue;
         __mmask8 m = (__mmask8)(((1u << a1) - 1) & ~((1u << a0) - 1));
-        _mm_mask_storeu_ps(y0 + 4 * h, m, k8 ? k8_rows(acc[0], h) : half_rows(acc[h]));
+        _mm_mask_storeu_ps(y0 + 4 * h, m, k8 ? k8_rows(acc8, h) : half_rows(acc[h]));
     }
 }
 
