@@ -269,7 +269,8 @@ typedef struct {
                        Q6_K: -32 times the sum of the blocks' first halves */
     __m512i off1;   /* Q6_K: -32 times the sum of their second halves */
     __m512 sx;      /* Q4_1: d * s per block */
-    __m512i si;     /* s as int32 (Q4_K on super-block activations: the min term's integer sums) */
+    __m512i sp;     /* Q4_K on super-block activations, odd quads q: per block, the int16 pair (s of the block
+                       at its place in quad q - 1, s of this one) for the min term's vpmaddwd */
 } quad_x;
 
 /* With VNNI the Q4 kernels keep high nibbles in place (16x their value, a mask
@@ -298,7 +299,11 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
     /* dx / 16 is exact (a power of two) short of subnormal scales */
     a.dx = sums_x16(dt, vnni) ? _mm512_mul_ps(dx, _mm512_set1_ps(0.0625f)) : dx;
     a.sx = q8w_has_min(dt) ? _mm512_mul_ps(dx, a.s) : _mm512_setzero_ps();
-    a.si = _mm512_cvtps_epi32(a.s);
+    a.sp = _mm512_setzero_si512();
+    if (dt == DT_Q4_K && q % 2) {
+        __m512i lo = _mm512_cvtps_epi32(quad_expand(x->s + xo - 4)), hi = _mm512_cvtps_epi32(a.s);
+        a.sp = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(hi, 16));
+    }
     /* -128 = -(1 << 7), -8, Q5_0's -16 */
     int sh = dt == DT_Q4_0 ? (vnni ? 7 : 3) : dt == DT_Q5_0 ? 4 : dt == DT_Q8_0 && vnni ? 7 : -1;
     a.off = sh < 0 ? _mm512_setzero_si512()
@@ -336,7 +341,7 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
  * vpshufd: 8 cycles), so there was little to gain by removing them. */
 typedef struct {
     float dx[4], sx[4];
-    int32_t off[4], off1[4], si[4];
+    int32_t off[4], off1[4], sp[4];
 } quad_sc;
 
 AI int quad_has_off(dtype dt, int vnni) {
@@ -354,7 +359,7 @@ AI void quad_sc_set(dtype dt, int vnni, const q8_act *x, int t, int q, quad_sc *
     _mm_storeu_ps(p->sx, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, a.sx)));
     _mm_storeu_si128((__m128i *)p->off, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off)));
     _mm_storeu_si128((__m128i *)p->off1, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off1)));
-    _mm_storeu_si128((__m128i *)p->si, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.si)));
+    _mm_storeu_si128((__m128i *)p->sp, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.sp)));
 }
 
 /* quad_x_load with the per-block values from *p (quad_sc_set): the same vectors. */
@@ -368,7 +373,7 @@ AI quad_x quad_x_sc(dtype dt, int vnni, const q8_act *x, int t, int q, const qua
     a.sx = q8w_has_min(dt) ? quad_expand(p->sx) : _mm512_setzero_ps();
     a.off = quad_has_off(dt, vnni) ? _mm512_castps_si512(quad_expand((const float *)p->off)) : _mm512_setzero_si512();
     a.off1 = dt == DT_Q6_K ? _mm512_castps_si512(quad_expand((const float *)p->off1)) : _mm512_setzero_si512();
-    a.si = dt == DT_Q4_K ? _mm512_castps_si512(quad_expand((const float *)p->si)) : _mm512_setzero_si512();
+    a.sp = dt == DT_Q4_K ? _mm512_castps_si512(quad_expand((const float *)p->sp)) : _mm512_setzero_si512();
     return a;
 }
 
@@ -707,26 +712,27 @@ AI __m128i half_rows_i(__m512i v) {
     return _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
 }
 
-/* Quad q of both halves for one token (k8): their integer sums and the min
- * products m s (vpmaddwd: m and s fit 16 bits, m's high half is 0) into the
- * running T (rp) and M (mp) of each half, folded at the super-block's second quad
- * into acc (the group's 8 rows): R and M of each half by half_rows' tree, on 256
- * and 128 bits (cross-lane 512-bit shuffles, as a butterfly, cost these tiles 12%:
- * bench_kernels). */
-AI void k8_quad(int q, const half_w w[2], const __m512i isum[2], __m512i si, __m512 dx, __m512 rp[2], __m512i mp[2],
-                __m256 *acc) {
+/* Quad q of both halves for one token (k8): their integer sums into the running T
+ * of each half (rp), folded at the super-block's second quad into acc (the group's
+ * 8 rows): R of each half by half_rows' tree, M from one vpmaddwd per half of the
+ * int16 pairs (m of quad q - 1: mprev, m of quad q) and (s of both, sp) and the
+ * same tree (exact), on 256 and 128 bits (512-bit cross-lane shuffles, as a
+ * butterfly, cost these tiles 12%; M summed per token over both quads, 16 more
+ * live registers in the 8-token tile: bench_kernels). */
+AI void k8_quad(int q, const half_w w[2], const __m512i isum[2], const __m512i mprev[2], __m512i sp, __m512 dx,
+                __m512 rp[2], __m256 *acc) {
     __m512 v[2];
-    __m512i m[2];
     UNROLL for (int h = 0; h < 2; h++) {
         __m512 p0 = _mm512_cvtepi32_ps(isum[h]);
         v[h] = q % 2 == 0 ? _mm512_mul_ps(p0, w[h].sw) : _mm512_fmadd_ps(p0, w[h].sw, rp[h]);
-        m[h] = _mm512_madd_epi16(w[h].mi, si);
-        if (q % 2 == 0) rp[h] = v[h], mp[h] = m[h];
+        if (q % 2 == 0) rp[h] = v[h];
     }
     if (q % 2 == 0) return;
+    __m128i mh[2];
+    UNROLL for (int h = 0; h < 2; h++)
+        mh[h] = half_rows_i(_mm512_madd_epi16(_mm512_or_si512(mprev[h], _mm512_slli_epi32(w[h].mi, 16)), sp));
     __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(half_rows(v[0])), half_rows(v[1]), 1);
-    __m256i mm = _mm256_inserti128_si256(_mm256_castsi128_si256(half_rows_i(_mm512_add_epi32(mp[0], m[0]))),
-                                         half_rows_i(_mm512_add_epi32(mp[1], m[1])), 1);
+    __m256i mm = _mm256_inserti128_si256(_mm256_castsi128_si256(mh[0]), mh[1], 1);
     __m256 nm = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm512_castps512_ps128(w[0].nm)),
                                      _mm512_castps512_ps128(w[1].nm), 1);
     r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm), nm, r);
@@ -744,11 +750,10 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2][Q8_TILE_MAX], rp[2][Q8_TILE_MAX];
     __m256 acc8[Q8_TILE_MAX]; /* k8: the group's 8 rows */
-    __m512i mp[2][Q8_TILE_MAX];
+    __m512i mprev[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* k8: the mins of quad q - 1 */
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) {
         acc[h][t] = rp[h][t] = _mm512_setzero_ps();
         acc8[t] = _mm256_setzero_ps();
-        mp[h][t] = _mm512_setzero_si512();
     }
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
@@ -757,12 +762,13 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
             UNROLL for (int t = 0; t < T; t++) {
                 quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
                               : quad_x_load(dt, vnni, x, t0 + t, q);
-                __m512i isum[2], m2[2] = {mp[0][t], mp[1][t]};
+                __m512i isum[2];
                 __m512 r2[2] = {rp[0][t], rp[1][t]};
                 half_sums(dt, vnni, w, &a, isum);
-                k8_quad(q, w, isum, a.si, a.dx, r2, m2, &acc8[t]);
-                UNROLL for (int h = 0; h < 2; h++) rp[h][t] = r2[h], mp[h][t] = m2[h];
+                k8_quad(q, w, isum, mprev, a.sp, a.dx, r2, &acc8[t]);
+                UNROLL for (int h = 0; h < 2; h++) rp[h][t] = r2[h];
             }
+            UNROLL for (int h = 0; h < 2; h++) mprev[h] = w[h].mi;
             continue;
         }
         if (dt != DT_Q6_K && dt != DT_Q4_K && nb - 4 * q <= 2) { /* the last quad, 1 or 2 blocks */
@@ -807,7 +813,7 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
 typedef struct {
     __m512i xs[8]; /* dword v of the quad's first (v < 4) or second halves, per 128-bit lane */
     __m512 dx, sx; /* as quad_x */
-    __m512i off, off1, si;
+    __m512i off, off1, sp;
 } quad_pre;
 
 AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
@@ -818,7 +824,7 @@ AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
         pre[q].sx = a.sx;
         pre[q].off = a.off;
         pre[q].off1 = a.off1;
-        pre[q].si = a.si;
+        pre[q].sp = a.sp;
     }
 }
 
@@ -854,7 +860,10 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
             acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
             if (q8w_has_min(dt)) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
         }
-        if (k8) k8_quad(q, w, ks, a->si, a->dx, rp, mp, &acc8);
+        if (k8) {
+            k8_quad(q, w, ks, mp, a->sp, a->dx, rp, &acc8);
+            UNROLL for (int h = 0; h < 2; h++) mp[h] = w[h].mi;
+        }
     }
     UNROLL for (int h = 0; h < 2; h++) {
         int a0 = lo - 4 * h < 0 ? 0 : lo - 4 * h, a1 = hi - 4 * h > 4 ? 4 : hi - 4 * h;
