@@ -677,26 +677,29 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
     return _mm512_insertf32x8(acc, l, 0);
 }
 
-/* Q4_K and Q6_K on super-block activations (q8_act.group = Q8_ACT_SB, with VNNI:
- * "k8"): the 8 blocks of a super-block share the activation scale dx, so it leaves
- * the per-block products, and Q4_K's min term becomes one integer sum. Per row
- * and super-block (quads q0, q1):
- *   T_bi = the products f32(isum) * (d sc) of blocks bi of q0 then of q1 (Q6_K: of
- *          each block's first 16 then its second 16), the first a mul, the others
- *          fma into it (Q4_K's isum is 16x, as sums_x16);
- *   R = (T_0 + T_2) + (T_1 + T_3);
- *   Q4_K: M = sum_b m_b s_b (exact int32), acc = fma(fma(f32(M), 16 (-dmin), R), dx / 16, acc);
- *   Q6_K: acc = fma(R, dx, acc);
+/* Q4_K on super-block activations (q8_act.group = Q8_ACT_SB, with VNNI: "k8"):
+ * the 8 blocks of a super-block share the activation scale dx, so it leaves the
+ * per-block products, and the min term becomes one integer sum. Per row and
+ * super-block (quads q0, q1):
+ *   T_bi = f32(isum) * (d sc) of block bi of q0, then fma of block bi of q1's
+ *          into it (isum 16x, as sums_x16);
+ *   R = (T_0 + T_2) + (T_1 + T_3);  M = sum of m s over the 8 blocks (exact int32);
+ *   acc = fma(fma(f32(M), 16 (-dmin), R), dx / 16, acc);
  * the row's result is acc after the last super-block. Against the per-block
- * forms (Q4_K: a mul for d sc dx and two fma per block and token; Q6_K: two mul
- * and two fma) a panel takes per 256 columns and token 78 instead of 88 (Q4_K:
- * 4 vpdpwssd and 2 fma per super-block) and 81 instead of 96 (Q6_K) operations
- * on the pipes vpdpbusd shares. q8_group, gemv_group and panel_tile compute
- * exactly this (lanes of a half hold (row, block) in q8_group and gemv_group: R
- * and M are butterflies over the 128-bit lanes, which leave the row's value in
- * each). Tried: M per block position (M_bi in T_bi before R, one vpmaddwd of
- * (q0, q1) pairs per lane in q8_group): panels 81 operations, measured 3%
- * slower, and the tiles no faster. */
+ * form (a mul for d sc dx and two fma per block and token) a panel takes per 256
+ * columns and token 64 vpdpbusd + 8 mul / fma + 4 vpdpwssd + 2 fma = 78 instead
+ * of 88 operations on the pipes vpdpbusd shares. panel_tile_k8, q8_group and
+ * gemv_group (k8_quad) compute exactly this.
+ * bench_kernels q8 avx512 Q4_K, 1 thread, 2 alternating runs against the per-block
+ * kernels: prefill nt = 64 2048 x 8192 281-285 -> 308 GOP/s, 576 x 1536 292 -> 307-311;
+ * GEMV cold 21.6-22.7 -> 23.1-24.0 GB/s, warm 2048 x 8192 42-44 -> 38.7, 576 x 1536 ~43
+ * -> ~40.5; decode tiles of 8 tokens 289-292 -> 247.5 GOP/s (the folds and the
+ * running T of each half and token: multi-sequence decode of Q4_K files pays that).
+ * Tried: the same for Q6_K (T_b of both halves of each block, no min term):
+ * panels +6%, but its GEMV read 12% slower from DRAM (21 against 24 GB/s), and
+ * Q6_K is the lm_head of Q4_K_M files: not kept (Q6_K takes per-block activations,
+ * or these, with its per-block arithmetic). M per block position folded into T_bi
+ * (4 fma more per panel super-block): panels 3% slower, tiles no faster. */
 AI __m512 k8_quad_sum(__m512 v) {
     v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e)); /* lane bi: T_bi + T_(bi ^ 2) */
     return _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xb1)); /* + lane bi ^ 1 (a + b = b + a) */
@@ -1032,9 +1035,8 @@ AI __m512i dpwssd_bcast(__m512i acc, __m512i w, const int32_t *p) {
     return acc;
 }
 
-/* panel_tile for Q4_K and Q6_K on super-block activations (k8, see k8_quad_sum). */
-AI void panel_tile_k8(dtype dt, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
-                      int T) {
+/* panel_tile for Q4_K on super-block activations (k8, see k8_quad). */
+AI void panel_tile_k8(const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm, int T) {
     const size_t xs = (size_t)x->quads * 128, npad = (size_t)x->quads * 4;
     __m512 acc[PANEL_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
@@ -1045,28 +1047,23 @@ AI void panel_tile_k8(dtype dt, const panel *p, int nb, const q8_act *x, int t0,
             UNROLL for (int bi = 0; bi < 4; bi++) {
                 int b = 4 * q + bi;
                 const int8_t *xq = x->q + (size_t)t0 * xs + 128 * (size_t)q + 16 * bi;
-                __m512i ia[2][PANEL_T]; /* Q4_K: the block's sum in ia[0]; Q6_K: its halves', offsets included */
-                size_t ai = (size_t)t0 * npad + (size_t)b;
-                UNROLL for (int t = 0; t < T; t++) {
-                    ia[0][t] = dt == DT_Q6_K ? _mm512_set1_epi32(p->off[ai + t * npad]) : _mm512_setzero_si512();
-                    ia[1][t] = dt == DT_Q6_K ? _mm512_set1_epi32(p->off1[ai + t * npad]) : _mm512_setzero_si512();
-                }
+                __m512i ia[PANEL_T];
+                UNROLL for (int t = 0; t < T; t++) ia[t] = _mm512_setzero_si512();
                 UNROLL for (int j = 0; j < 8; j++) {
                     __m512i w = _mm512_load_si512(p->w + 8 * b + j);
-                    int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4), c = dt == DT_Q6_K && j >= 4;
-                    UNROLL for (int t = 0; t < T; t++) ia[c][t] = dpbusd_bcast(ia[c][t], w, xq + t * xs + xo);
+                    int xo = j < 4 ? 4 * j : 64 + 4 * (j - 4);
+                    UNROLL for (int t = 0; t < T; t++) ia[t] = dpbusd_bcast(ia[t], w, xq + t * xs + xo);
                 }
                 UNROLL for (int t = 0; t < T; t++) {
-                    __m512 p0 = _mm512_cvtepi32_ps(ia[0][t]);
+                    __m512 p0 = _mm512_cvtepi32_ps(ia[t]);
                     a[bi][t] = qq ? _mm512_fmadd_ps(p0, p->sw[b], a[bi][t]) : _mm512_mul_ps(p0, p->sw[b]);
-                    if (dt == DT_Q6_K) a[bi][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[1][t]), p->mw[b], a[bi][t]);
                 }
             }
         }
         __m512 r[PANEL_T];
         UNROLL for (int t = 0; t < T; t++)
             r[t] = _mm512_add_ps(_mm512_add_ps(a[0][t], a[2][t]), _mm512_add_ps(a[1][t], a[3][t]));
-        if (dt == DT_Q4_K) {
+        {
             __m512i m[PANEL_T];
             UNROLL for (int t = 0; t < T; t++) m[t] = _mm512_setzero_si512();
             UNROLL for (int bi = 0; bi < 4; bi++) {
@@ -1135,7 +1132,7 @@ AI void panel_tile_dt(dtype dt, const panel *p, int nb, const q8_act *x, int t0,
 
 AI void panel_tile(dtype dt, int k8, const panel *p, int nb, const q8_act *x, int t0, float *y0, int ldy, __mmask16 rm,
                    int T) {
-    if (k8) panel_tile_k8(dt, p, nb, x, t0, y0, ldy, rm, T);
+    if (k8) panel_tile_k8(p, nb, x, t0, y0, ldy, rm, T);
     else panel_tile_dt(dt, p, nb, x, t0, y0, ldy, rm, T);
 }
 
