@@ -681,13 +681,13 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
  * the 8 blocks of a super-block share the activation scale dx, so it leaves the
  * per-block products, and the min term becomes one integer sum. Per row and
  * super-block (quads q0, q1):
- *   T_bi = f32(isum) * (d sc) of block bi of q0, then fma of block bi of q1's
- *          into it (isum 16x, as sums_x16);
- *   R = (T_0 + T_2) + (T_1 + T_3);  M = sum of m s over the 8 blocks (exact int32);
+ *   S_b = f32(isum_b) * (d sc_b) (isum 16x, as sums_x16);
+ *   R_q = (S_0 + S_2) + (S_1 + S_3) over the blocks of quad q;  R = R_q0 + R_q1;
+ *   M = sum of m s over the 8 blocks (exact int32);
  *   acc = fma(fma(f32(M), 16 (-dmin), R), dx / 16, acc);
  * the row's result is acc after the last super-block. Against the per-block
  * form (a mul for d sc dx and two fma per block and token) a panel takes per 256
- * columns and token 64 vpdpbusd + 8 mul / fma + 4 vpdpwssd + 2 fma = 78 instead
+ * columns and token 64 vpdpbusd + 8 mul + 4 vpdpwssd + 2 fma = 78 instead
  * of 88 operations on the pipes vpdpbusd shares. panel_tile_k8, q8_group and
  * gemv_group (k8_quad) compute exactly this.
  * bench_kernels q8 avx512 Q4_K, 1 thread, 2 alternating runs against the per-block
@@ -700,41 +700,31 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
  * Q6_K is the lm_head of Q4_K_M files: not kept (Q6_K takes per-block activations,
  * or these, with its per-block arithmetic). M per block position folded into T_bi
  * (4 fma more per panel super-block): panels 3% slower, tiles no faster. */
-AI __m512 k8_quad_sum(__m512 v) {
-    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e)); /* lane bi: T_bi + T_(bi ^ 2) */
-    return _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xb1)); /* + lane bi ^ 1 (a + b = b + a) */
-}
-AI __m512i k8_quad_isum(__m512i v) {
-    v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4e));
-    return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
-}
-
 /* half_rows for int32 lanes: exact, any order. */
 AI __m128i half_rows_i(__m512i v) {
     __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti32x8_epi32(v, 1));
     return _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
 }
 
-/* Quad q of both halves for one token (k8): their integer sums into the running T
- * of each half (rp), folded at the super-block's second quad into acc (the group's
- * 8 rows): R of each half by half_rows' tree, M from one vpmaddwd per half of the
- * int16 pairs (m of quad q - 1: mprev, m of quad q) and (s of both, sp) and the
- * same tree (exact), on 256 and 128 bits (512-bit cross-lane shuffles, as a
- * butterfly, cost these tiles 12%; M summed per token over both quads, 16 more
- * live registers in the 8-token tile: bench_kernels). */
+/* Quad q of both halves for one token (k8): R_q of the group's 8 rows (half_rows'
+ * tree, on 256 and 128 bits) into the running R (rp), folded at the super-block's
+ * second quad into acc with M, from one vpmaddwd per half of the int16 pairs (m of
+ * quad q - 1: mprev, m of quad q) and (s of both, sp) and the same tree (exact).
+ * (512-bit cross-lane shuffles, as a butterfly, cost the 8-token tiles 12%; M
+ * summed per token over both quads, 16 more live registers there: bench_kernels.) */
 AI void k8_quad(int q, const half_w w[2], const __m512i isum[2], const __m512i mprev[2], __m512i sp, __m512 dx,
-                __m512 rp[2], __m256 *acc) {
-    __m512 v[2];
-    UNROLL for (int h = 0; h < 2; h++) {
-        __m512 p0 = _mm512_cvtepi32_ps(isum[h]);
-        v[h] = q % 2 == 0 ? _mm512_mul_ps(p0, w[h].sw) : _mm512_fmadd_ps(p0, w[h].sw, rp[h]);
-        if (q % 2 == 0) rp[h] = v[h];
+                __m256 *rp, __m256 *acc) {
+    __m128 rh[2];
+    UNROLL for (int h = 0; h < 2; h++) rh[h] = half_rows(_mm512_mul_ps(_mm512_cvtepi32_ps(isum[h]), w[h].sw));
+    __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(rh[0]), rh[1], 1);
+    if (q % 2 == 0) {
+        *rp = r;
+        return;
     }
-    if (q % 2 == 0) return;
+    r = _mm256_add_ps(*rp, r);
     __m128i mh[2];
     UNROLL for (int h = 0; h < 2; h++)
         mh[h] = half_rows_i(_mm512_madd_epi16(_mm512_or_si512(mprev[h], _mm512_slli_epi32(w[h].mi, 16)), sp));
-    __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(half_rows(v[0])), half_rows(v[1]), 1);
     __m256i mm = _mm256_inserti128_si256(_mm256_castsi128_si256(mh[0]), mh[1], 1);
     __m256 nm = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm512_castps512_ps128(w[0].nm)),
                                      _mm512_castps512_ps128(w[1].nm), 1);
@@ -751,12 +741,12 @@ AI __m128 k8_rows(__m256 acc, int h) { return h ? _mm256_extractf128_ps(acc, 1) 
 AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, const q8_act *x, const quad_sc *sc,
                  int t0, float *y0, int ldy, int lo, int hi, int T) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
-    __m512 acc[2][Q8_TILE_MAX], rp[2][Q8_TILE_MAX];
-    __m256 acc8[Q8_TILE_MAX]; /* k8: the group's 8 rows */
+    __m512 acc[2][Q8_TILE_MAX];
+    __m256 acc8[Q8_TILE_MAX], rp8[Q8_TILE_MAX]; /* k8: the group's 8 rows */
     __m512i mprev[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* k8: the mins of quad q - 1 */
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int t = 0; t < T; t++) {
-        acc[h][t] = rp[h][t] = _mm512_setzero_ps();
-        acc8[t] = _mm256_setzero_ps();
+        acc[h][t] = _mm512_setzero_ps();
+        acc8[t] = rp8[t] = _mm256_setzero_ps();
     }
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
@@ -766,10 +756,8 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
                 quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
                               : quad_x_load(dt, vnni, x, t0 + t, q);
                 __m512i isum[2];
-                __m512 r2[2] = {rp[0][t], rp[1][t]};
                 half_sums(dt, vnni, w, &a, isum);
-                k8_quad(q, w, isum, mprev, a.sp, a.dx, r2, &acc8[t]);
-                UNROLL for (int h = 0; h < 2; h++) rp[h][t] = r2[h];
+                k8_quad(q, w, isum, mprev, a.sp, a.dx, &rp8[t], &acc8[t]);
             }
             UNROLL for (int h = 0; h < 2; h++) mprev[h] = w[h].mi;
             continue;
@@ -835,8 +823,8 @@ AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
 AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, const quad_pre *pre, float *y0, int lo,
                    int hi) {
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
-    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, rp[2] = {acc[0], acc[1]};
-    __m256 acc8 = _mm256_setzero_ps(); /* k8: the group's 8 rows */
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m256 acc8 = _mm256_setzero_ps(), rp8 = acc8; /* k8: the group's 8 rows */
     __m512i mp[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
@@ -864,7 +852,7 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
             if (q8w_has_min(dt)) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
         }
         if (k8) {
-            k8_quad(q, w, ks, mp, a->sp, a->dx, rp, &acc8);
+            k8_quad(q, w, ks, mp, a->sp, a->dx, &rp8, &acc8);
             UNROLL for (int h = 0; h < 2; h++) mp[h] = w[h].mi;
         }
     }
@@ -1041,9 +1029,11 @@ AI void panel_tile_k8(const panel *p, int nb, const q8_act *x, int t0, float *y0
     __m512 acc[PANEL_T];
     UNROLL for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int sb = 0; 8 * sb < nb; sb++) {
-        __m512 a[4][PANEL_T]; /* V_bi */
-        UNROLL for (int qq = 0; qq < 2; qq++) {
+        __m512 r[PANEL_T];
+        UNROLL for (int t = 0; t < T; t++) r[t] = _mm512_setzero_ps();
+        for (int qq = 0; qq < 2; qq++) { /* not unrolled: 4% faster prefill on the 1B config (uop cache) */
             int q = 2 * sb + qq;
+            __m512 a[2][PANEL_T]; /* S_0 + S_2, S_1 + S_3 */
             UNROLL for (int bi = 0; bi < 4; bi++) {
                 int b = 4 * q + bi;
                 const int8_t *xq = x->q + (size_t)t0 * xs + 128 * (size_t)q + 16 * bi;
@@ -1055,25 +1045,24 @@ AI void panel_tile_k8(const panel *p, int nb, const q8_act *x, int t0, float *y0
                     UNROLL for (int t = 0; t < T; t++) ia[t] = dpbusd_bcast(ia[t], w, xq + t * xs + xo);
                 }
                 UNROLL for (int t = 0; t < T; t++) {
-                    __m512 p0 = _mm512_cvtepi32_ps(ia[t]);
-                    a[bi][t] = qq ? _mm512_fmadd_ps(p0, p->sw[b], a[bi][t]) : _mm512_mul_ps(p0, p->sw[b]);
+                    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ia[t]), p->sw[b]);
+                    a[bi % 2][t] = bi < 2 ? v : _mm512_add_ps(a[bi % 2][t], v);
                 }
             }
-        }
-        __m512 r[PANEL_T];
-        UNROLL for (int t = 0; t < T; t++)
-            r[t] = _mm512_add_ps(_mm512_add_ps(a[0][t], a[2][t]), _mm512_add_ps(a[1][t], a[3][t]));
-        {
-            __m512i m[PANEL_T];
-            UNROLL for (int t = 0; t < T; t++) m[t] = _mm512_setzero_si512();
-            UNROLL for (int bi = 0; bi < 4; bi++) {
-                const __m512i *mi = (const __m512i *)p->mw + 8 * sb + bi;
-                __m512i pair = _mm512_or_si512(mi[0], _mm512_slli_epi32(mi[4], 16));
-                UNROLL for (int t = 0; t < T; t++)
-                    m[t] = dpwssd_bcast(m[t], pair, p->off + (size_t)(t0 + t) * npad + 8 * (size_t)sb + bi);
+            UNROLL for (int t = 0; t < T; t++) {
+                __m512 rq = _mm512_add_ps(a[0][t], a[1][t]);
+                r[t] = qq ? _mm512_add_ps(r[t], rq) : rq;
             }
-            UNROLL for (int t = 0; t < T; t++) r[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m[t]), p->nd[sb], r[t]);
         }
+        __m512i m[PANEL_T];
+        UNROLL for (int t = 0; t < T; t++) m[t] = _mm512_setzero_si512();
+        UNROLL for (int bi = 0; bi < 4; bi++) {
+            const __m512i *mi = (const __m512i *)p->mw + 8 * sb + bi;
+            __m512i pair = _mm512_or_si512(mi[0], _mm512_slli_epi32(mi[4], 16));
+            UNROLL for (int t = 0; t < T; t++)
+                m[t] = dpwssd_bcast(m[t], pair, p->off + (size_t)(t0 + t) * npad + 8 * (size_t)sb + bi);
+        }
+        UNROLL for (int t = 0; t < T; t++) r[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m[t]), p->nd[sb], r[t]);
         UNROLL for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(r[t], _mm512_set1_ps(p->dx[(size_t)(t0 + t) * npad + 8 * (size_t)sb]), acc[t]);
     }
@@ -1292,7 +1281,7 @@ Q8_DTYPE(DT_Q5_1, q5_1)
 Q8_GEMV(DT_Q6_K, 2, 0, q8g_q6_k_gemv)
 Q8_GROUPS(DT_Q6_K, 2, 0, q8g_q6_k, q8v_q6_k_panels, q8g_q6_k_gemv)
 
-/* Q4_K with VNNI on super-block activations (k8_quad_sum), which forward.c gives it
+/* Q4_K with VNNI on super-block activations (k8_quad), which forward.c gives it
  * (act_group); on per-block ones, the per-block kernels above. */
 Q8_PANELS(DT_Q4_K, 1, q8v_q4_k8_panels)
 Q8_GEMV(DT_Q4_K, 1, 1, q8v_q4_k8_gemv)
