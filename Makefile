@@ -412,9 +412,12 @@ quant-fixtures: peer $(TOOLS_VENV)/.ok  ## rebuild tests/fixtures/tiny-gguf (ran
 regress-quants: llmgen  ## --exact and fast mode on the llama-quantize files against HF (needs make quant-models)
 	$(PYTHON) tests/cli/regress_quants.py  # not check_*.py: make test must not need .cache/quant
 	@# Q4_K_M: at step 5 of chat-capital (HF top-2 gap 0.08) int8 activations move the row by 14.5% of
-	@# max |logit| (AVX-512) and 20.0% on the scalar reference table: a per-file bound of 0.25 there
+	@# max |logit| (AVX-512) and 20.0% on the scalar reference table: a per-file bound of 0.25 there.
+	@# Q4_K_M, Q3_K_M: with AVX-512 VNNI a Q4_K matrix's input is quantized per 256 (one scale per
+	@# super-block, as llama.cpp's Q8_K): mean 7.85e-2 / 7.06e-2 (6.38e-2 / 5.33e-2 per 32); KLD on the
+	@# GPL-3 text 0.0033 / 0.0050 against llama.cpp's own 0.0048 / 0.0052: a mean bound of 0.10 there
 	@for r in tests/refs/gguf-quants/SmolLM2-*.json; do echo "fast mode: $$r"; \
-	  b=$$(case $$r in *Q4_K_M*) echo "--max-rel 0.25";; esac); \
+	  b=$$(case $$r in *Q4_K_M*) echo "--max-rel 0.25 --max-mean-rel 0.10";; *Q3_K_M*) echo "--max-mean-rel 0.10";; esac); \
 	  out=$$($(PYTHON) tests/cli/check_fast_mode.py --ref $$r $$b); rc=$$?; echo "$$out" | tail -n 2; \
 	  [ $$rc = 0 ] || exit 1; done
 
