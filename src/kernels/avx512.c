@@ -691,15 +691,18 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
  * of 88 operations on the pipes vpdpbusd shares. panel_tile_k8, q8_group and
  * gemv_group (k8_quad) compute exactly this.
  * bench_kernels q8 avx512 Q4_K, 1 thread, 2 alternating runs against the per-block
- * kernels: prefill nt = 64 2048 x 8192 281-285 -> 308 GOP/s, 576 x 1536 292 -> 307-311;
- * GEMV cold 21.6-22.7 -> 23.1-24.0 GB/s, warm 2048 x 8192 42-44 -> 38.7, 576 x 1536 ~43
- * -> ~40.5; decode tiles of 8 tokens 289-292 -> 247.5 GOP/s (the folds and the
- * running T of each half and token: multi-sequence decode of Q4_K files pays that).
- * Tried: the same for Q6_K (T_b of both halves of each block, no min term):
- * panels +6%, but its GEMV read 12% slower from DRAM (21 against 24 GB/s), and
- * Q6_K is the lm_head of Q4_K_M files: not kept (Q6_K takes per-block activations,
- * or these, with its per-block arithmetic). M per block position folded into T_bi
- * (4 fma more per panel super-block): panels 3% slower, tiles no faster. */
+ * kernels: prefill nt = 64 2048 x 8192 282-284 -> 307-310 GOP/s, 576 x 1536 288-291 ->
+ * 319-323; GEMV cold 21.4-21.7 -> 22.0-22.3 GB/s, warm 2048 x 8192 43.5 -> 36.3, 576 x
+ * 1536 42.3-43.0 -> 40.0; decode tiles of 8 tokens 283-288 -> 225-226 GOP/s (the folds
+ * and the running R of each token: multi-sequence decode of Q4_K files pays that).
+ * 1B-config Q4_K_M pp512, 2 threads, 3 alternating rounds: 260-265 -> 281-286 t/s.
+ * Tried: the same for Q6_K (both halves of each block, no min term): panels +6%,
+ * but its GEMV read 12% slower from DRAM (21 against 24 GB/s), and Q6_K is the
+ * lm_head of Q4_K_M files: not kept (Q6_K takes per-block activations, or these,
+ * with its per-block arithmetic). Each block position's products chained over
+ * both quads, one tree per super-block: the same panels but 4% slower prefill
+ * (with the quad loop unrolled: the uop cache?); M per block position folded
+ * into T_bi (4 fma more per panel super-block): panels 3% slower. */
 /* half_rows for int32 lanes: exact, any order. */
 AI __m128i half_rows_i(__m512i v) {
     __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti32x8_epi32(v, 1));
