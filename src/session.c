@@ -611,7 +611,9 @@ void llmgen_batch_stats(llmgen_batch *b, long *passes, long *seq_steps) {
  * u64 n + the cache bytes (fwd_cache_io), u64 FNV-1a of everything before it. The
  * fingerprint names everything a result depends on: the model file (real path, size,
  * modification time), its architecture and weight types, the mode, the kernel set
- * (fast-mode bits differ between them) and the cache layout. */
+ * (fast-mode bits differ between them) with the activations its kernels ask for
+ * (kernels.act_group: AVX-512 with VNNI quantizes Q4_K inputs per 256, no build before
+ * session 14 did), and the cache layout. */
 
 #define KV_MAGIC "LLMGENKV"
 
@@ -637,9 +639,12 @@ static int fingerprint(const llmgen_session *s, char *out, size_t n, char *err, 
     int ring = fwd_ring_size(c);
     char ring_s[32] = "";
     if (ring) snprintf(ring_s, sizeof ring_s, "|ring %d", ring);
-    snprintf(out, n, "llmgen kv 1|model %s|size %lld|mtime %lld.%09ld|%s|%s|%s|kernels %s|cache %s|%dx%dx%d|rot %d%s",
+    char act[128] = "";
+    for (int t = 0, k = 0; t < DT_COUNT && k < (int)sizeof act - 24; t++)
+        if (m->kern->act_group[t]) k += snprintf(act + k, sizeof act - (size_t)k, "|act %s/%d", dtype_name((dtype)t), 32 * m->kern->act_group[t]);
+    snprintf(out, n, "llmgen kv 1|model %s|size %lld|mtime %lld.%09ld|%s|%s|%s|kernels %s%s|cache %s|%dx%dx%d|rot %d%s",
              real, (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, c->arch, m->weight_types,
-             s->st.fast ? "fast" : "exact", m->kern->name, dtype_name(s->st.kv_type), c->n_layers, c->n_kv_heads,
+             s->st.fast ? "fast" : "exact", m->kern->name, act, dtype_name(s->st.kv_type), c->n_layers, c->n_kv_heads,
              c->head_dim, c->rot_dim, ring_s);
     free(real);
     return 0;
