@@ -282,21 +282,22 @@ static void q8_act_shape(q8_act *a, int nt, int cols, int group) {
     a->group = group;
 }
 
-/* The blocks per activation scale that the kernels of w ask for (kernels.act_group). */
+/* The blocks per activation scale that the kernels of w ask for (kernels.act_group)
+ * where its columns are whole groups; otherwise 1 (per block, which every kernel takes). */
 static int weight_act_group(const model *m, const tensor *w) {
     const kernels *k = m->kern;
-    return k->matmul_q8[w->type] && k->act_group[w->type] ? k->act_group[w->type] : 1;
+    int g = k->matmul_q8[w->type] && k->act_group[w->type] ? k->act_group[w->type] : 1;
+    return w->shape[1] % (32 * g) == 0 ? g : 1;
 }
 
-/* ... for an input that the n outputs share: the largest any packed one asks for,
- * where the columns are whole groups (otherwise per block, which every kernel takes). */
+/* ... for an input that the n outputs share: the largest any packed one asks for. */
 static int act_group(const model *m, const mm_out *o, int n) {
-    int g = 1, cols = (int)o[0].w->shape[1];
+    int g = 1;
     for (int i = 0; i < n; i++) {
         int gi = q8_weights(o[i].w) ? weight_act_group(m, o[i].w) : 1;
         if (gi > g) g = gi;
     }
-    return cols % (32 * g) == 0 ? g : 1;
+    return g;
 }
 
 /* post_swiglu's pieces of the down projection's input: whole quads, and whole groups. */
@@ -896,9 +897,8 @@ void fwd_decode_rows(const model *m, int part, int nth, fwd_rows_fn emit, void *
         emit_stacked(&L->wo, 1, b, e, emit, ctx);
         /* as forward(): gate and up quantize for the down projection when it takes int8 */
         int fuse_q = q8_weights(L->w_down) || repack_will_pack(m, L->w_down);
-        int g = weight_act_group(m, L->w_down);
-        g = (int)L->w_down->shape[1] % (32 * g) == 0 ? g : 1;
-        pool_split((int)L->w_gate->shape[0], fuse_q ? swiglu_align(g) : MM_ALIGN, part, nth, &b, &e);
+        pool_split((int)L->w_gate->shape[0], fuse_q ? swiglu_align(weight_act_group(m, L->w_down)) : MM_ALIGN, part, nth,
+                   &b, &e);
         emit_stacked(&L->w_gate, 1, b, e, emit, ctx);
         emit_stacked(&L->w_up, 1, b, e, emit, ctx);
         pool_split((int)L->w_down->shape[0], MM_ALIGN, part, nth, &b, &e);
