@@ -359,7 +359,7 @@ AI void quad_sc_set(dtype dt, int vnni, const q8_act *x, int t, int q, quad_sc *
     _mm_storeu_ps(p->sx, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, a.sx)));
     _mm_storeu_si128((__m128i *)p->off, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off)));
     _mm_storeu_si128((__m128i *)p->off1, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.off1)));
-    _mm_storeu_si128((__m128i *)p->sp, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.sp)));
+    if (dt == DT_Q4_K) _mm_storeu_si128((__m128i *)p->sp, _mm512_castsi512_si128(_mm512_permutexvar_epi32(first, a.sp)));
 }
 
 /* quad_x_load with the per-block values from *p (quad_sc_set): the same vectors. */
@@ -677,6 +677,12 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
     return _mm512_insertf32x8(acc, l, 0);
 }
 
+/* half_rows for int32 lanes: exact, any order. */
+AI __m128i half_rows_i(__m512i v) {
+    __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti32x8_epi32(v, 1));
+    return _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+}
+
 /* Q4_K on super-block activations (q8_act.group = Q8_ACT_SB, with VNNI: "k8"):
  * the 8 blocks of a super-block share the activation scale dx, so it leaves the
  * per-block products, and the min term becomes one integer sum. Per row and
@@ -702,14 +708,9 @@ AI __m512 half_fma_lo(dtype dt, const half_w *w, const quad_x *a, __m256i isum, 
  * with its per-block arithmetic). Each block position's products chained over
  * both quads, one tree per super-block: the same panels but 4% slower prefill
  * (with the quad loop unrolled: the uop cache?); M per block position folded
- * into T_bi (4 fma more per panel super-block): panels 3% slower. */
-/* half_rows for int32 lanes: exact, any order. */
-AI __m128i half_rows_i(__m512i v) {
-    __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti32x8_epi32(v, 1));
-    return _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-}
-
-/* Quad q of both halves for one token (k8): R_q of the group's 8 rows (half_rows'
+ * into T_bi (4 fma more per panel super-block): panels 3% slower.
+ *
+ * k8_quad: quad q of both halves for one token: R_q of the group's 8 rows (half_rows'
  * tree, on 256 and 128 bits) into the running R (rp), folded at the super-block's
  * second quad into acc with M, from one vpmaddwd per half of the int16 pairs (m of
  * quad q - 1: mprev, m of quad q) and (s of both, sp) and the same tree (exact).
@@ -828,7 +829,7 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
     _Alignas(64) uint8_t wide[Q8W_GROUP * 4 * 34];
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     __m256 acc8 = _mm256_setzero_ps(), rp8 = acc8; /* k8: the group's 8 rows */
-    __m512i mp[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    __m512i mprev[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* k8: the mins of quad q - 1 */
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
         chunk_load(dt, vnni, g, rr, nb, q, wide, w);
@@ -855,8 +856,8 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
             if (q8w_has_min(dt)) acc[h] = _mm512_fmadd_ps(w[h].mw, a->sx, acc[h]);
         }
         if (k8) {
-            k8_quad(q, w, ks, mp, a->sp, a->dx, &rp8, &acc8);
-            UNROLL for (int h = 0; h < 2; h++) mp[h] = w[h].mi;
+            k8_quad(q, w, ks, mprev, a->sp, a->dx, &rp8, &acc8);
+            UNROLL for (int h = 0; h < 2; h++) mprev[h] = w[h].mi;
         }
     }
     UNROLL for (int h = 0; h < 2; h++) {
@@ -953,9 +954,9 @@ AI void panel_unpack(dtype dt, int k8, const uint8_t *g, size_t grp, int nb, con
         __m512i sc[4], mn[4];
         for (int hh = 0; hh < 4; hh++) {
             sc[hh] = _mm512_castps_si512(h[hh].sw);
-            mn[hh] = k8 && dt == DT_Q4_K ? h[hh].mi : _mm512_castps_si512(h[hh].mw);
+            mn[hh] = k8 ? h[hh].mi : _mm512_castps_si512(h[hh].mw);
         }
-        if (k8 && dt == DT_Q4_K && q % 2 == 0) { /* lanes 0..3 of each half's nm: its rows */
+        if (k8 && q % 2 == 0) { /* lanes 0..3 of each half's nm: its rows */
             _Alignas(64) float nm[4][16], nd[16];
             for (int hh = 0; hh < 4; hh++) _mm512_store_ps(nm[hh], h[hh].nm);
             for (int r = 0; r < 16; r++) nd[r] = nm[r / 4][r % 4];
@@ -973,7 +974,7 @@ AI void panel_unpack(dtype dt, int k8, const uint8_t *g, size_t grp, int nb, con
 /* The activation side of every token and block, as q8_group derives it per quad. */
 static void panel_act(dtype dt, int k8, const q8_act *x, const panel *p) {
     size_t n = (size_t)x->nt * x->quads * 4;
-    if (k8 && dt == DT_Q4_K) { /* dx / 16 and the s pairs of each super-block (quads come in pairs: cols % 256 == 0) */
+    if (k8) { /* Q4_K: dx / 16 and the s pairs of each super-block (quads come in pairs: cols % 256 == 0) */
         for (size_t i = 0; i < n; i++) p->dx[i] = x->d[i] * 0.0625f;
         for (size_t i = 0; i < n; i += 8)
             for (int bi = 0; bi < 4; bi++)
@@ -1134,7 +1135,7 @@ AI void panel_tile(dtype dt, int k8, const panel *p, int nb, const q8_act *x, in
 AI int run_panels(dtype dt, int k8, const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x,
                   float *y, int ldy) {
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb), na = (size_t)x->nt * x->quads * 4;
-    size_t wbytes = (size_t)nb * 8 * 64, sbytes = (size_t)nb * 64, dbytes = (size_t)(nb / 8) * 64;
+    size_t wbytes = (size_t)nb * 8 * 64, sbytes = (size_t)nb * 64, dbytes = k8 ? (size_t)(nb / 8) * 64 : 0;
     uint8_t *mem = aligned_alloc(64, (wbytes + 2 * sbytes + dbytes + 3 * na * 4 + 63) / 64 * 64);
     if (!mem) return 0;
     panel p = {(__m512i *)mem, (__m512 *)(mem + wbytes), (__m512 *)(mem + wbytes + sbytes),
@@ -1303,18 +1304,19 @@ static void to_f16_avx512(const float *x, uint16_t *y, int n) {
     for (; i < n; i++) y[i] = f32_to_f16(x[i]);
 }
 
-/* Bit-identical to scalar.c: the same max, the same f32 multiply and
- * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
- * sum in integers. */
+/* max |x| over the 32 values at x. */
 AI float block_amax(const float *x) {
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
 }
 
+/* Bit-identical to scalar.c: the same max, the same f32 multiply and
+ * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
+ * sum in integers. */
+
 static void quantize_act_avx512(const float *x, int ldx, int t0, int t1, const q8_act *a) {
     int nb = a->cols / 32, npad = a->quads * 4, gs = a->group > 1 ? a->group : 1;
-    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     for (int t = t0; t < t1; t++) {
         const float *xt = x + (size_t)t * ldx;
         int8_t *q = a->q + (size_t)t * a->quads * 128;
@@ -1325,7 +1327,7 @@ static void quantize_act_avx512(const float *x, int ldx, int t0, int t1, const q
         for (int b = 0; b < nb; b++) {
             __m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
             if (gs == 1) {
-                amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
+                amax = block_amax(xt + 32 * b);
             } else if (b % gs == 0) { /* the scalar version's max over the group's blocks */
                 amax = 0.0f;
                 for (int k = b; k < b + gs && k < nb; k++) amax = fmaxf(amax, block_amax(xt + 32 * k));
@@ -1434,11 +1436,12 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 
 /* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */
 #define INPLACE_q8v , DQ_Q8_INPLACE(inplace_avx512)
+#define INPLACE_q8b , DQ_Q8_INPLACE(inplace_avx2)
+/* Q4_K: with VNNI the kernels on super-block activations too, which the table asks for. */
 #define Q4K_q8v matmul_q8v_q4_k_act
 #define Q4K_q8b matmul_q8b_q4_k
 #define ACTG_q8v Q8_ACT_SB
 #define ACTG_q8b 0
-#define INPLACE_q8b , DQ_Q8_INPLACE(inplace_avx2)
 
 AVX512_TABLE(AVX512, q8b, q8b)           /* int8 dot products by vpmaddubsw + vpmaddwd */
 AVX512_TABLE(AVX512_VNNI, q8v, q8v)      /* ... by vpdpbusd */
