@@ -808,7 +808,7 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
 typedef struct {
     __m512i xs[8]; /* dword v of the quad's first (v < 4) or second halves, per 128-bit lane */
     __m512 dx, sx; /* as quad_x */
-    __m512i off, off1, sp;
+    __m512i off, sp;
 } quad_pre;
 
 AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
@@ -818,7 +818,6 @@ AI void quad_pre_fill(dtype dt, const q8_act *x, quad_pre *pre) {
         pre[q].dx = a.dx;
         pre[q].sx = a.sx;
         pre[q].off = a.off;
-        pre[q].off1 = a.off1;
         pre[q].sp = a.sp;
     }
 }
@@ -836,14 +835,6 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
         const quad_pre *a = pre + q;
         __m512i ks[2]; /* k8: the halves' sums */
         UNROLL for (int h = 0; h < 2; h++) {
-            if (dt == DT_Q6_K) { /* each half of the blocks with its own scale */
-                __m512i c0 = a->off, c1 = a->off1;
-                UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
-                UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
-                acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c0), _mm512_mul_ps(w[h].sw, a->dx), acc[h]);
-                acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c1), _mm512_mul_ps(w[h].mw, a->dx), acc[h]);
-                continue;
-            }
             __m512i c0 = _mm512_setzero_si512(), c1 = a->off;
             UNROLL for (int v = 0; v < 4; v++) c0 = _mm512_dpbusd_epi32(c0, w[h].u[v], a->xs[v]);
             UNROLL for (int v = 4; v < 8; v++) c1 = _mm512_dpbusd_epi32(c1, w[h].u[v], a->xs[v]);
@@ -868,6 +859,14 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
     }
 }
 
+/* The group of rows from g0: its rows rr (the last group may have fewer than
+ * Q8W_GROUP) and the part [lo, hi) of them that falls in [r0, r1). */
+AI void group_span(int rows, int g0, int r0, int r1, int *rr, int *lo, int *hi) {
+    *rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
+    *lo = r0 > g0 ? r0 - g0 : 0;
+    *hi = r1 - g0 < *rr ? r1 - g0 : *rr;
+}
+
 /* Rows [r0, r1) of a GEMV with the activation side built once; 0 if the
  * scratch could not be allocated (nothing done). */
 #define GEMV_STACK_QUADS 32 /* K up to 4096: the activation side on the stack (22 KB), no malloc per call */
@@ -879,8 +878,8 @@ AI int run_gemv(dtype dt, int vnni, int k8, const void *packed, int rows, int nb
     quad_pre_fill(dt, x, pre);
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
-        int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
-        int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
+        int rr, lo, hi;
+        group_span(rows, g0, r0, r1, &rr, &lo, &hi);
         gemv_group(dt, vnni, k8, (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP), rr, nb, pre, y + g0, lo, hi);
     }
     if (pre != local) free(pre);
@@ -1252,9 +1251,8 @@ static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt,
     }
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
-        int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
-        int lo = r0 > g0 ? r0 - g0 : 0, hi = r1 - g0 < rr ? r1 - g0 : rr;
-        int t = 0;
+        int rr, lo, hi, t = 0;
+        group_span(rows, g0, r0, r1, &rr, &lo, &hi);
         if (x->nt < Q8_PANELS_MIN_T) { /* decode of several sequences: 8s, then a 4 */
             for (; t + 8 <= x->nt; t += 8) tl->t8(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi);
             if (t + 4 <= x->nt) tl->t4(g, rr, nb, x, sc, t, y + g0, ldy, lo, hi), t += 4;
@@ -1276,14 +1274,35 @@ Q8_DTYPE(DT_Q4_1, q4_1)
 Q8_DTYPE(DT_Q8_0, q8_0)
 Q8_DTYPE(DT_Q4_1G64, q4_1g64)
 Q8_DTYPE(DT_Q4_1G128, q4_1g128)
-Q8_DTYPE(DT_Q6_K, q6_k)
 Q8_DTYPE(DT_Q4_K, q4_k)
 Q8_DTYPE(DT_Q5_0, q5_0)
 Q8_DTYPE(DT_Q5_1, q5_1)
-/* Q6_K with VNNI and GFNI (VNNI = 2: q6_half_load_isa's bit permutations) for
- * decode (GEMV) and the tiles of a few tokens; prefill panels as without GFNI. */
-Q8_GEMV(DT_Q6_K, 2, 0, q8g_q6_k_gemv)
-Q8_GROUPS(DT_Q6_K, 2, 0, q8g_q6_k, q8v_q6_k_panels, q8g_q6_k_gemv)
+/* Q6_K. Decode (one token) takes the kernel without VNNI in every table
+ * (q6_k_decode): on Zen 4 vpmaddubsw + vpmaddwd stream Q6_K from DRAM faster
+ * than vpdpbusd, though slower in cache. bench_kernels 2048 x 8192, 1 thread,
+ * cold: 21.4-23.3 (VNNI GEMV) against 26.3-27.7 GB/s; warm 44 against 32. In
+ * one decode run alternating the two per token (2 threads, 300 tokens, median
+ * ratio of adjacent steps): 1B Q6_K -14 to -15% time per token when the host
+ * gives more bandwidth, -3 to -5% when it gives less; 1B Q4_K_M (its Q6_K
+ * lm_head and half its attn_v / ffn_down) -5 to -8%. Splitting the vpdpbusd
+ * chains (two of two, or eight from zero and a tree) did not help; GFNI's unpack
+ * beside vpmaddubsw gained nothing. Same bits as the VNNI kernels (exact
+ * integer sums, the same cvt / mul / fma). Tiles of a few tokens with VNNI and
+ * GFNI (VNNI = 2: q6_half_load_isa's bit permutations); prefill panels as
+ * without GFNI. */
+Q8_PANELS(DT_Q6_K, 0, q8v_q6_k_panels)
+Q8_GROUPS(DT_Q6_K, 0, 0, q8b_q6_k, NULL, NULL)
+static int q6_k_decode(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {
+    size_t grp = q8w_group_bytes(DT_Q6_K, Q8W_GROUP, nb);
+    for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
+        int rr, lo, hi;
+        group_span(rows, g0, r0, r1, &rr, &lo, &hi);
+        q8b_q6_k_1((const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP), rr, nb, x, NULL, 0, y + g0, 0, lo, hi);
+    }
+    return 1;
+}
+Q8_GROUPS(DT_Q6_K, 1, 0, q8v_q6_k, q8v_q6_k_panels, q6_k_decode)
+Q8_GROUPS(DT_Q6_K, 2, 0, q8g_q6_k, q8v_q6_k_panels, q6_k_decode)
 
 /* Q4_K with VNNI on super-block activations (k8_quad), which forward.c gives it
  * (act_group); on per-block ones, the per-block kernels above. */
