@@ -526,18 +526,20 @@ __attribute__((unused)) static int st_check_affine(const kernels *k, const char 
 /* quantize_act of table k gives the scalar one's bytes and floats (kernels.h), per
  * block and, where the columns are whole super-blocks, per Q8_ACT_SB blocks. */
 __attribute__((unused)) static int st_check_quantize(const kernels *k, char *msg, size_t len) {
-    static const int cols[] = {32, 96, 128, 160, 256, 576, 768};
+    /* 2080 and 2304: more blocks than avx512.c's quantize_act takes per pass (64), with a partial quad */
+    static const int cols[] = {32, 96, 128, 160, 256, 576, 768, 2080, 2304};
+    enum { MAXC = 2304 };
     uint64_t st = 31337;
     for (int c = 0; c < ST_COUNT(cols); c++)
         for (int group = 1; group <= Q8_ACT_SB; group += Q8_ACT_SB - 1) {
             int n = cols[c], nt = 3, qd = q8_quads(n);
             if (n % (32 * group)) continue;
-            float x[3 * 768];
+            static float x[3 * MAXC];
             for (int i = 0; i < n * nt; i++) x[i] = (i % 37 == 3 ? 40.0f : 1.0f) * st_unit(&st);
             if (n >= 96) memset(x + n + 64, 0, 32 * sizeof(float)); /* an all-zero block: d = 0 */
             if (n >= 512) memset(x + 256, 0, 256 * sizeof(float)); /* an all-zero super-block */
-            int8_t q0[3 * 6 * 128], q1[3 * 6 * 128];
-            float d0[3 * 24], d1[3 * 24], s0[3 * 24], s1[3 * 24];
+            static int8_t q0[3 * (MAXC + 128)], q1[3 * (MAXC + 128)];
+            static float d0[3 * MAXC / 32], d1[3 * MAXC / 32], s0[3 * MAXC / 32], s1[3 * MAXC / 32];
             q8_act a0 = {nt, n, qd, q0, d0, s0, group}, a1 = {nt, n, qd, q1, d1, s1, group};
             kernels_scalar()->quantize_act(x, n, 0, nt, &a0);
             k->quantize_act(x, n, 0, nt, &a1);

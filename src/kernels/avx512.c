@@ -1330,36 +1330,93 @@ AI float block_amax(const float *x) {
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
 }
 
+/* The max |x| of each of the 4 blocks at x (128 values) into am[0..3]: one
+ * transposed reduction (max is exact in any order) instead of 4 horizontal ones. */
+AI void quad_amax(const float *x, float am[4]) {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 m[4];
+    UNROLL for (int bi = 0; bi < 4; bi++)
+        m[bi] = _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(x + 32 * bi), absmask),
+                              _mm512_and_ps(_mm512_loadu_ps(x + 32 * bi + 16), absmask));
+    /* 128-bit lanes: (0 1 | 0 1) and (2 3 | 2 3) of two blocks, then lane k = block k */
+    __m512 p01 = _mm512_max_ps(_mm512_shuffle_f32x4(m[0], m[1], 0x44), _mm512_shuffle_f32x4(m[0], m[1], 0xee));
+    __m512 p23 = _mm512_max_ps(_mm512_shuffle_f32x4(m[2], m[3], 0x44), _mm512_shuffle_f32x4(m[2], m[3], 0xee));
+    __m512 r = _mm512_max_ps(_mm512_shuffle_f32x4(p01, p23, 0x88), _mm512_shuffle_f32x4(p01, p23, 0xdd));
+    r = _mm512_max_ps(r, _mm512_shuffle_ps(r, r, 0x4e));
+    r = _mm512_max_ps(r, _mm512_shuffle_ps(r, r, 0xb1));
+    const __m512i first = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm_storeu_ps(am, _mm512_castps512_ps128(_mm512_permutexvar_ps(first, r)));
+}
+
+/* The 4 blocks at x (one quad) with the scales' maxima am: the values as
+ * quantize_act_block, the bytes by two signed packs (exact: |v| <= 127) and one
+ * dword permute per 64, the sums by vpsadbw on the bytes + 128. */
+AI void quad_quant(const float *x, const float am[4], int8_t *q, float *d, float *s) {
+    const __m512 lim = _mm512_set1_ps(127.0f);
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m128 amv = _mm_loadu_ps(am);
+    _Alignas(16) float id[4];
+    _mm_store_ps(id, _mm_maskz_div_ps(_mm_cmp_ps_mask(amv, _mm_setzero_ps(), _CMP_GT_OQ), _mm_set1_ps(127.0f), amv));
+    _mm_storeu_ps(d, _mm_div_ps(amv, _mm_set1_ps(127.0f)));
+    __m512i half[2];
+    UNROLL for (int h = 0; h < 2; h++) {
+        __m512i v[4];
+        UNROLL for (int bi = 0; bi < 4; bi++) {
+            __m512 y = _mm512_mul_ps(_mm512_loadu_ps(x + 32 * bi + 16 * h), _mm512_set1_ps(id[bi]));
+            v[bi] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(y, -lim), lim));
+        }
+        __m512i b8 = _mm512_packs_epi16(_mm512_packs_epi32(v[0], v[1]), _mm512_packs_epi32(v[2], v[3]));
+        half[h] = _mm512_permutexvar_epi32(order, b8); /* per lane k: 4 values of each block -> block by block */
+        _mm512_storeu_si512(q + 64 * h, half[h]);
+    }
+    const __m512i bias = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
+    __m512i sad = _mm512_add_epi64(_mm512_sad_epu8(_mm512_xor_si512(half[0], bias), zero),
+                                   _mm512_sad_epu8(_mm512_xor_si512(half[1], bias), zero));
+    sad = _mm512_add_epi64(sad, _mm512_shuffle_epi32(sad, (_MM_PERM_ENUM)0x4e)); /* lane k: block k's sum + 32 * 128 */
+    __m128i sums = _mm_sub_epi32(_mm512_castsi512_si128(_mm512_permutexvar_epi32(order, sad)), _mm_set1_epi32(32 * 128));
+    _mm_storeu_ps(s, _mm_cvtepi32_ps(sums));
+}
+
+/* Block b alone (a quad's last 1-3 blocks), with its scale's max amax. */
+AI void quantize_act_block(const float *xb, float amax, int8_t *dst, float *d, float *s) {
+    float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    __m512 vid = _mm512_set1_ps(id), lim = _mm512_set1_ps(127.0f);
+    __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(xb), vid), -lim), lim));
+    __m512i q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), vid), -lim), lim));
+    _mm_storeu_si128((__m128i *)dst, _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128((__m128i *)(dst + 64), _mm512_cvtsepi32_epi8(q1));
+    *d = amax / 127.0f;
+    *s = (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+}
+
 /* Bit-identical to scalar.c: the same max, the same f32 multiply and
  * round-to-nearest-even conversion (vcvtps2dq under the default MXCSR), the
- * sum in integers. */
-
+ * same divisions (vdivps rounds as the scalar one), the sum in integers.
+ * Pass 1 takes each block's max |x| (and a group's over its blocks), pass 2
+ * quantizes, in chunks of QA_CHUNK blocks (whole groups). */
+#define QA_CHUNK 64
 static void quantize_act_avx512(const float *x, int ldx, int t0, int t1, const q8_act *a) {
     int nb = a->cols / 32, npad = a->quads * 4, gs = a->group > 1 ? a->group : 1;
+    _Static_assert(QA_CHUNK % Q8_ACT_SB == 0 && QA_CHUNK % 4 == 0, "chunks of whole groups and quads");
     for (int t = t0; t < t1; t++) {
         const float *xt = x + (size_t)t * ldx;
         int8_t *q = a->q + (size_t)t * a->quads * 128;
         float *d = a->d + (size_t)t * npad, *s = a->s + (size_t)t * npad;
         if (nb < npad) memset(q + 128 * (size_t)(a->quads - 1), 0, 128);
         for (int b = nb; b < npad; b++) d[b] = s[b] = 0.0f;
-        float amax = 0.0f;
-        for (int b = 0; b < nb; b++) {
-            __m512 v0 = _mm512_loadu_ps(xt + 32 * b), v1 = _mm512_loadu_ps(xt + 32 * b + 16);
-            if (gs == 1) {
-                amax = block_amax(xt + 32 * b);
-            } else if (b % gs == 0) { /* the scalar version's max over the group's blocks */
-                amax = 0.0f;
-                for (int k = b; k < b + gs && k < nb; k++) amax = fmaxf(amax, block_amax(xt + 32 * k));
+        for (int c0 = 0; c0 < nb; c0 += QA_CHUNK) {
+            int c1 = nb - c0 < QA_CHUNK ? nb : c0 + QA_CHUNK, b;
+            float am[QA_CHUNK];
+            for (b = c0; b + 4 <= c1; b += 4) quad_amax(xt + 32 * b, am + b - c0);
+            for (; b < c1; b++) am[b - c0] = block_amax(xt + 32 * b);
+            for (int g = c0; g < c1 && gs > 1; g += gs) { /* the scalar version's max over the group's blocks */
+                float m = 0.0f;
+                for (int k = g; k < g + gs && k < c1; k++) m = fmaxf(m, am[k - c0]);
+                for (int k = g; k < g + gs && k < c1; k++) am[k - c0] = m;
             }
-            float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-            __m512 vid = _mm512_set1_ps(id), lim = _mm512_set1_ps(127.0f);
-            __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, vid), -lim), lim));
-            __m512i q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, vid), -lim), lim));
-            int8_t *dst = q + 128 * (size_t)(b / 4) + 16 * (size_t)(b % 4);
-            _mm_storeu_si128((__m128i *)dst, _mm512_cvtsepi32_epi8(q0));
-            _mm_storeu_si128((__m128i *)(dst + 64), _mm512_cvtsepi32_epi8(q1));
-            d[b] = amax / 127.0f;
-            s[b] = (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            for (b = c0; b + 4 <= c1; b += 4) quad_quant(xt + 32 * b, am + b - c0, q + 32 * (size_t)b, d + b, s + b);
+            for (; b < c1; b++)
+                quantize_act_block(xt + 32 * b, am[b - c0], q + 128 * (size_t)(b / 4) + 16 * (size_t)(b % 4), d + b, s + b);
         }
     }
 }
