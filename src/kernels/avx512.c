@@ -1279,17 +1279,19 @@ Q8_DTYPE(DT_Q5_0, q5_0)
 Q8_DTYPE(DT_Q5_1, q5_1)
 /* Q6_K. Decode (one token) takes the kernel without VNNI in every table
  * (q6_k_decode): on Zen 4 vpmaddubsw + vpmaddwd stream Q6_K from DRAM faster
- * than vpdpbusd, though slower in cache. bench_kernels 2048 x 8192, 1 thread,
- * cold: 21.4-23.3 (VNNI GEMV) against 26.3-27.7 GB/s; warm 44 against 32. In
- * one decode run alternating the two per token (2 threads, 300 tokens, median
- * ratio of adjacent steps): 1B Q6_K -14 to -15% time per token when the host
- * gives more bandwidth, -3 to -5% when it gives less; 1B Q4_K_M (its Q6_K
- * lm_head and half its attn_v / ffn_down) -5 to -8%. Splitting the vpdpbusd
- * chains (two of two, or eight from zero and a tree) did not help; GFNI's unpack
- * beside vpmaddubsw gained nothing. Same bits as the VNNI kernels (exact
- * integer sums, the same cvt / mul / fma). Tiles of a few tokens with VNNI and
- * GFNI (VNNI = 2: q6_half_load_isa's bit permutations); prefill panels as
- * without GFNI. */
+ * than vpdpbusd, though slower in cache (bench_kernels 2048 x 8192, 1 thread:
+ * cold 21.4-23.3 GB/s for the VNNI GEMV against 26.3-27.7 in 4 runs, a noisy
+ * measure; warm 44 against 32). In one decode run switching the two every
+ * token (2 threads, 300 tokens, median ratio of neighbouring steps, which share
+ * the host's bandwidth): 1B Q6_K -14 to -15% time per token when the host gives
+ * more bandwidth, -3 to -5% when it gives less; 1B Q4_K_M (its Q6_K lm_head and
+ * half its attn_v / ffn_down) -5 to -8%. Not measured on Intel. Splitting the
+ * vpdpbusd chains (two of two, or eight from zero and a tree) did not help;
+ * GFNI's unpack beside vpmaddubsw gained nothing; the same for Q4_K (its k8
+ * arithmetic kept) was 2-3% slower than its VNNI GEMV. Same bits as the VNNI
+ * kernels (exact integer sums, the same cvt / mul / fma). Tiles of a few tokens
+ * with VNNI and GFNI (VNNI = 2: q6_half_load_isa's bit permutations); prefill
+ * panels as without GFNI. */
 Q8_PANELS(DT_Q6_K, 0, q8v_q6_k_panels)
 Q8_GROUPS(DT_Q6_K, 0, 0, q8b_q6_k, NULL, NULL)
 static int q6_k_decode(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {
