@@ -612,8 +612,8 @@ void llmgen_batch_stats(llmgen_batch *b, long *passes, long *seq_steps) {
  * fingerprint names everything a result depends on: the model file (real path, size,
  * modification time), its architecture and weight types, the mode, the kernel set
  * (fast-mode bits differ between them) with the activations its kernels ask for
- * (kernels.act_group: AVX-512 with VNNI quantizes Q4_K inputs per 256, no build before
- * session 14 did), and the cache layout. */
+ * (kernels.act_group: AVX-512 with VNNI quantizes Q4_K inputs per 256, older builds
+ * per 32 under the same kernel-set name), and the cache layout. */
 
 #define KV_MAGIC "LLMGENKV"
 
