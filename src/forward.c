@@ -61,6 +61,10 @@ static int lcm16(int n) {
 
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
+/* Positions a kv head's value cache has room for when it holds cap: even, for BF16's
+ * pairs of positions (kernels.h). */
+static int v_cap(int cap) { return cap + (cap & 1); }
+
 /* Buffers of a q8_act for up to nt tokens of up to cols columns; 1 on success. */
 static int q8_act_alloc(q8_act *a, int nt, int cols) {
     size_t quads = (size_t)q8_quads(cols);
@@ -95,11 +99,11 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
         int r = c->layer_flags[l] & LAYER_SLIDING ? s->ring : 0, cap = r ? r : ctx;
         s->kvl[l] = (fwd_kv_layer){r, k_elems, v_elems};
         k_elems += kvd * (size_t)((cap + ATT_KBLOCK - 1) / ATT_KBLOCK * ATT_KBLOCK);
-        v_elems += kvd * (size_t)cap;
+        v_elems += kvd * (size_t)v_cap(cap);
     }
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
     s->fast = weights_packed(m);
-    s->kv_type = s->fast ? DT_F16 : DT_F32;
+    s->kv_type = s->fast ? DT_BF16 : DT_F32;
     size_t esz = dtype_row_bytes(s->kv_type, 1);
     s->kv_bytes = (k_elems + v_elems) * esz;
     s->k_cache = calloc(k_elems, esz);
@@ -335,23 +339,25 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
 
 /* ---- the KV cache ------------------------------------------------------------------ */
 
-/* n values into a cache of s->kv_type at base[at], base[at + stride], ...: f16
- * through the kernel table's conversion (a vector instruction where there is
- * one; the keys' cache is transposed, hence the stride). */
-static void cache_put(const fwd_state *s, const kernels *k, void *base, size_t at, size_t stride, const float *v, int n) {
-    if (s->kv_type != DT_F16) {
-        for (int i = 0; i < n; i++) ((float *)base)[at + (size_t)i * stride] = v[i];
+/* The hd values of position `slot` of one kv head's cache: keys (kc, transposed in
+ * blocks of ATT_KBLOCK positions) or values (vc, rows of hd), as s->kv_type lays
+ * them out (kernels.h: f32 as they are, bf16 in pairs). */
+static void cache_put(const fwd_state *s, void *kc, void *vc, int slot, const float *x, int hd) {
+    if (s->kv_type == DT_F32) {
+        size_t at = kc ? (size_t)slot / ATT_KBLOCK * hd * ATT_KBLOCK + slot % ATT_KBLOCK : (size_t)slot * hd;
+        size_t stride = kc ? ATT_KBLOCK : 1;
+        float *dst = (float *)(kc ? kc : vc) + at;
+        for (int d = 0; d < hd; d++) dst[(size_t)d * stride] = x[d];
         return;
     }
-    uint16_t h[64], *dst = (uint16_t *)base + at;
-    for (int i0 = 0; i0 < n; i0 += 64) {
-        int m = n - i0 < 64 ? n - i0 : 64;
-        k->to_f16(v + i0, h, m);
-        if (stride == 1) {
-            memcpy(dst + i0, h, (size_t)m * sizeof *h);
-        } else {
-            for (int i = 0; i < m; i++) dst[(size_t)(i0 + i) * stride] = h[i];
-        }
+    uint16_t h[CONFIG_MAX_HEAD_DIM];
+    for (int d = 0; d < hd; d++) h[d] = kv_bf16(x[d]);
+    if (kc) { /* a pair of dimensions is one dword, the pairs ATT_KBLOCK dwords apart */
+        uint16_t *dst = (uint16_t *)kc + kv_bf16_key(slot, 0, ATT_KBLOCK, hd);
+        for (int d = 0; d < hd; d += 2) memcpy(dst + (size_t)d * ATT_KBLOCK, h + d, 4);
+    } else {
+        uint16_t *dst = (uint16_t *)vc + kv_bf16_value(slot, 0, (size_t)hd);
+        for (int d = 0; d < hd; d++) dst[2 * d] = h[d];
     }
 }
 
@@ -372,14 +378,15 @@ int fwd_ring_size(const model_config *c) {
 static int layer_cap(const fwd_state *s, int l) { return s->kvl[l].ring ? s->kvl[l].ring : s->ctx; }
 static int layer_blocks(const fwd_state *s, int l) { return (layer_cap(s, l) + ATT_KBLOCK - 1) / ATT_KBLOCK; }
 
-/* Layer l's keys of kv head h: (blocks, head_dim, ATT_KBLOCK); values: (ctx or ring, head_dim). */
+/* Layer l's keys of kv head h: (blocks, head_dim, ATT_KBLOCK); values: (ctx or ring, rounded
+ * up to even for BF16's position pairs, head_dim). */
 static void *k_head(const fwd_state *s, const model_config *c, int l, int h) {
     int64_t per_head = (int64_t)layer_blocks(s, l) * c->head_dim * ATT_KBLOCK;
     return (char *)s->k_cache + dtype_row_bytes(s->kv_type, (int64_t)s->kvl[l].k_off + h * per_head);
 }
 
 static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
-    int64_t per_head = (int64_t)layer_cap(s, l) * c->head_dim;
+    int64_t per_head = (int64_t)v_cap(layer_cap(s, l)) * c->head_dim;
     return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)s->kvl[l].v_off + h * per_head);
 }
 
@@ -390,7 +397,8 @@ size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int
         int held = s->kvl[l].ring && pos > s->kvl[l].ring ? s->kvl[l].ring : pos;
         int kb = (held + ATT_KBLOCK - 1) / ATT_KBLOCK;
         size_t kbytes = dtype_row_bytes(s->kv_type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
-        size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)held * c->head_dim);
+        int vheld = s->kv_type == DT_BF16 ? v_cap(held) : held; /* BF16: whole pairs */
+        size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)vheld * c->head_dim);
         for (int h = 0; h < c->n_kv_heads; h++) {
             void *k = k_head(s, c, l, h), *v = v_head(s, c, l, h);
             if (buf) {
@@ -487,17 +495,14 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             int h = (r - qd) / hd;
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
             head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
-            void *kc = k_head(kv, c, j->layer, h);
-            size_t at = (size_t)slot / ATT_KBLOCK * hd * ATT_KBLOCK + slot % ATT_KBLOCK;
-            cache_put(s, j->m->kern, kc, at, ATT_KBLOCK, k, hd);
+            cache_put(s, k_head(kv, c, j->layer, h), NULL, slot, k, hd);
         }
         /* rows of V are (kv head, dim) in order: whole heads, as the split is */
         for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r += hd) {
             int h = (r - qd - kvd) / hd;
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
             if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
-            void *vc = v_head(kv, c, j->layer, h);
-            cache_put(s, j->m->kern, vc, (size_t)slot * hd, 1, v, hd);
+            cache_put(s, NULL, v_head(kv, c, j->layer, h), slot, v, hd);
         }
     }
 }
@@ -557,7 +562,7 @@ static void attention_prefetch(const attn_job *j, int si, int kvh) {
     int len = g->pos + 1, blocks = (len + ATT_KBLOCK - 1) / ATT_KBLOCK;
     const char *k = k_head(g->kv, c, j->layer, kvh), *v = v_head(g->kv, c, j->layer, kvh);
     size_t kb = dtype_row_bytes(j->s->kv_type, (int64_t)blocks * c->head_dim * ATT_KBLOCK);
-    size_t vb = dtype_row_bytes(j->s->kv_type, (int64_t)len * c->head_dim);
+    size_t vb = dtype_row_bytes(j->s->kv_type, (int64_t)v_cap(len) * c->head_dim);
     for (size_t o = 0; o < kb; o += 128) __builtin_prefetch(k + o, 0, 2);
     for (size_t o = 0; o < vb; o += 128) __builtin_prefetch(v + o, 0, 2);
 }
@@ -577,9 +582,12 @@ static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
             if (task % nth != ith || g->n != 1 || g->kv->kvl[j->layer].ring) continue;
             int p = g->pos, h = bk % c->n_kv_heads;
             const char *k = k_head(g->kv, c, j->layer, h), *v = v_head(g->kv, c, j->layer, h);
-            size_t at = (size_t)p / ATT_KBLOCK * c->head_dim * ATT_KBLOCK + p % ATT_KBLOCK;
-            for (int d = 0; d < c->head_dim; d++) __builtin_prefetch(k + (at + (size_t)d * ATT_KBLOCK) * es, 1, 2);
-            for (size_t o = 0; o < vrow; o += 64) __builtin_prefetch(v + (size_t)p * vrow + o, 1, 2);
+            int hd = c->head_dim, bf = j->s->kv_type == DT_BF16;
+            size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
+            for (int d = 0; d < hd; d += 1 + bf) /* BF16: one pair of dimensions at a time */
+                __builtin_prefetch(k + (bf ? kv_bf16_key(p, d, ATT_KBLOCK, hd) : at + (size_t)d * ATT_KBLOCK) * es, 1, 2);
+            size_t v0 = bf ? (size_t)(p / 2) * 2 * vrow : (size_t)p * vrow, vn = bf ? 2 * vrow : vrow;
+            for (size_t o = 0; o < vn; o += 64) __builtin_prefetch(v + v0 + o, 1, 2);
         }
 }
 

@@ -23,10 +23,12 @@ typedef struct {
 typedef struct {
     int ctx;          /* KV capacity in tokens */
     int chunk;        /* most tokens per forward call */
-    int fast;         /* fast mode (some weights take the int8-activation kernels): f16
+    int fast;         /* fast mode (some weights take the int8-activation kernels): bf16
                          cache, the kernels' polynomial e^x in softmax and SwiGLU */
-    dtype kv_type;    /* DT_F32 in exact mode (the f32 path stays token-exact), DT_F16 in
-                         fast mode: half the bytes decode attention streams per token */
+    dtype kv_type;    /* DT_F32 in exact mode (the f32 path stays token-exact), DT_BF16 in
+                         fast mode (kernels.h's pair layouts): half the bytes decode attention
+                         streams per token, and twice the products per instruction where the
+                         CPU has a bf16 dot product */
     void *k_cache;    /* layer after layer (kvl), each (n_kv_heads, blocks, head_dim, ATT_KBLOCK)
                          kv_type with blocks = ceil(ctx / ATT_KBLOCK), or ring / ATT_KBLOCK
                          on a ring layer: keys transposed in blocks of positions, so q . K^T
@@ -36,7 +38,8 @@ typedef struct {
                          head on the first token: +15 ms to a cold start) */
     int score_ld;     /* floats per row of scores: ctx plus a cache line, so that rows
                          do not all map to the same cache sets */
-    void *v_cache;    /* layer after layer, each (n_kv_heads, ctx or ring, head_dim) kv_type:
+    void *v_cache;    /* layer after layer, each (n_kv_heads, ctx or ring rounded up to even,
+                         head_dim) kv_type (BF16: rows of position pairs interleaved):
                          values in rows, so probabilities times values is a broadcast-FMA
                          over dims, and one kv head's values are one contiguous stream */
     int ring;         /* positions a sliding-window layer keeps (fwd_ring_size), 0 when every

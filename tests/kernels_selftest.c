@@ -39,7 +39,7 @@
  *    the file's dequantized row bit for bit), with 17 and 34 rows and 17 tokens so
  *    that partial groups, splits inside groups and AVX-512's panels are exercised;
  *    on x86 also the AVX-512 table without VNNI;
- *  - attention (att_scores / att_values, F32 and F16 caches) and fast SwiGLU:
+ *  - attention (att_scores / att_values, F32, F16 and BF16 caches) and fast SwiGLU:
  *    the scalar bits; fast softmax within 1e-6 relative (the unit
  *    tests run the same check, tests/unit/test_kernels.c). */
 #include <math.h>
@@ -55,7 +55,8 @@
 #include "util.h"
 
 #if defined(__x86_64__)
-const kernels *kernels_avx512_table(int vnni); /* avx512.c: the table without VNNI (0), with (1), with GFNI too (2), unchecked */
+const kernels *kernels_avx512_table(int vnni); /* avx512.c: the table without VNNI (0), with (1), with GFNI too (2),
+                                                 with AVX512-BF16 too (3), unchecked */
 #endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
@@ -856,23 +857,27 @@ static int st_check_same_bits(const kernels *a, const kernels *b, char *msg, siz
 static int st_check_attn(const kernels *k, char *msg, size_t len) {
     const kernels *ref = kernels_scalar();
     enum { NT = 9, LDS = 208, MAXLEN = 200 };
-    static const int hds[] = {64, 128, 32}, kbs[] = {64, 64, 32}, lens[] = {1, 15, 63, 64, 65, 90, 100, 130, 200};
+    static const int hds[] = {64, 128, 32, 96}, kbs[] = {64, 64, 32, 64};
+    static const int lens[] = {1, 15, 63, 64, 65, 90, 100, 130, 200};
     uint64_t st = 99;
     int bad = 0;
     for (int c = 0; c < ST_COUNT(hds) && !bad; c++) {
         int hd = hds[c], kb = kbs[c];
-        size_t kn = (size_t)((MAXLEN + kb - 1) / kb) * hd * kb, vn = (size_t)MAXLEN * 3 * hd;
+        size_t kn = (size_t)((MAXLEN + kb - 1) / kb) * hd * kb, vn = (size_t)(MAXLEN + 1) * 3 * hd;
         size_t on = (size_t)NT * (LDS > 2 * hd ? LDS : 2 * hd);
         float *kf = malloc(kn * 4), *vf = malloc(vn * 4), *q = malloc((size_t)NT * 2 * hd * 4);
         float *pr = malloc((size_t)NT * LDS * 4), *want = calloc(on, 4), *got = calloc(on, 4);
-        uint16_t *kh = malloc(kn * 2), *vh = malloc(vn * 2);
-        for (size_t i = 0; i < kn; i++) kh[i] = f32_to_f16(kf[i] = 2 * st_unit(&st));
-        for (size_t i = 0; i < vn; i++) vh[i] = f32_to_f16(vf[i] = 2 * st_unit(&st));
-        for (int i = 0; i < NT * 2 * hd; i++) q[i] = 2 * st_unit(&st);
-        for (int i = 0; i < NT * LDS; i++) pr[i] = 2 * st_unit(&st);
-        for (int f16 = 0; f16 < 2 && !bad; f16++) {
-            dtype dt = f16 ? DT_F16 : DT_F32;
-            const void *kt = f16 ? (const void *)kh : kf, *v = f16 ? (const void *)vh : vf;
+        uint16_t *kh = malloc(kn * 2), *vh = malloc(vn * 2), *kbf = malloc(kn * 2), *vbf = malloc(vn * 2);
+        for (size_t i = 0; i < kn; i++) kh[i] = f32_to_f16(kf[i] = 2 * st_unit(&st)), kbf[i] = kv_bf16(kf[i]);
+        for (size_t i = 0; i < vn; i++) vh[i] = f32_to_f16(vf[i] = 2 * st_unit(&st)), vbf[i] = kv_bf16(vf[i]);
+        /* some q and probabilities at and around BF16's flush to 0 (|x| < 2^-56) */
+        static const float tiny[] = {0x1p-56f, -0x1p-56f, 0x1.fffffep-57f, 1e-30f, 0x1p-130f};
+        for (int i = 0; i < NT * 2 * hd; i++) q[i] = i % 13 == 5 ? tiny[i % 5] : 2 * st_unit(&st);
+        for (int i = 0; i < NT * LDS; i++) pr[i] = i % 11 == 3 ? tiny[i % 5] : 2 * st_unit(&st);
+        for (int f16 = 0; f16 < 3 && !bad; f16++) { /* F32, F16, BF16 (random pairs: any layout) */
+            dtype dt = f16 == 2 ? DT_BF16 : f16 ? DT_F16 : DT_F32;
+            const void *kt = f16 == 2 ? (const void *)kbf : f16 ? (const void *)kh : kf;
+            const void *v = f16 == 2 ? (const void *)vbf : f16 ? (const void *)vh : vf;
             for (int li = 0; li < ST_COUNT(lens) && !bad; li++)
                 for (int nt = 1; nt <= NT && !bad; nt += 2) {
                     int n = lens[li];
@@ -889,7 +894,7 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
                     if (bad) snprintf(msg, len, "att_values %s hd %d len %d nt %d differs from scalar", dtype_name(dt), hd, n, nt);
                 }
         }
-        free(kf), free(vf), free(q), free(pr), free(want), free(got), free(kh), free(vh);
+        free(kf), free(vf), free(q), free(pr), free(want), free(got), free(kh), free(vh), free(kbf), free(vbf);
     }
     if (bad) return 1;
     enum { SN = 1000, SPAD = 352 };
@@ -1148,6 +1153,10 @@ int main(int argc, char **argv) {
             printf("avx512  Q6_K  int8 without GFNI %s\n", rc ? msg : "vs reference: ok");
             failed += rc != 0;
         }
+        k = kernels_avx512_table(0); /* attention without AVX512-BF16 (two FMAs a pair), on this CPU too */
+        int rc = st_check_attn(k, msg, sizeof msg);
+        printf("avx512  attention without AVX512-BF16 %s\n", rc ? msg : "= scalar bits (softmax within 1e-6): ok");
+        failed += rc != 0;
     }
 #endif
 #if defined(__aarch64__)

@@ -8,6 +8,10 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "util.h"
+
+/* x as kv_bf16 rounds it, back in f32 (the value a BF16 pair product uses). */
+static inline float kv_bf16_round(float x) { return bf16_to_f32(kv_bf16(x)); }
 
 /* e^x = 2^n * e^r, n = nearest integer to x / ln 2, r = x - n ln 2 in
  * [-ln2/2, ln2/2] (ln 2 split in a high part with few mantissa bits, so n * hi
@@ -72,6 +76,10 @@ void att_values_f32_scalar(const void *v, size_t vstride, int hd, int len, const
                            float *out, int ldo);
 void att_values_f16_scalar(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
                            float *out, int ldo);
+void att_scores_bf16_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
+                            int lds);
+void att_values_bf16_scalar(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
+                            float *out, int ldo);
 void softmax_fast_scalar(float *x, int len, int pad, float scale);
 void swiglu_fast_scalar(float *gate, const float *up, int n);
 void geglu_fast_scalar(float *gate, const float *up, int n);

@@ -7,6 +7,7 @@
  *   av_store(p, v) av_fma(a, b, c) = a*b + c in one rounding, av_add av_sub av_mul
  *   av_min av_max av_round (to nearest even) av_hsum av_hmax
  *   av_cvt_i(v) (f32 holding an integer -> int32) av_pow2(vi) (2^vi, vi in [-126, 127])
+ *   av_bf_lo(p) av_bf_hi(p)   (p: uint32_t *, AW bf16 pairs) their even / odd elements as f32;
  *   ATT_SUFFIX          the name suffix (avx2, avx512).
  * Each lane does exactly the scalar version's operations (attn_scalar.c), so
  * scores, values, e^x and SwiGLU are bit-identical to it; only softmax's sum
@@ -159,6 +160,112 @@ static void ATT_FN(att_values_f16)(const void *v, size_t vstride, int hd, int le
         return;
     }
     att_values_simd(1, v, vstride, hd, len, pr, ldp, nt, out, ldo);
+}
+
+/* ---- BF16 pairs (kernels.h) by two FMAs a pair, where the ISA has no bf16 dot product ---- */
+
+#define ATT_BF16_MAXHD 512 /* larger heads take the scalar version */
+#define ATT_BF16_PCH 256   /* probabilities rounded per chunk of positions */
+
+/* R rows x NV * AW positions of one key block from position c0; qr: the rows rounded. */
+ATT_AI void att_scores_bf16_tile(const uint32_t *blk, int kb, int hd, const float (*qr)[ATT_BF16_MAXHD], int R,
+                                 float *s, int lds, int n, int NV) {
+    AV acc[ATT_R][ATT_NV];
+    ATT_UNROLL for (int r = 0; r < R; r++)
+        ATT_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = av_zero();
+    for (int i = 0; i < hd / 2; i++) {
+        AV ke[ATT_NV], ko[ATT_NV];
+        ATT_UNROLL for (int j = 0; j < NV; j++) {
+            const uint32_t *pk = blk + (size_t)i * kb + (size_t)j * AW;
+            ke[j] = av_bf_lo(pk);
+            ko[j] = av_bf_hi(pk);
+        }
+        ATT_UNROLL for (int r = 0; r < R; r++) {
+            AV qo = av_set1(qr[r][2 * i + 1]), qe = av_set1(qr[r][2 * i]);
+            ATT_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = av_fma(qe, ke[j], av_fma(qo, ko[j], acc[r][j]));
+        }
+    }
+    ATT_UNROLL for (int r = 0; r < R; r++) att_store(s + (size_t)r * lds, acc[r], n, NV);
+}
+
+static void ATT_FN(att_scores_bf16)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
+                                    float *s, int lds) {
+    if (kb % (ATT_NV * AW) || hd % 2 || hd > ATT_BF16_MAXHD) {
+        att_scores_bf16_scalar(kt, kb, hd, len, q, ldq, nt, s, lds);
+        return;
+    }
+    float qr[ATT_R][ATT_BF16_MAXHD];
+    int cw = ATT_NV * AW;
+    for (int i0 = 0; i0 < nt; i0 += ATT_R) {
+        int R = nt - i0 < ATT_R ? nt - i0 : ATT_R;
+        for (int r = 0; r < R; r++)
+            for (int d = 0; d < hd; d++) qr[r][d] = kv_bf16_round(q[(size_t)(i0 + r) * ldq + d]);
+        for (int p0 = 0; p0 < len; p0 += kb) {
+            const uint32_t *blk = (const uint32_t *)kt + (size_t)(p0 / kb) * hd / 2 * kb;
+            int cols = len - p0 < kb ? len - p0 : kb;
+            for (int c0 = 0; c0 < cols; c0 += cw) {
+                int n = cols - c0 < cw ? cols - c0 : cw, nv = (n + AW - 1) / AW;
+                float *sp = s + (size_t)i0 * lds + p0 + c0;
+#define ATT_SB_NV(RR, NV) att_scores_bf16_tile(blk + c0, kb, hd, (const float(*)[ATT_BF16_MAXHD])qr, RR, sp, lds, n, NV)
+#define ATT_SB(RR)                                                                                                 \
+    if (nv >= ATT_NV) ATT_SB_NV(RR, ATT_NV);                                                                      \
+    else if (ATT_NV > 3 && nv == 3) ATT_SB_NV(RR, ATT_NV > 3 ? 3 : ATT_NV);                                       \
+    else if (ATT_NV > 2 && nv == 2) ATT_SB_NV(RR, ATT_NV > 2 ? 2 : ATT_NV);                                       \
+    else ATT_SB_NV(RR, 1)
+                ATT_ROWS(ATT_SB)
+#undef ATT_SB
+#undef ATT_SB_NV
+            }
+        }
+    }
+}
+
+/* R rows x ATT_NV * AW dimensions from d0, positions [p0, p0 + n) (n even, the pad's
+ * probability 0); pr: the rows' probabilities of those positions, rounded. */
+ATT_AI void att_values_bf16_tile(const uint32_t *v, size_t vstride, int n, const float (*pr)[ATT_BF16_PCH], int R,
+                                 AV acc[ATT_R][ATT_NV]) {
+    for (int p = 0; p < n; p += 2) {
+        AV xe[ATT_NV], xo[ATT_NV];
+        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) {
+            const uint32_t *pv = v + (size_t)(p / 2) * vstride + (size_t)j * AW;
+            xe[j] = av_bf_lo(pv);
+            xo[j] = av_bf_hi(pv);
+        }
+        ATT_UNROLL for (int r = 0; r < R; r++) {
+            AV po = av_set1(pr[r][p + 1]), pe = av_set1(pr[r][p]);
+            ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_fma(pe, xe[j], av_fma(po, xo[j], acc[r][j]));
+        }
+    }
+}
+
+static void ATT_FN(att_values_bf16)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
+                                    int nt, float *out, int ldo) {
+    if (hd % (ATT_NV * AW)) {
+        att_values_bf16_scalar(v, vstride, hd, len, pr, ldp, nt, out, ldo);
+        return;
+    }
+    float prr[ATT_R][ATT_BF16_PCH];
+    const uint32_t *v32 = v;
+    for (int i0 = 0; i0 < nt; i0 += ATT_R) {
+        int R = nt - i0 < ATT_R ? nt - i0 : ATT_R;
+        for (int d0 = 0; d0 < hd; d0 += ATT_NV * AW) {
+            AV acc[ATT_R][ATT_NV];
+            ATT_UNROLL for (int r = 0; r < ATT_R; r++)
+                ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_zero();
+            for (int p0 = 0; p0 < len; p0 += ATT_BF16_PCH) {
+                int n = len - p0 < ATT_BF16_PCH ? len - p0 : ATT_BF16_PCH, n2 = (n + 1) & ~1;
+                for (int r = 0; r < R; r++) {
+                    for (int p = 0; p < n; p++) prr[r][p] = kv_bf16_round(pr[(size_t)(i0 + r) * ldp + p0 + p]);
+                    if (n2 > n) prr[r][n] = 0.0f;
+                }
+                const uint32_t *vp = v32 + (size_t)(p0 / 2) * vstride + d0;
+#define ATT_VB(RR) att_values_bf16_tile(vp, vstride, n2, (const float(*)[ATT_BF16_PCH])prr, RR, acc)
+                ATT_ROWS(ATT_VB)
+#undef ATT_VB
+            }
+            ATT_UNROLL for (int r = 0; r < R; r++) att_store(out + (size_t)(i0 + r) * ldo + d0, acc[r], ATT_NV * AW, ATT_NV);
+        }
+    }
 }
 
 /* exp_poly (attn_kernels.h) lane by lane. 2^n as 2^(n/2) * 2^(n - n/2): both

@@ -645,6 +645,8 @@ static inline float hmax8(__m256 v) {
 #define av_shr1(v) _mm256_srai_epi32(v, 1)
 #define av_isub(a, b) _mm256_sub_epi32(a, b)
 #define av_pow2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23))
+#define av_bf_lo(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(p)), 16))
+#define av_bf_hi(p) _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p)), _mm256_set1_epi32((int)0xffff0000u)))
 #include "attn_tiles.h"
 
 /* vcvtps2ph (F16C) rounds to nearest even, as f32_to_f16 (NaN payloads aside). */
@@ -676,8 +678,8 @@ static const kernels AVX2 = {
                   DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
-    .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_F16] = att_scores_f16_avx2},
-    .att_values = {[DT_F32] = att_values_f32_avx2, [DT_F16] = att_values_f16_avx2},
+    .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_F16] = att_scores_f16_avx2, [DT_BF16] = att_scores_bf16_avx2},
+    .att_values = {[DT_F32] = att_values_f32_avx2, [DT_F16] = att_values_f16_avx2, [DT_BF16] = att_values_bf16_avx2},
     .softmax_fast = softmax_fast_avx2,
     .swiglu_fast = swiglu_fast_avx2,
     .geglu_fast = geglu_fast_avx2,

@@ -1,9 +1,9 @@
 /* avx512.c - AVX-512 (F, BW, VL, DQ) kernels with f32 activations.
  *
  * Compiled with its own ISA flags (see the Makefile) and entered only after
- * dispatch.c has checked the CPU and the OS (ZMM state). Only the fast-mode
- * table AVX512_VNNI uses VNNI (dispatch.c picks it when CPUID reports it); no
- * AVX512-BF16 instructions anywhere.
+ * dispatch.c has checked the CPU and the OS (ZMM state). Only the VNNI tables
+ * use VNNI and only the last table AVX512-BF16 (fast mode's attention), each
+ * picked by dispatch.c when CPUID reports the extension.
  *
  * Numerics (the contract in kernels.h): every y element has ONE accumulator
  * of 16 f32 lanes; lane i receives columns i, i+16, i+32, ... in order, by FMA,
@@ -1477,9 +1477,134 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 #define av_shr1(v) _mm512_srai_epi32(v, 1)
 #define av_isub(a, b) _mm512_sub_epi32(a, b)
 #define av_pow2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23))
+#define av_bf_lo(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(p), 16))
+#define av_bf_hi(p) _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32((int)0xffff0000u)))
 #include "attn_tiles.h"
 
-#define AVX512_TABLE(NAME, Q8, Q6)                                                                    \
+/* BF16 attention by vdpbf16ps (AVX512-BF16, the table that has it): a lane adds a
+ * pair's two products odd element first, each as an FMA with one rounding, which
+ * is kernels.h's BF16 contract (its flush of tiny values keeps the instruction's
+ * DAZ / FTZ from ever acting), so these give the scalar version's bits. A pair
+ * is a dword; the 4 x 4 register tiles are those of attn_tiles.h, at twice the
+ * products per instruction. */
+
+/* 32 consecutive f32 (lo: the first 16) as 16 pairs of kv_bf16 values. */
+AI __m512i bf16_pairs(__m512 lo, __m512 hi) {
+    const __m512 tiny = _mm512_set1_ps(KV_BF16_TINY);
+    lo = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_abs_ps(lo), tiny, _CMP_NLT_UQ), lo); /* NaN kept */
+    hi = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_abs_ps(hi), tiny, _CMP_NLT_UQ), hi);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+AI void bf16_scores_tile(const uint32_t *blk, int kb, int hd, const uint32_t (*qp)[ATT_BF16_MAXHD / 2], int R,
+                         float *s, int lds, int n, int NV) {
+    __m512 acc[ATT_R][ATT_NV];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int j = 0; j < NV; j++) acc[r][j] = _mm512_setzero_ps();
+    for (int i = 0; i < hd / 2; i++) {
+        __m512i k[ATT_NV];
+        UNROLL for (int j = 0; j < NV; j++) k[j] = _mm512_loadu_si512(blk + (size_t)i * kb + j * 16);
+        UNROLL for (int r = 0; r < R; r++) {
+            __m512bh qb = (__m512bh)_mm512_set1_epi32((int)qp[r][i]);
+            UNROLL for (int j = 0; j < NV; j++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)k[j], qb);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) att_store(s + (size_t)r * lds, acc[r], n, NV);
+}
+
+static void att_scores_bf16_dp(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
+                               int lds) {
+    if (kb % 64 || hd % 32 || hd > ATT_BF16_MAXHD) {
+        att_scores_bf16_avx512(kt, kb, hd, len, q, ldq, nt, s, lds);
+        return;
+    }
+    uint32_t qp[ATT_R][ATT_BF16_MAXHD / 2];
+    for (int i0 = 0; i0 < nt; i0 += ATT_R) {
+        int R = nt - i0 < ATT_R ? nt - i0 : ATT_R;
+        for (int r = 0; r < R; r++)
+            for (int d = 0; d < hd; d += 32) {
+                const float *qr = q + (size_t)(i0 + r) * ldq + d;
+                _mm512_storeu_si512(qp[r] + d / 2, bf16_pairs(_mm512_loadu_ps(qr), _mm512_loadu_ps(qr + 16)));
+            }
+        for (int p0 = 0; p0 < len; p0 += kb) {
+            const uint32_t *blk = (const uint32_t *)kt + (size_t)(p0 / kb) * hd / 2 * kb;
+            int cols = len - p0 < kb ? len - p0 : kb;
+            for (int c0 = 0; c0 < cols; c0 += 64) {
+                int n = cols - c0 < 64 ? cols - c0 : 64, nv = (n + 15) / 16;
+                float *sp = s + (size_t)i0 * lds + p0 + c0;
+#define BF_SC_NV(RR, NV) bf16_scores_tile(blk + c0, kb, hd, (const uint32_t(*)[ATT_BF16_MAXHD / 2])qp, RR, sp, lds, n, NV)
+#define BF_SC(RR)                     \
+    if (nv == 4) BF_SC_NV(RR, 4);      \
+    else if (nv == 3) BF_SC_NV(RR, 3); \
+    else if (nv == 2) BF_SC_NV(RR, 2); \
+    else BF_SC_NV(RR, 1)
+                ATT_ROWS(BF_SC)
+#undef BF_SC
+#undef BF_SC_NV
+            }
+        }
+    }
+}
+
+/* R rows x NV * 16 dimensions, over the n / 2 position pairs from v; pp: the rows'
+ * probability pairs. */
+AI void bf16_values_tile(const uint32_t *v, size_t vstride, int npairs, const uint32_t (*pp)[ATT_BF16_PCH / 2], int R,
+                         int NV, __m512 acc[ATT_R][ATT_NV]) {
+    for (int j = 0; j < npairs; j++) {
+        __m512i x[ATT_NV];
+        UNROLL for (int jj = 0; jj < NV; jj++) x[jj] = _mm512_loadu_si512(v + (size_t)j * vstride + jj * 16);
+        UNROLL for (int r = 0; r < R; r++) {
+            __m512bh pb = (__m512bh)_mm512_set1_epi32((int)pp[r][j]);
+            UNROLL for (int jj = 0; jj < NV; jj++) acc[r][jj] = _mm512_dpbf16_ps(acc[r][jj], (__m512bh)x[jj], pb);
+        }
+    }
+}
+
+static void att_values_bf16_dp(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
+                               float *out, int ldo) {
+    if (hd % 16) {
+        att_values_bf16_avx512(v, vstride, hd, len, pr, ldp, nt, out, ldo);
+        return;
+    }
+    uint32_t pp[ATT_R][ATT_BF16_PCH / 2];
+    const uint32_t *v32 = v;
+    for (int i0 = 0; i0 < nt; i0 += ATT_R) {
+        int R = nt - i0 < ATT_R ? nt - i0 : ATT_R;
+        for (int d0 = 0; d0 < hd; d0 += 64) {
+            int nv = hd - d0 < 64 ? (hd - d0) / 16 : 4;
+            __m512 acc[ATT_R][ATT_NV];
+            UNROLL for (int r = 0; r < ATT_R; r++)
+                UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = _mm512_setzero_ps();
+            for (int p0 = 0; p0 < len; p0 += ATT_BF16_PCH) {
+                int n = len - p0 < ATT_BF16_PCH ? len - p0 : ATT_BF16_PCH;
+                for (int r = 0; r < R; r++) {
+                    const float *pr0 = pr + (size_t)(i0 + r) * ldp + p0;
+                    for (int p = 0; p < n; p += 32) { /* positions past n: probability 0 */
+                        int left = n - p;
+                        __mmask16 m0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+                        __mmask16 m1 = left >= 32 ? 0xffff : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+                        __m512i b = bf16_pairs(_mm512_maskz_loadu_ps(m0, pr0 + p), _mm512_maskz_loadu_ps(m1, pr0 + p + 16));
+                        _mm512_storeu_si512(pp[r] + p / 2, b);
+                    }
+                }
+                const uint32_t *vp = v32 + (size_t)(p0 / 2) * vstride + d0;
+                int npairs = (n + 1) / 2;
+#define BF_VA_NV(RR, NV) bf16_values_tile(vp, vstride, npairs, (const uint32_t(*)[ATT_BF16_PCH / 2])pp, RR, NV, acc)
+#define BF_VA(RR)                     \
+    if (nv == 4) BF_VA_NV(RR, 4);      \
+    else if (nv == 3) BF_VA_NV(RR, 3); \
+    else if (nv == 2) BF_VA_NV(RR, 2); \
+    else BF_VA_NV(RR, 1)
+                ATT_ROWS(BF_VA)
+#undef BF_VA
+#undef BF_VA_NV
+            }
+            UNROLL for (int r = 0; r < R; r++) att_store(out + (size_t)(i0 + r) * ldo + d0, acc[r], nv * 16, nv);
+        }
+    }
+}
+
+#define AVX512_TABLE(NAME, Q8, Q6, ATT)                                                               \
     static const kernels NAME = {                                                                   \
         .name = "avx512",                                                                           \
         .matmul =                                                                                   \
@@ -1504,8 +1629,10 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
                       INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \
         .axpy = axpy_avx512,                                                                        \
-        .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_F16] = att_scores_f16_avx512},         \
-        .att_values = {[DT_F32] = att_values_f32_avx512, [DT_F16] = att_values_f16_avx512},         \
+        .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_F16] = att_scores_f16_avx512,          \
+                       [DT_BF16] = att_scores_bf16_##ATT},                                          \
+        .att_values = {[DT_F32] = att_values_f32_avx512, [DT_F16] = att_values_f16_avx512,          \
+                       [DT_BF16] = att_values_bf16_##ATT},                                          \
         .softmax_fast = softmax_fast_avx512,                                                        \
         .swiglu_fast = swiglu_fast_avx512,                                                          \
         .geglu_fast = geglu_fast_avx512,                                                            \
@@ -1521,13 +1648,18 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 #define ACTG_q8v Q8_ACT_SB
 #define ACTG_q8b 0
 
-AVX512_TABLE(AVX512, q8b, q8b)           /* int8 dot products by vpmaddubsw + vpmaddwd */
-AVX512_TABLE(AVX512_VNNI, q8v, q8v)      /* ... by vpdpbusd */
-AVX512_TABLE(AVX512_VNNI_GFNI, q8v, q8g) /* ... and Q6_K's high bits by GFNI */
+AVX512_TABLE(AVX512, q8b, q8b, avx512)                   /* int8 dot products by vpmaddubsw + vpmaddwd */
+AVX512_TABLE(AVX512_VNNI, q8v, q8v, avx512)              /* ... by vpdpbusd */
+AVX512_TABLE(AVX512_VNNI_GFNI, q8v, q8g, avx512)         /* ... and Q6_K's high bits by GFNI */
+AVX512_TABLE(AVX512_VNNI_GFNI_BF16, q8v, q8g, dp)        /* ... and BF16 attention by vdpbf16ps */
 
 /* The table, without any CPU check: dispatch.c calls this only after checking
- * AVX-512 F/BW/VL/DQ, and passes 1 if AVX512-VNNI is there too, 2 if GFNI as well. */
-const kernels *kernels_avx512_table(int vnni) { return vnni == 2 ? &AVX512_VNNI_GFNI : vnni ? &AVX512_VNNI : &AVX512; }
+ * AVX-512 F/BW/VL/DQ, and passes 1 if AVX512-VNNI is there too, 2 if GFNI as well,
+ * 3 if AVX512-BF16 as well. */
+const kernels *kernels_avx512_table(int vnni) {
+    static const kernels *const t[] = {&AVX512, &AVX512_VNNI, &AVX512_VNNI_GFNI, &AVX512_VNNI_GFNI_BF16};
+    return t[vnni < 0 ? 0 : vnni > 3 ? 3 : vnni];
+}
 
 #else
 typedef int avx512_not_built; /* keeps the translation unit non-empty */

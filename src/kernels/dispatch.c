@@ -31,10 +31,11 @@ typedef struct {
     int avx512; /* the above + AVX-512 F/BW/VL/DQ with ZMM state enabled */
     int vnni;   /* AVX512-VNNI (vpdpbusd) for the int8-activation kernels */
     int gfni;   /* GFNI (vgf2p8affineqb), used by the VNNI table's Q6_K kernels */
+    int bf16;   /* AVX512-BF16 (vdpbf16ps): fast mode's attention */
 } x86_features;
 
 static x86_features x86_detect(void) {
-    x86_features f = {0, 0, 0, 0};
+    x86_features f = {0, 0, 0, 0, 0};
     unsigned int a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     int osxsave = (c & bit_OSXSAVE) != 0, fma = (c & bit_FMA) != 0, f16c = (c & bit_F16C) != 0;
@@ -42,18 +43,19 @@ static x86_features x86_detect(void) {
     unsigned long long x = xcr0();
     if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
     f.avx2 = (x & XCR0_AVX) == XCR0_AVX && fma && f16c && (b & bit_AVX2);
-    /* VNNI is optional (it only speeds up the int8 dot products); AVX512-BF16 is unused. */
+    /* VNNI, GFNI and BF16 are optional: each only speeds up kernels that give the same bits without it */
     unsigned int need512 = bit_AVX512F | bit_AVX512BW | bit_AVX512VL | bit_AVX512DQ;
     f.avx512 = f.avx2 && (x & XCR0_AVX512) == XCR0_AVX512 && (b & need512) == need512;
     f.vnni = f.avx512 && (c & bit_AVX512VNNI);
     f.gfni = f.avx512 && (c & bit_GFNI);
+    f.bf16 = f.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)); /* leaf 7.1 EAX[5] */
     return f;
 }
 
 const kernels *kernels_avx2(void) { return x86_detect().avx2 ? kernels_avx2_table() : NULL; }
 const kernels *kernels_avx512(void) {
     x86_features f = x86_detect();
-    return f.avx512 ? kernels_avx512_table(f.vnni ? 1 + f.gfni : 0) : NULL;
+    return f.avx512 ? kernels_avx512_table(f.vnni ? 1 + f.gfni + (f.gfni && f.bf16) : 0) : NULL;
 }
 const kernels *kernels_neon(void) { return NULL; }
 

@@ -299,7 +299,35 @@ float q4k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, in
  * att_values: out[i*ldo + d] = sum_{p < len} pr[i*ldp + p] * V[p][d].
  * Each output is ONE accumulator, started at 0 and fed by fused multiply-adds
  * in d (resp. p) order: every ISA gives the scalar version's bits (which uses
- * fmaf), and an output depends on nothing but its own row and the cache. */
+ * fmaf), and an output depends on nothing but its own row and the cache.
+ *
+ * BF16 (fast mode's cache) keeps elements in pairs along the sum, the operand
+ * layout of AVX512-BF16's vdpbf16ps: keys pair dimensions (2i, 2i + 1) of a
+ * position (kv_bf16_key), values pair positions (2j, 2j + 1) of a dimension
+ * (kv_bf16_value: rows of positions 2j and 2j + 1 interleaved, so a head's
+ * value cache holds an even number of positions). q and pr are rounded by
+ * kv_bf16 too, and each output adds the products of a pair odd element first:
+ * acc = fma(a[2i+1], b[2i+1], acc); acc = fma(a[2i], b[2i], acc), pairs in
+ * order; a missing last position of an odd len is a pair with probability 0.
+ * kv_bf16 flushes |x| < 2^-56 to 0, so every product is 0 or a multiple of
+ * 2^-126 that is at least that, and so is every partial sum: no subnormal is
+ * ever formed, and vdpbf16ps (which flushes them) equals two fmaf exactly. */
+#define KV_BF16_TINY 0x1p-56f
+static inline uint16_t kv_bf16(float x) { /* without branches: the signs of a cache row are random */
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t a = u & 0x7fffffffu, r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* nearest even */
+    r = a > 0x7f800000u ? (u >> 16) | 0x40 : r;                                 /* NaN, kept quiet */
+    return (uint16_t)(a < 0x23800000u ? 0 : r);                                 /* 0x23800000: 2^-56 */
+}
+/* Element index of K[p][d] in a BF16 key cache of kb-position blocks, and of V[p][d]
+ * in a BF16 value cache whose rows are vstride elements apart. */
+static inline size_t kv_bf16_key(int p, int d, int kb, int hd) {
+    return ((size_t)(p / kb) * hd + (size_t)(d & ~1)) * kb + (size_t)(p % kb) * 2 + (d & 1);
+}
+static inline size_t kv_bf16_value(int p, int d, size_t vstride) {
+    return (size_t)(p / 2) * 2 * vstride + (size_t)d * 2 + (p & 1);
+}
 typedef void (*att_scores_fn)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
                               float *s, int lds);
 typedef void (*att_values_fn)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
@@ -330,8 +358,8 @@ typedef struct {
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
     /* set in every table (tested), so callers need no scalar fallback: */
-    att_scores_fn att_scores[DT_COUNT]; /* F32, F16 */
-    att_values_fn att_values[DT_COUNT]; /* F32, F16 */
+    att_scores_fn att_scores[DT_COUNT]; /* F32, F16, BF16 */
+    att_values_fn att_values[DT_COUNT]; /* F32, F16, BF16 */
     softmax_fn softmax_fast;
     swiglu_fn swiglu_fast;
     swiglu_fn geglu_fast; /* gate = gelu_tanh(gate) * up = gate / (1 + e^(-2u)) * up, the e^ of softmax_fast */

@@ -613,6 +613,8 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
 #define av_shr1(v) vshrq_n_s32(v, 1)
 #define av_isub(a, b) vsubq_s32(a, b)
 #define av_pow2(n) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n, vdupq_n_s32(127)), 23))
+#define av_bf_lo(p) vreinterpretq_f32_u32(vshlq_n_u32(vld1q_u32(p), 16))
+#define av_bf_hi(p) vreinterpretq_f32_u32(vandq_u32(vld1q_u32(p), vdupq_n_u32(0xffff0000u)))
 #include "attn_tiles.h"
 
 /* fcvtn rounds to nearest even under the default FPCR, as f32_to_f16 (NaN payloads aside). */
@@ -643,8 +645,8 @@ static const kernels NEON = {
                   DQ_Q8_INPLACE(inplace_neon)}, /* inplace_neon.c */
     .dot = dot_neon,
     .axpy = axpy_neon,
-    .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_F16] = att_scores_f16_neon},
-    .att_values = {[DT_F32] = att_values_f32_neon, [DT_F16] = att_values_f16_neon},
+    .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_F16] = att_scores_f16_neon, [DT_BF16] = att_scores_bf16_neon},
+    .att_values = {[DT_F32] = att_values_f32_neon, [DT_F16] = att_values_f16_neon, [DT_BF16] = att_values_bf16_neon},
     .softmax_fast = softmax_fast_neon,
     .swiglu_fast = swiglu_fast_neon,
     .geglu_fast = geglu_fast_neon,
