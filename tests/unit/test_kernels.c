@@ -146,6 +146,8 @@ Test(kernels_dispatch, every_table_is_complete) {
         cr_assert_not_null(tables[i]->att_scores[DT_F16]);
         cr_assert_not_null(tables[i]->att_values[DT_F32]);
         cr_assert_not_null(tables[i]->att_values[DT_F16]);
+        cr_assert_not_null(tables[i]->att_scores[DT_BF16]);
+        cr_assert_not_null(tables[i]->att_values[DT_BF16]);
         cr_assert_not_null(tables[i]->softmax_fast);
         cr_assert_not_null(tables[i]->swiglu_fast);
         cr_assert_not_null(tables[i]->geglu_fast);

@@ -140,7 +140,8 @@ Test(ops, rope_angles_then_apply_equals_rope) {
 }
 
 /* Keys of ctx positions (rows kstride apart) into the cache's transposed
- * blocks of kb positions (whole blocks, the tail zero), as f32 or f16. */
+ * blocks of kb positions (whole blocks, the tail zero), as f32 or f16
+ * (f16 = 2: bf16 in kernels.h's pairs). */
 static void *key_blocks(const float *k, size_t kstride, int ctx, int hd, int kb, int f16) {
     int blocks = (ctx + kb - 1) / kb;
     size_t n = (size_t)blocks * hd * kb;
@@ -149,13 +150,25 @@ static void *key_blocks(const float *k, size_t kstride, int ctx, int hd, int kb,
         for (int d = 0; d < hd; d++) {
             size_t at = ((size_t)(p / kb) * hd + d) * kb + p % kb;
             float v = k[p * kstride + d];
-            if (f16) {
+            if (f16 == 2) {
+                ((uint16_t *)kt)[kv_bf16_key(p, d, kb, hd)] = kv_bf16(v);
+            } else if (f16) {
                 ((uint16_t *)kt)[at] = f32_to_f16(v);
             } else {
                 ((float *)kt)[at] = v;
             }
         }
     return kt;
+}
+
+/* Values of ctx positions (rows vstride apart) as a BF16 value cache of rows hd
+ * apart: position pairs interleaved, room for an even number of positions (the
+ * odd one out zero). */
+static uint16_t *value_pairs(const float *v, size_t vstride, int ctx, int hd) {
+    uint16_t *vc = calloc((size_t)(ctx + 1) / 2 * 2 * hd, 2);
+    for (int p = 0; p < ctx; p++)
+        for (int d = 0; d < hd; d++) vc[kv_bf16_value(p, d, (size_t)hd)] = kv_bf16(v[p * vstride + d]);
+    return vc;
 }
 
 static const kernels *isa_table(int i) {
@@ -252,17 +265,60 @@ Test(ops, attend_block_group_rows_equal_per_head) {
     }
     for (int i = 0; i < NT * G * HD; i++) q[i] = sinf(0.21f * (float)i);
     const kernels *k = kernels_select(NULL);
-    void *kt = key_blocks(kc, HD, CTX, HD, KB, 1);
-    uint16_t vh[CTX * HD];
-    for (int i = 0; i < CTX * HD; i++) vh[i] = f32_to_f16(v[i]);
-    ops_attend_block(k, 1, grp, HD, q, HD, NT * G, G, DT_F16, kt, KB, vh, HD, 0, 11, 0, HD, 0.25f, sc, CTX, NULL);
+    void *kt = key_blocks(kc, HD, CTX, HD, KB, 2); /* fast mode's BF16 cache */
+    uint16_t *vh = value_pairs(v, HD, CTX, HD);
+    ops_attend_block(k, 1, grp, HD, q, HD, NT * G, G, DT_BF16, kt, KB, vh, HD, 0, 11, 0, HD, 0.25f, sc, CTX, NULL);
     for (int t = 0; t < NT; t++)
         for (int g = 0; g < G; g++) {
-            ops_attend_block(k, 1, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_F16, kt, KB, vh, HD, 0, 11 + t, 0, HD, 0.25f,
-                             sc, CTX, NULL);
+            ops_attend_block(k, 1, one, HD, q + (t * G + g) * HD, HD, 1, 1, DT_BF16, kt, KB, vh, HD, 0, 11 + t, 0, HD,
+                             0.25f, sc, CTX, NULL);
             for (int i = 0; i < HD; i++) cr_expect_eq(grp[(t * G + g) * HD + i], one[i], "t=%d g=%d i=%d", t, g, i);
         }
     free(kt);
+    free(vh);
+}
+
+/* Fast mode's BF16 cache: every row the same bits alone or beside the others of
+ * its call (lengths of both parities: the odd one out of a pair adds a zero
+ * product), the scalar version's scores and values on every table (softmax's sum
+ * within rounding), and within bf16's rounding of the f32 cache's result. */
+Test(ops, attend_block_bf16_cache) {
+    enum { CTX = 151, NT = 9, KB = 64, LEN0 = 120, MAXHD = 96 };
+    static float kc[CTX * MAXHD], v[CTX * MAXHD], q[NT * MAXHD], all[NT * MAXHD], one[MAXHD], ref[NT * MAXHD],
+        f32[NT * MAXHD], sc[NT * CTX];
+    for (int hd = 64; hd <= MAXHD; hd += 32) {
+        for (int i = 0; i < CTX * hd; i++) {
+            kc[i] = sinf(0.37f * (float)i);
+            v[i] = cosf(0.61f * (float)i);
+        }
+        for (int i = 0; i < NT * hd; i++) q[i] = 2.0f * sinf(0.23f * (float)i);
+        void *kt = key_blocks(kc, hd, CTX, hd, KB, 2), *k32 = key_blocks(kc, hd, CTX, hd, KB, 0);
+        uint16_t *vh = value_pairs(v, hd, CTX, hd);
+        const kernels *s = kernels_scalar();
+        ops_attend_block(s, 1, ref, hd, q, hd, NT, 1, DT_BF16, kt, KB, vh, hd, 0, LEN0, 0, hd, 0.125f, sc, CTX, NULL);
+        ops_attend_block(s, 1, f32, hd, q, hd, NT, 1, DT_F32, k32, KB, v, hd, 0, LEN0, 0, hd, 0.125f, sc, CTX, NULL);
+        for (int i = 0; i < NT * hd; i++) /* |values| <= 1: bf16's 2^-9 relative, a few roundings */
+            cr_expect(fabsf(ref[i] - f32[i]) <= 4e-3f, "hd %d i %d: bf16 %g vs f32 %g", hd, i, ref[i], f32[i]);
+        for (int i = 0; i < 4; i++) {
+            const kernels *k = isa_table(i);
+            if (!k) continue;
+            ops_attend_block(k, 1, all, hd, q, hd, NT, 1, DT_BF16, kt, KB, vh, hd, 0, LEN0, 0, hd, 0.125f, sc, CTX,
+                             NULL);
+            for (int t = 0; t < NT; t++) {
+                ops_attend_block(k, 1, one, hd, q + t * hd, hd, 1, 1, DT_BF16, kt, KB, vh, hd, 0, LEN0 + t, 0, hd, 0.125f,
+                                 sc, CTX, NULL);
+                for (int d = 0; d < hd; d++) {
+                    float a = all[t * hd + d], r = ref[t * hd + d];
+                    cr_expect_eq(a, one[d], "%s hd %d t=%d d=%d", k->name, hd, t, d);
+                    cr_expect(fabsf(a - r) <= 1e-6f * (1.0f + fabsf(r)), "%s hd %d t=%d d=%d: %g vs scalar %g", k->name,
+                              hd, t, d, a, r);
+                }
+            }
+        }
+        free(kt);
+        free(k32);
+        free(vh);
+    }
 }
 
 /* An f16 cache (fast mode) gives the f32 cache's result for the same values. */
@@ -411,20 +467,26 @@ Test(ops, attend_block_ring_wraps) {
         memcpy(kr + p % RING * HD, kc + p * HD, HD * sizeof(float));
         memcpy(vr + p % RING * HD, v + p * HD, HD * sizeof(float));
     }
+    /* f32 caches, and BF16 ones (fast mode's) */
     void *kt = key_blocks(kc, HD, CTX, HD, KB, 0), *ktr = key_blocks(kr, HD, RING, HD, KB, 0);
+    void *kb2 = key_blocks(kc, HD, CTX, HD, KB, 2), *kbr2 = key_blocks(kr, HD, RING, HD, KB, 2);
+    uint16_t *vb2 = value_pairs(v, HD, CTX, HD), *vbr2 = value_pairs(vr, HD, RING, HD);
     int straddled = 0;
     for (int i = 0; i < 4; i++) {
         const kernels *k = isa_table(i);
         if (!k) continue;
-        for (int fast = 0; fast < 2; fast++) {
-            ops_attend_block(k, fast, plain, HD, q, HD, NT, 1, DT_F32, kt, KB, v, HD, 0, LEN0, WIN, HD, 0.25f, sc, CTX,
+        for (int fast = 0; fast < 3; fast++) { /* 2: fast with the BF16 caches */
+            dtype dt = fast == 2 ? DT_BF16 : DT_F32;
+            const void *kp = fast == 2 ? kb2 : kt, *kr_ = fast == 2 ? kbr2 : ktr;
+            const void *vp = fast == 2 ? (const void *)vb2 : v, *vr_ = fast == 2 ? (const void *)vbr2 : vr;
+            ops_attend_block(k, fast > 0, plain, HD, q, HD, NT, 1, dt, kp, KB, vp, HD, 0, LEN0, WIN, HD, 0.25f, sc, CTX,
                              NULL);
-            ops_attend_block(k, fast, all, HD, q, HD, NT, 1, DT_F32, ktr, KB, vr, HD, RING, LEN0, WIN, HD, 0.25f, sc,
+            ops_attend_block(k, fast > 0, all, HD, q, HD, NT, 1, dt, kr_, KB, vr_, HD, RING, LEN0, WIN, HD, 0.25f, sc,
                              CTX, wrap);
             for (int t = 0; t < NT; t++) {
                 int end = LEN0 + t, spans = end - WIN < RING * 2 && end > RING * 2;
                 straddled += spans;
-                ops_attend_block(k, fast, one, HD, q + t * HD, HD, 1, 1, DT_F32, ktr, KB, vr, HD, RING, end, WIN, HD,
+                ops_attend_block(k, fast > 0, one, HD, q + t * HD, HD, 1, 1, dt, kr_, KB, vr_, HD, RING, end, WIN, HD,
                                  0.25f, sc, CTX, wrap);
                 for (int d = 0; d < HD; d++) {
                     float w = plain[t * HD + d];
@@ -441,4 +503,8 @@ Test(ops, attend_block_ring_wraps) {
     cr_expect(straddled > 0, "no row's window spans the wrap: the test checks nothing of it");
     free(kt);
     free(ktr);
+    free(kb2);
+    free(kbr2);
+    free(vb2);
+    free(vbr2);
 }
