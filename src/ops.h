@@ -33,7 +33,7 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
 /* Causal attention of nt query rows of heads that share one kv head, batched:
  * row i belongs to token i / rpt (rpt = query rows per token, e.g. the heads of
  * a GQA group) and attends positions 0 .. len0 - 1 + i / rpt. The cache holds
- * kvt values (DT_F32 or DT_F16) in the layout of kernels.h's att_scores /
+ * kvt values (DT_F32, or DT_BF16 in kernels.h's pairs) in the layout of kernels.h's att_scores /
  * att_values: keys transposed in blocks of kb positions (kt holds whole
  * blocks), values in rows vstride elements apart. ring = 0: position p in slot p;
  * ring > 0 (a multiple of kb, only with a window): a ring buffer of `ring`

@@ -39,7 +39,7 @@
  *    the file's dequantized row bit for bit), with 17 and 34 rows and 17 tokens so
  *    that partial groups, splits inside groups and AVX-512's panels are exercised;
  *    on x86 also the AVX-512 table without VNNI;
- *  - attention (att_scores / att_values, F32, F16 and BF16 caches) and fast SwiGLU:
+ *  - attention (att_scores / att_values, F32 and BF16 caches) and fast SwiGLU:
  *    the scalar bits; fast softmax within 1e-6 relative (the unit
  *    tests run the same check, tests/unit/test_kernels.c). */
 #include <math.h>
@@ -867,17 +867,16 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
         size_t on = (size_t)NT * (LDS > 2 * hd ? LDS : 2 * hd);
         float *kf = malloc(kn * 4), *vf = malloc(vn * 4), *q = malloc((size_t)NT * 2 * hd * 4);
         float *pr = malloc((size_t)NT * LDS * 4), *want = calloc(on, 4), *got = calloc(on, 4);
-        uint16_t *kh = malloc(kn * 2), *vh = malloc(vn * 2), *kbf = malloc(kn * 2), *vbf = malloc(vn * 2);
-        for (size_t i = 0; i < kn; i++) kh[i] = f32_to_f16(kf[i] = 2 * st_unit(&st)), kbf[i] = kv_bf16(kf[i]);
-        for (size_t i = 0; i < vn; i++) vh[i] = f32_to_f16(vf[i] = 2 * st_unit(&st)), vbf[i] = kv_bf16(vf[i]);
+        uint16_t *kbf = malloc(kn * 2), *vbf = malloc(vn * 2);
+        for (size_t i = 0; i < kn; i++) kbf[i] = kv_bf16(kf[i] = 2 * st_unit(&st));
+        for (size_t i = 0; i < vn; i++) vbf[i] = kv_bf16(vf[i] = 2 * st_unit(&st));
         /* some q and probabilities at and around BF16's flush to 0 (|x| < 2^-56) */
         static const float tiny[] = {0x1p-56f, -0x1p-56f, 0x1.fffffep-57f, 1e-30f, 0x1p-130f};
         for (int i = 0; i < NT * 2 * hd; i++) q[i] = i % 13 == 5 ? tiny[i % 5] : 2 * st_unit(&st);
         for (int i = 0; i < NT * LDS; i++) pr[i] = i % 11 == 3 ? tiny[i % 5] : 2 * st_unit(&st);
-        for (int f16 = 0; f16 < 3 && !bad; f16++) { /* F32, F16, BF16 (random pairs: any layout) */
-            dtype dt = f16 == 2 ? DT_BF16 : f16 ? DT_F16 : DT_F32;
-            const void *kt = f16 == 2 ? (const void *)kbf : f16 ? (const void *)kh : kf;
-            const void *v = f16 == 2 ? (const void *)vbf : f16 ? (const void *)vh : vf;
+        for (int bf = 0; bf < 2 && !bad; bf++) { /* F32, BF16 (random pairs: any layout) */
+            dtype dt = bf ? DT_BF16 : DT_F32;
+            const void *kt = bf ? (const void *)kbf : kf, *v = bf ? (const void *)vbf : vf;
             for (int li = 0; li < ST_COUNT(lens) && !bad; li++)
                 for (int nt = 1; nt <= NT && !bad; nt += 2) {
                     int n = lens[li];
@@ -894,7 +893,7 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
                     if (bad) snprintf(msg, len, "att_values %s hd %d len %d nt %d differs from scalar", dtype_name(dt), hd, n, nt);
                 }
         }
-        free(kf), free(vf), free(q), free(pr), free(want), free(got), free(kh), free(vh), free(kbf), free(vbf);
+        free(kf), free(vf), free(q), free(pr), free(want), free(got), free(kbf), free(vbf);
     }
     if (bad) return 1;
     enum { SN = 1000, SPAD = 352 };
@@ -909,26 +908,6 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
         ref->geglu_fast(a, u, n);
         k->geglu_fast(b, u, n);
         if (memcmp(a, b, (size_t)n * 4)) return snprintf(msg, len, "geglu_fast n %d differs from scalar", n), 1;
-    }
-    /* to_f16 = f32_to_f16 bit for bit: values of every magnitude (normal, subnormal and
-     * overflowing halves, ties), +-0, +-inf; tails of every length */
-    static uint16_t ha[SN], hb[SN];
-    for (int i = 0; i < SN; i++) {
-        uint32_t r = (uint32_t)st_next(&st);
-        float v = ldexpf(1.0f + (float)(r & 0xffff) / 65536.0f, (int)(r >> 16) % 50 - 30);
-        g[i] = (r >> 31) ? -v : v;
-        if (i % 5 == 0) { /* a tie between two halves: 11 mantissa bits, then a 1 */
-            uint32_t u32;
-            memcpy(&u32, &g[i], 4);
-            u32 = (u32 & ~0x1fffu) | 0x1000u;
-            memcpy(&g[i], &u32, 4);
-        }
-    }
-    g[0] = 0.0f, g[1] = -0.0f, g[2] = INFINITY, g[3] = -INFINITY, g[4] = 65520.0f, g[6] = 5.96e-8f, g[7] = 2.98e-8f;
-    for (int n = SN - 17; n <= SN; n++) {
-        for (int i = 0; i < n; i++) ha[i] = f32_to_f16(g[i]);
-        k->to_f16(g, hb, n);
-        if (memcmp(ha, hb, (size_t)n * 2)) return snprintf(msg, len, "to_f16 n %d differs from f32_to_f16", n), 1;
     }
     for (int n = 1; n <= 333; n += 37) {
         for (int i = 0; i < SPAD; i++) g[i] = 40.0f * st_unit(&st); /* logits over +-40 */

@@ -70,11 +70,7 @@ static inline void softmax_with(float *x, int len, int pad, float scale, float (
 
 void att_scores_f32_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
                            int lds);
-void att_scores_f16_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
-                           int lds);
 void att_values_f32_scalar(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
-                           float *out, int ldo);
-void att_values_f16_scalar(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
                            float *out, int ldo);
 void att_scores_bf16_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
                             int lds);

@@ -6,49 +6,27 @@
 
 #include "util.h"
 
-static float elem(const void *base, int f16, size_t i) {
-    return f16 ? f16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
-}
-
-static void scores(int f16, const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
-                   int lds) {
+void att_scores_f32_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
+                           int lds) {
+    const float *k = kt;
     for (int i = 0; i < nt; i++)
         for (int p = 0; p < len; p++) {
             size_t base = (size_t)(p / kb) * hd * kb + p % kb;
             float acc = 0.0f;
-            for (int d = 0; d < hd; d++) acc = fmaf(q[(size_t)i * ldq + d], elem(kt, f16, base + (size_t)d * kb), acc);
+            for (int d = 0; d < hd; d++) acc = fmaf(q[(size_t)i * ldq + d], k[base + (size_t)d * kb], acc);
             s[(size_t)i * lds + p] = acc;
         }
 }
 
-static void values(int f16, const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
-                   float *out, int ldo) {
+void att_values_f32_scalar(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
+                           float *out, int ldo) {
+    const float *vc = v;
     for (int i = 0; i < nt; i++)
         for (int d = 0; d < hd; d++) {
             float acc = 0.0f;
-            for (int p = 0; p < len; p++) acc = fmaf(pr[(size_t)i * ldp + p], elem(v, f16, p * vstride + d), acc);
+            for (int p = 0; p < len; p++) acc = fmaf(pr[(size_t)i * ldp + p], vc[p * vstride + d], acc);
             out[(size_t)i * ldo + d] = acc;
         }
-}
-
-void att_scores_f32_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
-                           int lds) {
-    scores(0, kt, kb, hd, len, q, ldq, nt, s, lds);
-}
-
-void att_scores_f16_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
-                           int lds) {
-    scores(1, kt, kb, hd, len, q, ldq, nt, s, lds);
-}
-
-void att_values_f32_scalar(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
-                           float *out, int ldo) {
-    values(0, v, vstride, hd, len, pr, ldp, nt, out, ldo);
-}
-
-void att_values_f16_scalar(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
-                           float *out, int ldo) {
-    values(1, v, vstride, hd, len, pr, ldp, nt, out, ldo);
 }
 
 /* BF16: pairs, odd element first (kernels.h). */

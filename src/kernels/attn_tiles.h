@@ -3,7 +3,7 @@
  * and avx512.c (which have the ISA flags), after defining:
  *   AV, AVI, AW         f32 vector type, int32 vector type, lanes;
  *   ATT_NV              vectors per register tile column (positions or dims);
- *   av_zero() av_set1(x) av_load(p) av_load_h(p: uint16_t *, AW f16 values)
+ *   av_zero() av_set1(x) av_load(p)
  *   av_store(p, v) av_fma(a, b, c) = a*b + c in one rounding, av_add av_sub av_mul
  *   av_min av_max av_round (to nearest even) av_hsum av_hmax
  *   av_cvt_i(v) (f32 holding an integer -> int32) av_pow2(vi) (2^vi, vi in [-126, 127])
@@ -24,10 +24,6 @@
 #define ATT_AI static inline __attribute__((always_inline))
 #define ATT_UNROLL _Pragma("GCC unroll 4") /* the tile loops: accumulators stay in registers */
 
-ATT_AI AV att_ld(int f16, const void *p, size_t i) {
-    return f16 ? av_load_h((const uint16_t *)p + i) : av_load((const float *)p + i);
-}
-
 /* Store the first n lanes of NV vectors (n <= NV * AW). */
 ATT_AI void att_store(float *dst, const AV *v, int n, int NV) {
     if (n == NV * AW) {
@@ -41,14 +37,14 @@ ATT_AI void att_store(float *dst, const AV *v, int n, int NV) {
 
 /* R rows x NV * AW positions of one key block (columns c0.. of block blk; NV <= ATT_NV
  * vectors, the fewest that hold the n columns stored): the block holds whole vectors. */
-ATT_AI void att_scores_tile(int f16, const void *blk, int kb, int hd, const float *q, int ldq, int R, float *s,
+ATT_AI void att_scores_tile(const float *blk, int kb, int hd, const float *q, int ldq, int R, float *s,
                             int lds, int n, int NV) {
     AV acc[ATT_R][ATT_NV];
     ATT_UNROLL for (int r = 0; r < R; r++)
         ATT_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = av_zero();
     for (int d = 0; d < hd; d++) {
         AV k[ATT_NV];
-        ATT_UNROLL for (int j = 0; j < NV; j++) k[j] = att_ld(f16, blk, (size_t)d * kb + (size_t)j * AW);
+        ATT_UNROLL for (int j = 0; j < NV; j++) k[j] = av_load(blk + (size_t)d * kb + (size_t)j * AW);
         ATT_UNROLL for (int r = 0; r < R; r++) {
             AV qb = av_set1(q[(size_t)r * ldq + d]);
             ATT_UNROLL for (int j = 0; j < NV; j++) acc[r][j] = av_fma(qb, k[j], acc[r][j]);
@@ -58,14 +54,14 @@ ATT_AI void att_scores_tile(int f16, const void *blk, int kb, int hd, const floa
 }
 
 /* R rows x ATT_NV * AW dimensions of the values, over positions 0..len. */
-ATT_AI void att_values_tile(int f16, const void *v, size_t vstride, int len, const float *pr, int ldp, int R,
+ATT_AI void att_values_tile(const float *v, size_t vstride, int len, const float *pr, int ldp, int R,
                             float *out, int ldo) {
     AV acc[ATT_R][ATT_NV];
     ATT_UNROLL for (int r = 0; r < R; r++)
         ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_zero();
     for (int p = 0; p < len; p++) {
         AV x[ATT_NV];
-        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) x[j] = att_ld(f16, v, (size_t)p * vstride + (size_t)j * AW);
+        ATT_UNROLL for (int j = 0; j < ATT_NV; j++) x[j] = av_load(v + (size_t)p * vstride + (size_t)j * AW);
         ATT_UNROLL for (int r = 0; r < R; r++) {
             AV pb = av_set1(pr[(size_t)r * ldp + p]);
             ATT_UNROLL for (int j = 0; j < ATT_NV; j++) acc[r][j] = av_fma(pb, x[j], acc[r][j]);
@@ -83,11 +79,11 @@ ATT_AI void att_values_tile(int f16, const void *v, size_t vstride, int len, con
     default: CALL(1); break;  \
     }
 
-ATT_AI void att_scores_simd(int f16, const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
+ATT_AI void att_scores_simd(const float *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
                             float *s, int lds) {
-    int cw = ATT_NV * AW, esz = f16 ? 2 : 4;
+    int cw = ATT_NV * AW;
     for (int p0 = 0; p0 < len; p0 += kb) {
-        const char *blk = (const char *)kt + (size_t)(p0 / kb) * hd * kb * esz;
+        const float *blk = kt + (size_t)(p0 / kb) * hd * kb;
         int cols = len - p0 < kb ? len - p0 : kb;
         for (int c0 = 0; c0 < cols; c0 += cw) {
             int n = cols - c0 < cw ? cols - c0 : cw;
@@ -97,8 +93,7 @@ ATT_AI void att_scores_simd(int f16, const void *kt, int kb, int hd, int len, co
             for (int i = 0; i < nt; i += ATT_R) {
                 int R = nt - i < ATT_R ? nt - i : ATT_R;
 #define ATT_SC_NV(RR, NV)                                                                                          \
-    att_scores_tile(f16, blk + (size_t)c0 * esz, kb, hd, q + (size_t)i * ldq, ldq, RR, s + (size_t)i * lds + p0 + c0, \
-                    lds, n, NV)
+    att_scores_tile(blk + c0, kb, hd, q + (size_t)i * ldq, ldq, RR, s + (size_t)i * lds + p0 + c0, lds, n, NV)
 #define ATT_SC(RR)                                                                                                 \
     if (nv >= ATT_NV) ATT_SC_NV(RR, ATT_NV);                                                                      \
     else if (ATT_NV > 3 && nv == 3) ATT_SC_NV(RR, ATT_NV > 3 ? 3 : ATT_NV);                                       \
@@ -112,15 +107,14 @@ ATT_AI void att_scores_simd(int f16, const void *kt, int kb, int hd, int len, co
     }
 }
 
-ATT_AI void att_values_simd(int f16, const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
-                            int nt, float *out, int ldo) {
-    int cw = ATT_NV * AW, esz = f16 ? 2 : 4;
+ATT_AI void att_values_simd(const float *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
+                            float *out, int ldo) {
+    int cw = ATT_NV * AW;
     for (int d0 = 0; d0 < hd; d0 += cw)
         for (int i = 0; i < nt; i += ATT_R) {
             int R = nt - i < ATT_R ? nt - i : ATT_R;
 #define ATT_VA(RR)                                                                                      \
-    att_values_tile(f16, (const char *)v + (size_t)d0 * esz, vstride, len, pr + (size_t)i * ldp, ldp, RR, \
-                    out + (size_t)i * ldo + d0, ldo)
+    att_values_tile(v + d0, vstride, len, pr + (size_t)i * ldp, ldp, RR, out + (size_t)i * ldo + d0, ldo)
             ATT_ROWS(ATT_VA)
 #undef ATT_VA
         }
@@ -132,16 +126,7 @@ static void ATT_FN(att_scores_f32)(const void *kt, int kb, int hd, int len, cons
         att_scores_f32_scalar(kt, kb, hd, len, q, ldq, nt, s, lds);
         return;
     }
-    att_scores_simd(0, kt, kb, hd, len, q, ldq, nt, s, lds);
-}
-
-static void ATT_FN(att_scores_f16)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
-                                   float *s, int lds) {
-    if (kb % (ATT_NV * AW)) {
-        att_scores_f16_scalar(kt, kb, hd, len, q, ldq, nt, s, lds);
-        return;
-    }
-    att_scores_simd(1, kt, kb, hd, len, q, ldq, nt, s, lds);
+    att_scores_simd(kt, kb, hd, len, q, ldq, nt, s, lds);
 }
 
 static void ATT_FN(att_values_f32)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
@@ -150,16 +135,7 @@ static void ATT_FN(att_values_f32)(const void *v, size_t vstride, int hd, int le
         att_values_f32_scalar(v, vstride, hd, len, pr, ldp, nt, out, ldo);
         return;
     }
-    att_values_simd(0, v, vstride, hd, len, pr, ldp, nt, out, ldo);
-}
-
-static void ATT_FN(att_values_f16)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
-                                   int nt, float *out, int ldo) {
-    if (hd % (ATT_NV * AW)) {
-        att_values_f16_scalar(v, vstride, hd, len, pr, ldp, nt, out, ldo);
-        return;
-    }
-    att_values_simd(1, v, vstride, hd, len, pr, ldp, nt, out, ldo);
+    att_values_simd(v, vstride, hd, len, pr, ldp, nt, out, ldo);
 }
 
 /* ---- BF16 pairs (kernels.h) by two FMAs a pair, where the ISA has no bf16 dot product ---- */

@@ -629,7 +629,6 @@ static inline float hmax8(__m256 v) {
 #define av_zero() _mm256_setzero_ps()
 #define av_set1(x) _mm256_set1_ps(x)
 #define av_load(p) _mm256_loadu_ps(p)
-#define av_load_h(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define av_store(p, v) _mm256_storeu_ps(p, v)
 #define av_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define av_add(a, b) _mm256_add_ps(a, b)
@@ -648,14 +647,6 @@ static inline float hmax8(__m256 v) {
 #define av_bf_lo(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(p)), 16))
 #define av_bf_hi(p) _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p)), _mm256_set1_epi32((int)0xffff0000u)))
 #include "attn_tiles.h"
-
-/* vcvtps2ph (F16C) rounds to nearest even, as f32_to_f16 (NaN payloads aside). */
-static void to_f16_avx2(const float *x, uint16_t *y, int n) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++) y[i] = f32_to_f16(x[i]);
-}
 
 static const kernels AVX2 = {
     .name = "avx2",
@@ -678,12 +669,11 @@ static const kernels AVX2 = {
                   DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
-    .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_F16] = att_scores_f16_avx2, [DT_BF16] = att_scores_bf16_avx2},
-    .att_values = {[DT_F32] = att_values_f32_avx2, [DT_F16] = att_values_f16_avx2, [DT_BF16] = att_values_bf16_avx2},
+    .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_BF16] = att_scores_bf16_avx2},
+    .att_values = {[DT_F32] = att_values_f32_avx2, [DT_BF16] = att_values_bf16_avx2},
     .softmax_fast = softmax_fast_avx2,
     .swiglu_fast = swiglu_fast_avx2,
     .geglu_fast = geglu_fast_avx2,
-    .to_f16 = to_f16_avx2,
 };
 
 /* The table, without any CPU check: dispatch.c calls this only after checking. */

@@ -1316,15 +1316,6 @@ static void matmul_q8v_q4_k_act(const void *p, int rows, int cols, int r0, int r
     else matmul_q8v_q4_k(p, rows, cols, r0, r1, x, y, ldy);
 }
 
-/* vcvtps2ph rounds to nearest even, as f32_to_f16 (NaN payloads aside). */
-static void to_f16_avx512(const float *x, uint16_t *y, int n) {
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(y + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (; i < n; i++) y[i] = f32_to_f16(x[i]);
-}
-
 /* max |x| over the 32 values at x. */
 AI float block_amax(const float *x) {
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
@@ -1461,7 +1452,6 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 #define av_zero() _mm512_setzero_ps()
 #define av_set1(x) _mm512_set1_ps(x)
 #define av_load(p) _mm512_loadu_ps(p)
-#define av_load_h(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define av_store(p, v) _mm512_storeu_ps(p, v)
 #define av_fma(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define av_add(a, b) _mm512_add_ps(a, b)
@@ -1629,14 +1619,11 @@ static void att_values_bf16_dp(const void *v, size_t vstride, int hd, int len, c
                       INPLACE_##Q8},                                                                \
         .dot = dot_avx512,                                                                          \
         .axpy = axpy_avx512,                                                                        \
-        .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_F16] = att_scores_f16_avx512,          \
-                       [DT_BF16] = att_scores_bf16_##ATT},                                          \
-        .att_values = {[DT_F32] = att_values_f32_avx512, [DT_F16] = att_values_f16_avx512,          \
-                       [DT_BF16] = att_values_bf16_##ATT},                                          \
+        .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_BF16] = att_scores_bf16_##ATT},        \
+        .att_values = {[DT_F32] = att_values_f32_avx512, [DT_BF16] = att_values_bf16_##ATT},        \
         .softmax_fast = softmax_fast_avx512,                                                        \
         .swiglu_fast = swiglu_fast_avx512,                                                          \
         .geglu_fast = geglu_fast_avx512,                                                            \
-        .to_f16 = to_f16_avx512,                                                                    \
     };
 
 /* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */

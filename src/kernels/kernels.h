@@ -293,7 +293,7 @@ float q4k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, in
  * is hd rows of kb elements: dimension d of position p at (p / kb * hd + d) * kb
  * + p % kb), values in natural rows (dimension d of position p at p * vstride +
  * d). Both products are then broadcast-FMAs over contiguous lanes (positions,
- * or dimensions), with no horizontal sums. Elements are F32 or F16.
+ * or dimensions), with no horizontal sums. Elements are F32 or BF16 (below).
  *
  * att_scores: s[i*lds + p] = sum_d q[i*ldq + d] * K[p][d] for p < len;
  * att_values: out[i*ldo + d] = sum_{p < len} pr[i*ldp + p] * V[p][d].
@@ -343,11 +343,6 @@ typedef void (*softmax_fn)(float *x, int len, int pad, float scale);
  * same polynomial e^. */
 typedef void (*swiglu_fn)(float *gate, const float *up, int n);
 
-/* y[i] = x[i] as an IEEE half, rounded to nearest even (the KV cache's f16):
- * bit-identical to util.h's f32_to_f16 for every input but NaN (a NaN stays a
- * NaN, its payload may differ). */
-typedef void (*to_f16_fn)(const float *x, uint16_t *y, int n);
-
 typedef struct {
     const char *name;              /* "scalar", "avx2", "avx512", "neon" */
     matmul_fn matmul[DT_COUNT];    /* NULL where the dtype has no kernel */
@@ -358,12 +353,11 @@ typedef struct {
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
     /* set in every table (tested), so callers need no scalar fallback: */
-    att_scores_fn att_scores[DT_COUNT]; /* F32, F16, BF16 */
-    att_values_fn att_values[DT_COUNT]; /* F32, F16, BF16 */
+    att_scores_fn att_scores[DT_COUNT]; /* F32 (exact mode's cache), BF16 (fast mode's) */
+    att_values_fn att_values[DT_COUNT]; /* F32, BF16 */
     softmax_fn softmax_fast;
     swiglu_fn swiglu_fast;
     swiglu_fn geglu_fast; /* gate = gelu_tanh(gate) * up = gate / (1 + e^(-2u)) * up, the e^ of softmax_fast */
-    to_f16_fn to_f16;
 } kernels;
 
 /* The portable reference table (a matmul for every weight type of the type table, quant.h). */

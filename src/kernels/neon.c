@@ -597,7 +597,6 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
 #define av_zero() vdupq_n_f32(0.0f)
 #define av_set1(x) vdupq_n_f32(x)
 #define av_load(p) vld1q_f32(p)
-#define av_load_h(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
 #define av_store(p, v) vst1q_f32(p, v)
 #define av_fma(a, b, c) vfmaq_f32(c, a, b)
 #define av_add(a, b) vaddq_f32(a, b)
@@ -616,13 +615,6 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
 #define av_bf_lo(p) vreinterpretq_f32_u32(vshlq_n_u32(vld1q_u32(p), 16))
 #define av_bf_hi(p) vreinterpretq_f32_u32(vandq_u32(vld1q_u32(p), vdupq_n_u32(0xffff0000u)))
 #include "attn_tiles.h"
-
-/* fcvtn rounds to nearest even under the default FPCR, as f32_to_f16 (NaN payloads aside). */
-static void to_f16_neon(const float *x, uint16_t *y, int n) {
-    int i = 0;
-    for (; i + 4 <= n; i += 4) vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
-    for (; i < n; i++) y[i] = f32_to_f16(x[i]);
-}
 
 static const kernels NEON = {
     .name = "neon",
@@ -645,12 +637,11 @@ static const kernels NEON = {
                   DQ_Q8_INPLACE(inplace_neon)}, /* inplace_neon.c */
     .dot = dot_neon,
     .axpy = axpy_neon,
-    .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_F16] = att_scores_f16_neon, [DT_BF16] = att_scores_bf16_neon},
-    .att_values = {[DT_F32] = att_values_f32_neon, [DT_F16] = att_values_f16_neon, [DT_BF16] = att_values_bf16_neon},
+    .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_BF16] = att_scores_bf16_neon},
+    .att_values = {[DT_F32] = att_values_f32_neon, [DT_BF16] = att_values_bf16_neon},
     .softmax_fast = softmax_fast_neon,
     .swiglu_fast = swiglu_fast_neon,
     .geglu_fast = geglu_fast_neon,
-    .to_f16 = to_f16_neon,
 };
 
 /* The table; dispatch.c hands it out on every AArch64 CPU. */

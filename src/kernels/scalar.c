@@ -298,10 +298,6 @@ static void axpy_scalar(float *y, float a, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-static void to_f16_scalar(const float *x, uint16_t *y, int n) {
-    for (int i = 0; i < n; i++) y[i] = f32_to_f16(x[i]);
-}
-
 static const kernels SCALAR = {
     .name = "scalar",
     .matmul =
@@ -323,14 +319,11 @@ static const kernels SCALAR = {
                   [DT_Q4_K] = matmul_q8_q4_k},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
-    .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_F16] = att_scores_f16_scalar,
-                   [DT_BF16] = att_scores_bf16_scalar},
-    .att_values = {[DT_F32] = att_values_f32_scalar, [DT_F16] = att_values_f16_scalar,
-                   [DT_BF16] = att_values_bf16_scalar},
+    .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_BF16] = att_scores_bf16_scalar},
+    .att_values = {[DT_F32] = att_values_f32_scalar, [DT_BF16] = att_values_bf16_scalar},
     .softmax_fast = softmax_fast_scalar,
     .swiglu_fast = swiglu_fast_scalar,
     .geglu_fast = geglu_fast_scalar,
-    .to_f16 = to_f16_scalar,
 };
 
 const kernels *kernels_scalar(void) { return &SCALAR; }

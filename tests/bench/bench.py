@@ -260,7 +260,7 @@ def model_costs(path):
     n = max(PP_SIZES)
     attn_ops = 2 * 2 * layers * heads * head_dim * (n + 1) / 2  # QK^T and PV, causal mean per token
     ops = 2 * lin + attn_ops + 2 * vocab * hidden / n          # lm_head for the last position only
-    kv_bytes = 2 * layers * kv * head_dim * 2  # K and V per position, f16 in the default (fast) mode (forward.h)
+    kv_bytes = 2 * layers * kv * head_dim * 2  # K and V per position, bf16 in the default (fast) mode (forward.h)
     return {"file_bytes": total, "bytes_per_token": per_token, "linear_params": lin, "kv_bytes_per_pos": kv_bytes,
             "lm_head_params": vocab * hidden, "tied": tied, "ops_per_prompt_token": ops}
 
@@ -501,7 +501,7 @@ def print_table(results):
 def targets(results):
     """[(what, measured, target, ok)] for every speed target that this run's models can check.
 
-    At 2 threads, default mode. RSS: file + KV cache (f16, llmgen_bench context) + 10%."""
+    At 2 threads, default mode. RSS: file + KV cache (bf16, llmgen_bench context) + 10%."""
     by = {m["key"]: m for m in results["models"]}
     ctx = max(max(PP_SIZES), TG)
 

@@ -21,7 +21,7 @@ check_refs.py compares their ids and logits with HF's; this script checks, on ea
                 window is intact and none where the ring has overwritten it (a 200-token prefix after
                 647 positions: cached_prompt_tokens 0, the prompt recomputed)
   fast mode     the same thread, prompt-cache and batch equalities on an 8-bit MLX copy (llmgen
-                quantize) of the gemma3 fixture: an f16 cache and the fast kernels
+                quantize) of the gemma3 fixture: a bf16 cache and the fast kernels
 
 Environment: LLMGEN (binary, default ./llmgen). Standard library only; exits 1 on any failure.
 """

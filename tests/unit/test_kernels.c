@@ -143,9 +143,7 @@ Test(kernels_dispatch, every_table_is_complete) {
         cr_assert_not_null(tables[i]->axpy);
         /* callers use these without a scalar fallback */
         cr_assert_not_null(tables[i]->att_scores[DT_F32]);
-        cr_assert_not_null(tables[i]->att_scores[DT_F16]);
         cr_assert_not_null(tables[i]->att_values[DT_F32]);
-        cr_assert_not_null(tables[i]->att_values[DT_F16]);
         cr_assert_not_null(tables[i]->att_scores[DT_BF16]);
         cr_assert_not_null(tables[i]->att_values[DT_BF16]);
         cr_assert_not_null(tables[i]->softmax_fast);
