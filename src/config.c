@@ -34,7 +34,7 @@
 #define MAX_DIM (1 << 16)
 #define MAX_LAYERS 1024
 #define MAX_HEADS 1024
-#define MAX_HEAD_DIM CONFIG_MAX_HEAD_DIM
+#define MAX_HEAD_DIM 1024
 #define MAX_HIDDEN (1 << 20)
 #define MAX_VOCAB (1 << 24)
 #define MAX_POS (1 << 24)

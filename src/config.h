@@ -10,7 +10,6 @@
 
 #define CONFIG_MAX_EOS 8
 #define CONFIG_MAX_LAYERS 1024
-#define CONFIG_MAX_HEAD_DIM 1024 /* config_validate's bound on head_dim */
 #define CONFIG_MAX_ROT_PAIRS 512  /* rotary pairs (rot_dim / 2) a LongRoPE factor list may hold */
 
 typedef enum {

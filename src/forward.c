@@ -61,9 +61,9 @@ static int lcm16(int n) {
 
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
-/* Positions a kv head's value cache has room for when it holds cap: even, for BF16's
- * pairs of positions (kernels.h). */
-static int v_cap(int cap) { return cap + (cap & 1); }
+/* The positions a kv head's value cache spans when it holds cap of them: BF16 keeps
+ * whole pairs of positions (kernels.h), so an odd cap takes one more. */
+static int v_cap(const fwd_state *s, int cap) { return s->kv_type == DT_BF16 ? cap + (cap & 1) : cap; }
 
 /* Buffers of a q8_act for up to nt tokens of up to cols columns; 1 on success. */
 static int q8_act_alloc(q8_act *a, int nt, int cols) {
@@ -94,16 +94,16 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     int ring = fwd_ring_size(c);
     s->ring = ring && ring < ctx ? ring : 0;
     s->kvl = malloc((size_t)c->n_layers * sizeof *s->kvl);
+    s->fast = weights_packed(m);
+    s->kv_type = s->fast ? DT_BF16 : DT_F32;
     size_t k_elems = 0, v_elems = 0;
     for (int l = 0; s->kvl && l < c->n_layers; l++) {
         int r = c->layer_flags[l] & LAYER_SLIDING ? s->ring : 0, cap = r ? r : ctx;
         s->kvl[l] = (fwd_kv_layer){r, k_elems, v_elems};
         k_elems += kvd * (size_t)((cap + ATT_KBLOCK - 1) / ATT_KBLOCK * ATT_KBLOCK);
-        v_elems += kvd * (size_t)v_cap(cap);
+        v_elems += kvd * (size_t)v_cap(s, cap);
     }
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
-    s->fast = weights_packed(m);
-    s->kv_type = s->fast ? DT_BF16 : DT_F32;
     size_t esz = dtype_row_bytes(s->kv_type, 1);
     s->kv_bytes = (k_elems + v_elems) * esz;
     s->k_cache = calloc(k_elems, esz);
@@ -339,26 +339,30 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
 
 /* ---- the KV cache ------------------------------------------------------------------ */
 
-/* The hd values of position `slot` of one kv head's cache: keys (kc, transposed in
- * blocks of ATT_KBLOCK positions) or values (vc, rows of hd), as s->kv_type lays
- * them out (kernels.h: f32 as they are, bf16 in pairs). */
-static void cache_put(const fwd_state *s, void *kc, void *vc, int slot, const float *x, int hd) {
+/* The hd values of position `slot` into one kv head's cache, as s->kv_type lays them out
+ * (kernels.h): keys transposed in blocks of ATT_KBLOCK positions (f32: one element per
+ * row of the block; BF16: a pair of dimensions per dword row), values in rows (BF16:
+ * rows of a position pair interleaved). */
+static void key_put(const fwd_state *s, void *kc, int slot, const float *x, int hd) {
+    size_t at = (size_t)slot / ATT_KBLOCK * hd * ATT_KBLOCK + slot % ATT_KBLOCK;
     if (s->kv_type == DT_F32) {
-        size_t at = kc ? (size_t)slot / ATT_KBLOCK * hd * ATT_KBLOCK + slot % ATT_KBLOCK : (size_t)slot * hd;
-        size_t stride = kc ? ATT_KBLOCK : 1;
-        float *dst = (float *)(kc ? kc : vc) + at;
-        for (int d = 0; d < hd; d++) dst[(size_t)d * stride] = x[d];
+        for (int d = 0; d < hd; d++) ((float *)kc)[at + (size_t)d * ATT_KBLOCK] = x[d];
         return;
     }
-    uint16_t h[CONFIG_MAX_HEAD_DIM];
-    for (int d = 0; d < hd; d++) h[d] = kv_bf16(x[d]);
-    if (kc) { /* a pair of dimensions is one dword, the pairs ATT_KBLOCK dwords apart */
-        uint16_t *dst = (uint16_t *)kc + kv_bf16_key(slot, 0, ATT_KBLOCK, hd);
-        for (int d = 0; d < hd; d += 2) memcpy(dst + (size_t)d * ATT_KBLOCK, h + d, 4);
-    } else {
-        uint16_t *dst = (uint16_t *)vc + kv_bf16_value(slot, 0, (size_t)hd);
-        for (int d = 0; d < hd; d++) dst[2 * d] = h[d];
+    uint16_t *dst = (uint16_t *)kc + kv_bf16_key(slot, 0, ATT_KBLOCK, hd);
+    for (int d = 0; d < hd; d += 2) {
+        uint16_t pair[2] = {kv_bf16(x[d]), kv_bf16(x[d + 1])};
+        memcpy(dst + (size_t)d * ATT_KBLOCK, pair, 4);
     }
+}
+
+static void value_put(const fwd_state *s, void *vc, int slot, const float *x, int hd) {
+    if (s->kv_type == DT_F32) {
+        memcpy((float *)vc + (size_t)slot * hd, x, (size_t)hd * sizeof(float));
+        return;
+    }
+    uint16_t *dst = (uint16_t *)vc + kv_bf16_value(slot, 0, (size_t)hd);
+    for (int d = 0; d < hd; d++) dst[2 * d] = kv_bf16(x[d]);
 }
 
 int fwd_ring_size(const model_config *c) {
@@ -386,7 +390,7 @@ static void *k_head(const fwd_state *s, const model_config *c, int l, int h) {
 }
 
 static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
-    int64_t per_head = (int64_t)v_cap(layer_cap(s, l)) * c->head_dim;
+    int64_t per_head = (int64_t)v_cap(s, layer_cap(s, l)) * c->head_dim;
     return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)s->kvl[l].v_off + h * per_head);
 }
 
@@ -397,8 +401,7 @@ size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int
         int held = s->kvl[l].ring && pos > s->kvl[l].ring ? s->kvl[l].ring : pos;
         int kb = (held + ATT_KBLOCK - 1) / ATT_KBLOCK;
         size_t kbytes = dtype_row_bytes(s->kv_type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
-        int vheld = s->kv_type == DT_BF16 ? v_cap(held) : held; /* BF16: whole pairs */
-        size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)vheld * c->head_dim);
+        size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)v_cap(s, held) * c->head_dim);
         for (int h = 0; h < c->n_kv_heads; h++) {
             void *k = k_head(s, c, l, h), *v = v_head(s, c, l, h);
             if (buf) {
@@ -495,14 +498,14 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             int h = (r - qd) / hd;
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
             head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
-            cache_put(s, k_head(kv, c, j->layer, h), NULL, slot, k, hd);
+            key_put(s, k_head(kv, c, j->layer, h), slot, k, hd);
         }
         /* rows of V are (kv head, dim) in order: whole heads, as the split is */
         for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r += hd) {
             int h = (r - qd - kvd) / hd;
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
             if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
-            cache_put(s, NULL, v_head(kv, c, j->layer, h), slot, v, hd);
+            value_put(s, v_head(kv, c, j->layer, h), slot, v, hd);
         }
     }
 }
@@ -562,7 +565,7 @@ static void attention_prefetch(const attn_job *j, int si, int kvh) {
     int len = g->pos + 1, blocks = (len + ATT_KBLOCK - 1) / ATT_KBLOCK;
     const char *k = k_head(g->kv, c, j->layer, kvh), *v = v_head(g->kv, c, j->layer, kvh);
     size_t kb = dtype_row_bytes(j->s->kv_type, (int64_t)blocks * c->head_dim * ATT_KBLOCK);
-    size_t vb = dtype_row_bytes(j->s->kv_type, (int64_t)v_cap(len) * c->head_dim);
+    size_t vb = dtype_row_bytes(j->s->kv_type, (int64_t)v_cap(j->s, len) * c->head_dim);
     for (size_t o = 0; o < kb; o += 128) __builtin_prefetch(k + o, 0, 2);
     for (size_t o = 0; o < vb; o += 128) __builtin_prefetch(v + o, 0, 2);
 }

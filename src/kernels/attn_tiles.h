@@ -70,6 +70,14 @@ ATT_AI void att_values_tile(const float *v, size_t vstride, int len, const float
     ATT_UNROLL for (int r = 0; r < R; r++) att_store(out + (size_t)r * ldo, acc[r], ATT_NV * AW, ATT_NV);
 }
 
+/* The tile widths: CALL(RR, NV) with NV the fewest vectors (<= ATT_NV) that hold nv, a
+ * constant in each call; RR passes through (a row count from ATT_ROWS). */
+#define ATT_BY_NV(CALL, RR)                                                  \
+    if (nv >= ATT_NV) CALL(RR, ATT_NV);                                      \
+    else if (ATT_NV > 3 && nv == 3) CALL(RR, ATT_NV > 3 ? 3 : ATT_NV);       \
+    else if (ATT_NV > 2 && nv == 2) CALL(RR, ATT_NV > 2 ? 2 : ATT_NV);       \
+    else CALL(RR, 1)
+
 /* The row tiles, R a constant in each call so the tile's loops unroll. */
 #define ATT_ROWS(CALL)        \
     switch (R) {              \
@@ -94,11 +102,7 @@ ATT_AI void att_scores_simd(const float *kt, int kb, int hd, int len, const floa
                 int R = nt - i < ATT_R ? nt - i : ATT_R;
 #define ATT_SC_NV(RR, NV)                                                                                          \
     att_scores_tile(blk + c0, kb, hd, q + (size_t)i * ldq, ldq, RR, s + (size_t)i * lds + p0 + c0, lds, n, NV)
-#define ATT_SC(RR)                                                                                                 \
-    if (nv >= ATT_NV) ATT_SC_NV(RR, ATT_NV);                                                                      \
-    else if (ATT_NV > 3 && nv == 3) ATT_SC_NV(RR, ATT_NV > 3 ? 3 : ATT_NV);                                       \
-    else if (ATT_NV > 2 && nv == 2) ATT_SC_NV(RR, ATT_NV > 2 ? 2 : ATT_NV);                                       \
-    else ATT_SC_NV(RR, 1)
+#define ATT_SC(RR) ATT_BY_NV(ATT_SC_NV, RR)
                 ATT_ROWS(ATT_SC)
 #undef ATT_SC
 #undef ATT_SC_NV
@@ -183,11 +187,7 @@ static void ATT_FN(att_scores_bf16)(const void *kt, int kb, int hd, int len, con
                 int n = cols - c0 < cw ? cols - c0 : cw, nv = (n + AW - 1) / AW;
                 float *sp = s + (size_t)i0 * lds + p0 + c0;
 #define ATT_SB_NV(RR, NV) att_scores_bf16_tile(blk + c0, kb, hd, (const float(*)[ATT_BF16_MAXHD])qr, RR, sp, lds, n, NV)
-#define ATT_SB(RR)                                                                                                 \
-    if (nv >= ATT_NV) ATT_SB_NV(RR, ATT_NV);                                                                      \
-    else if (ATT_NV > 3 && nv == 3) ATT_SB_NV(RR, ATT_NV > 3 ? 3 : ATT_NV);                                       \
-    else if (ATT_NV > 2 && nv == 2) ATT_SB_NV(RR, ATT_NV > 2 ? 2 : ATT_NV);                                       \
-    else ATT_SB_NV(RR, 1)
+#define ATT_SB(RR) ATT_BY_NV(ATT_SB_NV, RR)
                 ATT_ROWS(ATT_SB)
 #undef ATT_SB
 #undef ATT_SB_NV

@@ -1523,11 +1523,7 @@ static void att_scores_bf16_dp(const void *kt, int kb, int hd, int len, const fl
                 int n = cols - c0 < 64 ? cols - c0 : 64, nv = (n + 15) / 16;
                 float *sp = s + (size_t)i0 * lds + p0 + c0;
 #define BF_SC_NV(RR, NV) bf16_scores_tile(blk + c0, kb, hd, (const uint32_t(*)[ATT_BF16_MAXHD / 2])qp, RR, sp, lds, n, NV)
-#define BF_SC(RR)                     \
-    if (nv == 4) BF_SC_NV(RR, 4);      \
-    else if (nv == 3) BF_SC_NV(RR, 3); \
-    else if (nv == 2) BF_SC_NV(RR, 2); \
-    else BF_SC_NV(RR, 1)
+#define BF_SC(RR) ATT_BY_NV(BF_SC_NV, RR)
                 ATT_ROWS(BF_SC)
 #undef BF_SC
 #undef BF_SC_NV
@@ -1580,11 +1576,7 @@ static void att_values_bf16_dp(const void *v, size_t vstride, int hd, int len, c
                 const uint32_t *vp = v32 + (size_t)(p0 / 2) * vstride + d0;
                 int npairs = (n + 1) / 2;
 #define BF_VA_NV(RR, NV) bf16_values_tile(vp, vstride, npairs, (const uint32_t(*)[ATT_BF16_PCH / 2])pp, RR, NV, acc)
-#define BF_VA(RR)                     \
-    if (nv == 4) BF_VA_NV(RR, 4);      \
-    else if (nv == 3) BF_VA_NV(RR, 3); \
-    else if (nv == 2) BF_VA_NV(RR, 2); \
-    else BF_VA_NV(RR, 1)
+#define BF_VA(RR) ATT_BY_NV(BF_VA_NV, RR)
                 ATT_ROWS(BF_VA)
 #undef BF_VA
 #undef BF_VA_NV

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "tensor.h"
+#include "util.h"
 
 /* Matrix times activations, for one weight dtype:
  *   y[t*ldy + r] = sum_c W[r][c] * x[t*ldx + c]   for r in [r0, r1), t in [0, nt)
@@ -313,12 +314,12 @@ float q4k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, in
  * 2^-126 that is at least that, and so is every partial sum: no subnormal is
  * ever formed, and vdpbf16ps (which flushes them) equals two fmaf exactly. */
 #define KV_BF16_TINY 0x1p-56f
-static inline uint16_t kv_bf16(float x) { /* without branches: the signs of a cache row are random */
+static inline uint16_t kv_bf16(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
-    uint32_t a = u & 0x7fffffffu, r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* nearest even */
-    r = a > 0x7f800000u ? (u >> 16) | 0x40 : r;                                 /* NaN, kept quiet */
-    return (uint16_t)(a < 0x23800000u ? 0 : r);                                 /* 0x23800000: 2^-56 */
+    /* on |x|'s bits (0x23800000: 2^-56), not on x's sign: a compare of x itself against
+     * +-2^-56 branched on the sign, mispredicted on a cache row's random signs */
+    return (u & 0x7fffffffu) < 0x23800000u ? 0 : f32_to_bf16(x);
 }
 /* Element index of K[p][d] in a BF16 key cache of kb-position blocks, and of V[p][d]
  * in a BF16 value cache whose rows are vstride elements apart. */
