@@ -233,6 +233,18 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 #ifndef Q8_PF_L1
 #define Q8_PF_L1 4096
 #endif
+/* Q8_PF_PAIRS: the one-token GEMV of Q8_0 (whose chunk is 17 lines against Q4_0's 9)
+ * requests its stream Q8_PF ahead into L2 only, once per aligned 128-byte pair of
+ * lines. Measured by switching the policy every decode step inside one run and
+ * taking each step's time over its neighbours' (llmgen_bench -p 16 -n 400, Zen 4,
+ * medians of the ratios): against the requests above (T1 and T0 on every line),
+ * 2 threads: Gemma-3-1B-config Q8_0 0.90, Qwen3-0.6B-config Q8_0 0.83-0.90, 1B
+ * Q8_0 0.93, Gemma-3-1B Q4_0 0.97 and SmolLM2 Q4_1 0.95 (their Q8_0 lm_heads);
+ * 1 thread: Gemma Q8_0 0.79, Qwen3 Q8_0 0.79. No request at all: 0.93-0.96 of
+ * the above; T1 on every line 1.01, T0 only 1.02; pairs 8 or 32 KB ahead within
+ * 1.5% of 16. The other types lose without their T0 requests (1B Q4_0 1.02-1.18,
+ * Q6_K 1.04-1.31, Q4_K_M 1.18, Q4_1 1.02), and so do Q8_0's tiles of several
+ * tokens (SmolLM2 --parallel 8: 4.1 -> 4.6 s), which keep them. */
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. With VNNI one vpdpbusd;
  * without, vpmaddubsw + vpmaddwd give the same integers as long as the u8
@@ -589,19 +601,27 @@ AI __m128 half_rows(__m512 acc) {
 }
 
 /* Both halves of quad q of the group at g (rr rows; a partial group is widened
- * into `wide` first), with the stream prefetched Q8_PF ahead. */
-AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, uint8_t *wide, half_w w[2]) {
+ * into `wide` first), with the stream prefetched Q8_PF ahead. gemv: the call is the
+ * one-token GEMV's, which takes Q8_0's stream its own way (see below). */
+AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, uint8_t *wide, half_w w[2],
+                   int gemv) {
     const int bb = q8w_block_bytes(dt), kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
     const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * bb;
     if (rr < Q8W_GROUP) {
         q8w_widen(dt, ck, rr, kb, wide, kb);
         ck = wide;
     }
-    if (Q8_PF && rr == Q8W_GROUP)
+    if (Q8_PF && rr == Q8W_GROUP && gemv && dt == DT_Q8_0) {
+        /* Q8_0's one-token stream: into L2 only, one request per aligned 128-byte pair
+         * of lines (Q8_PF_PAIRS) */
+        const char *pair = (const char *)(((uintptr_t)ck + Q8_PF) & ~(uintptr_t)127);
+        for (int l = 0; l < Q8W_GROUP * kb * bb; l += 128) _mm_prefetch(pair + l, _MM_HINT_T1);
+    } else if (Q8_PF && rr == Q8W_GROUP) {
         for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) {
             _mm_prefetch((const char *)ck + Q8_PF + l, _MM_HINT_T1);
             _mm_prefetch((const char *)ck + Q8_PF_L1 + l, _MM_HINT_T0);
         }
+    }
     if (Q8_PF && q == 0 && q8w_dtab(dt, rr, nb)) { /* the chunk prefetch above skips the d tables: the one
                                                        of the first group Q8_PF ahead, whole */
         size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb), ahead = (Q8_PF / grp + 1) * grp;
@@ -754,7 +774,7 @@ AI void q8_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb, c
     }
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
-        chunk_load(dt, vnni, g, rr, nb, q, wide, w);
+        chunk_load(dt, vnni, g, rr, nb, q, wide, w, 0);
         if (k8) {
             UNROLL for (int t = 0; t < T; t++) {
                 quad_x a = sc ? quad_x_sc(dt, vnni, x, t0 + t, q, sc + (size_t)(t0 + t) * x->quads + q)
@@ -831,7 +851,7 @@ AI void gemv_group(dtype dt, int vnni, int k8, const uint8_t *g, int rr, int nb,
     __m512i mprev[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* k8: the mins of quad q - 1 */
     for (int q = 0; 4 * q < nb; q++) {
         half_w w[2];
-        chunk_load(dt, vnni, g, rr, nb, q, wide, w);
+        chunk_load(dt, vnni, g, rr, nb, q, wide, w, 1);
         const quad_pre *a = pre + q;
         __m512i ks[2]; /* k8: the halves' sums */
         UNROLL for (int h = 0; h < 2; h++) {
