@@ -244,7 +244,9 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * the above; T1 on every line 1.01, T0 only 1.02; pairs 8 or 32 KB ahead within
  * 1.5% of 16. The other types lose without their T0 requests (1B Q4_0 1.02-1.18,
  * Q6_K 1.04-1.31, Q4_K_M 1.18, Q4_1 1.02), and so do Q8_0's tiles of several
- * tokens (SmolLM2 --parallel 8: 4.1 -> 4.6 s), which keep them. */
+ * tokens (SmolLM2 --parallel 8: 4.1 -> 4.6 s), which keep them. The AVX2 table's
+ * Q8_0 decode (T1 on every line) is 1.23-1.50x slower with pairs and 1.04-1.16x with
+ * none (avx2.c keeps its requests). Measured on Zen 4 only. */
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. With VNNI one vpdpbusd;
  * without, vpmaddubsw + vpmaddwd give the same integers as long as the u8
