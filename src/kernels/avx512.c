@@ -240,13 +240,14 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * medians of the ratios): against the requests above (T1 and T0 on every line),
  * 2 threads: Gemma-3-1B-config Q8_0 0.90, Qwen3-0.6B-config Q8_0 0.83-0.90, 1B
  * Q8_0 0.93, Gemma-3-1B Q4_0 0.97 and SmolLM2 Q4_1 0.95 (their Q8_0 lm_heads);
- * 1 thread: Gemma Q8_0 0.79, Qwen3 Q8_0 0.79. No request at all: 0.93-0.96 of
- * the above; T1 on every line 1.01, T0 only 1.02; pairs 8 or 32 KB ahead within
- * 1.5% of 16. The other types lose without their T0 requests (1B Q4_0 1.02-1.18,
+ * 1 thread: Gemma Q8_0 0.79, Qwen3 Q8_0 0.79. Other policies against the above:
+ * no request at all 0.91-0.96 (pairs 0.96-0.97 of that), T1 on every line 1.01,
+ * T0 only 1.02; pairs 8 or 32 KB ahead within 1.5% of 16. The other types lose without their T0 requests (1B Q4_0 1.02-1.18,
  * Q6_K 1.04-1.31, Q4_K_M 1.18, Q4_1 1.02), and so do Q8_0's tiles of several
  * tokens (SmolLM2 --parallel 8: 4.1 -> 4.6 s), which keep them. The AVX2 table's
  * Q8_0 decode (T1 on every line) is 1.23-1.50x slower with pairs and 1.04-1.16x with
- * none (avx2.c keeps its requests). Measured on Zen 4 only. */
+ * none (avx2.c keeps its requests); the AVX-512 table without VNNI steps one token
+ * of Q8_0 through its group kernel, not this GEMV (unchanged). Measured on Zen 4 only. */
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. With VNNI one vpdpbusd;
  * without, vpmaddubsw + vpmaddwd give the same integers as long as the u8
