@@ -343,16 +343,20 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
  * (kernels.h): keys transposed in blocks of ATT_KBLOCK positions (f32: one element per
  * row of the block; BF16: a pair of dimensions per dword row), values in rows (BF16:
  * rows of a position pair interleaved). */
+/* Element index of dimension d of position `slot` in a kv head's key cache of s->kv_type. */
+static size_t key_at(const fwd_state *s, int slot, int d, int hd) {
+    if (s->kv_type == DT_BF16) return kv_bf16_key(slot, d, ATT_KBLOCK, hd);
+    return ((size_t)slot / ATT_KBLOCK * hd + (size_t)d) * ATT_KBLOCK + slot % ATT_KBLOCK;
+}
+
 static void key_put(const fwd_state *s, void *kc, int slot, const float *x, int hd) {
-    size_t at = (size_t)slot / ATT_KBLOCK * hd * ATT_KBLOCK + slot % ATT_KBLOCK;
     if (s->kv_type == DT_F32) {
-        for (int d = 0; d < hd; d++) ((float *)kc)[at + (size_t)d * ATT_KBLOCK] = x[d];
+        for (int d = 0; d < hd; d++) ((float *)kc)[key_at(s, slot, d, hd)] = x[d];
         return;
     }
-    uint16_t *dst = (uint16_t *)kc + kv_bf16_key(slot, 0, ATT_KBLOCK, hd);
-    for (int d = 0; d < hd; d += 2) {
+    for (int d = 0; d < hd; d += 2) { /* a pair of dimensions per dword */
         uint16_t pair[2] = {kv_bf16(x[d]), kv_bf16(x[d + 1])};
-        memcpy(dst + (size_t)d * ATT_KBLOCK, pair, 4);
+        memcpy((uint16_t *)kc + key_at(s, slot, d, hd), pair, 4);
     }
 }
 
@@ -586,9 +590,8 @@ static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
             int p = g->pos, h = bk % c->n_kv_heads;
             const char *k = k_head(g->kv, c, j->layer, h), *v = v_head(g->kv, c, j->layer, h);
             int hd = c->head_dim, bf = j->s->kv_type == DT_BF16;
-            size_t at = (size_t)p / ATT_KBLOCK * hd * ATT_KBLOCK + p % ATT_KBLOCK;
             for (int d = 0; d < hd; d += 1 + bf) /* BF16: one pair of dimensions at a time */
-                __builtin_prefetch(k + (bf ? kv_bf16_key(p, d, ATT_KBLOCK, hd) : at + (size_t)d * ATT_KBLOCK) * es, 1, 2);
+                __builtin_prefetch(k + key_at(j->s, p, d, hd) * es, 1, 2);
             size_t v0 = bf ? (size_t)(p / 2) * 2 * vrow : (size_t)p * vrow, vn = bf ? 2 * vrow : vrow;
             for (size_t o = 0; o < vn; o += 64) __builtin_prefetch(v + v0 + o, 1, 2);
         }

@@ -27,7 +27,7 @@
 #include "util.h"
 
 #if defined(__x86_64__)
-const kernels *kernels_avx512_table(int vnni);
+const kernels *kernels_avx512_table(int level);
 #endif
 
 static uint64_t rng_next(uint64_t *s) {

@@ -55,7 +55,7 @@
 #include "util.h"
 
 #if defined(__x86_64__)
-const kernels *kernels_avx512_table(int vnni); /* avx512.c: the table without VNNI (0), with (1), with GFNI too (2),
+const kernels *kernels_avx512_table(int level); /* avx512.c: the table without VNNI (0), with (1), with GFNI too (2),
                                                  with AVX512-BF16 too (3), unchecked */
 #endif
 #if defined(__aarch64__)

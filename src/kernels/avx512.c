@@ -29,7 +29,7 @@
 
 #include "util.h"
 
-const kernels *kernels_avx512_table(int vnni);
+const kernels *kernels_avx512_table(int level);
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
@@ -242,12 +242,13 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * Q8_0 0.93, Gemma-3-1B Q4_0 0.97 and SmolLM2 Q4_1 0.95 (their Q8_0 lm_heads);
  * 1 thread: Gemma Q8_0 0.79, Qwen3 Q8_0 0.79. Other policies against the above:
  * no request at all 0.91-0.96 (pairs 0.96-0.97 of that), T1 on every line 1.01,
- * T0 only 1.02; pairs 8 or 32 KB ahead within 1.5% of 16. The other types lose without their T0 requests (1B Q4_0 1.02-1.18,
- * Q6_K 1.04-1.31, Q4_K_M 1.18, Q4_1 1.02), and so do Q8_0's tiles of several
- * tokens (SmolLM2 --parallel 8: 4.1 -> 4.6 s), which keep them. The AVX2 table's
- * Q8_0 decode (T1 on every line) is 1.23-1.50x slower with pairs and 1.04-1.16x with
- * none (avx2.c keeps its requests); the AVX-512 table without VNNI steps one token
- * of Q8_0 through its group kernel, not this GEMV (unchanged). Measured on Zen 4 only. */
+ * T0 only 1.02; pairs 8 or 32 KB ahead within 1.5% of 16. The other types lose
+ * without their T0 requests (1B Q4_0 1.02-1.18, Q6_K 1.04-1.31, Q4_K_M 1.18, Q4_1
+ * 1.02), and so do Q8_0's tiles of several tokens (SmolLM2 --parallel 8: 4.1 ->
+ * 4.6 s), which keep them. The AVX2 table's Q8_0 decode (T1 on every line) is
+ * 1.23-1.50x slower with pairs and 1.04-1.16x with none (avx2.c keeps its
+ * requests); the AVX-512 table without VNNI steps one token of Q8_0 through its
+ * group kernel, not this GEMV (unchanged). Measured on Zen 4 only. */
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. With VNNI one vpdpbusd;
  * without, vpmaddubsw + vpmaddwd give the same integers as long as the u8
@@ -1658,9 +1659,9 @@ AVX512_TABLE(AVX512_VNNI_GFNI_BF16, q8v, q8g, dp)        /* ... and BF16 attenti
 /* The table, without any CPU check: dispatch.c calls this only after checking
  * AVX-512 F/BW/VL/DQ, and passes 1 if AVX512-VNNI is there too, 2 if GFNI as well,
  * 3 if AVX512-BF16 as well. */
-const kernels *kernels_avx512_table(int vnni) {
+const kernels *kernels_avx512_table(int level) {
     static const kernels *const t[] = {&AVX512, &AVX512_VNNI, &AVX512_VNNI_GFNI, &AVX512_VNNI_GFNI_BF16};
-    return t[vnni < 0 ? 0 : vnni > 3 ? 3 : vnni];
+    return t[level < 0 ? 0 : level > 3 ? 3 : level];
 }
 
 #else

@@ -10,7 +10,7 @@
 
 /* The ISA files' tables, defined only for the architecture they target. */
 const kernels *kernels_avx2_table(void);
-const kernels *kernels_avx512_table(int vnni);
+const kernels *kernels_avx512_table(int level);
 const kernels *kernels_neon_table(void);
 
 #if defined(__x86_64__)

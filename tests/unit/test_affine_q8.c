@@ -243,7 +243,7 @@ Test(affine_q8, selftest_checks) {
 }
 
 #if defined(__x86_64__)
-const kernels *kernels_avx512_table(int vnni);
+const kernels *kernels_avx512_table(int level);
 #endif
 
 /* The int8 kernels of the shared-scale Q4_1 layouts (MLX 4-bit groups 64 and 128,

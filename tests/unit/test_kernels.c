@@ -74,7 +74,7 @@ ISA_TESTS(neon)
 Test(kernels_scalar, int8_in_place) { check_table_inplace("scalar"); }
 
 #if defined(__x86_64__)
-const kernels *kernels_avx512_table(int vnni);
+const kernels *kernels_avx512_table(int level);
 /* The AVX-512 table of CPUs without VNNI (its in-place entries are inplace_avx2.c's). */
 Test(kernels_avx512, int8_in_place_without_vnni) {
     if (!kernels_avx512()) cr_skip_test("avx512 kernels not available on this CPU / build");
