@@ -354,7 +354,7 @@ bench-models: fixtures $(BENCH_VENV)/.ok llmgen  ## write the 1B-config GGUFs (F
 $(BENCH_BIN)/llmgen_bench: $(BUILD)/tests/bench/llmgen_bench.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BENCH_BIN)/membw $(BENCH_BIN)/int8peak: $(BENCH_BIN)/%: tests/bench/%.c
+$(BENCH_BIN)/membw $(BENCH_BIN)/int8peak $(BENCH_BIN)/tile_layout: $(BENCH_BIN)/%: tests/bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
 # llama.cpp's side of the id-in / id-out runs (time to first token, load time, greedy ids).
