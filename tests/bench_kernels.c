@@ -14,7 +14,8 @@
  * Q4_1 / Q8_0 / Q4_1G64 (MLX 4-bit g64), kernels.h) the same way, prefill at nt = 64 and a decode step of 8 sequences (nt = 8) in GOP/s.
  * Optional arguments filter what runs: dtype names and/or ISA names
  * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part,
- * "steps" only its decode steps of 4 and 8 sequences on SmolLM2's shapes).
+ * "steps" only its decode steps of 4 and 8 sequences on SmolLM2's shapes, warm
+ * and streamed from DRAM).
  * Not part of `make test`; numbers are for comparison within one run. */
 #include <stdint.h>
 #include <stdio.h>
@@ -191,8 +192,11 @@ static double time_q8(matmul_q8_fn f, uint8_t **w, int ncopies, shape sh, const 
 /* Decode steps of several sequences on SmolLM2-135M's shapes (the q, o / gate,
  * up / down projections and the 49152-row lm_head), nt = 4 and 8, GOP/s: the
  * 4..15-token tiles a --parallel run spends most of its time in. Weights in
- * cache but for the lm_head's (16 to 30 MB). Repacked types only (Q4_0, Q4_1,
- * Q8_0, Q4_1G64). */
+ * cache but for the lm_head's (16 to 30 MB); then a "cold" line for the three
+ * layer shapes, the call rotating over copies that span STEPS_COLD bytes (4x
+ * Zen 4's L3), as a model's decode step streams them from DRAM. Repacked types
+ * only (Q4_0, Q4_1, Q8_0, Q4_1G64). */
+#define STEPS_COLD ((size_t)128 << 20)
 static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, const char *const *isa_names) {
     const shape shapes[] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
     const int nts[] = {4, 8}, ns = (int)(sizeof shapes / sizeof shapes[0]);
@@ -213,7 +217,8 @@ static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, co
     x.q = malloc((size_t)maxt * x.quads * 128);
     x.d = malloc(sizeof(float) * (size_t)maxt * x.quads * 4);
     x.s = malloc(sizeof(float) * (size_t)maxt * x.quads * 4);
-    uint8_t *w[4] = {0};
+    uint8_t *w[4] = {0}, **cold[3] = {0};
+    int ncold[3] = {0};
     if (!xf || !y || !x.q || !x.d || !x.s) return 1;
     for (int i = 0; i < maxc * maxt; i++) xf[i] = rng_unit(&seed);
     for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
@@ -223,23 +228,41 @@ static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, co
             size_t n = dtype_row_bytes(dt, shapes[i].cols) * shapes[i].rows;
             if (!(w[i] = aligned_alloc(64, (n + 63) / 64 * 64))) return 1;
             fill_packed(dt, w[i], n, shapes[i].rows, shapes[i].cols, &seed);
+            if (i < 3) { /* the copies the cold line rotates over */
+                ncold[i] = (int)(STEPS_COLD / n);
+                if (!(cold[i] = calloc((size_t)ncold[i], sizeof *cold[i]))) return 1;
+                for (int c = 0; c < ncold[i]; c++) {
+                    if (!(cold[i][c] = aligned_alloc(64, (n + 63) / 64 * 64))) return 1;
+                    memcpy(cold[i][c], w[i], n);
+                }
+            }
         }
         for (int k = 0; k < 3; k++) {
             if (!tabs[k].k || !tabs[k].k->matmul_q8[dt] || !wanted(argc, argv, tabs[k].k->name, isa_names, 4)) continue;
             matmul_q8_fn f = tabs[k].k->matmul_q8[dt];
             for (int j = 0; j < 2; j++) {
                 printf("%-7s %-14s %3d", dtype_name(dt), tabs[k].label, nts[j]);
-                for (int i = 0; i < ns; i++) {
-                    q8_act xi = {.nt = nts[j], .cols = shapes[i].cols, .quads = q8_quads(shapes[i].cols), .q = x.q, .d = x.d, .s = x.s};
-                    kernels_scalar()->quantize_act(xf, shapes[i].cols, 0, nts[j], &xi);
-                    double t = time_q8(f, &w[i], 1, shapes[i], &xi, y, 0.25);
-                    printf(" %10.1f", 2.0 * shapes[i].rows * shapes[i].cols * nts[j] / t / 1e9);
+                for (int cl = 0; cl < 2; cl++) {
+                    if (cl) printf("%-7s %-14s %3s", "", "  cold", "");
+                    for (int i = 0; i < (cl ? 3 : ns); i++) {
+                        q8_act xi = {.nt = nts[j], .cols = shapes[i].cols, .quads = q8_quads(shapes[i].cols), .q = x.q, .d = x.d, .s = x.s};
+                        kernels_scalar()->quantize_act(xf, shapes[i].cols, 0, nts[j], &xi);
+                        double t = cl ? time_q8(f, cold[i], ncold[i], shapes[i], &xi, y, 0.5)
+                                      : time_q8(f, &w[i], 1, shapes[i], &xi, y, 0.25);
+                        printf(" %10.1f", 2.0 * shapes[i].rows * shapes[i].cols * nts[j] / t / 1e9);
+                    }
+                    printf("\n");
+                    fflush(stdout);
                 }
-                printf("\n");
-                fflush(stdout);
             }
         }
         for (int i = 0; i < ns; i++) free(w[i]), w[i] = NULL;
+        for (int i = 0; i < 3; i++) {
+            for (int c = 0; c < ncold[i]; c++) free(cold[i][c]);
+            free(cold[i]);
+            cold[i] = NULL;
+            ncold[i] = 0;
+        }
     }
     free(xf);
     free(y);
