@@ -168,6 +168,9 @@ static int fill_own(dtype dt, uint8_t *p, shape sh, uint64_t *s) {
     return 1;
 }
 
+/* The bytes of copies a "cold" timing rotates over: well above any L3 seen here (32 to 260 MiB). */
+#define COLD_BYTES ((size_t)512 << 20)
+
 /* CPU seconds of this thread: on a shared, oversubscribed machine the time the
  * thread was descheduled does not count against the kernel. */
 static double cpu_seconds(void) {
@@ -193,13 +196,13 @@ static double time_q8(matmul_q8_fn f, uint8_t **w, int ncopies, shape sh, const 
  * up / down projections and the 49152-row lm_head), nt = 4 and 8, GOP/s: the
  * 4..15-token tiles a --parallel run spends most of its time in. Weights in
  * cache but for the lm_head's (16 to 30 MB); then a "cold" line for the three
- * layer shapes, the call rotating over copies that span STEPS_COLD bytes (4x
- * Zen 4's L3), as a model's decode step streams them from DRAM. Repacked types
- * only (Q4_0, Q4_1, Q8_0, Q4_1G64). */
-#define STEPS_COLD ((size_t)128 << 20)
+ * layer shapes, the call rotating over copies that span COLD_BYTES, as a
+ * model's decode step streams them from DRAM. Repacked types only (Q4_0,
+ * Q4_1, Q8_0, Q4_1G64). */
 static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, const char *const *isa_names) {
     const shape shapes[] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};
     const int nts[] = {4, 8}, ns = (int)(sizeof shapes / sizeof shapes[0]);
+    enum { NL = 3 }; /* the layer shapes, timed cold too: all but the lm_head */
     const dtype dts[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64};
     struct {
         const kernels *k;
@@ -217,8 +220,8 @@ static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, co
     x.q = malloc((size_t)maxt * x.quads * 128);
     x.d = malloc(sizeof(float) * (size_t)maxt * x.quads * 4);
     x.s = malloc(sizeof(float) * (size_t)maxt * x.quads * 4);
-    uint8_t *w[4] = {0}, **cold[3] = {0};
-    int ncold[3] = {0};
+    uint8_t *w[4] = {0}, **cold[NL] = {0};
+    int ncold[NL] = {0};
     if (!xf || !y || !x.q || !x.d || !x.s) return 1;
     for (int i = 0; i < maxc * maxt; i++) xf[i] = rng_unit(&seed);
     for (int d = 0; d < (int)(sizeof dts / sizeof dts[0]); d++) {
@@ -228,8 +231,8 @@ static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, co
             size_t n = dtype_row_bytes(dt, shapes[i].cols) * shapes[i].rows;
             if (!(w[i] = aligned_alloc(64, (n + 63) / 64 * 64))) return 1;
             fill_packed(dt, w[i], n, shapes[i].rows, shapes[i].cols, &seed);
-            if (i < 3) { /* the copies the cold line rotates over */
-                ncold[i] = (int)(STEPS_COLD / n);
+            if (i < NL) { /* the copies the cold line rotates over */
+                ncold[i] = (int)(COLD_BYTES / n) + 1;
                 if (!(cold[i] = calloc((size_t)ncold[i], sizeof *cold[i]))) return 1;
                 for (int c = 0; c < ncold[i]; c++) {
                     if (!(cold[i][c] = aligned_alloc(64, (n + 63) / 64 * 64))) return 1;
@@ -244,7 +247,7 @@ static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, co
                 printf("%-7s %-14s %3d", dtype_name(dt), tabs[k].label, nts[j]);
                 for (int cl = 0; cl < 2; cl++) {
                     if (cl) printf("%-7s %-14s %3s", "", "  cold", "");
-                    for (int i = 0; i < (cl ? 3 : ns); i++) {
+                    for (int i = 0; i < (cl ? NL : ns); i++) {
                         q8_act xi = {.nt = nts[j], .cols = shapes[i].cols, .quads = q8_quads(shapes[i].cols), .q = x.q, .d = x.d, .s = x.s};
                         kernels_scalar()->quantize_act(xf, shapes[i].cols, 0, nts[j], &xi);
                         double t = cl ? time_q8(f, cold[i], ncold[i], shapes[i], &xi, y, 0.5)
@@ -257,7 +260,7 @@ static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, co
             }
         }
         for (int i = 0; i < ns; i++) free(w[i]), w[i] = NULL;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < NL; i++) {
             for (int c = 0; c < ncold[i]; c++) free(cold[i][c]);
             free(cold[i]);
             cold[i] = NULL;
@@ -276,7 +279,6 @@ static int bench_q8_steps(int argc, char **argv, const char *const *dt_names, co
 static int bench_q8(int argc, char **argv, const char *const *dt_names, const char *const *isa_names) {
     const shape big = {2048, 8192}, small = {576, 1536};
     const int ntp = 64;
-    const size_t cold_total = (size_t)512 << 20;
     const dtype dts[] = {DT_Q4_0, DT_Q4_1,  DT_Q8_0, DT_Q4_1G64, DT_Q5_0,   DT_Q6_K,
                          DT_IQ4_XS, DT_Q5_K, DT_Q5_1, DT_Q2_K,    DT_Q3_K,   DT_Q4_K, DT_IQ4_NL};
     struct {
@@ -308,7 +310,7 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
         dtype dt = dts[d];
         if (!wanted(argc, argv, dtype_name(dt), dt_names, 16)) continue;
         size_t bytes_big = dtype_row_bytes(dt, big.cols) * big.rows, bytes_small = dtype_row_bytes(dt, small.cols) * small.rows;
-        int ncold = (int)(cold_total / bytes_big) + 1;
+        int ncold = (int)(COLD_BYTES / bytes_big) + 1;
         /* Q6_K's packed form adds up to 48 bytes per group of 8 rows (its d table's padding), Q4_K's
          * 4 bytes per row and super-block (GB/s below count the file's bytes, as for the others) */
         size_t alloc_big = own_layout(dt) ? q8w_matrix_bytes(dt, big.rows, big.cols / 32) : bytes_big;
@@ -372,7 +374,6 @@ int main(int argc, char **argv) {
     const dtype dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1};
     const shape big = {2048, 8192}, small = {576, 1536};
     const int nt_prefill = 16;
-    const size_t cold_total = (size_t)512 << 20; /* well above any L3 seen here (32 to 260 MiB) */
 
     static const char *const dt_names[] = {"F32",  "F16",    "BF16", "Q8_0", "Q4_0", "Q4_1",  "Q4_1G64", "Q5_0",
                                            "Q6_K", "IQ4_XS", "Q5_K", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "IQ4_NL"};
@@ -399,7 +400,7 @@ int main(int argc, char **argv) {
         if (!wanted(argc, argv, dtype_name(dt), dt_names, 16)) continue;
         size_t rb_big = dtype_row_bytes(dt, big.cols), rb_small = dtype_row_bytes(dt, small.cols);
         size_t bytes_big = rb_big * big.rows, bytes_small = rb_small * small.rows;
-        int ncold = (int)(cold_total / bytes_big) + 1;
+        int ncold = (int)(COLD_BYTES / bytes_big) + 1;
         uint8_t **wb = malloc(sizeof(uint8_t *) * ncold), *ws = malloc(bytes_small);
         if (!wb || !ws) return 1;
         for (int i = 0; i < ncold; i++) {
