@@ -2,6 +2,7 @@
 """make bench: llmgen against llama.cpp on the same files, same machine, same run.
 
 Usage: python3 tests/bench/bench.py          (run by `make bench` from the repository root; stdlib only)
+       python3 tests/bench/bench.py --table .cache/bench/results.json   (that run's README table again)
 
 Environment:
   BENCH_QUICK=1        3 rounds, models llama1b-q4_0 and smollm2 only (for quick iterations)
@@ -38,8 +39,9 @@ the end; the best pass counts):
   prefill ceiling = int8 dot peak / ops per prompt token (2 per weight of every linear layer, the
                    attention score and value products for a causal 512-token prompt, the lm_head
                    once per prompt)
-and llmgen's share of each. One table goes to stdout, everything (samples included) to
-.cache/bench/results.json. Exit status 1 when an llmgen run failed.
+and llmgen's share of each. One table goes to stdout, then the same medians as the README's
+Performance table (markdown), everything (samples included) to .cache/bench/results.json.
+Exit status 1 when an llmgen run failed.
 """
 import json
 import math
@@ -496,6 +498,41 @@ def print_table(results):
           "TTFT page cache dropped: %s" % ("yes" if results["settings"]["ttft_page_cache_dropped"] else "no"))
 
 
+def markdown_table(results):
+    """The README's Performance table: one row per model and thread count, llmgen / llama.cpp = ratio."""
+    def num(v):
+        return "%.0f" % v if v >= 100 else "%.1f" % v if v >= 10 else "%.2f" % v
+
+    def cell(a, b, unit=""):
+        if a is None:
+            return "-"
+        if b is None:
+            return num(a) + unit
+        return "%s / %s%s = %.2f" % (num(a), num(b), unit, a / b)
+
+    def pct(v):
+        return "%.0f%%" % (100 * v) if v else "-"
+
+    lines = ["| model | thr | prefill %d t/s | decode %d t/s | decode share of floor, strict / per round "
+             "| TTFT %d, cold | peak RSS MB | `--exact` pp%d / decode t/s |" % (max(PP_SIZES), TG, TTFT_PROMPT,
+                                                                            max(PP_SIZES)),
+             "|---|---|---|---|---|---|---|---|"]
+    for m in results["models"]:
+        for t, r in sorted(m["threads"].items(), key=lambda kv: -int(kv[0])):
+            def med(eng, k):
+                return r.get(eng, {}).get(k, {}).get("median")
+            b = r["bounds"]
+            x_pp, x_tg = med("llmgen_exact", PP_KEY), med("llmgen_exact", TG_KEY)
+            lines.append("| %s | %s | %s | %s | %s / %s | %s | %s | %s |" % (
+                m["description"], t, cell(med("llmgen", PP_KEY), med("llama.cpp", PP_KEY)),
+                cell(med("llmgen", TG_KEY), med("llama.cpp", TG_KEY)),
+                pct(b.get("llmgen_decode_share")), pct(b.get("llmgen_decode_share_rounds")),
+                cell(med("llmgen", "ttft_s"), med("llama.cpp", "ttft_s"), " s"),
+                cell(med("llmgen", "maxrss_mb"), med("llama.cpp", "maxrss_mb")),
+                "%s / %s" % (num(x_pp), num(x_tg)) if x_pp and x_tg else "-"))
+    return "\n".join(lines)
+
+
 # ---- the issue targets, checked on this run's medians ---------------------------------------------
 
 def targets(results):
@@ -661,6 +698,10 @@ def bench_model(key, path, peer_ok, desc, threads, reps, drop, results):
 
 
 def main():
+    if sys.argv[1:2] == ["--table"] and len(sys.argv) == 3:  # print a saved run's README table again
+        with open(sys.argv[2]) as f:
+            print(markdown_table(json.load(f)))
+        return 0
     t_start = time.time()
     quick = os.environ.get("BENCH_QUICK") == "1"
     reps = int(os.environ.get("BENCH_REPS", "3" if quick else "5"))
@@ -748,6 +789,10 @@ def main():
         tokenizer_hook(results)
     with open(os.path.join(OUT_DIR, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
+    print("README table (%s, %s):" % (results["machine"].get("cpu", "?"), time.strftime("%Y-%m-%d")))
+    print()
+    print(markdown_table(results))
+    print()
     print("results: %s (%.0f s)" % (os.path.join(OUT_DIR, "results.json"), time.time() - t_start))
     failed = [e for m in results["models"] for r in m["threads"].values() for e in r["errors"]
               if e.startswith(("llmgen", "./llmgen"))]
