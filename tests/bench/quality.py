@@ -17,8 +17,7 @@ is, a Q4_0 copy made here by llama-quantize stands in), on the GPL-3 text of Deb
   against llama.cpp's F32 base (how far llama.cpp's F32 path is from exact).
 Prints one table and writes CACHE/quality/results.json. Environment: QUALITY_CHUNKS (default 8),
 QUALITY_1B_CHUNKS (default 2: a 1B-config chunk takes minutes per run here), QUALITY_THREADS (2),
-QUALITY_MODELS=a,b (rerun only those rows, keeping the others in results.json). The per-stage note of the
-README comes from a measurement build: tests/bench/quality-stages.patch.
+QUALITY_MODELS=a,b (rerun only those rows, keeping the others in results.json).
 """
 import hashlib
 import json
