@@ -2,8 +2,8 @@
  * issues hundreds of short jobs per token, and a futex wake costs microseconds),
  * then sleep on a condition variable: on an oversubscribed machine a thread
  * that spins while the one it waits for is descheduled wastes whole time
- * slices (measured: 2 threads ran 7x slower than 1 under a load of 5 before
- * the caller's wait could sleep). */
+ * slices (2 threads run 7x slower than 1 under a load of 5 when the caller's
+ * wait never sleeps). */
 #include "threads.h"
 
 #include <pthread.h>

@@ -127,14 +127,13 @@ void affine8_matmul_avx512(const void *w, size_t row_bytes, int cols, int r0, in
 #ifndef Q8_R
 #define Q8_R 4 /* rows per decode tile (measured: 4 beat 8, 2 about equal) */
 #endif
-/* Software prefetch of the tile Q8_PF_TILES ahead (0: none). Decode of the 1B MLX 4-bit
- * model, 1 thread, A/B runs on a loaded machine: none 7.7 to 8.7 t/s, 1 tile 14.8 to 18.2,
- * 2 or 4 tiles no better; NTA / T1 hints and prefetching the scales too were not better. */
+/* Software prefetch of the tile Q8_PF_TILES ahead (0: none): one tile about doubles the
+ * decode of the 1B-config MLX 4-bit model read in place at 1 thread; 2 or 4 tiles, NTA / T1
+ * hints and prefetching the scales too are no better (`build/bench/llmgen_bench DIR -t 1`). */
 #define Q8_PF_TILES 1
-/* ... into L1 (T0) when the tile is at most this many bytes, else into L2 (T1).
- * One 1-thread cold A/B run (bench shapes, group 64): 4-bit 2048 cols (4 KB
- * tiles) T0 21-24 GB/s, T1 14-15; 4-bit 8192 cols (16 KB tiles) T0 10-12, T1
- * 14-17; 8-bit tiles of 8 KB and more about equal or T1 ahead (15-19). */
+/* ... into L1 (T0) when the tile is at most this many bytes, else into L2 (T1): from
+ * DRAM, T0 reads 4 KB tiles 1.5x faster than T1, and T1 wins from 16 KB (4-bit) or
+ * 8 KB (8-bit) up (one thread, group 64, 2048 and 8192 columns). */
 #define Q8_PF_L1_MAX 4096
 #define Q8_T 4  /* tokens per prefill tile */
 #define Q8_PR 4 /* rows per prefill tile */

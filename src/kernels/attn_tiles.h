@@ -282,8 +282,8 @@ static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
         av_store(x + p, e);
         sum = av_add(sum, e);
     }
-    /* the last len % AW through one vector too, not a scalar e^ (and ldexpf) each: rows of
-     * 250-265, 167 -> 159 ns; their sum still one by one, as before */
+    /* the last len % AW through one vector too, not a scalar e^ (and ldexpf) each (5% of a
+     * 250-position row); their sum one by one */
     float tail = 0.0f;
     if (p < len) {
         float tmp[AW];

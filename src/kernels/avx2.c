@@ -359,8 +359,8 @@ AI __m256 q6_part_dot(const q6_part *w, int p, const int8_t *xq, const float *xd
 
 /* Decode (the per-token walk of q8_group): q6_part_decode and q6_part_dot in one
  * pass, each value used as it is decoded. The same integers and the same f32
- * operations as the two: the same bits. (Looking the chunk up through q6_chunk
- * there instead of inline cost the GEMV 24.6 -> 19.2 GB/s, warm, bench_kernels.) */
+ * operations as the two: the same bits. The chunk is addressed inline: through
+ * q6_chunk the warm GEMV is ~20% slower (`build/bench_kernels q8 avx2 Q6_K`). */
 AI __m256 q6_part_quad(const uint8_t *ck, const uint8_t *dq, int h, int p, const int8_t *xq, const float *xd,
                        __m256 acc) {
     const __m256i lo4 = _mm256_set1_epi8(0x0f);
@@ -414,9 +414,8 @@ AI void prefill_store(const __m256 *acc, int nt, float *y0, int ldy, int lo, int
 }
 
 /* Q6_K prefill: each quad of a group decoded once for every token, where the
- * per-token walk of q8_group decodes it nt times (bench_kernels, nt = 64, thread
- * CPU time, loaded machine, 2 alternating runs: 2048 x 8192 66-68 -> 99-101 GOP/s,
- * 576 x 1536 68-70 -> 112-113); acc holds 4 accumulators (half, part) per token.
+ * per-token walk of q8_group decodes it nt times (1.5-1.6x the GOP/s at nt = 64:
+ * `build/bench_kernels q8 avx2 Q6_K`); acc holds 4 accumulators (half, part) per token.
  * Per token the arithmetic is q8_group's exactly, so a token's result does not
  * depend on nt (tested). */
 static void q6_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo, int hi,
@@ -494,10 +493,9 @@ AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, con
     return acc;
 }
 
-/* bench_kernels (thread CPU time, loaded machine, nt = 64), against the per-token walk:
- * Q5_0 2048 x 8192 83-85 -> 119-120 GOP/s, 576 x 1536 87 -> 124-125 (the packed Q8_0
- * that Q5_0 used to become: 97-101); Q5_1 83 -> 108-109, 86 -> 113-115; Q4_K 2048 x 8192
- * 93.5 -> 130 (packed Q4_1: 111). acc: 4 accumulators (half, part) per token. */
+/* Prefill of the nibble types (Q5_0, Q5_1, Q4_K): each quad decoded once for every
+ * token, 1.3-1.4x the GOP/s of the per-token walk at nt = 64 (`build/bench_kernels q8
+ * avx2`). acc: 4 accumulators (half, part) per token. */
 static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo,
                         int hi, __m256 *acc) {
     _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dml[32];

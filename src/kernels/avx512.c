@@ -35,20 +35,17 @@ const kernels *kernels_avx512_table(int level);
 #define UNROLL _Pragma("GCC unroll 8")
 
 /* Decode (nt = 1) walks GEMV_R rows at once: 8 independent FMA chains and 8
- * weight streams, each activation vector loaded once for the 8 rows. Measured
- * on Zen 4, 1 thread, alternating A/B runs over 512 MiB of weights: 8 rows
- * read BF16 and Q8_0 15 to 35% faster than 4 rows (F32 and Q4_1 about equal),
- * 16 rows was slower, and software prefetch 256 B to 2 KB ahead did not help.
+ * weight streams, each activation vector loaded once for the 8 rows (8 stream
+ * BF16 and Q8_0 from DRAM faster than 4 or 16 on Zen 4: `build/bench_kernels avx512`).
  * Prefill tiles are TILE_R rows x TILE_T tokens = 16 zmm accumulators, leaving
  * room for the decoded weights and the activations in the 32 registers. */
 #define GEMV_R 8
 #define TILE_R 4
 #define TILE_T 4
 #define MAX_R 8 /* the larger of GEMV_R and TILE_R */
-/* Decode prefetches the next GEMV_R-row tile into L2 while reading this one.
- * bench_kernels, 2048 x 8192 from DRAM, 1 thread, A/B/C runs: none F32 21-24,
- * BF16 20, Q8_0 14.5, Q4_0 7-8 GB/s; into L1 (T0) dense got worse (13-17);
- * into L2 (T1) F32 25-28, BF16 23, Q8_0 17.5-18.5, Q4_0 10.5. */
+/* Decode prefetches the next GEMV_R-row tile into L2 while reading this one:
+ * faster from DRAM than no prefetch or L1 (T0) for every dense type
+ * (`build/bench_kernels avx512`, the cold column). */
 #ifndef GEMV_PF_HINT
 #define GEMV_PF_HINT _MM_HINT_T1
 #endif
@@ -198,18 +195,11 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
  * accumulators, 2 int32 ones, the activations and the scales fills the 32
  * registers at T = 3 (with VNNI, pairs of groups take most of prefill, see
  * q8_pair).
- * Decode: the previous layout (a stream per row plus one per row's scales,
- * scales expanded per block by vpermps) read about 10 GB/s on one Zen 4 core;
- * this one reads 2048 x 8192 Q4_0 from DRAM at 17.7 to 18.6 GB/s, 93 to 103%
- * of a streaming sum measured just before (bench_kernels, 1 thread, loaded
- * machine). Decoding two groups at once (two streams, broadcasts shared) was
- * slower: 16.4 to 17.1 GB/s in the same alternating runs.
- * Software prefetch Q8_PF bytes ahead in the stream, into L2 (T1): with the
- * earlier 2 KB into L1 (T0), or none, Q8_0 GEMV streamed from DRAM at 8 to 10
- * GB/s of a 21 GB/s streaming sum (Zen 4, 1 thread, SmolLM2's 49152 x 576
- * lm_head and 576-column matrices); T1 at 16 KB reads them at 16.5 to 17.5 and
- * Q4_0 / Q4_1 576-column shapes went from 12 to 16 GB/s to 16 to 21 (one
- * alternating run; NTA and T1 at 2, 4 and 8 KB were in between). */
+ * Decode: one group's stream (scales beside the payload) reads Q4_0 from DRAM
+ * at about a streaming sum's rate, which `build/bench_kernels q8 avx512` prints
+ * beside it (the "of stream" column); two groups at once was slower.
+ * Software prefetch Q8_PF bytes ahead in the stream, into L2 (T1): 16 KB beat
+ * 2 to 8 KB, T0 and NTA on SmolLM2's 576-column shapes (same command). */
 #define Q8_TILE_T 3
 /* Decode steps of several sequences (a batch of 4 to 15 tokens, below the
  * panels) take tiles of 8 and 4 tokens as well: 8 tokens were 4 chunk decodes
@@ -220,35 +210,19 @@ AI void quant_tile(dtype dt, const uint8_t *w, size_t rb, int cols, const float 
 #define Q8_PF 16384
 #endif
 /* Also Q8_PF_L1 bytes ahead into L1 (T0), so that the loads which follow
- * find their lines in L1 rather than L2: cold GEMV (bench_kernels, 1 thread)
- * Q4_0 ~19 -> 21-24 GB/s, Q4_1 ~19 -> 21-24, Q8_0 ~20.5 -> 21-22; decode A/B,
- * medians of 4: 1B Q4_0 30.1 -> 31.5 t/s (1 thread), ~41 -> ~47 (2 threads),
- * SmolLM2 287 -> 310 (2 threads). 2 KB ahead gained a little less.
- * Decode steps of 8 sequences spend a quarter of their Q4_1 tile samples on
- * the prefetch loop (waiting on DRAM: -t 1 --parallel 8 perf), yet other
- * distances were worse for them: 32 requests x 64 tokens, -t 1 --parallel 8,
- * median CPU per token of 4 alternating runs, 2.17 ms as here, without the
- * L1 prefetch 2.29, L2 8 KB ahead 2.30, both 2.28, no L2 prefetch 2.28; and
- * prefetching each call's first Q8_PF bytes as the GEMV does, within noise. */
+ * find their lines in L1 rather than L2: the cold GEMV reads up to 25% faster
+ * (`build/bench_kernels q8 avx512`). Decode steps of 8 sequences keep these
+ * distances too: none measured better (CPU per token of `llmgen --batch -t 1
+ * --parallel 8`). */
 #ifndef Q8_PF_L1
 #define Q8_PF_L1 4096
 #endif
 /* Q8_PF_PAIRS: the one-token GEMV of Q8_0 (whose chunk is 17 lines against Q4_0's 9)
  * requests its stream Q8_PF ahead into L2 only, once per aligned 128-byte pair of
- * lines. Measured by switching the policy every decode step inside one run and
- * taking each step's time over its neighbours' (llmgen_bench -p 16 -n 400, Zen 4,
- * medians of the ratios): against the requests above (T1 and T0 on every line),
- * 2 threads: Gemma-3-1B-config Q8_0 0.90, Qwen3-0.6B-config Q8_0 0.83-0.90, 1B
- * Q8_0 0.93, Gemma-3-1B Q4_0 0.97 and SmolLM2 Q4_1 0.95 (their Q8_0 lm_heads);
- * 1 thread: Gemma Q8_0 0.79, Qwen3 Q8_0 0.79. Other policies against the above:
- * no request at all 0.91-0.96 (pairs 0.96-0.97 of that), T1 on every line 1.01,
- * T0 only 1.02; pairs 8 or 32 KB ahead within 1.5% of 16. The other types lose
- * without their T0 requests (1B Q4_0 1.02-1.18, Q6_K 1.04-1.31, Q4_K_M 1.18, Q4_1
- * 1.02), and so do Q8_0's tiles of several tokens (SmolLM2 --parallel 8: 4.1 ->
- * 4.6 s), which keep them. The AVX2 table's Q8_0 decode (T1 on every line) is
- * 1.23-1.50x slower with pairs and 1.04-1.16x with none (avx2.c keeps its
- * requests); the AVX-512 table without VNNI steps one token of Q8_0 through its
- * group kernel, not this GEMV (unchanged). Measured on Zen 4 only. */
+ * lines: 7-21% less time per Q8_0 decode step on Zen 4, while the other types, Q8_0's
+ * tiles of several tokens and the AVX2 table are slower without their T0 requests and
+ * keep them. Measured by switching the policy every step inside one decode run
+ * (`build/bench/llmgen_bench FILE -p 16 -n 400`, each step's time over its neighbours'). */
 
 /* u8 x s8 products summed in 4s into 16 int32 lanes. With VNNI one vpdpbusd;
  * without, vpmaddubsw + vpmaddwd give the same integers as long as the u8
@@ -336,25 +310,11 @@ AI quad_x quad_x_load(dtype dt, int vnni, const q8_act *x, int t, int q) {
  * of a block), for one token and quad, as quad_x_load derives them. Decode
  * steps of several tokens build them once per call (run_q8) rather than once
  * per group and tile: on Zen 4 vpdpbusd, vfmadd and vmulps share one pair of
- * pipes (1 zmm op per cycle, measured: 8 vpdpbusd + 4 vmulps or 4 vfmadd take
- * 12 cycles, + 4 shuffles, permutes, cvts, ands or loads still 8), and these
- * two multiplies per token and quad (dx / 16 and Q4_1's dx * s) were 2 of the
- * tile's 24 on them, beside 16 vpdpbusd and 6 for the scales and sums.
- * bench_kernels steps (1 thread, warm, 2 alternating runs), nt = 8, GOP/s:
- * Q4_1 1536x576 238 -> 250-254, 576x1536 280 -> 300, 49152x576 232 -> 246;
- * Q8_0 (its offsets) 269 -> 280, 317 -> 330, 267 -> 273.
- * Tried, slower (the same runs, nt = 8): the GEMV's quad_pre for every token,
- * built once per call and read as vpdpbusd memory operands (no shuffles, a
- * third fewer vector ops): Q4_1 1536x576 238 -> 217-242, 576x1536 280 ->
- * 207-232, Q8_0 -20 to -30%. Only one 512-bit load issues per cycle here
- * (measured), so 16 memory operands per token and quad bind the loads, and
- * its 512 bytes per token and quad (28 to 67 KB per call) do not stay in L1.
- * Also with the weights' dwords transposed per chunk (vpermd, lane 4 r + bi)
- * so that each activation operand is one vbroadcasti32x4 from a 192-byte
- * copy per token and quad: 176-213 GOP/s (the broadcast and vpdpbusd pairs
- * measured 1.37 cycles), whether 1, 2, 4 or 8 tokens' chains interleaved.
- * The shuffles of q8_group run beside vpdpbusd for free (8 vpdpbusd + 8
- * vpshufd: 8 cycles), so there was little to gain by removing them. */
+ * pipes (1 zmm op per cycle), where these two multiplies per token and quad
+ * (dx / 16 and Q4_1's dx * s) were 2 of the tile's 24 (`build/bench_kernels
+ * steps avx512`). The shuffles of q8_group run beside vpdpbusd for free; reading
+ * prebuilt activations as memory operands instead binds the one 512-bit load
+ * per cycle and was slower. */
 typedef struct {
     float dx[4], sx[4];
     int32_t off[4], off1[4], sp[4];
@@ -439,11 +399,8 @@ AI uint64_t gf_q6(int a, int s) {
  * gf (GFNI): each u from one vpternlogd (the nibble beside a high-bit byte holding
  * its field) and one bit permutation, 18 vector ops per half instead of 26, the
  * same bytes: the high-bit bytes shifted by 4 once per half, so that fields 0, 1
- * (2, 3) of a byte sit in the half the nibble leaves free. bench_kernels, 1
- * thread, Zen 4, 3 alternating runs: GEMV in cache 2048 x 8192 40.7-41.1 ->
- * 43.0-43.4 GB/s, 576 x 1536 42.4-42.8 -> 45.8-47.3; from DRAM unchanged
- * (~20 GB/s either way: one thread streams at the memory's pace). Putting the
- * operand that dies first in the vpternlogd (no register copies) measured slower. */
+ * (2, 3) of a byte sit in the half the nibble leaves free: 5-11% faster in cache,
+ * the same from DRAM (`build/bench_kernels q8 avx512 Q6_K`: avx512 against avx512-nogfni). */
 AI half_w q6_half_load_isa(const uint8_t *ck, const uint8_t *dq, int h, int gf) {
     half_w w;
     const __m512i m0f = _mm512_set1_epi8(0x0f);
@@ -657,11 +614,8 @@ AI void chunk_load(dtype dt, int vnni, const uint8_t *g, int rr, int nb, int q, 
  * accumulators that are never -0 (they start at +0, and an exact zero sum
  * rounds to +0), which leaves them as they are. 256-bit vpdpbusd, vmulps and
  * vfmadd issue two per cycle on Zen 4 against one for 512 bits: the half quad
- * costs half a quad instead of a whole one. bench_kernels steps, nt = 8,
- * after quad_sc, 2 alternating runs: Q4_1 576x576 250 -> 260, 1536x576
- * 254 -> 263, 49152x576 246 -> 257; Q8_0 280 -> 290, 284 -> 290, 273 -> 286;
- * without VNNI Q4_1 155 -> 164, Q8_0 118 -> 121 (576 columns), but 136 ->
- * 131 at 576x1536, which has no such quad (the same in 2 alternating runs). */
+ * costs half a quad instead of a whole one (3-6% on 576-column matrices:
+ * `build/bench_kernels steps avx512`). */
 AI __m256i dword_bcast_lo(__m512i x, int v) {
     __m256i l = _mm512_castsi512_si256(x);
     switch (v & 3) {
@@ -720,19 +674,10 @@ AI __m128i half_rows_i(__m512i v) {
  * columns and token 64 vpdpbusd + 8 mul + 4 vpdpwssd + 2 fma = 78 instead
  * of 88 operations on the pipes vpdpbusd shares. panel_tile_k8, q8_group and
  * gemv_group (k8_quad) compute exactly this.
- * bench_kernels q8 avx512 Q4_K, 1 thread, 2 alternating runs against the per-block
- * kernels: prefill nt = 64 2048 x 8192 282-284 -> 307-310 GOP/s, 576 x 1536 288-291 ->
- * 319-323; GEMV cold 21.4-21.7 -> 22.0-22.3 GB/s, warm 2048 x 8192 43.5 -> 36.3, 576 x
- * 1536 42.3-43.0 -> 40.0; decode tiles of 8 tokens 283-288 -> 225-226 GOP/s (the folds
- * and the running R of each token: multi-sequence decode of Q4_K files pays that).
- * 1B-config Q4_K_M pp512, 2 threads, 3 alternating rounds: 260-265 -> 281-286 t/s.
- * Tried: the same for Q6_K (both halves of each block, no min term): panels +6%,
- * but its GEMV read 12% slower from DRAM (21 against 24 GB/s), and Q6_K is the
- * lm_head of Q4_K_M files: not kept (Q6_K takes per-block activations, or these,
- * with its per-block arithmetic). Each block position's products chained over
- * both quads, one tree per super-block: the same panels but 4% slower prefill
- * (with the quad loop unrolled: the uop cache?); M per block position folded
- * into T_bi (4 fma more per panel super-block): panels 3% slower.
+ * Prefill panels gain 9-12% over the per-block form, decode tiles of 8 tokens lose ~20%
+ * (the folds and each token's running R) (`build/bench_kernels q8 avx512 Q4_K`, `steps`).
+ * Q6_K keeps its per-block arithmetic: this form made its GEMV slower from DRAM, and
+ * Q6_K is the lm_head of Q4_K_M files.
  *
  * k8_quad: quad q of both halves for one token: R_q of the group's 8 rows (half_rows'
  * tree, on 256 and 128 bits) into the running R (rp), folded at the super-block's
@@ -1253,10 +1198,8 @@ static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt,
         for (size_t l = 0; l < head; l += 64) _mm_prefetch(p0 + l, _MM_HINT_T1);
         /* Q4_K past GEMV_STACK_QUADS (K > 4096: the down projection of a 1B model) through the
          * groups at T = 1, the same arithmetic: the GEMV's activation side (768 bytes a quad, 48 KB
-         * at 8192 columns) no longer fits L1 beside the weight stream. bench_kernels 2048 x 8192,
-         * 1 thread, 8 alternating rounds, cold GB/s: Q4_K 17.9-20.8 -> 18.8-22.0 (better or equal
-         * in every round), warm 39.3-40.4 -> 41.8-42.9; Q8_0 and Q6_K no better cold (Q6_K worse in
-         * 5 of 8), so they keep the GEMV. */
+         * at 8192 columns) does not fit L1 beside the weight stream. Q8_0 and Q6_K gain nothing
+         * from this and keep the GEMV (`build/bench_kernels q8 avx512`, 2048 x 8192 cold). */
         int big = dt == DT_Q4_K && x->quads > GEMV_STACK_QUADS;
         if (gemv && !big && gemv(packed, rows, nb, r0, r1, x, y)) return;
     }
@@ -1303,17 +1246,10 @@ Q8_DTYPE(DT_Q5_0, q5_0)
 Q8_DTYPE(DT_Q5_1, q5_1)
 /* Q6_K. Decode (one token) takes the kernel without VNNI in every table
  * (q6_k_decode): on Zen 4 vpmaddubsw + vpmaddwd stream Q6_K from DRAM faster
- * than vpdpbusd, though slower in cache (bench_kernels 2048 x 8192, 1 thread:
- * cold 21.4-23.3 GB/s for the VNNI GEMV against 26.3-27.7 in 4 runs, a noisy
- * measure; warm 44 against 32). In one decode run switching the two every
- * token (2 threads, 300 tokens, median ratio of neighbouring steps, which share
- * the host's bandwidth): 1B Q6_K -14 to -15% time per token when the host gives
- * more bandwidth, -3 to -5% when it gives less; 1B Q4_K_M (its Q6_K lm_head and
- * half its attn_v / ffn_down) -5 to -8%. Not measured on Intel. Splitting the
- * vpdpbusd chains (two of two, or eight from zero and a tree) did not help;
- * GFNI's unpack beside vpmaddubsw gained nothing; the same for Q4_K (its k8
- * arithmetic kept) was 2-3% slower than its VNNI GEMV. Same bits as the VNNI
- * kernels (exact integer sums, the same cvt / mul / fma). Tiles of a few tokens
+ * than vpdpbusd, though slower in cache: a 1B Q6_K decode step takes 3-15% less
+ * time (one decode run switching the two every token, `build/bench/llmgen_bench FILE
+ * -p 16 -n 300`, each step's time over its neighbours').
+ * Same bits as the VNNI kernels (exact integer sums, the same cvt / mul / fma). Tiles of a few tokens
  * with VNNI and GFNI (VNNI = 2: q6_half_load_isa's bit permutations); prefill
  * panels as without GFNI. */
 Q8_PANELS(DT_Q6_K, 0, q8v_q6_k_panels)

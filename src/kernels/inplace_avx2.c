@@ -37,9 +37,8 @@
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* Tokens per prefill tile. Measured (2048 x 8192, nt = 64, GOP/s, Q2_K / Q4_K / Q6_K (then read in place) / IQ4_NL):
- * 1: 39 / 50 / 33 / 40; 2: 49 / 59 / 46 / 47; 4: 60 / 62 / 56 / 52; 8: 51 / 57 / 48 / 45
- * (with 16 registers, 4 tokens' accumulators leave little room, and 4 still wins). */
+/* Tokens per prefill tile: 4 is the fastest of 1, 2, 4 and 8 for every type (with 16
+ * registers, 8 tokens' accumulators spill; `build/bench_kernels q8 avx2`, prefill). */
 #define IP_T 4
 #define IP_RB 8 /* rows per block: the activation side is rebuilt per block of rows in prefill */
 #define IP_STACK_QUADS 64
@@ -224,9 +223,9 @@ AI ip_w dec_q23_k(dtype dt, const uint8_t *row, int q) {
         w.b01 = _mm256_or_si256(w.b01, bit_to(lb, m01, 4));
         w.b23 = _mm256_or_si256(w.b23, bit_to(lb, m23, 4));
     }
-    /* the quad's 8 per-half scales (index 2 bi + half) as bytes, in general registers: the
-     * per-sub-block loop into float arrays then loaded as vectors (inplace_avx512.c's form) ran
-     * decode at 2.2 (Q2_K) and 2.4 (Q3_K) GB/s, this at 7.2 and 6.9 (2048 x 8192, warm, 1 thread) */
+    /* the quad's 8 per-half scales (index 2 bi + half) as bytes, in general registers: 3x the
+     * decode speed of going through float arrays (inplace_avx512.c's form) here
+     * (`build/bench_kernels q8 avx2 Q2_K Q3_K`, warm) */
     uint64_t sc8, m8 = 0;
     if (k3) { /* q3k_scale(i) for i = 8h + k: low 4 bits from byte k (h: high nibble), high 2 from
                * byte 8 + k % 4 at bits 2 (2h + k / 4); then - 32 */
@@ -283,8 +282,8 @@ AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
     int qq = q % 2, sh = rd_u16(blk + 2);
     __m256i z0 = load32(blk + 8 + 64 * qq), z1 = load32(blk + 8 + 64 * qq + 32);
     /* the 6-bit scales of sub-blocks 4qq .. 4qq + 3, one per byte: low nibbles from
-     * blk[4 + 2qq ..] in order, high 2 bits from scales_h at bits 8qq .. (in registers, see
-     * dec_q23_k: decode 10.7 GB/s against 5.1 through a float array) */
+     * blk[4 + 2qq ..] in order, high 2 bits from scales_h at bits 8qq .. (in registers, as
+     * dec_q23_k: twice the decode speed of a float array) */
     uint32_t n = rd_u16(blk + 4 + 2 * qq), c = (uint32_t)(sh >> (8 * qq)) & 0xffu;
     uint32_t ls = (n & 0xfu) | (n & 0xf0u) << 4 | (n & 0xf00u) << 8 | (n & 0xf000u) << 12;
     ls |= ((c & 3u) | (c & 0xcu) << 6 | (c & 0x30u) << 12 | (c & 0xc0u) << 18) << 4;

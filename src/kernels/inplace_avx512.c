@@ -423,7 +423,7 @@ AI void ip_row(dtype dt, const uint8_t *row, int nb, int quads, const q8_act *x,
 /* Inlined into each type's entry point, so that every branch on dt is decided at compile time. */
 /* Decode (one token): the activation side once, then row after row. */
 AI void ip_gemv(dtype dt, const uint8_t *w, size_t rb, int nb, int quads, int r0, int r1, const q8_act *x, float *y) {
-    ip_x stack[IP_STACK_QUADS]; /* its own frame: sharing prefill's 4x larger one cost decode (IQ4_XS 12 -> 4 GB/s) */
+    ip_x stack[IP_STACK_QUADS]; /* its own frame: prefill's 4x larger one cuts decode to a third (IQ4_XS) */
     ip_x *xs = quads <= IP_STACK_QUADS ? stack : aligned_alloc(64, sizeof(ip_x) * (size_t)quads);
     if (!xs) { /* out of memory: the scalar reference needs none */
         kernels_scalar()->matmul_q8[dt](w, r1, nb * 32, r0, r1, x, y, r1);

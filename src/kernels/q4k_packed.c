@@ -2,11 +2,9 @@
  * mode), and read back: portable code shared by the loader (repack.c), the
  * scalar reference kernel and the tests.
  *
- * Why this layout: fast mode used to convert Q4_K to packed Q4_1 (an f16 scale
- * and min per 32 values, the products d * sc and dmin * m rounded to f16): 5 bits
- * per weight, 11% more bytes than the file for decode to stream (the 1B-config
- * Q4_K_M file: 851 MB per token instead of 800), and lossy. Packed as itself, a
- * group of 8 rows is one stream in the lane order of the int8 kernels with the
+ * Why this layout: packed Q4_1 (an f16 scale and min per 32 values) would take 5
+ * bits per weight, 11% more bytes than the file for decode to stream, and round d * sc
+ * and dmin * m to f16 (lossy). Packed as itself, a group of 8 rows is one stream in the lane order of the int8 kernels with the
  * nibbles in Q4_1's byte order, the 6-bit sub-block scale and min as one byte
  * each beside them, and the super-block's f16 d / dmin in a table at the group's
  * start (as Q6_K's d): 4.625 bits per weight, and the kernels run Q4_1's integer

@@ -2,12 +2,11 @@
  * (fast mode), and read back: portable code shared by the loader (repack.c), the
  * scalar reference kernel and the tests.
  *
- * Why this layout: fast mode used to rewrite Q5_0 as packed Q8_0 (int8 u - 16,
- * lossless but 34 bytes a block instead of 22) and read Q5_1 in place. On a
- * Q4_K_M file whose rows are not multiples of 256 (SmolLM2: 576 columns) most
- * matrices fall back to Q5_0, so the Q8_0 copy made decode stream 133 MB per
- * token instead of the file's 104 and put peak memory 27 MB above file + KV
- * cache + 10%. Packed, a group of 8 rows is one stream in the lane order of the
+ * Why this layout: an int8 copy (packed Q8_0, u - 16) would be lossless but 34
+ * bytes a block instead of 22. On a Q4_K_M file whose rows are not multiples of 256
+ * (SmolLM2: 576 columns) most matrices fall back to Q5_0, so decode would stream
+ * 133 MB per token instead of the file's 104, above file + KV cache + 10% of peak
+ * memory; the in-place kernels decode each block on every use. Packed, a group of 8 rows is one stream in the lane order of the
  * int8 kernels: the file's nibble bytes unchanged (the Q4 plane), and the fifth
  * bits of each (row, block) in one dword whose byte k carries those of the 8
  * values that meet byte k of the 4 nibble vectors, bit f for vector f's low
