@@ -1,5 +1,5 @@
 /* fuzz_prompt_cache.c - libFuzzer target: the --prompt-cache file reader
- * (llmgen_session_load, session.c), binary untrusted input.
+ * (llmgen_session_load, prompt_cache.c), binary untrusted input.
  *
  * The first input byte picks what the rest is:
  *   odd:  the whole file (magic, version, fingerprint, lengths, checksum checks);

@@ -289,7 +289,7 @@ def verify_seeds():
 
 
 def prompt_cache_seeds():
-    """--prompt-cache files (session.c). First byte even: the body after the header the harness supplies
+    """--prompt-cache files (prompt_cache.c). First byte even: the body after the header the harness supplies
     (u32 pos, pos i32 ids, u64 n + n cache bytes); odd: a whole file. The cache of the harness's
     session (tests/fixtures/tiny-mha-f32: 3 layers, 4 kv heads, head_dim 16, f32, exact mode) holds
     per layer and head ceil(pos / 64) key blocks of 16 x 64 values and pos x 16 values."""

@@ -1,0 +1,44 @@
+/* session.h - what the library's API files share (internal, not installed): the
+ * structs behind the opaque llmgen_model and llmgen_session of llmgen.h, and the
+ * one step of a session in a batch. api.c opens models and wraps the tokenizer,
+ * session.c runs sessions, batch_sched.c steps several sessions together,
+ * prompt_cache.c saves and loads a session's cache. */
+#ifndef LLMGEN_SESSION_H
+#define LLMGEN_SESSION_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "forward.h"
+#include "llmgen.h"
+
+/* llmgen_model wraps the internal model with the one piece of mutable state the
+ * API needs: a busy flag, because the model's worker pool serves one forward
+ * pass at a time and sessions of the same model share it. */
+struct llmgen_model {
+    model *m;
+    atomic_int busy; /* 1 while a prefill / decode step of any session runs on m->pool */
+};
+
+struct llmgen_session {
+    llmgen_model *owner;
+    fwd_state st;
+    int pos;     /* tokens in the KV cache */
+    float *rows; /* (chunk, vocab) logits of every token of a chunk, for llmgen_prefill_rows; NULL until then */
+    int32_t *fed; /* (ctx) the ids at positions 0 .. pos - 1 */
+    llmgen_batch *batch; /* joined to this batch, or NULL */
+    /* while joined: the step this session waits for */
+    const int32_t *want_ids;
+    int want_n, pending;
+};
+
+/* One step of a joined session: wait until it has run (maybe run it). batch_sched.c */
+void batch_step(llmgen_session *s, const int32_t *ids, int n);
+
+/* The API's error return: msg into err (when given), st returned. */
+static inline llmgen_status fail(llmgen_status st, char *err, size_t errlen, const char *msg) {
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
+    return st;
+}
+
+#endif
