@@ -36,7 +36,7 @@ llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *op
                                 char *err, size_t errlen) {
     char e[ERR_LEN] = "";
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    model_options mo = {.n_threads = cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus};
+    model_options mo = {.n_threads = cpus < 1 ? 1 : cpus > LLMGEN_MAX_THREADS ? LLMGEN_MAX_THREADS : (int)cpus};
     if (!out) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_model_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return fail(LLMGEN_E_USAGE, err, errlen, "no model path given");
@@ -53,8 +53,10 @@ llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *op
         return LLMGEN_OK;
     }
     if (opt) {
-        if (opt->n_threads < 0 || opt->n_threads > 256)
-            return fail(LLMGEN_E_USAGE, err, errlen, "thread count must be between 1 and 256");
+        if (opt->n_threads < 0 || opt->n_threads > LLMGEN_MAX_THREADS) {
+            if (err && errlen) snprintf(err, errlen, "thread count must be between 1 and %d", LLMGEN_MAX_THREADS);
+            return LLMGEN_E_USAGE;
+        }
         if (opt->n_threads) mo.n_threads = opt->n_threads;
         if (opt->kernels && !kernels_select(opt->kernels)) {
             if (err && errlen)

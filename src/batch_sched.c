@@ -81,7 +81,7 @@ llmgen_status llmgen_batch_new(llmgen_model *lm, int max_sequences, int ctx, llm
         snprintf(e, sizeof e, "a batch holds 1 to %d sequences", LLMGEN_MAX_SEQUENCES);
         return fail(LLMGEN_E_USAGE, err, errlen, e);
     }
-    if (ctx == 0) ctx = m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
+    if (ctx == 0) ctx = m->cfg.max_pos < LLMGEN_DEFAULT_CONTEXT ? m->cfg.max_pos : LLMGEN_DEFAULT_CONTEXT;
     if (ctx < 1 || ctx > m->cfg.max_pos) return fail(LLMGEN_E_USAGE, err, errlen, "context size out of range");
     llmgen_batch *b = calloc(1, sizeof *b);
     if (!b) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");

@@ -11,6 +11,10 @@
 
 #include "llmgen.h"
 
+/* A limit as text in a help string: CLI_STR(LLMGEN_MAX_THREADS) is "256". */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+
 enum {
     EXIT_OK = 0,
     EXIT_USAGE = 1,     /* bad option, bad option value, conflicting options, bad or empty prompt, bad batch

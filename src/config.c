@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "llmgen.h" /* LLMGEN_MAX_CONTEXT */
 #include "util.h"
 
 /* Upper bounds for config_validate: far above any Llama checkpoint, low enough
@@ -37,7 +38,7 @@
 #define MAX_HEAD_DIM 1024
 #define MAX_HIDDEN (1 << 20)
 #define MAX_VOCAB (1 << 24)
-#define MAX_POS (1 << 24)
+#define MAX_POS LLMGEN_MAX_CONTEXT
 
 static void set_defaults(model_config *c) {
     memset(c, 0, sizeof *c);

@@ -87,8 +87,15 @@ void llmgen_free(void *p);
 typedef struct llmgen_model llmgen_model;
 typedef struct llmgen_session llmgen_session;
 
+/* Limits of the API (and of the command line, which prints them in --help). Decimal
+ * literals so that help texts can spell them at compile time. */
+#define LLMGEN_MAX_THREADS 256          /* worker threads of a model */
+#define LLMGEN_DEFAULT_CONTEXT 4096     /* a session's context when none is asked for (at most the model's) */
+#define LLMGEN_MAX_CONTEXT 16777216     /* 2^24: the most positions a model, a session or a prompt can have */
+
 typedef struct {
-    int n_threads;        /* worker threads for prefill / decode, 1..256; 0 = the online CPUs (at most 256) */
+    int n_threads;        /* worker threads for prefill / decode, 1..LLMGEN_MAX_THREADS; 0 = the online CPUs
+                             (at most LLMGEN_MAX_THREADS) */
     const char *kernels;  /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
     int no_tokenizer;     /* 1: skip loading the tokenizer (ids only; faster open) */
     int tokenizer_only;   /* 1: load the tokenizer alone, no weights: path may also be a
@@ -206,7 +213,7 @@ void llmgen_detok_free(llmgen_detok *d);
 
 /* ---- sessions ------------------------------------------------------------------- */
 
-/* A session of `m` with room for ctx_len tokens (0 = min(model context, 4096);
+/* A session of `m` with room for ctx_len tokens (0 = min(model context, LLMGEN_DEFAULT_CONTEXT);
  * more than the model's context is LLMGEN_E_USAGE). The KV cache is allocated
  * here (LLMGEN_E_NOMEM if it does not fit). The model must outlive the session. */
 llmgen_status llmgen_session_new(llmgen_model *m, int ctx_len, llmgen_session **out,

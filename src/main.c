@@ -61,7 +61,7 @@ static void usage(FILE *f) {
             "      --date \"DD Mon YYYY\" the date Llama 3.1+ templates print (default: as transformers)\n"
             "      --tokenize           print the prompt's token ids (as generation would see them), no weights run\n"
             "      --detokenize         read comma-separated ids, print their text exactly (no newline added)\n"
-            "  -n, --max-tokens N       tokens to generate, 1..16777216, or -1: until an end token or a\n"
+            "  -n, --max-tokens N       tokens to generate, 1..%d, or -1: until an end token or a\n"
             "                           full context (default 128)\n"
             "      --temp T             temperature, 0..100 (default 0 = greedy)\n"
             "      --top-k K            keep the K most likely tokens (0 = off)\n"
@@ -70,15 +70,15 @@ static void usage(FILE *f) {
             "      --repeat-penalty R   penalize tokens already seen, 0.01..100 (1 = off)\n"
             "      --seed S             sampling seed, 0..2^64-1 (default: random when --temp > 0,\n"
             "                           reported by --json and --stats)\n"
-            "  -t, --threads N          threads, 1..256 (default: the online CPUs)\n"
-            "  -c, --ctx-size N         context size in tokens (default min(model, 4096))\n"
+            "  -t, --threads N          threads, 1..%d (default: the online CPUs)\n"
+            "  -c, --ctx-size N         context size in tokens (default min(model, %d))\n"
             "      --stop STRING        stop when the text contains STRING (\\n \\t escapes; repeatable, up to %d)\n"
             "      --ignore-eos         do not stop at end-of-sequence tokens\n"
             "      --ids                print generated token ids (comma-separated) instead of text\n"
             "      --echo               print the prompt before the completion\n"
             "      --json               print one JSON object: prompt ids, ids, text, stop reason, seed, timings\n"
             "      --batch FILE.jsonl   one JSON request per line in, one JSON result per line out\n"
-            "      --logprobs N         with --json / --batch: each token's log-probability and the N (0..100)\n"
+            "      --logprobs N         with --json / --batch: each token's log-probability and the N (0..%d)\n"
             "                           most likely tokens, from the raw logits (before sampling filters)\n"
             "      --parallel N         with --batch: N requests at once, one pass over the weights per step\n"
             "                           for all; results as they finish (--ordered: in input order)\n"
@@ -97,7 +97,7 @@ static void usage(FILE *f) {
             "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
             "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
             "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n",
-            REQUEST_MAX_STOPS);
+            REQUEST_MAX_TOKENS, LLMGEN_MAX_THREADS, LLMGEN_DEFAULT_CONTEXT, REQUEST_MAX_STOPS, REQUEST_MAX_LOGPROBS);
 }
 
 /* Print one diagnostic line on stderr and return the exit code. */

@@ -135,8 +135,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
             if (strcmp(optarg, "-1") && parse_num(err, "--max-tokens", optarg, 1, REQUEST_MAX_TOKENS, 1, &v)) return -1;
             b->max_tokens = strcmp(optarg, "-1") ? (int)v : -1;
             break;
-        case 't': if (parse_num(err, "--threads", optarg, 1, 256, 1, &v)) return -1; o->n_threads = (int)v; break;
-        case 'c': if (parse_num(err, "--ctx-size", optarg, 1, 1 << 24, 1, &v)) return -1; o->ctx = (int)v; break;
+        case 't': if (parse_num(err, "--threads", optarg, 1, LLMGEN_MAX_THREADS, 1, &v)) return -1; o->n_threads = (int)v; break;
+        case 'c': if (parse_num(err, "--ctx-size", optarg, 1, LLMGEN_MAX_CONTEXT, 1, &v)) return -1; o->ctx = (int)v; break;
         case 'h': o->help = 1; return 0;
         case 'i': o->interactive = 1; break;
         case O_VERSION: o->version = 1; return 0;

@@ -85,7 +85,7 @@ static int parse(int argc, char **argv, ppl_args *a, const cli_io *io) {
         } else if (!strcmp(s, "-c") || !strcmp(s, "--ctx-size") || !strcmp(s, "--chunks") || !strcmp(s, "-t") ||
                    !strcmp(s, "--threads")) {
             int is_ctx = s[1] == 'c' || !strcmp(s, "--ctx-size"), is_t = s[1] == 't' || !strcmp(s, "--threads");
-            double lo = is_ctx ? 4 : 1, hi = is_ctx ? 1 << 24 : is_t ? 256 : 1 << 30;
+            double lo = is_ctx ? 4 : 1, hi = is_ctx ? LLMGEN_MAX_CONTEXT : is_t ? LLMGEN_MAX_THREADS : 1 << 30;
             if (!v || cli_number(v, lo, hi, 1, &x))
                 return cli_fail(io, EXIT_USAGE, "perplexity: %s: expected an integer from %.0f to %.0f, got '%s'", s,
                                 lo, hi, v ? v : "");
@@ -278,7 +278,7 @@ static int read_base_header(FILE *f, const char *path, int V, int32_t **tokens, 
                         path, KLD_MAGIC);
     if (hv[0] != V)
         return cli_fail(io, EXIT_USAGE, "%s: made with a vocabulary of %d tokens, this model has %d", path, hv[0], V);
-    if (n_ctx < 4 || n_ctx > (1u << 24) || hv[1] < 1 || hv[1] > (1 << 24))
+    if (n_ctx < 4 || n_ctx > LLMGEN_MAX_CONTEXT || hv[1] < 1 || hv[1] > (1 << 24))
         return cli_fail(io, EXIT_USAGE, "%s: bad header (n_ctx %u, n_chunk %d)", path, n_ctx, hv[1]);
     long long nv = 2 * ((V + 1) / 2) + 4, rows = (long long)n_ctx - 1 - n_ctx / 2;
     long long want = 20 + 4LL * n_ctx * hv[1] + 2 * nv * rows * hv[1];

@@ -12,7 +12,7 @@
 #include "llmgen.h"
 
 #define REQUEST_MAX_STOPS 16
-#define REQUEST_MAX_TOKENS (1 << 24)
+#define REQUEST_MAX_TOKENS LLMGEN_MAX_CONTEXT /* a generation cannot outgrow a context */
 #define REQUEST_ERR_LEN 512
 
 typedef struct {

@@ -15,7 +15,7 @@ llmgen_status llmgen_session_new(llmgen_model *lm, int ctx, llmgen_session **out
     const model *m = lm->m;
     if (!m->pool) return fail(LLMGEN_E_USAGE, err, errlen, "this model was opened for its tokenizer only: no sessions");
     if (ctx < 0) return fail(LLMGEN_E_USAGE, err, errlen, "context size must be positive");
-    if (ctx == 0) ctx = m->cfg.max_pos < 4096 ? m->cfg.max_pos : 4096;
+    if (ctx == 0) ctx = m->cfg.max_pos < LLMGEN_DEFAULT_CONTEXT ? m->cfg.max_pos : LLMGEN_DEFAULT_CONTEXT;
     if (ctx > m->cfg.max_pos) {
         snprintf(e, sizeof e, "context size %d exceeds the model's maximum of %d positions", ctx, m->cfg.max_pos);
         return fail(LLMGEN_E_USAGE, err, errlen, e);

@@ -9,6 +9,8 @@
 #ifndef LLMGEN_THREADS_H
 #define LLMGEN_THREADS_H
 
+#include "llmgen.h" /* LLMGEN_MAX_THREADS */
+
 typedef struct thread_pool thread_pool;
 typedef void (*pool_fn)(void *ctx, int ith, int nth);
 
@@ -35,7 +37,7 @@ void pool_split(int n, int align, int ith, int nth, int *begin, int *end);
  * output does not depend on that (the matmuls: each row is computed whole,
  * the same way, whoever computes it). Set up by one thread before pool_run;
  * pool_claim from inside the job. */
-#define POOL_MAX_THREADS 256
+#define POOL_MAX_THREADS LLMGEN_MAX_THREADS
 typedef struct {
     int n, align, min, nth; /* min: the smallest piece, in units of align */
     _Atomic int taken[POOL_MAX_THREADS]; /* units of part i handed out */

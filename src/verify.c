@@ -38,7 +38,7 @@ static const char help[] =
     "(default 1e-3) is a near-tie and passes. Exit status 0 when all pass, 1 when any fails.\n"
     "  -m, --model MODEL   use MODEL for every case (else each case's \"model\", relative to REFS)\n"
     "      --tolerance GAP near-tie threshold on the reference's top-2 logit gap (default 0.001)\n"
-    "  -c, --ctx-size CTX  context size (default: min(model, 4096))\n"
+    "  -c, --ctx-size CTX  context size (default: min(model, " CLI_STR(LLMGEN_DEFAULT_CONTEXT) "))\n"
     "  -t, --threads N, --exact, --kernels NAME   as for generation (--exact for references made\n"
     "                      in full precision: the fast default mode may differ from them)\n";
 
@@ -70,9 +70,10 @@ static int parse(int argc, char **argv, verify_args *a, const cli_io *io) {
             i++;
         } else if (!strcmp(s, "-c") || !strcmp(s, "--ctx-size") || !strcmp(s, "-t") || !strcmp(s, "--threads")) {
             int is_t = s[1] == 't' || !strcmp(s, "--threads");
-            if (!v || cli_number(v, 1, is_t ? 256 : 1 << 24, 1, &x))
-                return cli_fail(io, EXIT_USAGE, "verify: %s: expected an integer from 1 to %d, got '%s'", s,
-                                is_t ? 256 : 1 << 24, v ? v : "");
+            int hi = is_t ? LLMGEN_MAX_THREADS : LLMGEN_MAX_CONTEXT;
+            if (!v || cli_number(v, 1, hi, 1, &x))
+                return cli_fail(io, EXIT_USAGE, "verify: %s: expected an integer from 1 to %d, got '%s'", s, hi,
+                                v ? v : "");
             *(is_t ? &a->threads : &a->ctx) = (int)x;
             i++;
         } else if (s[0] == '-' && s[1]) {
