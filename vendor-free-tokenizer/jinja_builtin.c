@@ -937,160 +937,312 @@ static jval tojson(jctx *c, jval v, const jargs *a)
     return jsb_val(&b);
 }
 
+/* ---- filters: one function each, found by name in FILTERS ---------------------------------- */
+
+/* arg: what the table row passes (which of two twin filters, a case mode); a filter
+ * marked on_str gets str(value), as jinja2's string filters do. */
+typedef jval (*filter_fn)(jctx *c, jval v, const jargs *a, int arg);
+
+static jval f_default(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)c, (void)arg;
+    jval d = jargs_get(a, 0, "default_value", jv_str("", 0));
+    int boolean = jv_truthy(jargs_get(a, 1, "boolean", jv_bool(0)));
+    return v.t == V_UNDEF || (boolean && !jv_truthy(v)) ? d : v;
+}
+
+static jval f_safe(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)c, (void)a, (void)arg;
+    return v;
+}
+
+static jval f_string(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)a, (void)arg;
+    return jv_to_str(c, v);
+}
+
+static jval f_tojson(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    return tojson(c, v, a);
+}
+
+static jval f_length(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)a, (void)arg;
+    int64_t k = 0;
+    return length_of(c, v, &k) ? jv_undef(NULL) : jv_int(k);
+}
+
+static jval f_int(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    return to_int(c, v, jargs_get(a, 0, "default", jv_int(0)));
+}
+
+static jval f_float(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    if (v.t == V_FLOAT)
+        return v;
+    if (v.t == V_INT || v.t == V_BOOL)
+        return jv_float((double)v.i);
+    if (v.t == V_STR) {
+        char buf[64];
+        jval t = strip(c, v, jv_none(), 1, 1);
+        char *e;
+        if (t.s.n && t.s.n < sizeof buf) {
+            memcpy(buf, t.s.p, t.s.n);
+            buf[t.s.n] = 0;
+            double f = strtod(buf, &e);
+            if (!*e)
+                return jv_float(f);
+        }
+    }
+    return jargs_get(a, 0, "default", jv_float(0));
+}
+
+static jval f_join(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    return join(c, v, jargs_get(a, 0, "d", jv_str("", 0)), jargs_get(a, 1, "attribute", jv_none()));
+}
+
+static jval f_list(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)a, (void)arg;
+    if (v.t == V_LIST)
+        return v;
+    jlist items;
+    if (jiterate(c, v, &items))
+        return jv_undef(NULL);
+    jval r = jv_list_new(c, items.n);
+    for (size_t i = 0; r.t == V_LIST && i < items.n; i++)
+        if (jv_list_push(c, r.l, items.v[i]))
+            return jv_undef(NULL);
+    return r;
+}
+
+/* arg: 0 first, 1 last */
+static jval f_first_last(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)a;
+    jlist items;
+    if (jiterate(c, v, &items))
+        return jv_undef(NULL);
+    if (!items.n)
+        return jv_undef(NULL);
+    return items.v[arg ? items.n - 1 : 0];
+}
+
+static jval f_items(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)a, (void)arg;
+    if (v.t == V_UNDEF)
+        return jv_list_new(c, 0);
+    if (v.t != V_DICT || v.ns)
+        return fail_v(c, "items: expected a mapping%s", "");
+    return items_of(c, v);
+}
+
+static jval f_dictsort(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    if (v.t != V_DICT || v.ns)
+        return fail_v(c, "dictsort: expected a mapping%s", "");
+    int cs = jv_truthy(jargs_get(a, 0, "case_sensitive", jv_bool(0)));
+    jval by = jargs_get(a, 1, "by", jv_str("key", 3));
+    int rev = jv_truthy(jargs_get(a, 2, "reverse", jv_bool(0)));
+    int idx = by.t == V_STR && by.s.n == 5 && !memcmp(by.s.p, "value", 5);
+    return sorted(c, items_of(c, v), rev, cs, jv_none(), idx);
+}
+
+static jval f_sort(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    int rev = jv_truthy(jargs_get(a, 0, "reverse", jv_bool(0)));
+    int cs = jv_truthy(jargs_get(a, 1, "case_sensitive", jv_bool(0)));
+    return sorted(c, v, rev, cs, jargs_get(a, 2, "attribute", jv_none()), -1);
+}
+
+static jval f_reverse(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)a, (void)arg;
+    if (v.t == V_STR)
+        return v; /* not reached by templates we know */
+    jlist items;
+    if (jiterate(c, v, &items))
+        return jv_undef(NULL);
+    jval r = jv_list_new(c, items.n);
+    for (size_t i = items.n; r.t == V_LIST && i-- > 0;)
+        if (jv_list_push(c, r.l, items.v[i]))
+            return jv_undef(NULL);
+    return r;
+}
+
+static jval f_unique(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    jlist items;
+    if (jiterate(c, v, &items))
+        return jv_undef(NULL);
+    int cs = jv_truthy(jargs_get(a, 0, "case_sensitive", jv_bool(0)));
+    jval r = jv_list_new(c, 0), seen = jv_list_new(c, 0);
+    for (size_t i = 0; r.t == V_LIST && seen.t == V_LIST && i < items.n; i++) {
+        jval k = items.v[i];
+        if (!cs && k.t == V_STR)
+            k = recase(c, k, CASE_LOWER);
+        int dup = 0;
+        for (size_t j = 0; j < seen.l->n && !dup; j++)
+            dup = jv_equal(c, seen.l->v[j], k);
+        if (!dup && (jv_list_push(c, seen.l, k) || jv_list_push(c, r.l, items.v[i])))
+            return jv_undef(NULL);
+    }
+    return r;
+}
+
+/* arg: 1 select, 0 reject */
+static jval f_select(jctx *c, jval v, const jargs *a, int arg)
+{
+    return select_items(c, v, a, arg, 0);
+}
+
+/* arg: 1 selectattr, 0 rejectattr */
+static jval f_selectattr(jctx *c, jval v, const jargs *a, int arg)
+{
+    return select_items(c, v, a, arg, 1);
+}
+
+static jval f_map(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    return map_items(c, v, a);
+}
+
+static jval f_round(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)arg;
+    jval prec = jargs_get(a, 0, "precision", jv_int(0)), meth = jargs_get(a, 1, "method", jv_str("common", 6));
+    double x;
+    if (v.t == V_INT || v.t == V_BOOL)
+        x = (double)v.i;
+    else if (v.t == V_FLOAT)
+        x = v.f;
+    else
+        return fail_v(c, "round: expected a number%s", "");
+    int64_t p = prec.t == V_INT ? prec.i : 0;
+    double scale = pow(10.0, (double)(p < -308 ? -308 : p > 308 ? 308 : p));
+    const char *mname = meth.t == V_STR ? cname(c, meth) : "";
+    if (!strcmp(mname, "common")) /* Python's round(): halves to even */
+        return jv_float(p ? nearbyint(x * scale) / scale : nearbyint(x));
+    if (!strcmp(mname, "ceil"))
+        return jv_float(ceil(x * scale) / scale);
+    if (!strcmp(mname, "floor"))
+        return jv_float(floor(x * scale) / scale);
+    return fail_v(c, "round: method must be common, ceil or floor%s", "");
+}
+
+static jval f_abs(jctx *c, jval v, const jargs *a, int arg)
+{
+    (void)a, (void)arg;
+    if (v.t == V_INT || v.t == V_BOOL)
+        return jv_int(v.i < 0 ? -v.i : v.i);
+    if (v.t == V_FLOAT)
+        return jv_float(fabs(v.f));
+    return fail_v(c, "abs: expected a number%s", "");
+}
+
+static jval f_trim(jctx *c, jval s, const jargs *a, int arg)
+{
+    (void)arg;
+    jval a0 = jargs_get(a, 0, NULL, jv_undef(NULL));
+    if (a0.t != V_UNDEF && a0.t != V_NONE && want_str(c, a0, "trim"))
+        return jv_undef(NULL);
+    return strip(c, s, a0.t == V_STR ? a0 : jv_none(), 1, 1);
+}
+
+/* arg: the CASE_ mode */
+static jval f_recase(jctx *c, jval s, const jargs *a, int arg)
+{
+    (void)a;
+    return recase(c, s, arg);
+}
+
+static jval f_replace(jctx *c, jval s, const jargs *a, int arg)
+{
+    (void)arg;
+    jval cnt = jargs_get(a, 2, "count", jv_none());
+    return replace(c, s, jv_to_str(c, jargs_get(a, 0, NULL, jv_undef(NULL))),
+                   jv_to_str(c, jargs_get(a, 1, NULL, jv_undef(NULL))), cnt.t == V_INT ? cnt.i : -1);
+}
+
+static jval f_indent(jctx *c, jval s, const jargs *a, int arg)
+{
+    (void)arg;
+    return indent(c, s, a);
+}
+
+static jval f_wordcount(jctx *c, jval s, const jargs *a, int arg)
+{
+    (void)a, (void)arg;
+    jval w = split(c, s, jv_none(), -1);
+    return w.t == V_LIST ? jv_int((int64_t)w.l->n) : w;
+}
+
+static const struct {
+    const char *name;
+    filter_fn fn;
+    int arg;
+    int on_str; /* 1: called with str(value) */
+} FILTERS[] = {
+    {"default", f_default, 0, 0},
+    {"d", f_default, 0, 0},
+    {"safe", f_safe, 0, 0},
+    {"string", f_string, 0, 0},
+    {"tojson", f_tojson, 0, 0},
+    {"length", f_length, 0, 0},
+    {"count", f_length, 0, 0},
+    {"int", f_int, 0, 0},
+    {"float", f_float, 0, 0},
+    {"join", f_join, 0, 0},
+    {"list", f_list, 0, 0},
+    {"first", f_first_last, 0, 0},
+    {"last", f_first_last, 1, 0},
+    {"items", f_items, 0, 0},
+    {"dictsort", f_dictsort, 0, 0},
+    {"sort", f_sort, 0, 0},
+    {"reverse", f_reverse, 0, 0},
+    {"unique", f_unique, 0, 0},
+    {"select", f_select, 1, 0},
+    {"reject", f_select, 0, 0},
+    {"selectattr", f_selectattr, 1, 0},
+    {"rejectattr", f_selectattr, 0, 0},
+    {"map", f_map, 0, 0},
+    {"round", f_round, 0, 0},
+    {"abs", f_abs, 0, 0},
+    {"trim", f_trim, 0, 1},
+    {"upper", f_recase, CASE_UPPER, 1},
+    {"lower", f_recase, CASE_LOWER, 1},
+    {"title", f_recase, CASE_TITLE, 1},
+    {"capitalize", f_recase, CASE_CAPITALIZE, 1},
+    {"replace", f_replace, 0, 1},
+    {"indent", f_indent, 0, 1},
+    {"wordcount", f_wordcount, 0, 1},
+};
+
 jval jfilter(jctx *c, const char *n, jval v, const jargs *a)
 {
-    jval a0 = jargs_get(a, 0, NULL, jv_undef(NULL));
-    if (!strcmp(n, "default") || !strcmp(n, "d")) {
-        jval d = jargs_get(a, 0, "default_value", jv_str("", 0));
-        int boolean = jv_truthy(jargs_get(a, 1, "boolean", jv_bool(0)));
-        return v.t == V_UNDEF || (boolean && !jv_truthy(v)) ? d : v;
-    }
-    if (!strcmp(n, "safe") || (!strcmp(n, "list") && v.t == V_LIST))
-        return v;
-    if (!strcmp(n, "string")) return jv_to_str(c, v);
-    if (!strcmp(n, "tojson")) return tojson(c, v, a);
-    if (!strcmp(n, "length") || !strcmp(n, "count")) {
-        int64_t k = 0;
-        return length_of(c, v, &k) ? jv_undef(NULL) : jv_int(k);
-    }
-    if (!strcmp(n, "int")) return to_int(c, v, jargs_get(a, 0, "default", jv_int(0)));
-    if (!strcmp(n, "float")) {
-        if (v.t == V_FLOAT) return v;
-        if (v.t == V_INT || v.t == V_BOOL) return jv_float((double)v.i);
-        if (v.t == V_STR) {
-            char buf[64];
-            jval t = strip(c, v, jv_none(), 1, 1);
-            char *e;
-            if (t.s.n && t.s.n < sizeof buf) {
-                memcpy(buf, t.s.p, t.s.n);
-                buf[t.s.n] = 0;
-                double f = strtod(buf, &e);
-                if (!*e)
-                    return jv_float(f);
-            }
-        }
-        return jargs_get(a, 0, "default", jv_float(0));
-    }
-    if (!strcmp(n, "join")) return join(c, v, jargs_get(a, 0, "d", jv_str("", 0)), jargs_get(a, 1, "attribute", jv_none()));
-    if (!strcmp(n, "list")) {
-        jlist items;
-        if (jiterate(c, v, &items))
-            return jv_undef(NULL);
-        jval r = jv_list_new(c, items.n);
-        for (size_t i = 0; r.t == V_LIST && i < items.n; i++)
-            if (jv_list_push(c, r.l, items.v[i]))
-                return jv_undef(NULL);
-        return r;
-    }
-    if (!strcmp(n, "first") || !strcmp(n, "last")) {
-        jlist items;
-        if (jiterate(c, v, &items))
-            return jv_undef(NULL);
-        if (!items.n)
-            return jv_undef(NULL);
-        return items.v[n[0] == 'f' ? 0 : items.n - 1];
-    }
-    if (!strcmp(n, "items")) {
-        if (v.t == V_UNDEF)
-            return jv_list_new(c, 0);
-        if (v.t != V_DICT || v.ns)
-            return fail_v(c, "items: expected a mapping%s", "");
-        return items_of(c, v);
-    }
-    if (!strcmp(n, "dictsort")) {
-        if (v.t != V_DICT || v.ns)
-            return fail_v(c, "dictsort: expected a mapping%s", "");
-        int cs = jv_truthy(jargs_get(a, 0, "case_sensitive", jv_bool(0)));
-        jval by = jargs_get(a, 1, "by", jv_str("key", 3));
-        int rev = jv_truthy(jargs_get(a, 2, "reverse", jv_bool(0)));
-        int idx = by.t == V_STR && by.s.n == 5 && !memcmp(by.s.p, "value", 5);
-        return sorted(c, items_of(c, v), rev, cs, jv_none(), idx);
-    }
-    if (!strcmp(n, "sort")) {
-        int rev = jv_truthy(jargs_get(a, 0, "reverse", jv_bool(0)));
-        int cs = jv_truthy(jargs_get(a, 1, "case_sensitive", jv_bool(0)));
-        return sorted(c, v, rev, cs, jargs_get(a, 2, "attribute", jv_none()), -1);
-    }
-    if (!strcmp(n, "reverse")) {
-        if (v.t == V_STR)
-            return v; /* not reached by templates we know; see below */
-        jlist items;
-        if (jiterate(c, v, &items))
-            return jv_undef(NULL);
-        jval r = jv_list_new(c, items.n);
-        for (size_t i = items.n; r.t == V_LIST && i-- > 0;)
-            if (jv_list_push(c, r.l, items.v[i]))
-                return jv_undef(NULL);
-        return r;
-    }
-    if (!strcmp(n, "unique")) {
-        jlist items;
-        if (jiterate(c, v, &items))
-            return jv_undef(NULL);
-        int cs = jv_truthy(jargs_get(a, 0, "case_sensitive", jv_bool(0)));
-        jval r = jv_list_new(c, 0), seen = jv_list_new(c, 0);
-        for (size_t i = 0; r.t == V_LIST && seen.t == V_LIST && i < items.n; i++) {
-            jval k = items.v[i];
-            if (!cs && k.t == V_STR)
-                k = recase(c, k, CASE_LOWER);
-            int dup = 0;
-            for (size_t j = 0; j < seen.l->n && !dup; j++)
-                dup = jv_equal(c, seen.l->v[j], k);
-            if (!dup && (jv_list_push(c, seen.l, k) || jv_list_push(c, r.l, items.v[i])))
+    for (size_t i = 0; i < sizeof FILTERS / sizeof *FILTERS; i++) {
+        if (strcmp(FILTERS[i].name, n))
+            continue;
+        if (FILTERS[i].on_str) {
+            v = jv_to_str(c, v);
+            if (c->failed)
                 return jv_undef(NULL);
         }
-        return r;
-    }
-    if (!strcmp(n, "select") || !strcmp(n, "reject")) return select_items(c, v, a, n[0] == 's', 0);
-    if (!strcmp(n, "selectattr") || !strcmp(n, "rejectattr")) return select_items(c, v, a, n[0] == 's', 1);
-    if (!strcmp(n, "map")) return map_items(c, v, a);
-    if (!strcmp(n, "round")) {
-        jval prec = jargs_get(a, 0, "precision", jv_int(0)), meth = jargs_get(a, 1, "method", jv_str("common", 6));
-        double x;
-        if (v.t == V_INT || v.t == V_BOOL)
-            x = (double)v.i;
-        else if (v.t == V_FLOAT)
-            x = v.f;
-        else
-            return fail_v(c, "round: expected a number%s", "");
-        int64_t p = prec.t == V_INT ? prec.i : 0;
-        double scale = pow(10.0, (double)(p < -308 ? -308 : p > 308 ? 308 : p));
-        const char *mname = meth.t == V_STR ? cname(c, meth) : "";
-        if (!strcmp(mname, "common")) /* Python's round(): halves to even */
-            return jv_float(p ? nearbyint(x * scale) / scale : nearbyint(x));
-        if (!strcmp(mname, "ceil"))
-            return jv_float(ceil(x * scale) / scale);
-        if (!strcmp(mname, "floor"))
-            return jv_float(floor(x * scale) / scale);
-        return fail_v(c, "round: method must be common, ceil or floor%s", "");
-    }
-    if (!strcmp(n, "abs")) {
-        if (v.t == V_INT || v.t == V_BOOL) return jv_int(v.i < 0 ? -v.i : v.i);
-        if (v.t == V_FLOAT) return jv_float(fabs(v.f));
-        return fail_v(c, "abs: expected a number%s", "");
-    }
-    /* the rest work on str(value) */
-    jval s = jv_to_str(c, v);
-    if (c->failed)
-        return jv_undef(NULL);
-    if (!strcmp(n, "trim")) {
-        if (a0.t != V_UNDEF && a0.t != V_NONE && want_str(c, a0, "trim"))
-            return jv_undef(NULL);
-        return strip(c, s, a0.t == V_STR ? a0 : jv_none(), 1, 1);
-    }
-    if (!strcmp(n, "upper")) return recase(c, s, CASE_UPPER);
-    if (!strcmp(n, "lower")) return recase(c, s, CASE_LOWER);
-    if (!strcmp(n, "title")) return recase(c, s, CASE_TITLE);
-    if (!strcmp(n, "capitalize")) return recase(c, s, CASE_CAPITALIZE);
-    if (!strcmp(n, "replace")) {
-        jval cnt = jargs_get(a, 2, "count", jv_none());
-        return replace(c, s, jv_to_str(c, a0), jv_to_str(c, jargs_get(a, 1, NULL, jv_undef(NULL))),
-                       cnt.t == V_INT ? cnt.i : -1);
-    }
-    if (!strcmp(n, "indent")) return indent(c, s, a);
-    if (!strcmp(n, "wordcount")) {
-        jval w = split(c, s, jv_none(), -1);
-        return w.t == V_LIST ? jv_int((int64_t)w.l->n) : w;
+        return FILTERS[i].fn(c, v, a, FILTERS[i].arg);
     }
     return fail_v(c, "the filter '%s' is not supported", n);
 }
