@@ -5,33 +5,27 @@
 
 #include "tok_internal.h"
 
-const char *tok_text(const tokenizer *t, int32_t id, size_t *len)
-{
+const char *tok_text(const tokenizer *t, int32_t id, size_t *len) {
     *len = (size_t)(t->text_off[id + 1] - t->text_off[id]);
     return t->text_pool + t->text_off[id];
 }
 
 /* "<0xNN>" -> NN, else -1. */
-static int byte_token(const char *s, size_t n)
-{
+static int byte_token(const char *s, size_t n) {
     static const char hex[] = "0123456789ABCDEF";
-    if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>')
-        return -1;
+    if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>') return -1;
     const char *h = strchr(hex, s[3]), *l = strchr(hex, s[4]);
-    if (!h || !l || !s[3] || !s[4])
-        return -1;
+    if (!h || !l || !s[3] || !s[4]) return -1;
     return (int)((h - hex) * 16 + (l - hex));
 }
 
 /* One token decoded alone, as the reference decoder chain treats it. */
-static size_t piece_of(tokenizer *t, int32_t id, char *out)
-{
+static size_t piece_of(tokenizer *t, int32_t id, char *out) {
     size_t n;
     const char *s = tok_text(t, id, &n);
     if (t->kind == TOK_BYTELEVEL) {
         long m = tok_bytelevel_decode(s, n, out);
-        if (m >= 0)
-            return (size_t)m;
+        if (m >= 0) return (size_t)m;
         t->flags[id] |= TOKF_RAW;
         memcpy(out, s, n); /* not all byte-level chars: the reference keeps the text */
         return n;
@@ -53,13 +47,11 @@ static size_t piece_of(tokenizer *t, int32_t id, char *out)
     return o;
 }
 
-static int build_pieces(tokenizer *t)
-{
+static int build_pieces(tokenizer *t) {
     size_t total = t->text_off[t->n_vocab];
     t->piece_pool = malloc(total + 1);
     t->piece_off = malloc((t->n_vocab + 1) * sizeof *t->piece_off);
-    if (!t->piece_pool || !t->piece_off)
-        return -1;
+    if (!t->piece_pool || !t->piece_off) return -1;
     uint64_t o = 0;
     for (size_t i = 0; i < t->n_vocab; i++) {
         t->piece_off[i] = o;
@@ -70,8 +62,7 @@ static int build_pieces(tokenizer *t)
 }
 
 /* The key BPE uses for a token: raw bytes (byte-level) or the text itself. */
-static const char *bpe_key(const tokenizer *t, int32_t id, size_t *len)
-{
+static const char *bpe_key(const tokenizer *t, int32_t id, size_t *len) {
     if (t->kind == TOK_BYTELEVEL) {
         *len = (size_t)(t->piece_off[id + 1] - t->piece_off[id]);
         return t->piece_pool + t->piece_off[id];
@@ -81,22 +72,17 @@ static const char *bpe_key(const tokenizer *t, int32_t id, size_t *len)
 
 /* The BPE key of model token i, noting byte tokens on the way; 0 if BPE can
  * never produce the token (a byte-level vocabulary's non-byte-level text). */
-static int vocab_key(tokenizer *t, size_t i, const char **k, size_t *n)
-{
-    if (!(t->flags[i] & TOKF_MODEL))
-        return 0;
+static int vocab_key(tokenizer *t, size_t i, const char **k, size_t *n) {
+    if (!(t->flags[i] & TOKF_MODEL)) return 0;
     *k = bpe_key(t, (int32_t)i, n);
     if (t->kind == TOK_BYTELEVEL) {
-        if ((t->flags[i] & TOKF_RAW) && !t->gguf_vocab)
-            return 0; /* its key would be its text */
-        if (*n == 1 && t->byte_id[(unsigned char)(*k)[0]] < 0)
-            t->byte_id[(unsigned char)(*k)[0]] = (int32_t)i;
+        if ((t->flags[i] & TOKF_RAW) && !t->gguf_vocab) return 0; /* its key would be its text */
+        if (*n == 1 && t->byte_id[(unsigned char)(*k)[0]] < 0) t->byte_id[(unsigned char)(*k)[0]] = (int32_t)i;
     } else {
         int b = byte_token(*k, *n);
         if (b >= 0) {
             t->flags[i] |= TOKF_BYTE;
-            if (t->byte_id[b] < 0)
-                t->byte_id[b] = (int32_t)i;
+            if (t->byte_id[b] < 0) t->byte_id[b] = (int32_t)i;
         }
     }
     return 1;
@@ -104,14 +90,12 @@ static int vocab_key(tokenizer *t, size_t i, const char **k, size_t *n)
 
 /* Inserts in id order (the first or, for GGUF, the last id of a key wins),
  * hashing and prefetching a batch ahead, as tok_add_merges does. */
-int tok_build_tables(tokenizer *t, const char *source, char *err)
-{
+int tok_build_tables(tokenizer *t, const char *source, char *err) {
     if (build_pieces(t) || strmap_init(&t->bpe_vocab, t->n_vocab)) {
         tok_errf(err, "%s: out of memory building the vocabulary tables", source);
         return -1;
     }
-    for (int i = 0; i < 256; i++)
-        t->byte_id[i] = -1;
+    for (int i = 0; i < 256; i++) t->byte_id[i] = -1;
     struct {
         const char *k;
         size_t n;
@@ -128,8 +112,7 @@ int tok_build_tables(tokenizer *t, const char *source, char *err)
             }
         for (size_t j = 0; j < nb; j++) {
             int32_t prev = -1, id = batch[j].id;
-            int rc = strmap_insert_hashed(&t->bpe_vocab, batch[j].k, batch[j].n, batch[j].h, id, t->gguf_vocab,
-                                          &prev);
+            int rc = strmap_insert_hashed(&t->bpe_vocab, batch[j].k, batch[j].n, batch[j].h, id, t->gguf_vocab, &prev);
             if (rc < 0) {
                 tok_errf(err, "%s: out of memory building the vocabulary map", source);
                 return -1;
@@ -146,12 +129,10 @@ int tok_build_tables(tokenizer *t, const char *source, char *err)
 }
 
 /* Text of a merge half in BPE-key form (raw bytes for byte-level). */
-static int merge_key(const tokenizer *t, const char *s, size_t n, char *out, size_t *on)
-{
+static int merge_key(const tokenizer *t, const char *s, size_t n, char *out, size_t *on) {
     if (t->kind == TOK_BYTELEVEL) {
         long m = tok_bytelevel_decode(s, n, out);
-        if (m < 0)
-            return -1;
+        if (m < 0) return -1;
         *on = (size_t)m;
     } else {
         memcpy(out, s, n);
@@ -164,11 +145,9 @@ static int merge_key(const tokenizer *t, const char *s, size_t n, char *out, siz
  * order, so the token after the previous merge's result is tried first: a
  * sequential read instead of a random probe into the 128k-entry map, which is
  * what load time is made of (measured: about a third of the lookups' cost). */
-static int32_t merged_id(tokenizer *t, const char *key, size_t n)
-{
+static int32_t merged_id(tokenizer *t, const char *key, size_t n) {
     for (int32_t c = t->merge_hint; c <= t->merge_hint + 1; c++) {
-        if (c < 0 || (size_t)c >= t->n_vocab || !(t->flags[c] & TOKF_MODEL))
-            continue;
+        if (c < 0 || (size_t)c >= t->n_vocab || !(t->flags[c] & TOKF_MODEL)) continue;
         size_t kn;
         const char *k = bpe_key(t, c, &kn);
         if (kn == n && !memcmp(k, key, n) && !(t->flags[c] & TOKF_DUP)) {
@@ -177,8 +156,7 @@ static int32_t merged_id(tokenizer *t, const char *key, size_t n)
         }
     }
     int32_t id = strmap_get(&t->bpe_vocab, key, n);
-    if (id >= 0)
-        t->merge_hint = id;
+    if (id >= 0) t->merge_hint = id;
     return id;
 }
 
@@ -190,10 +168,9 @@ typedef struct {
     int bad_key; /* a half is not byte-level text */
 } merge_job;
 
-static int merge_error(const tok_merge_text *m, const merge_job *j, const char *source, char *err)
-{
-    tok_errf(err, "%s: merge %d \"%.*s %.*s\": %s not in the vocabulary", source, (int)m->rank, (int)m->alen,
-             m->a, (int)m->blen, m->b, j->ia < 0 || j->ib < 0 ? "a half is" : "the merged token is");
+static int merge_error(const tok_merge_text *m, const merge_job *j, const char *source, char *err) {
+    tok_errf(err, "%s: merge %d \"%.*s %.*s\": %s not in the vocabulary", source, (int)m->rank, (int)m->alen, m->a,
+             (int)m->blen, m->b, j->ia < 0 || j->ib < 0 ? "a half is" : "the merged token is");
     return -1;
 }
 
@@ -203,8 +180,7 @@ static int merge_error(const tok_merge_text *m, const merge_job *j, const char *
  * prefetches, so the misses of one stage overlap: the probes take about 25%
  * of the Llama 3.2 load instead of about 60%, and the load half the time
  * (`make bench-tokenizer`, `perf record`). */
-int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *source, char *err)
-{
+int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *source, char *err) {
     merge_job job[TOK_MERGE_BATCH];
     tok_buf keys = {0};
     int rc = 0;
@@ -224,8 +200,7 @@ int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *
             char *kp = keys.p + j->off;
             j->bad_key = merge_key(t, mm[i].a, mm[i].alen, kp, &j->na) ||
                          merge_key(t, mm[i].b, mm[i].blen, kp + j->na, &j->nb);
-            if (j->bad_key)
-                continue;
+            if (j->bad_key) continue;
             keys.len += j->na + j->nb;
             j->ha = strmap_hash(kp, j->na);
             j->hb = strmap_hash(kp + j->na, j->nb);
@@ -240,10 +215,8 @@ int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *
                 j->ib = strmap_get_hashed(&t->bpe_vocab, kp + j->na, j->nb, j->hb);
                 j->io = merged_id(t, kp, j->na + j->nb);
             }
-            if (j->ia < 0 || j->ib < 0 || j->io < 0)
-                rc = merge_error(&mm[i], j, source, err);
-            else
-                pairmap_prefetch(&t->merges, j->ia, j->ib);
+            if (j->ia < 0 || j->ib < 0 || j->io < 0) rc = merge_error(&mm[i], j, source, err);
+            else pairmap_prefetch(&t->merges, j->ia, j->ib);
         }
         for (size_t i = 0; i < k && !rc; i++)
             if (pairmap_put(&t->merges, job[i].ia, job[i].ib, mm[i].rank, job[i].io)) {
@@ -255,25 +228,19 @@ int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *
     return rc;
 }
 
-static int added_cmp(const void *x, const void *y)
-{
+static int added_cmp(const void *x, const void *y) {
     const tok_added *a = x, *b = y;
-    if (a->len != b->len)
-        return a->len > b->len ? -1 : 1;
+    if (a->len != b->len) return a->len > b->len ? -1 : 1;
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-void tok_sort_added(tokenizer *t)
-{
-    if (t->n_added)
-        qsort(t->added, t->n_added, sizeof *t->added, added_cmp);
+void tok_sort_added(tokenizer *t) {
+    if (t->n_added) qsort(t->added, t->n_added, sizeof *t->added, added_cmp);
 }
 
-int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *source, char *err)
-{
+int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *source, char *err) {
     size_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += texts[i].len;
+    for (size_t i = 0; i < n; i++) total += texts[i].len;
     t->n_vocab = n;
     t->text_pool = malloc(total + 1);
     t->text_off = malloc((n + 1) * sizeof *t->text_off);
@@ -285,17 +252,15 @@ int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *sour
     uint64_t o = 0;
     for (size_t i = 0; i < n; i++) {
         t->text_off[i] = o;
-        if (texts[i].len)
-            memcpy(t->text_pool + o, texts[i].ptr, texts[i].len);
+        if (texts[i].len) memcpy(t->text_pool + o, texts[i].ptr, texts[i].len);
         o += texts[i].len;
     }
     t->text_off[n] = o;
     return 0;
 }
 
-int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special,
-                  int lstrip, int rstrip, int single_word, int normalized, const char *source, char *err)
-{
+int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special, int lstrip, int rstrip,
+                  int single_word, int normalized, const char *source, char *err) {
     tok_added *a = realloc(t->added, (t->n_added + 1) * sizeof *a);
     if (!a) {
         tok_errf(err, "%s: out of memory", source);

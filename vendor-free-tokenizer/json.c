@@ -22,10 +22,10 @@ typedef struct block {
 } block;
 
 struct jdoc {
-    char *buf;       /* the file, NUL-terminated, unescaped in place */
+    char *buf; /* the file, NUL-terminated, unescaped in place */
     size_t len;
-    block *blocks;   /* node arena */
-    size_t used;     /* nodes used in the first block */
+    block *blocks; /* node arena */
+    size_t used;   /* nodes used in the first block */
     jnode *root;
 };
 
@@ -37,8 +37,7 @@ typedef struct {
     int depth;
 } parser;
 
-static jnode *new_node(parser *ps, int type)
-{
+static jnode *new_node(parser *ps, int type) {
     jdoc *d = ps->d;
     if (!d->blocks || d->used == NODES_PER_BLOCK) {
         block *b = tok_big_alloc(sizeof *b, 0);
@@ -56,14 +55,11 @@ static jnode *new_node(parser *ps, int type)
     return n;
 }
 
-static void skip_ws(parser *ps)
-{
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
-        ps->p++;
+static void skip_ws(parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t')) ps->p++;
 }
 
-static int fail(parser *ps, const char *why)
-{
+static int fail(parser *ps, const char *why) {
     if (!ps->why) {
         ps->why = why;
         ps->err_at = ps->p;
@@ -71,38 +67,35 @@ static int fail(parser *ps, const char *why)
     return -1;
 }
 
-static int hex4(const char *s, uint32_t *v)
-{
+static int hex4(const char *s, uint32_t *v) {
     *v = 0;
     for (int i = 0; i < 4; i++) {
         char c = s[i];
-        int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (x < 0)
-            return -1;
+        int x = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (x < 0) return -1;
         *v = *v * 16 + (uint32_t)x;
     }
     return 0;
 }
 
 /* Unescape the string starting after the opening quote, in place. */
-static int parse_string(parser *ps, const char **out, size_t *len)
-{
+static int parse_string(parser *ps, const char **out, size_t *len) {
     char *w = ps->p, *r = ps->p, *end = ps->end;
     *out = w;
     for (;;) {
         char *q = r; /* copy the plain run fast */
-        while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
-            q++;
-        if (w != r)
-            memmove(w, r, (size_t)(q - r));
+        while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
+        if (w != r) memmove(w, r, (size_t)(q - r));
         w += q - r;
         r = q;
         if (r >= end) {
             ps->p = r;
             return fail(ps, "unterminated string");
         }
-        if (*r == '"')
-            break;
+        if (*r == '"') break;
         if ((unsigned char)*r < 0x20) {
             ps->p = r;
             return fail(ps, "control character in string");
@@ -144,9 +137,7 @@ static int parse_string(parser *ps, const char **out, size_t *len)
             w += tok_utf8_put(cp, w); /* at most 4 bytes for 6 or 12 escaped */
             break;
         }
-        default:
-            ps->p = r - 1;
-            return fail(ps, "unknown escape");
+        default: ps->p = r - 1; return fail(ps, "unknown escape");
         }
     }
     *len = (size_t)(w - *out);
@@ -157,8 +148,7 @@ static int parse_string(parser *ps, const char **out, size_t *len)
 
 static jnode *parse_value(parser *ps);
 
-static int parse_container(parser *ps, jnode *n, char close)
-{
+static int parse_container(parser *ps, jnode *n, char close) {
     jnode **tail = &n->child;
     ps->p++;
     skip_ws(ps);
@@ -171,21 +161,16 @@ static int parse_container(parser *ps, jnode *n, char close)
         size_t klen = 0;
         if (close == '}') {
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != '"')
-                return fail(ps, "expected a string key");
+            if (ps->p >= ps->end || *ps->p != '"') return fail(ps, "expected a string key");
             ps->p++;
-            if (parse_string(ps, &key, &klen))
-                return -1;
+            if (parse_string(ps, &key, &klen)) return -1;
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':')
-                return fail(ps, "expected ':'");
+            if (ps->p >= ps->end || *ps->p != ':') return fail(ps, "expected ':'");
             ps->p++;
         }
         jnode *v = parse_value(ps);
-        if (!v)
-            return -1;
-        if (klen > UINT32_MAX)
-            return fail(ps, "key longer than 4 GB");
+        if (!v) return -1;
+        if (klen > UINT32_MAX) return fail(ps, "key longer than 4 GB");
         v->key = key;
         v->klen = (uint32_t)klen;
         *tail = v;
@@ -204,23 +189,18 @@ static int parse_container(parser *ps, jnode *n, char close)
     }
 }
 
-static int parse_number(parser *ps, jnode *n)
-{
+static int parse_number(parser *ps, jnode *n) {
     char *start = ps->p, *q = ps->p;
     int is_int = 1;
-    if (*q == '-')
-        q++;
-    if (q >= ps->end || !(*q >= '0' && *q <= '9'))
-        return fail(ps, "bad number");
+    if (*q == '-') q++;
+    if (q >= ps->end || !(*q >= '0' && *q <= '9')) return fail(ps, "bad number");
     while (q < ps->end && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-')) {
-        if (*q == '.' || *q == 'e' || *q == 'E')
-            is_int = 0;
+        if (*q == '.' || *q == 'e' || *q == 'E') is_int = 0;
         q++;
     }
     if (is_int && q - start <= 18) { /* plain integer: no strtod (vocabularies hold 100k+ of them) */
         int64_t v = 0;
-        for (const char *d = start + (*start == '-'); d < q; d++)
-            v = v * 10 + (*d - '0');
+        for (const char *d = start + (*start == '-'); d < q; d++) v = v * 10 + (*d - '0');
         n->i = *start == '-' ? -v : v;
         n->num = (double)n->i;
         n->is_int = 1;
@@ -245,8 +225,7 @@ static int parse_number(parser *ps, jnode *n)
     return 0;
 }
 
-static jnode *parse_value(parser *ps)
-{
+static jnode *parse_value(parser *ps) {
     skip_ws(ps);
     if (ps->p >= ps->end) {
         fail(ps, "unexpected end of file");
@@ -260,17 +239,14 @@ static jnode *parse_value(parser *ps)
     char c = *ps->p;
     if (c == '{' || c == '[') {
         n = new_node(ps, c == '{' ? J_OBJECT : J_ARRAY);
-        if (n && parse_container(ps, n, c == '{' ? '}' : ']'))
-            n = NULL;
+        if (n && parse_container(ps, n, c == '{' ? '}' : ']')) n = NULL;
     } else if (c == '"') {
         n = new_node(ps, J_STRING);
         ps->p++;
-        if (n && parse_string(ps, &n->s, &n->len))
-            n = NULL;
+        if (n && parse_string(ps, &n->s, &n->len)) n = NULL;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
         n = new_node(ps, J_NUMBER);
-        if (n && parse_number(ps, n))
-            n = NULL;
+        if (n && parse_number(ps, n)) n = NULL;
     } else {
         static const struct {
             const char *word;
@@ -280,22 +256,18 @@ static jnode *parse_value(parser *ps)
             size_t L = strlen(lits[i].word);
             if ((size_t)(ps->end - ps->p) >= L && !memcmp(ps->p, lits[i].word, L)) {
                 n = new_node(ps, lits[i].type);
-                if (n)
-                    n->i = lits[i].val;
+                if (n) n->i = lits[i].val;
                 ps->p += L;
             }
         }
-        if (!n)
-            fail(ps, "unexpected character");
+        if (!n) fail(ps, "unexpected character");
     }
     ps->depth--;
     return n;
 }
 
-void jdoc_free(jdoc *d)
-{
-    if (!d)
-        return;
+void jdoc_free(jdoc *d) {
+    if (!d) return;
     while (d->blocks) {
         block *b = d->blocks->next;
         free(d->blocks);
@@ -307,8 +279,7 @@ void jdoc_free(jdoc *d)
 
 jnode *jdoc_root(jdoc *d) { return d->root; }
 
-static void locate(const char *buf, const char *at, int *line, int *col)
-{
+static void locate(const char *buf, const char *at, int *line, int *col) {
     *line = 1;
     *col = 1;
     for (const char *p = buf; p < at; p++) {
@@ -321,8 +292,7 @@ static void locate(const char *buf, const char *at, int *line, int *col)
     }
 }
 
-jdoc *jdoc_load(const char *path, char *err)
-{
+jdoc *jdoc_load(const char *path, char *err) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         tok_errf(err, "%s: cannot open: %s", path, strerror(errno));
@@ -346,8 +316,7 @@ jdoc *jdoc_load(const char *path, char *err)
     d->root = parse_value(&ps);
     if (d->root) {
         skip_ws(&ps);
-        if (ps.p != ps.end)
-            fail(&ps, "trailing characters after the JSON value");
+        if (ps.p != ps.end) fail(&ps, "trailing characters after the JSON value");
     }
     if (ps.why) {
         int line, col;
@@ -359,25 +328,20 @@ jdoc *jdoc_load(const char *path, char *err)
     return d;
 }
 
-jnode *jget(const jnode *o, const char *key)
-{
-    if (!o || o->type != J_OBJECT)
-        return NULL;
+jnode *jget(const jnode *o, const char *key) {
+    if (!o || o->type != J_OBJECT) return NULL;
     size_t kl = strlen(key);
     for (jnode *c = o->child; c; c = c->next)
-        if (c->klen == kl && !memcmp(c->key, key, kl))
-            return c;
+        if (c->klen == kl && !memcmp(c->key, key, kl)) return c;
     return NULL;
 }
 
-const char *jstr(const jnode *o, const char *key)
-{
+const char *jstr(const jnode *o, const char *key) {
     jnode *v = jget(o, key);
     return v && v->type == J_STRING ? v->s : NULL;
 }
 
-int jbool(const jnode *o, const char *key, int dflt)
-{
+int jbool(const jnode *o, const char *key, int dflt) {
     jnode *v = jget(o, key);
     return v && v->type == J_BOOL ? (int)v->i : dflt;
 }

@@ -19,13 +19,9 @@
 
 #include "tok_internal.h"
 
-static int str_is(tok_str s, const char *lit)
-{
-    return s.len == strlen(lit) && !memcmp(s.ptr, lit, s.len);
-}
+static int str_is(tok_str s, const char *lit) { return s.len == strlen(lit) && !memcmp(s.ptr, lit, s.len); }
 
-static int add_pre(tokenizer *t, int kind, const char *re, char *err)
-{
+static int add_pre(tokenizer *t, int kind, const char *re, char *err) {
     tok_pre *p = realloc(t->pres, (t->n_pres + 1) * sizeof *p);
     if (!p) {
         tok_errf(err, "out of memory");
@@ -40,32 +36,29 @@ static int add_pre(tokenizer *t, int kind, const char *re, char *err)
 }
 
 /* Pre-tokenizer of a byte-level vocabulary, by tokenizer.ggml.pre. */
-static int setup_bytelevel_pre(tokenizer *t, tok_str pre, const char *source, char *err)
-{
+static int setup_bytelevel_pre(tokenizer *t, tok_str pre, const char *source, char *err) {
     const char *split = NULL;
     if (!pre.len || str_is(pre, "default") || str_is(pre, "gpt2") || str_is(pre, "smollm"))
         split = NULL; /* ByteLevel's own GPT-2 regex */
-    else if (str_is(pre, "llama-bpe") || str_is(pre, "llama3") || str_is(pre, "llama-v3"))
-        split = TOK_RE_LLAMA3;
-    else if (str_is(pre, "qwen2"))
-        split = TOK_RE_QWEN2;
+    else if (str_is(pre, "llama-bpe") || str_is(pre, "llama3") || str_is(pre, "llama-v3")) split = TOK_RE_LLAMA3;
+    else if (str_is(pre, "qwen2")) split = TOK_RE_QWEN2;
     else {
-        tok_errf(err, "%s: tokenizer.ggml.pre \"%.*s\" is not a supported pre-tokenizer "
-                 "(supported: default, gpt2, smollm, llama-bpe, qwen2)", source, (int)pre.len, pre.ptr);
+        tok_errf(err,
+                 "%s: tokenizer.ggml.pre \"%.*s\" is not a supported pre-tokenizer "
+                 "(supported: default, gpt2, smollm, llama-bpe, qwen2)",
+                 source, (int)pre.len, pre.ptr);
         return -1;
     }
     if (split) {
-        if (add_pre(t, PRE_SPLIT, split, err) || add_pre(t, PRE_BYTELEVEL, NULL, err))
-            return -1;
-    } else if (add_pre(t, PRE_BYTELEVEL, TOK_RE_GPT2, err))
-        return -1;
+        if (add_pre(t, PRE_SPLIT, split, err) || add_pre(t, PRE_BYTELEVEL, NULL, err)) return -1;
+    } else if (add_pre(t, PRE_BYTELEVEL, TOK_RE_GPT2, err)) return -1;
     return 0;
 }
 
 /* One derived merge, with the keys of its rank. */
 typedef struct {
-    float score;     /* the merged token's score */
-    int32_t llen;    /* left / right length in characters */
+    float score;  /* the merged token's score */
+    int32_t llen; /* left / right length in characters */
     int32_t rlen;
     int32_t out, a, b;
 } cand;
@@ -73,47 +66,35 @@ typedef struct {
 /* transformers' generate_merges with scores (its GGUF path): sorted by
  * (score, left length, right length) descending; equal keys keep the order of
  * generation (merged id, then left id, then right id, ascending). */
-static int cand_cmp(const void *x, const void *y)
-{
+static int cand_cmp(const void *x, const void *y) {
     const cand *p = x, *q = y;
-    if (p->score != q->score)
-        return p->score > q->score ? -1 : 1;
-    if (p->llen != q->llen)
-        return p->llen > q->llen ? -1 : 1;
-    if (p->rlen != q->rlen)
-        return p->rlen > q->rlen ? -1 : 1;
-    if (p->out != q->out)
-        return p->out < q->out ? -1 : 1;
-    if (p->a != q->a)
-        return p->a < q->a ? -1 : 1;
+    if (p->score != q->score) return p->score > q->score ? -1 : 1;
+    if (p->llen != q->llen) return p->llen > q->llen ? -1 : 1;
+    if (p->rlen != q->rlen) return p->rlen > q->rlen ? -1 : 1;
+    if (p->out != q->out) return p->out < q->out ? -1 : 1;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
     return p->b < q->b ? -1 : p->b > q->b;
 }
 
-static int32_t n_chars(const char *s, size_t n)
-{
+static int32_t n_chars(const char *s, size_t n) {
     int32_t c = 0;
-    for (size_t i = 0; i < n; i++)
-        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
     return c;
 }
 
 /* SentencePiece has no merge list: every split of a token into two vocabulary
  * tokens is a merge, ranked as transformers ranks them when it reads a GGUF. */
-static int merges_from_scores(tokenizer *t, const float *scores, const char *source, char *err)
-{
+static int merges_from_scores(tokenizer *t, const float *scores, const char *source, char *err) {
     cand *c = NULL;
     size_t n = 0, cap = 0;
     for (size_t i = 0; i < t->n_vocab; i++) {
         size_t len;
         const char *s = tok_text(t, (int32_t)i, &len);
-        if (!(t->flags[i] & TOKF_MODEL))
-            continue;
+        if (!(t->flags[i] & TOKF_MODEL)) continue;
         for (size_t k = 1; k < len; k++) {
-            if ((s[k] & 0xC0) == 0x80)
-                continue; /* split only between characters */
+            if ((s[k] & 0xC0) == 0x80) continue; /* split only between characters */
             int32_t a = strmap_get(&t->bpe_vocab, s, k), b = strmap_get(&t->bpe_vocab, s + k, len - k);
-            if (a < 0 || b < 0)
-                continue;
+            if (a < 0 || b < 0) continue;
             if (n == cap) {
                 cap = cap ? cap * 2 : 4096;
                 cand *g = realloc(c, cap * sizeof *c);
@@ -127,8 +108,7 @@ static int merges_from_scores(tokenizer *t, const float *scores, const char *sou
             c[n++] = (cand){scores[i], n_chars(s, k), n_chars(s + k, len - k), (int32_t)i, a, b};
         }
     }
-    if (n)
-        qsort(c, n, sizeof *c, cand_cmp);
+    if (n) qsort(c, n, sizeof *c, cand_cmp);
     for (size_t r = 0; r < n; r++)
         if (pairmap_put(&t->merges, c[r].a, c[r].b, (int32_t)r, c[r].out)) {
             free(c);
@@ -139,39 +119,31 @@ static int merges_from_scores(tokenizer *t, const float *scores, const char *sou
     return 0;
 }
 
-static int add_norm(tokenizer *t, int kind, const char *a, const char *b)
-{
+static int add_norm(tokenizer *t, int kind, const char *a, const char *b) {
     tok_norm *n = realloc(t->norms, (t->n_norms + 1) * sizeof *n);
-    if (!n)
-        return -1;
+    if (!n) return -1;
     t->norms = n;
     n = &t->norms[t->n_norms++];
     memset(n, 0, sizeof *n);
     n->kind = kind;
-    if ((a && !(n->a = strdup(a))) || (b && !(n->b = strdup(b))))
-        return -1;
+    if ((a && !(n->a = strdup(a))) || (b && !(n->b = strdup(b)))) return -1;
     n->alen = a ? strlen(a) : 0;
     n->blen = b ? strlen(b) : 0;
     return 0;
 }
 
 /* A token of spaces only (at least one): Gemma files store them so, transformers spells them U+2581. */
-static int spaces_only(tok_str s)
-{
-    if (!s.len)
-        return 0;
+static int spaces_only(tok_str s) {
+    if (!s.len) return 0;
     for (size_t i = 0; i < s.len; i++)
-        if (s.ptr[i] != ' ')
-            return 0;
+        if (s.ptr[i] != ' ') return 0;
     return 1;
 }
 
 /* Gemma: the token list with space-only tokens spelled as U+2581 runs (*buf holds them). */
-static tok_str *gemma_tokens(const tok_spec *spec, char **buf)
-{
+static tok_str *gemma_tokens(const tok_spec *spec, char **buf) {
     size_t extra = 0;
-    for (size_t i = 0; i < spec->n_tokens; i++)
-        extra += spaces_only(spec->tokens[i]) ? 3 * spec->tokens[i].len : 0;
+    for (size_t i = 0; i < spec->n_tokens; i++) extra += spaces_only(spec->tokens[i]) ? 3 * spec->tokens[i].len : 0;
     tok_str *v = malloc(spec->n_tokens * sizeof *v);
     char *b = malloc(extra ? extra : 1);
     if (!v || !b) {
@@ -182,27 +154,22 @@ static tok_str *gemma_tokens(const tok_spec *spec, char **buf)
     char *p = b;
     for (size_t i = 0; i < spec->n_tokens; i++) {
         v[i] = spec->tokens[i];
-        if (!spaces_only(spec->tokens[i]))
-            continue;
+        if (!spaces_only(spec->tokens[i])) continue;
         v[i].ptr = p;
         v[i].len = 3 * spec->tokens[i].len;
-        for (size_t k = 0; k < spec->tokens[i].len; k++, p += 3)
-            memcpy(p, "\xe2\x96\x81", 3);
+        for (size_t k = 0; k < spec->tokens[i].len; k++, p += 3) memcpy(p, "\xe2\x96\x81", 3);
     }
     *buf = b;
     return v;
 }
 
-static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source, char *err)
-{
+static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source, char *err) {
     int spm;
-    if (str_is(spec->model, "gpt2"))
-        spm = 0;
-    else if (str_is(spec->model, "llama"))
-        spm = 1;
+    if (str_is(spec->model, "gpt2")) spm = 0;
+    else if (str_is(spec->model, "llama")) spm = 1;
     else {
-        tok_errf(err, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2 or llama)",
-                 source, (int)spec->model.len, spec->model.ptr);
+        tok_errf(err, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2 or llama)", source,
+                 (int)spec->model.len, spec->model.ptr);
         return -1;
     }
     if (!spec->n_tokens || !spec->tokens) {
@@ -222,8 +189,7 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
     int rc = tok_set_vocab(t, spec->n_tokens, respelled ? respelled : spec->tokens, source, err);
     free(respelled);
     free(respelled_buf);
-    if (rc)
-        return -1;
+    if (rc) return -1;
     for (size_t i = 0; i < spec->n_tokens; i++) {
         int type = spec->token_types ? spec->token_types[i] : 1;
         t->flags[i] = TOKF_MODEL;
@@ -231,8 +197,8 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
             continue; /* a vocabulary token once spelled with U+2581, not an added one */
         if ((type == 3 || type == 4) && spec->tokens[i].len) {
             t->flags[i] |= TOKF_ADDED;
-            if (tok_add_added(t, spec->tokens[i].ptr, spec->tokens[i].len, (int32_t)i, type == 3, 0, 0, 0, 0,
-                              source, err))
+            if (tok_add_added(t, spec->tokens[i].ptr, spec->tokens[i].len, (int32_t)i, type == 3, 0, 0, 0, 0, source,
+                              err))
                 return -1;
         }
     }
@@ -250,17 +216,14 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
     }
     for (int k = 0; k < 7; k++) {
         int32_t id = named[k];
-        if (id < 0 || (size_t)id >= spec->n_tokens || (t->flags[id] & TOKF_ADDED) || !spec->tokens[id].len)
-            continue;
+        if (id < 0 || (size_t)id >= spec->n_tokens || (t->flags[id] & TOKF_ADDED) || !spec->tokens[id].len) continue;
         t->flags[id] |= TOKF_ADDED;
-        if (tok_add_added(t, spec->tokens[id].ptr, spec->tokens[id].len, id, 1, 0, 0, 0, 0, source, err))
-            return -1;
+        if (tok_add_added(t, spec->tokens[id].ptr, spec->tokens[id].len, id, 1, 0, 0, 0, 0, source, err)) return -1;
     }
     /* an added token that is already there (user-defined </s>) becomes special when named */
     for (int k = 0; k < 7; k++)
         for (size_t a = 0; named[k] >= 0 && a < t->n_added; a++)
-            if (t->added[a].id == named[k])
-                t->added[a].special = 1;
+            if (t->added[a].id == named[k]) t->added[a].special = 1;
     tok_sort_added(t);
     if (phi3) {
         t->byte_fallback = 1;
@@ -276,18 +239,15 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         t->dec_strip_lead_space = spec->add_space_prefix != 0;
         /* ' ' -> U+2581, and U+2581 before the first segment only (as llama.cpp and
          * HF's Metaspace prepend_scheme "first" do, not before text after a special token) */
-        if (add_pre(t, PRE_METASPACE, NULL, err))
-            return -1;
+        if (add_pre(t, PRE_METASPACE, NULL, err)) return -1;
         t->pres[t->n_pres - 1].prepend = spec->add_space_prefix != 0;
         t->pres[t->n_pres - 1].split = 0;
-    } else if (setup_bytelevel_pre(t, spec->pre, source, err))
-        return -1;
+    } else if (setup_bytelevel_pre(t, spec->pre, source, err)) return -1;
     if (pairmap_init(&t->merges, spec->n_merges ? spec->n_merges : spec->n_tokens * 2)) {
         tok_errf(err, "%s: out of memory", source);
         return -1;
     }
-    if (tok_build_tables(t, source, err))
-        return -1;
+    if (tok_build_tables(t, source, err)) return -1;
     tok_merge_text batch[TOK_MERGE_BATCH];
     size_t k = 0;
     for (size_t r = 0; r < spec->n_merges; r++) {
@@ -298,8 +258,7 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         }
         batch[k++] = (tok_merge_text){m, sp + 1, (size_t)(sp - m), spec->merges[r].len - (size_t)(sp - m) - 1,
                                       (int32_t)r};
-        if ((k == TOK_MERGE_BATCH || r + 1 == spec->n_merges) && tok_add_merges(t, batch, k, source, err))
-            return -1;
+        if ((k == TOK_MERGE_BATCH || r + 1 == spec->n_merges) && tok_add_merges(t, batch, k, source, err)) return -1;
         k = k == TOK_MERGE_BATCH ? 0 : k;
     }
     if (spm && !spec->n_merges) {
@@ -313,13 +272,11 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
                 tok_errf(err, "%s: out of memory", source);
                 return -1;
             }
-            for (size_t i = 0; i < spec->n_tokens; i++)
-                pos[i] = -(float)i;
+            for (size_t i = 0; i < spec->n_tokens; i++) pos[i] = -(float)i;
         }
         rc = merges_from_scores(t, pos ? pos : spec->scores, source, err);
         free(pos);
-        if (rc)
-            return -1;
+        if (rc) return -1;
     }
     t->unk_id = spm ? spec->unk_id : -1;
     t->bos_id = spec->bos_id;
@@ -336,15 +293,14 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
     int32_t ids[2] = {t->bos_id, t->eos_id};
     for (int i = 0; i < 2; i++)
         if (ids[i] >= (int32_t)t->n_vocab) {
-            tok_errf(err, "%s: %s token id %d is outside the vocabulary (%zu tokens)", source,
-                     i ? "eos" : "bos", (int)ids[i], t->n_vocab);
+            tok_errf(err, "%s: %s token id %d is outside the vocabulary (%zu tokens)", source, i ? "eos" : "bos",
+                     (int)ids[i], t->n_vocab);
             return -1;
         }
     return 0;
 }
 
-int tok_load_spec(const tok_spec *spec, const char *source, tokenizer **out, char *err)
-{
+int tok_load_spec(const tok_spec *spec, const char *source, tokenizer **out, char *err) {
     tokenizer *t = calloc(1, sizeof *t);
     *out = NULL;
     if (!t) {

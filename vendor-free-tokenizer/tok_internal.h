@@ -60,16 +60,16 @@ size_t tok_utf8_put(uint32_t cp, char *out);
 
 /* String -> id; keys are borrowed (must outlive the map). First insert wins. */
 typedef struct {
-    uint64_t head;     /* the key's first 8 bytes, zero padded: keys of up to 8 bytes (most
+    uint64_t head;   /* the key's first 8 bytes, zero padded: keys of up to 8 bytes (most
                         * tokens) are compared without reading the key, a cache miss each */
-    const char *key;   /* NULL: empty slot */
+    const char *key; /* NULL: empty slot */
     uint32_t len;
-    uint32_t hash;     /* high bits of the key's hash: most probes end here without touching key */
+    uint32_t hash; /* high bits of the key's hash: most probes end here without touching key */
     int32_t id;
 } strmap_slot;
 typedef struct {
     strmap_slot *slots;
-    size_t cap, n;     /* cap is a power of two */
+    size_t cap, n; /* cap is a power of two */
 } strmap;
 int strmap_init(strmap *m, size_t expected);
 /* 0: inserted, 1: the key was there (*prev gets its id; strmap_set replaces it), -1: out of memory.
@@ -88,7 +88,7 @@ void strmap_free(strmap *m);
 
 /* (left id, right id) -> (rank, merged id). */
 typedef struct {
-    uint64_t key;      /* (left << 32 | right) + 1; 0 = empty slot */
+    uint64_t key; /* (left << 32 | right) + 1; 0 = empty slot */
     int32_t rank, out;
 } pairmap_slot;
 typedef struct {
@@ -119,19 +119,19 @@ typedef struct {
     char *text;
     size_t len;
     int32_t id;
-    unsigned char special;  /* 1: skipped by parse_special = 0 */
-    unsigned char lstrip;   /* absorbs whitespace on its left */
-    unsigned char rstrip;   /* absorbs whitespace on its right */
+    unsigned char special; /* 1: skipped by parse_special = 0 */
+    unsigned char lstrip;  /* absorbs whitespace on its left */
+    unsigned char rstrip;  /* absorbs whitespace on its right */
     unsigned char single_word;
     unsigned char normalized; /* matched in normalized text; text is then the normalized content */
 } tok_added;
 
 enum tok_norm_kind { NORM_NFC, NORM_NFKC, NORM_NFD, NORM_NFKD, NORM_REPLACE, NORM_PREPEND, NORM_LOWERCASE };
 typedef struct {
-    int kind;             /* enum tok_norm_kind */
-    char *a;              /* Replace: pattern (literal); Prepend: the prefix */
+    int kind; /* enum tok_norm_kind */
+    char *a;  /* Replace: pattern (literal); Prepend: the prefix */
     size_t alen;
-    char *b;              /* Replace: replacement */
+    char *b; /* Replace: replacement */
     size_t blen;
 } tok_norm;
 
@@ -150,44 +150,46 @@ typedef struct {
 enum tok_dec_kind { DEC_BYTELEVEL, DEC_REPLACE, DEC_BYTEFALLBACK, DEC_FUSE, DEC_STRIP, DEC_METASPACE };
 
 enum tok_model_kind { TOK_BYTELEVEL, TOK_SPM };
-enum { TOKF_MODEL = 1,        /* in the BPE model's vocabulary */
-       TOKF_ADDED = 2,        /* an added token (matched before pre-tokenization) */
-       TOKF_BYTE = 4,         /* a <0xNN> byte-fallback token */
-       TOKF_DUP = 8,          /* shares its BPE key with another id */
-       TOKF_RAW = 16 };       /* byte-level vocabulary, but the text is not in the byte alphabet */
+enum {
+    TOKF_MODEL = 1, /* in the BPE model's vocabulary */
+    TOKF_ADDED = 2, /* an added token (matched before pre-tokenization) */
+    TOKF_BYTE = 4,  /* a <0xNN> byte-fallback token */
+    TOKF_DUP = 8,   /* shares its BPE key with another id */
+    TOKF_RAW = 16
+}; /* byte-level vocabulary, but the text is not in the byte alphabet */
 
 struct tokenizer {
-    int kind;                 /* enum tok_model_kind: how BPE builds its first symbols */
-    size_t n_vocab;           /* ids 0..n_vocab-1 (model vocab and added tokens) */
-    char *text_pool;          /* every token's text as stored (byte-level chars or ▁ pieces) */
-    uint64_t *text_off;       /* (n_vocab + 1) offsets into text_pool; empty = hole in the id space */
-    char *piece_pool;         /* every token decoded alone to raw bytes */
-    uint64_t *piece_off;      /* (n_vocab + 1) */
-    strmap bpe_vocab;         /* what BPE looks up: raw bytes (byte-level) or text (SentencePiece) -> id */
-    pairmap merges;           /* (left, right) -> (rank, merged) */
-    int32_t byte_id[256];     /* byte-level: id of each single byte; SentencePiece: id of <0xNN>, or -1 */
-    int byte_fallback;        /* SentencePiece: unknown chars become <0xNN> tokens */
-    int ignore_merges;        /* a pre-token that is itself in the vocab is emitted whole */
-    int32_t unk_id;           /* -1 if none */
+    int kind;             /* enum tok_model_kind: how BPE builds its first symbols */
+    size_t n_vocab;       /* ids 0..n_vocab-1 (model vocab and added tokens) */
+    char *text_pool;      /* every token's text as stored (byte-level chars or ▁ pieces) */
+    uint64_t *text_off;   /* (n_vocab + 1) offsets into text_pool; empty = hole in the id space */
+    char *piece_pool;     /* every token decoded alone to raw bytes */
+    uint64_t *piece_off;  /* (n_vocab + 1) */
+    strmap bpe_vocab;     /* what BPE looks up: raw bytes (byte-level) or text (SentencePiece) -> id */
+    pairmap merges;       /* (left, right) -> (rank, merged) */
+    int32_t byte_id[256]; /* byte-level: id of each single byte; SentencePiece: id of <0xNN>, or -1 */
+    int byte_fallback;    /* SentencePiece: unknown chars become <0xNN> tokens */
+    int ignore_merges;    /* a pre-token that is itself in the vocab is emitted whole */
+    int32_t unk_id;       /* -1 if none */
     int fuse_unk;
-    int32_t merge_hint;       /* while loading: the previous merge's result (see build.c) */
-    int gguf_vocab;           /* vocabulary from GGUF metadata: later duplicates win and byte-level
+    int32_t merge_hint; /* while loading: the previous merge's result (see build.c) */
+    int gguf_vocab;     /* vocabulary from GGUF metadata: later duplicates win and byte-level
                                  tokens outside the byte alphabet are respelled, as transformers reads it */
 
-    tok_added *added;         /* (n_added) sorted by length, longest first */
+    tok_added *added; /* (n_added) sorted by length, longest first */
     size_t n_added;
-    unsigned char *flags;     /* (n_vocab) TOKF_* bits */
+    unsigned char *flags; /* (n_vocab) TOKF_* bits */
 
-    tok_norm *norms;          /* (n_norms) applied in order */
+    tok_norm *norms; /* (n_norms) applied in order */
     size_t n_norms;
-    tok_pre *pres;            /* (n_pres) applied in order */
+    tok_pre *pres; /* (n_pres) applied in order */
     size_t n_pres;
     int dec_strip_lead_space; /* SentencePiece decoders: drop one leading space of the text */
     int dec_byte_fallback;    /* <0xNN> pieces are raw bytes (invalid runs become U+FFFD per byte) */
 
-    int32_t bos_id, eos_id;   /* -1 if none */
+    int32_t bos_id, eos_id; /* -1 if none */
     int add_bos, add_eos;
-    char *chat_template;      /* NUL-terminated, or NULL */
+    char *chat_template; /* NUL-terminated, or NULL */
 };
 
 /* Pieces and the BPE lookup map from text_pool (build.c); call after the
@@ -204,8 +206,8 @@ typedef struct {
 int tok_add_merges(tokenizer *t, const tok_merge_text *m, size_t n, const char *source, char *err);
 /* Vocabulary texts by id (a NULL / empty entry is a hole); allocates flags. */
 int tok_set_vocab(tokenizer *t, size_t n, const tok_str *texts, const char *source, char *err);
-int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special,
-                  int lstrip, int rstrip, int single_word, int normalized, const char *source, char *err);
+int tok_add_added(tokenizer *t, const char *text, size_t len, int32_t id, int special, int lstrip, int rstrip,
+                  int single_word, int normalized, const char *source, char *err);
 /* Sort added tokens longest first (build.c). */
 void tok_sort_added(tokenizer *t);
 /* Token text of id (as stored). */
@@ -221,8 +223,8 @@ void tok_pre_free(tok_pre *p);
  * (reset by the caller); *spans receives (offset, length) pairs into it.
  * `first`: the segment starts the input (Metaspace prepend_scheme "first").
  * `tmp` is scratch; `md` comes from tok_match_data_new. */
-int tok_pretokenize(const tokenizer *t, const char *s, size_t n, int first, tok_buf *arena,
-                    tok_ids *spans, tok_ids *tmp, void *md, char *err);
+int tok_pretokenize(const tokenizer *t, const char *s, size_t n, int first, tok_buf *arena, tok_ids *spans,
+                    tok_ids *tmp, void *md, char *err);
 void *tok_match_data_new(void);
 void tok_match_data_free(void *md);
 

@@ -26,18 +26,19 @@ typedef struct {
 } tok_str;
 
 typedef struct {
-    tok_str model;            /* "gpt2" (byte-level BPE) or "llama" (SentencePiece BPE) */
-    tok_str pre;              /* tokenizer.ggml.pre: "smollm", "llama-bpe", "qwen2", "default", ... (may be empty) */
+    tok_str model; /* "gpt2" (byte-level BPE) or "llama" (SentencePiece BPE) */
+    tok_str pre;   /* tokenizer.ggml.pre: "smollm", "llama-bpe", "qwen2", "default", ... (may be empty) */
     size_t n_tokens;
-    const tok_str *tokens;    /* (n_tokens) */
-    const int32_t *token_types; /* (n_tokens) or NULL: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte */
-    const float *scores;      /* (n_tokens) or NULL (SentencePiece scores) */
+    const tok_str *tokens; /* (n_tokens) */
+    const int32_t
+        *token_types;    /* (n_tokens) or NULL: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte */
+    const float *scores; /* (n_tokens) or NULL (SentencePiece scores) */
     size_t n_merges;
-    const tok_str *merges;    /* (n_merges) "a b", rank = index; may be 0 for llama */
+    const tok_str *merges;                  /* (n_merges) "a b", rank = index; may be 0 for llama */
     int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when absent */
     int add_bos, add_eos, add_space_prefix; /* -1 when absent (use the model's default) */
-    tok_str chat_template;    /* may be empty */
-    tok_str arch;             /* general.architecture (may be empty): "gemma*" and "phi3" SentencePiece
+    tok_str chat_template;                  /* may be empty */
+    tok_str arch;                           /* general.architecture (may be empty): "gemma*" and "phi3" SentencePiece
                                  vocabularies are read as transformers reads those files */
 } tok_spec;
 
@@ -49,16 +50,16 @@ int tok_load_spec(const tok_spec *spec, const char *source, tokenizer **out, cha
 void tok_free(tokenizer *t);
 
 size_t tok_vocab_size(const tokenizer *t);
-int32_t tok_bos(const tokenizer *t);       /* -1 if none */
-int32_t tok_eos(const tokenizer *t);       /* -1 if none */
-int tok_adds_bos(const tokenizer *t);      /* 1 if encode(add_special=1) prepends BOS */
+int32_t tok_bos(const tokenizer *t);  /* -1 if none */
+int32_t tok_eos(const tokenizer *t);  /* -1 if none */
+int tok_adds_bos(const tokenizer *t); /* 1 if encode(add_special=1) prepends BOS */
 
 /* Encode `len` bytes of UTF-8 text. add_special: add BOS/EOS as the reference
  * does for this tokenizer. parse_special: match added/special tokens in the
  * text (HF default); 0 treats them as plain text. *ids is malloc'd, caller frees.
  * Invalid UTF-8 is an error (message gives the byte offset). */
-int tok_encode(const tokenizer *t, const char *text, size_t len, int add_special,
-               int parse_special, int32_t **ids, size_t *n_ids, char *err);
+int tok_encode(const tokenizer *t, const char *text, size_t len, int add_special, int parse_special, int32_t **ids,
+               size_t *n_ids, char *err);
 
 /* Raw bytes of one token (after byte-level / byte-fallback / metaspace decoding of
  * that token alone). Returns NULL for an id out of range. */
@@ -81,7 +82,7 @@ void tok_stream_free(tok_stream *s);
 /* Chat templates. A conversation rendered by a Jinja chat template exactly as
  * transformers' apply_chat_template renders it (tokenize=False). */
 typedef struct {
-    const char *role;         /* "system", "user", "assistant", ... */
+    const char *role; /* "system", "user", "assistant", ... */
     const char *content;
 } tok_chat_msg;
 
@@ -99,8 +100,9 @@ typedef struct {
 } tok_chat_input;
 
 /* Return codes of the chat calls besides 0 and -1 (bad input, out of memory) */
-#define TOK_CHAT_E_ARG (-2)      /* an unknown built-in template name */
-#define TOK_CHAT_E_TEMPLATE (-3) /* the template raised (raise_exception: its message; or a built-in
+#define TOK_CHAT_E_ARG (-2) /* an unknown built-in template name */
+#define TOK_CHAT_E_TEMPLATE \
+    (-3) /* the template raised (raise_exception: its message; or a built-in
                                   * template that has no system role) or is outside the Jinja subset
                                   * (the message names the construct and the template line) */
 
@@ -117,16 +119,15 @@ int tok_chat_render_jinja(const tokenizer *t, const char *template_text, const t
  * llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7
  * (a forced family still takes the default system message the tokenizer's own
  * template spells out as a literal). `system` may be NULL. *out is malloc'd. */
-int tok_chat_render(const tokenizer *t, const char *name, const char *system,
-                    const char *user, char **out, char *err);
+int tok_chat_render(const tokenizer *t, const char *name, const char *system, const char *user, char **out, char *err);
 /* The same with the date the Llama 3.1+ templates print ("Today Date: ..."), in
  * their "%d %b %Y" form, e.g. "02 Jan 2025". date NULL renders what transformers
  * does: the template's default (Llama 3.1: "26 Jul 2024"), or today's local date
  * when the template asks for strftime_now (Llama 3.2, 3.3); a built-in family uses
  * "26 Jul 2024" (llama3.1) or today's date (llama3.2). Returns 0, -1, TOK_CHAT_E_ARG or
  * TOK_CHAT_E_TEMPLATE. */
-int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
-                       const char *user, const char *date, char **out, char *err);
+int tok_chat_render_at(const tokenizer *t, const char *name, const char *system, const char *user, const char *date,
+                       char **out, char *err);
 /* (tok_chat_render_at returns TOK_CHAT_E_ARG for an unknown name, else -1 on error.) */
 
 /* A whole conversation: msgs[0..n) with roles "system" (first only), "user" and
@@ -136,7 +137,7 @@ int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
  * the chatml, llama3, llama3.1 and llama3.2 families. Returns 0, -1 (template or
  * text error), TOK_CHAT_E_ARG (unknown template name, bad role or order) or
  * TOK_CHAT_E_TEMPLATE (the model's template raised or is outside the subset). */
-int tok_chat_render_messages(const tokenizer *t, const char *name, const char *date, const tok_chat_msg *msgs,
-                             size_t n, int add_gen, char **out, char *err);
+int tok_chat_render_messages(const tokenizer *t, const char *name, const char *date, const tok_chat_msg *msgs, size_t n,
+                             int add_gen, char **out, char *err);
 
 #endif
