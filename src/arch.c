@@ -19,16 +19,28 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Columns: names (GGUF / key prefix, HF model_type, HF class); flags; activation; config class
+ * defaults: tied, max_pos, bos, eos, head_dim, theta, eps, LongRoPE original context; slide rule,
+ * default window; keys. */
 static const arch_info ARCHES[] = {
-    {"llama", "llama", "LlamaForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
-    {"mistral", "mistral", "MistralForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
-    {"qwen2", "qwen2", "Qwen2ForCausalLM", ARCH_QKV_BIAS, ACT_SILU},
-    {"qwen3", "qwen3", "Qwen3ForCausalLM", ARCH_QK_NORM, ACT_SILU},
+    {"llama", "llama", "LlamaForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 2048, 1, 2, 0, 1e4, 1e-6, 0,
+     SLIDE_NONE, 0, 0},
+    {"mistral", "mistral", "MistralForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 131072, 1, 2, 0, 1e4, 1e-6, 0,
+     SLIDE_ALL, 4096, 0},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", ARCH_QKV_BIAS, ACT_SILU, 0, 32768, -1, -1, 0, 1e4, 1e-6, 0,
+     SLIDE_FROM_MAX, 0, KEY_USE_SW | KEY_LAYER_TYPES},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", ARCH_QK_NORM, ACT_SILU, 0, 32768, -1, -1, 128, 1e4, 1e-6, 0,
+     SLIDE_FROM_MAX, 0, KEY_USE_SW | KEY_LAYER_TYPES},
     {"gemma3", "gemma3_text", "Gemma3ForCausalLM",
-     ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_EMBED_SCALE | ARCH_POST_NORMS, ACT_GELU_TANH},
-    {"phi3", "phi3", "Phi3ForCausalLM", ARCH_FUSED_QKV | ARCH_FUSED_GATE_UP, ACT_SILU},
-    {"smollm3", "smollm3", "SmolLM3ForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
-    {"granite", "granite", "GraniteForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU},
+     ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_EMBED_SCALE | ARCH_POST_NORMS, ACT_GELU_TANH, 1, 131072, 2, 1, 256,
+     1e6, 1e-6, 0, SLIDE_PATTERN, 4096,
+     KEY_LAYER_TYPES | KEY_GGUF_WINDOW | KEY_GGUF_PATTERN | KEY_SWA_ROPE_BASE | KEY_QUERY_SCALE},
+    {"phi3", "phi3", "Phi3ForCausalLM", ARCH_FUSED_QKV | ARCH_FUSED_GATE_UP, ACT_SILU, 0, 4096, 1, 32000, 0, 1e4,
+     1e-5, 4096, SLIDE_ALL, 0, KEY_PARTIAL_ROTARY | KEY_GGUF_WINDOW},
+    {"smollm3", "smollm3", "SmolLM3ForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 1, 32768, 128000, 128001, 0, 2e6,
+     1e-6, 0, SLIDE_NO_ROPE, 0, KEY_USE_SW | KEY_LAYER_TYPES | KEY_NO_ROPE},
+    {"granite", "granite", "GraniteForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 2048, 1, 2, 0, 1e4, 1e-6, 0,
+     SLIDE_NONE, 0, KEY_MULTIPLIERS},
 };
 #define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
 
@@ -49,6 +61,10 @@ const arch_info *arch_by_class(const char *cls) {
         if (!strcmp(ARCHES[i].hf_class, cls)) return &ARCHES[i];
     return NULL;
 }
+
+int arch_count(void) { return N_ARCHES; }
+
+const arch_info *arch_at(int i) { return i >= 0 && i < N_ARCHES ? &ARCHES[i] : NULL; }
 
 void arch_list(char *buf, size_t n) {
     size_t len = 0;

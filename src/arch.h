@@ -1,11 +1,13 @@
-/* arch.h - the architecture table: what each model family llmgen reads adds to
- * Llama, as one row of names and feature flags, and the one description of a
- * layer's weights (LAYER_SLOTS) that the loader walks. The forward pass reads the
- * flags through the loaded config and weights, never an architecture name.
+/* arch.h - the architecture table: one row per model family llmgen reads, carrying
+ * every fact of the family: its names, feature flags, gate activation, the defaults of
+ * its transformers config class, which layers slide, and the config keys only it
+ * reads. Plus the one description of a layer's weights (LAYER_SLOTS) that the loader
+ * walks. The readers (config_json.c, config_gguf.c) and the forward pass ask the row
+ * (through the loaded config and weights), never an architecture name.
  *
- * Adding a family: a row in ARCHES (arch.c), a row in config.c's FAMILIES (its
- * config class defaults, which layers slide or skip RoPE, the keys only it reads),
- * and any genuinely new stage in forward.c. */
+ * Adding a family: a row in ARCHES (arch.c; a row with a field left out does not
+ * compile, and tests/unit/test_config.c checks every row's values), and any
+ * genuinely new stage, flag or key in the files that read it. */
 #ifndef LLMGEN_ARCH_H
 #define LLMGEN_ARCH_H
 
@@ -32,12 +34,53 @@ enum {
 
 typedef enum { ACT_SILU = 0, ACT_GELU_TANH = 1 } arch_act;
 
+/* How a family's config says which layers slide (attend within a window). */
+typedef enum {
+    SLIDE_NONE,     /* no layer (the window, if any, is ignored) */
+    SLIDE_ALL,      /* every layer, when a window is set (Mistral, Phi-3) */
+    SLIDE_FROM_MAX, /* the layers from max_window_layers on (Qwen2 / Qwen3) */
+    SLIDE_PATTERN,  /* all but every sliding_window_pattern-th (Gemma 3) */
+    SLIDE_NO_ROPE,  /* the layers without RoPE (SmolLM3) */
+} arch_slide;
+
+/* Config keys only some families read (arch_info.keys). */
+enum {
+    KEY_USE_SW = 1 << 0,         /* use_sliding_window switches the window off */
+    KEY_LAYER_TYPES = 1 << 1,    /* layer_types (transformers 5.x) lists full / sliding per layer */
+    KEY_NO_ROPE = 1 << 2,        /* no_rope_layers, else no_rope_layer_interval (default 4); GGUF: every 4th */
+    KEY_PARTIAL_ROTARY = 1 << 3, /* partial_rotary_factor below 1; GGUF's rope.dimension_count is then
+                                    not the head size */
+    KEY_MULTIPLIERS = 1 << 4,    /* embedding / residual / attention multipliers and logits_scaling */
+    KEY_GGUF_WINDOW = 1 << 5,    /* GGUF: attention.sliding_window (the others' files carry none) */
+    KEY_GGUF_PATTERN = 1 << 6,   /* GGUF: attention.sliding_window_pattern */
+    KEY_SWA_ROPE_BASE = 1 << 7,  /* the sliding layers' own RoPE base: rope_local_base_freq or
+                                    rope_parameters.{full,sliding}_attention; GGUF rope.freq_base_swa */
+    KEY_QUERY_SCALE = 1 << 8,    /* attention scale query_pre_attn_scalar^-0.5; GGUF files have no such
+                                    key: head_dim^-0.5 (hidden / heads in a 62-layer model), as llama.cpp */
+};
+
+/* One family. Rows are positional, so a row that leaves a field out does not compile
+ * (-Wmissing-field-initializers). */
 typedef struct {
     const char *name;           /* llmgen's name == GGUF general.architecture == key prefix */
     const char *hf_model_type;  /* config.json "model_type" */
     const char *hf_class;       /* config.json "architectures" entry */
     unsigned flags;             /* ARCH_* */
     arch_act act;               /* the MLP's gate activation */
+    /* What config.json leaves out means the family's config class default (transformers
+     * 5.23); these are the ones that change a result. */
+    int tied;                   /* tie_word_embeddings */
+    int max_pos;                /* max_position_embeddings */
+    int bos, eos;               /* bos_token_id, eos_token_id; -1: none */
+    int head_dim;               /* head_dim; 0: hidden / heads */
+    double theta;               /* rope_theta */
+    double eps;                 /* rms_norm_eps */
+    int longrope_orig;          /* LongRoPE's original_max_position_embeddings when config.json
+                                   has no top-level one; 0: the rope dict's, then max_pos */
+    arch_slide slide;           /* which layers slide */
+    int sw_default;             /* sliding_window when config.json has no such key (a null one
+                                   means none) */
+    unsigned keys;              /* KEY_*: the config keys only this family reads */
 } arch_info;
 
 /* The row of a GGUF architecture name (n bytes), or NULL. */
@@ -48,6 +91,9 @@ const arch_info *arch_by_model_type(const char *model_type);
 const arch_info *arch_by_class(const char *cls);
 /* "llama, mistral, qwen2, ..." into buf: for messages. */
 void arch_list(char *buf, size_t n);
+/* The number of rows, and row i (0 <= i < arch_count()): for tests. */
+int arch_count(void);
+const arch_info *arch_at(int i);
 
 /* One layer's weights, as the loader fills them (shapes in HF (out, in) order). */
 typedef struct {

@@ -33,14 +33,13 @@
 /* Upper bounds for config_validate: far above any Llama checkpoint, low enough
  * that products such as layers * kv_heads * head_dim * max_pos stay in 64 bits. */
 #define MAX_DIM (1 << 16)
-#define MAX_LAYERS 1024
 #define MAX_HEADS 1024
 #define MAX_HEAD_DIM 1024
 #define MAX_HIDDEN (1 << 20)
 #define MAX_VOCAB (1 << 24)
 #define MAX_POS LLMGEN_MAX_CONTEXT
 
-static void set_defaults(model_config *c) {
+void config_defaults(model_config *c) {
     memset(c, 0, sizeof *c);
     snprintf(c->arch, sizeof c->arch, "llama");
     c->rope_theta = 10000.0f;
@@ -50,6 +49,29 @@ static void set_defaults(model_config *c) {
     c->residual_mult = 1.0f;
     c->logit_div = 1.0f;
     c->bos_id = -1;
+}
+
+/* ---- the one layer rule ------------------------------------------------------------ */
+
+void config_set_layers(model_config *c, const config_layer_spec *s) {
+    const arch_info *a = c->family;
+    if (a->slide == SLIDE_NONE) c->sliding_window = 0;
+    for (int l = 0; l < c->n_layers && l < CONFIG_MAX_LAYERS; l++) {
+        int no_rope = s->no_rope ? s->no_rope[l] != 0 : (a->keys & KEY_NO_ROPE) && (l + 1) % s->no_rope_interval == 0;
+        int slide = 0;
+        if (s->slides) {
+            slide = s->slides[l] != 0;
+        } else {
+            switch (a->slide) {
+            case SLIDE_NONE: break;
+            case SLIDE_ALL: slide = 1; break;
+            case SLIDE_FROM_MAX: slide = l >= s->max_window_layers; break;
+            case SLIDE_PATTERN: slide = (l + 1) % s->pattern != 0; break;
+            case SLIDE_NO_ROPE: slide = no_rope; break;
+            }
+        }
+        c->layer_flags[l] = (uint8_t)((slide && c->sliding_window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0));
+    }
 }
 
 /* ---- config.json ----------------------------------------------------------------- */
@@ -100,60 +122,9 @@ static int json_bool_key(const json_t *root, const char *key, int dflt, int *out
     return 0;
 }
 
-/* How a family's config says which layers slide (attend within a window). */
-typedef enum {
-    SLIDE_NONE,        /* no layer (the window, if any, is ignored) */
-    SLIDE_ALL,         /* every layer, when a window is set (Mistral, Phi-3) */
-    SLIDE_FROM_MAX,    /* the layers from max_window_layers on (Qwen2 / Qwen3) */
-    SLIDE_PATTERN,     /* all but every sliding_window_pattern-th (Gemma 3) */
-    SLIDE_NO_ROPE,     /* the layers without RoPE (SmolLM3) */
-} slide_rule;
-
-/* Config keys only some families read (family_rules.keys). */
-enum {
-    KEY_USE_SW = 1 << 0,        /* use_sliding_window switches the window off */
-    KEY_LAYER_TYPES = 1 << 1,   /* layer_types (transformers 5.x) lists full / sliding per layer */
-    KEY_NO_ROPE = 1 << 2,       /* no_rope_layers, else no_rope_layer_interval (default 4); GGUF: every 4th */
-    KEY_PARTIAL_ROTARY = 1 << 3,/* partial_rotary_factor below 1; LongRoPE's original context defaults to
-                                   4096; GGUF's rope.dimension_count is not the head size */
-    KEY_MULTIPLIERS = 1 << 4,   /* embedding / residual / attention multipliers and logits_scaling */
-    KEY_GGUF_WINDOW = 1 << 5,   /* GGUF: attention.sliding_window (the others' files carry none) */
-    KEY_GGUF_PATTERN = 1 << 6,  /* GGUF: attention.sliding_window_pattern and rope.freq_base_swa */
-};
-
-/* What config.json leaves out means the family's config class default (transformers
- * 5.23): these are the ones that change a result. head_dim 0: hidden / heads. Then
- * the family's per-layer rules and the keys only it reads: config.c asks this row,
- * never the architecture's name. */
-typedef struct {
-    const char *arch;
-    int tied, max_pos, bos, eos, head_dim; /* bos / eos -1: none */
-    double theta, eps;
-    slide_rule slide;
-    int sw_default; /* sliding_window when config.json has no such key (a null one means none) */
-    unsigned keys;  /* KEY_* */
-} family_rules;
-
-static const family_rules FAMILIES[] = {
-    {"llama", 0, 2048, 1, 2, 0, 1e4, 1e-6, SLIDE_NONE, 0, 0},
-    {"mistral", 0, 131072, 1, 2, 0, 1e4, 1e-6, SLIDE_ALL, 4096, 0},
-    {"qwen2", 0, 32768, -1, -1, 0, 1e4, 1e-6, SLIDE_FROM_MAX, 0, KEY_USE_SW | KEY_LAYER_TYPES},
-    {"qwen3", 0, 32768, -1, -1, 128, 1e4, 1e-6, SLIDE_FROM_MAX, 0, KEY_USE_SW | KEY_LAYER_TYPES},
-    {"gemma3", 1, 131072, 2, 1, 256, 1e6, 1e-6, SLIDE_PATTERN, 4096,
-     KEY_LAYER_TYPES | KEY_GGUF_WINDOW | KEY_GGUF_PATTERN},
-    {"phi3", 0, 4096, 1, 32000, 0, 1e4, 1e-5, SLIDE_ALL, 0, KEY_PARTIAL_ROTARY | KEY_GGUF_WINDOW},
-    {"smollm3", 1, 32768, 128000, 128001, 0, 2e6, 1e-6, SLIDE_NO_ROPE, 0, KEY_USE_SW | KEY_LAYER_TYPES | KEY_NO_ROPE},
-    {"granite", 0, 2048, 1, 2, 0, 1e4, 1e-6, SLIDE_NONE, 0, KEY_MULTIPLIERS},
-};
-
-static const family_rules *rules_of(const char *arch) {
-    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++)
-        if (!strcmp(FAMILIES[i].arch, arch)) return &FAMILIES[i];
-    return &FAMILIES[0];
-}
-
-static void set_arch(model_config *c, const arch_info *a) {
+void config_set_family(model_config *c, const arch_info *a) {
     snprintf(c->arch, sizeof c->arch, "%s", a->name);
+    c->family = a;
     c->flags = a->flags;
     c->act = a->act;
 }
@@ -169,7 +140,7 @@ static int check_arch(const json_t *root, model_config *c, const char *path, cha
         if (!a)
             return errf(err, "%s: unsupported architecture '%s' (model_type); supported: %s", path,
                         json_string_value(mt), names);
-        set_arch(c, a);
+        config_set_family(c, a);
         return 0;
     }
     const json_t *archs = get(root, "architectures");
@@ -179,7 +150,7 @@ static int check_arch(const json_t *root, model_config *c, const char *path, cha
     json_array_foreach(archs, i, v) {
         const arch_info *a = json_is_string(v) ? arch_by_class(json_string_value(v)) : NULL;
         if (a) {
-            set_arch(c, a);
+            config_set_family(c, a);
             return 0;
         }
     }
@@ -208,7 +179,7 @@ static int check_unsupported(const json_t *root, const model_config *c, const ch
 }
 
 static int json_token_ids(const json_t *root, model_config *c, const char *path, char *err) {
-    const family_rules *d = rules_of(c->arch);
+    const arch_info *d = c->family;
     json_t *bos = json_object_get(root, "bos_token_id");
     if (!bos) c->bos_id = d->bos;
     else if (json_is_null(bos)) c->bos_id = -1;
@@ -284,14 +255,14 @@ static int json_rope_longrope(const json_t *root, const json_t *rp, const char *
     if (n > CONFIG_MAX_ROT_PAIRS) return errf(err, "%s: %d rotary pairs, at most %d supported", path, n,
                                               CONFIG_MAX_ROT_PAIRS);
     /* transformers' standardize_rope_params: the top-level key wins; Phi3Config always
-     * has that attribute (default 4096), other classes fall back to the dict's value,
+     * has that attribute (default 4096: the row's longrope_orig), other classes fall back to the dict's value,
      * then to max_position_embeddings */
     double orig, factor, attn;
     int top = get(root, "original_max_position_embeddings") != NULL;
-    int phi3 = (rules_of(c->arch)->keys & KEY_PARTIAL_ROTARY) != 0;
-    double dflt_orig = phi3 ? 4096 : c->max_pos;
-    if (json_num_key(top || phi3 ? root : rp, "original_max_position_embeddings", 0, dflt_orig, &orig,
-                     top || phi3 ? "" : where, path, err))
+    int cls = c->family->longrope_orig > 0;
+    double dflt_orig = cls ? c->family->longrope_orig : c->max_pos;
+    if (json_num_key(top || cls ? root : rp, "original_max_position_embeddings", 0, dflt_orig, &orig,
+                     top || cls ? "" : where, path, err))
         return -1;
     if (orig != floor(orig) || orig < 1 || orig > MAX_POS)
         return errf(err, "%s: original_max_position_embeddings must be a positive integer", path);
@@ -337,7 +308,7 @@ static int json_rope_type(const json_t *root, const json_t *rp, const char *wher
  * rope_parameters ("full_attention", "sliding_attention"); its older configs have
  * rope_local_base_freq for the sliding layers. */
 static int json_rope(const json_t *root, model_config *c, const char *path, char *err) {
-    const family_rules *d = rules_of(c->arch);
+    const arch_info *d = c->family;
     const json_t *rp = get(root, "rope_scaling");
     const char *where = "rope_scaling.";
     if (!rp || (json_is_object(rp) && json_object_size(rp) == 0)) {
@@ -349,7 +320,7 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
     double theta, theta_swa = 0;
     const json_t *full = get(rp, "full_attention"), *swa = get(rp, "sliding_attention");
     if (json_num_key(root, "rope_theta", 0, d->theta, &theta, "", path, err)) return -1;
-    if (c->flags & ARCH_POST_NORMS) { /* Gemma 3: a base of the sliding layers' own */
+    if (d->keys & KEY_SWA_ROPE_BASE) {
         if (json_num_key(root, "rope_local_base_freq", 0, 10000.0, &theta_swa, "", path, err)) return -1;
         if (full || swa) {
             if (!json_is_object(full) || !json_is_object(swa))
@@ -382,7 +353,7 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
 }
 
 static int json_sizes(const json_t *root, model_config *c, const char *path, char *err) {
-    const family_rules *d = rules_of(c->arch);
+    const arch_info *d = c->family;
     if (json_int_key(root, "hidden_size", 1, 0, &c->dim, path, err) ||
         json_int_key(root, "num_hidden_layers", 1, 0, &c->n_layers, path, err) ||
         json_int_key(root, "num_attention_heads", 1, 0, &c->n_heads, path, err) ||
@@ -399,14 +370,14 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
     if (json_num_key(root, "final_logit_softcapping", 0, 0, &cap, "", path, err)) return -1;
     if (cap < 0) return errf(err, "%s: final_logit_softcapping must be positive", path);
     c->final_softcap = (float)cap;
-    /* Gemma 3: query_pre_attn_scalar ** -0.5 in double, rounded once to f32 */
-    if (c->flags & ARCH_POST_NORMS) {
+    /* query_pre_attn_scalar ** -0.5 in double, rounded once to f32 */
+    if (d->keys & KEY_QUERY_SCALE) {
         if (json_num_key(root, "query_pre_attn_scalar", 0, 256, &qpas, "", path, err)) return -1;
         if (!(qpas > 0)) return errf(err, "%s: query_pre_attn_scalar must be positive", path);
         c->attn_scale = (float)pow(qpas, -0.5);
     }
     /* Granite's multipliers: Python floats that transformers multiplies f32 tensors by */
-    if (rules_of(c->arch)->keys & KEY_MULTIPLIERS) {
+    if (d->keys & KEY_MULTIPLIERS) {
         double em, rm, am, ls;
         if (json_num_key(root, "embedding_multiplier", 0, 1.0, &em, "", path, err) ||
             json_num_key(root, "residual_multiplier", 0, 1.0, &rm, "", path, err) ||
@@ -418,59 +389,48 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
     return json_bool_key(root, "tie_word_embeddings", d->tied, &c->tied_embeddings, path, err);
 }
 
-/* Which layers slide and which skip RoPE, by the family's row of FAMILIES. layer_types
- * (transformers 5.x) wins where the family reads it; else its slide rule. Mistral and Phi-3 slide every layer
- * when sliding_window is set; Qwen2 / Qwen3 the layers from max_window_layers on when
- * use_sliding_window; Gemma 3 all but every sliding_window_pattern-th; SmolLM3 the
- * no-RoPE layers when use_sliding_window. */
+/* The file's own per-layer lists, where the family reads them: layer_types (transformers
+ * 5.x) says which layers slide, no_rope_layers (1 = RoPE) which rotate. Then the one
+ * layer rule (config_set_layers) fills in the rest. */
 static int json_layers(const json_t *root, model_config *c, const char *path, char *err) {
-    const family_rules *fr = rules_of(c->arch);
-    int use_sw = 1, window = 0, max_window_layers = 28, pattern = 6, interval = 4;
-    if ((fr->keys & KEY_USE_SW) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
+    const arch_info *a = c->family;
+    int use_sw = 1, window = 0;
+    config_layer_spec ls = {.max_window_layers = 28, .pattern = 6, .no_rope_interval = 4};
+    uint8_t slides[CONFIG_MAX_LAYERS], no_rope[CONFIG_MAX_LAYERS];
+    if ((a->keys & KEY_USE_SW) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
     const json_t *sw = json_object_get(root, "sliding_window");
     if (sw && !json_is_null(sw)) {
         if (json_int_key(root, "sliding_window", 1, 0, &window, path, err)) return -1;
     } else if (!sw) {
-        window = fr->sw_default; /* an absent key, not a null one */
+        window = a->sw_default; /* an absent key, not a null one */
     }
-    if (!use_sw || fr->slide == SLIDE_NONE) window = 0;
-    c->sliding_window = window;
-    if (json_int_key(root, "max_window_layers", 0, 28, &max_window_layers, path, err) ||
-        json_int_key(root, "sliding_window_pattern", 1, 6, &pattern, path, err) ||
-        json_int_key(root, "no_rope_layer_interval", 1, 4, &interval, path, err))
+    c->sliding_window = use_sw ? window : 0;
+    if (json_int_key(root, "max_window_layers", 0, 28, &ls.max_window_layers, path, err) ||
+        json_int_key(root, "sliding_window_pattern", 1, 6, &ls.pattern, path, err) ||
+        json_int_key(root, "no_rope_layer_interval", 1, 4, &ls.no_rope_interval, path, err))
         return -1;
-    const json_t *types = fr->keys & KEY_LAYER_TYPES ? get(root, "layer_types") : NULL;
-    const json_t *norope = fr->keys & KEY_NO_ROPE ? get(root, "no_rope_layers") : NULL;
+    const json_t *types = a->keys & KEY_LAYER_TYPES ? get(root, "layer_types") : NULL;
+    const json_t *norope = a->keys & KEY_NO_ROPE ? get(root, "no_rope_layers") : NULL;
     if (types && (!json_is_array(types) || (int)json_array_size(types) != c->n_layers))
         return errf(err, "%s: key 'layer_types' must list %d layer types", path, c->n_layers);
     if (norope && (!json_is_array(norope) || (int)json_array_size(norope) != c->n_layers))
         return errf(err, "%s: key 'no_rope_layers' must list %d flags", path, c->n_layers);
-    for (int l = 0; l < c->n_layers && l < CONFIG_MAX_LAYERS; l++) {
-        int rope = 1, slide = 0;
-        if (fr->keys & KEY_NO_ROPE) {
-            const json_t *v = norope ? json_array_get(norope, (size_t)l) : NULL;
-            if (v && !json_is_integer(v) && !json_is_boolean(v))
-                return errf(err, "%s: key 'no_rope_layers' entry %d must be 0 or 1", path, l);
-            rope = v ? (json_is_integer(v) ? json_integer_value(v) != 0 : json_is_true(v)) : (l + 1) % interval != 0;
-        }
-        if (types) {
-            const json_t *v = json_array_get(types, (size_t)l);
-            const char *t = json_is_string(v) ? json_string_value(v) : "";
-            if (strcmp(t, "full_attention") && strcmp(t, "sliding_attention"))
-                return errf(err, "%s: key 'layer_types' entry %d must be full_attention or sliding_attention", path,
-                            l);
-            slide = !strcmp(t, "sliding_attention");
-        } else {
-            switch (fr->slide) {
-            case SLIDE_NONE: break;
-            case SLIDE_ALL: slide = 1; break;
-            case SLIDE_FROM_MAX: slide = l >= max_window_layers; break;
-            case SLIDE_PATTERN: slide = (l + 1) % pattern != 0; break;
-            case SLIDE_NO_ROPE: slide = !rope; break;
-            }
-        }
-        c->layer_flags[l] = (uint8_t)((slide && window ? LAYER_SLIDING : 0) | (rope ? 0 : LAYER_NO_ROPE));
+    for (int l = 0; norope && l < c->n_layers; l++) {
+        const json_t *v = json_array_get(norope, (size_t)l);
+        if (!json_is_integer(v) && !json_is_boolean(v))
+            return errf(err, "%s: key 'no_rope_layers' entry %d must be 0 or 1", path, l);
+        no_rope[l] = !(json_is_integer(v) ? json_integer_value(v) != 0 : json_is_true(v));
     }
+    for (int l = 0; types && l < c->n_layers; l++) {
+        const json_t *v = json_array_get(types, (size_t)l);
+        const char *t = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(t, "full_attention") && strcmp(t, "sliding_attention"))
+            return errf(err, "%s: key 'layer_types' entry %d must be full_attention or sliding_attention", path, l);
+        slides[l] = !strcmp(t, "sliding_attention");
+    }
+    ls.slides = types ? slides : NULL;
+    ls.no_rope = norope ? no_rope : NULL;
+    config_set_layers(c, &ls);
     return 0;
 }
 
@@ -528,7 +488,7 @@ static int json_quantization(const json_t *root, model_config *c, const char *pa
 }
 
 int config_from_json(const char *path, model_config *c, char *err) {
-    set_defaults(c);
+    config_defaults(c);
     json_error_t je;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!root)
@@ -594,7 +554,7 @@ static int gguf_check_arch(const gguf_file *g, model_config *c, char *err) {
         int n = a.len > 64 ? 64 : (int)a.len;
         return errf(err, "%s: unsupported architecture '%.*s'; supported: %s", gguf_path(g), n, a.ptr, names);
     }
-    set_arch(c, ai);
+    config_set_family(c, ai);
     return 0;
 }
 
@@ -609,7 +569,7 @@ static int gguf_head_dim(const gguf_file *g, model_config *c, char *err) {
     /* Without key_length, rope.dimension_count is the head size in files whose RoPE
      * covers the whole head (all but Phi-3's partial rotary). */
     if (!gguf_has_key(g, kk) && gguf_has_key(g, AK("rope.dimension_count")) &&
-        !(rules_of(c->arch)->keys & KEY_PARTIAL_ROTARY))
+        !(c->family->keys & KEY_PARTIAL_ROTARY))
         kl = vl = rd;
     if (vl != kl)
         return errf(err, "%s: %s.attention.value_length %d != key_length %d (unsupported)", gguf_path(g),
@@ -622,41 +582,38 @@ static int gguf_head_dim(const gguf_file *g, model_config *c, char *err) {
     return 0;
 }
 
-/* Sliding windows and RoPE per layer, as llama.cpp reads them: Gemma 3 slides all
- * but every 6th layer (or per sliding_window_pattern, an integer or one flag per
- * layer) with its own RoPE base for them; Phi-3 slides every layer when the window
- * is set; SmolLM3 skips RoPE on every 4th layer; the other families ignore the key
- * (so does llama.cpp: Mistral files are architecture "llama"). */
+/* Sliding windows and RoPE per layer, as llama.cpp reads them: the window only where the
+ * family's files carry one (Gemma 3, Phi-3; the others ignore the key, as llama.cpp does:
+ * Mistral files are architecture "llama"); Gemma 3's sliding_window_pattern is an integer
+ * or one flag per layer, with a RoPE base of the sliding layers' own; SmolLM3 skips RoPE
+ * on every 4th layer. Then the one layer rule (config_set_layers). */
 static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
     char kb[96];
-    int window = 0, pattern = 6;
-    const family_rules *fr = rules_of(c->arch);
-    int with_pattern = (fr->keys & KEY_GGUF_PATTERN) != 0;
-    if ((fr->keys & KEY_GGUF_WINDOW) && gguf_has_key(g, AK("attention.sliding_window"))) {
+    const arch_info *a = c->family;
+    int window = 0;
+    config_layer_spec ls = {.max_window_layers = 28, .pattern = 6, .no_rope_interval = 4};
+    if ((a->keys & KEY_GGUF_WINDOW) && gguf_has_key(g, AK("attention.sliding_window"))) {
         int64_t v;
         if (gguf_get_int(g, AK("attention.sliding_window"), &v) || v < 0 || v > INT32_MAX)
             return errf(err, "%s: key '%s' must be a non-negative integer", gguf_path(g), kb);
         window = (int)v;
     }
-    gguf_type et;
-    uint64_t n = 0;
-    const void *flags = NULL;
-    if (with_pattern && gguf_has_key(g, AK("attention.sliding_window_pattern"))) {
+    if ((a->keys & KEY_GGUF_PATTERN) && gguf_has_key(g, AK("attention.sliding_window_pattern"))) {
+        gguf_type et;
+        uint64_t n = 0;
+        const void *flags = NULL;
         if (!gguf_get_arr(g, kb, &et, &n, &flags)) {
             if (et != GGUF_BOOL || n != (uint64_t)c->n_layers)
                 return errf(err, "%s: key '%s' must be an integer or %d booleans", gguf_path(g), kb, c->n_layers);
-        } else if (gguf_pos_int(g, kb, 6, &pattern, err)) {
+            ls.slides = flags;
+        } else if (gguf_pos_int(g, kb, 6, &ls.pattern, err)) {
             return -1;
         }
     }
-    if (with_pattern && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err)) return -1;
+    if ((a->keys & KEY_SWA_ROPE_BASE) && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err))
+        return -1;
     c->sliding_window = window;
-    for (int l = 0; l < c->n_layers; l++) {
-        int slide = fr->slide == SLIDE_ALL ||
-                    (fr->slide == SLIDE_PATTERN && (flags ? ((const uint8_t *)flags)[l] != 0 : l % pattern < pattern - 1));
-        int no_rope = (fr->keys & KEY_NO_ROPE) && (l + 1) % 4 == 0;
-        c->layer_flags[l] = (uint8_t)((slide && window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0));
-    }
+    config_set_layers(c, &ls);
     return 0;
 }
 
@@ -743,7 +700,7 @@ static int gguf_token_ids(const gguf_file *g, model_config *c, char *err) {
 
 int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
     char kb[96];
-    set_defaults(c);
+    config_defaults(c);
     if (gguf_check_arch(g, c, err)) return -1;
     if (gguf_pos_int(g, AK("embedding_length"), 0, &c->dim, err) ||
         gguf_pos_int(g, AK("block_count"), 0, &c->n_layers, err) ||
@@ -764,9 +721,9 @@ int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
     if (gguf_head_dim(g, c, err) || gguf_vocab(g, c, err) || gguf_token_ids(g, c, err) ||
         gguf_layers(g, c, err) || gguf_rope_scaling(g, c, err))
         return -1;
-    /* Gemma 3's attention scale, as llama.cpp sets it (the files have no
+    /* The attention scale as llama.cpp sets it for Gemma 3 (the files have no
      * query_pre_attn_scalar): head_dim, except hidden / heads in the 62-layer 27B */
-    if (c->flags & ARCH_POST_NORMS)
+    if (c->family->keys & KEY_QUERY_SCALE)
         c->attn_scale = 1.0f / sqrtf((float)(c->n_layers == 62 ? c->dim / c->n_heads : c->head_dim));
     c->tied_embeddings = gguf_find_tensor(g, "output.weight") == NULL;
     c->rope_interleaved = (c->flags & ARCH_GGUF_ROPE_PAIRS) != 0;
@@ -782,7 +739,7 @@ int config_validate(const model_config *c, const char *source, char *err) {
         const char *name;
         int v, hi;
     } sizes[] = {
-        {"hidden size", c->dim, MAX_DIM},           {"layer count", c->n_layers, MAX_LAYERS},
+        {"hidden size", c->dim, MAX_DIM},           {"layer count", c->n_layers, CONFIG_MAX_LAYERS},
         {"head count", c->n_heads, MAX_HEADS},      {"kv head count", c->n_kv_heads, MAX_HEADS},
         {"head_dim", c->head_dim, MAX_HEAD_DIM},    {"intermediate size", c->hidden_dim, MAX_HIDDEN},
         {"vocab size", c->vocab_size, MAX_VOCAB},   {"max positions", c->max_pos, MAX_POS},

@@ -9,7 +9,7 @@
 #include "gguf.h"
 
 #define CONFIG_MAX_EOS 8
-#define CONFIG_MAX_LAYERS 1024
+#define CONFIG_MAX_LAYERS 1024  /* low enough that layers * kv_heads * head_dim * max_pos stays in 64 bits */
 #define CONFIG_MAX_ROT_PAIRS 512  /* rotary pairs (rot_dim / 2) a LongRoPE factor list may hold */
 
 typedef enum {
@@ -29,6 +29,7 @@ enum {
 
 typedef struct {
     char arch[32];        /* arch_info.name: "llama", "qwen3", ... */
+    const arch_info *family; /* the family's row of the architecture table (static) */
     unsigned flags;       /* arch_info.flags (ARCH_*) */
     arch_act act;         /* the MLP's gate activation */
     int dim;              /* hidden_size */
@@ -71,13 +72,37 @@ typedef struct {
     int quant_group;      /* its default group_size: 32, 64 or 128; 0 if none */
 } model_config;
 
-/* Parse a Hugging Face config.json (LlamaForCausalLM / model_type "llama").
- * Missing required keys are an error naming the key and the file. */
+/* Parse a Hugging Face config.json of a family in the architecture table (by
+ * model_type, else an architectures entry); config_json.c. Missing required keys are an
+ * error naming the key and the file. */
 int config_from_json(const char *path, model_config *c, char *err);
 
-/* Read `general.architecture` == "llama" and the `llama.*` keys. Sets
- * rope_interleaved = 1. Tied embeddings = no `output.weight` tensor. */
+/* Read `general.architecture` (a family in the architecture table) and its `<arch>.*`
+ * keys; config_gguf.c. Tied embeddings = no `output.weight` tensor. */
 int config_from_gguf(const gguf_file *g, model_config *c, char *err);
+
+/* What the readers share (config.c). */
+
+/* Zero c, then the values that hold until a reader sets them (rope_theta 10000, no
+ * scaling, multipliers 1, no bos). */
+void config_defaults(model_config *c);
+/* arch, family, flags and act from the family's row. */
+void config_set_family(model_config *c, const arch_info *a);
+
+/* What a file says about its layers, beyond c->sliding_window. */
+typedef struct {
+    int max_window_layers;  /* SLIDE_FROM_MAX: the first layer that slides */
+    int pattern;            /* SLIDE_PATTERN: every pattern-th layer does not slide */
+    int no_rope_interval;   /* KEY_NO_ROPE without a list: every interval-th layer skips RoPE */
+    const uint8_t *slides;  /* (n_layers) 1 = slides, the file's own list (layer_types, GGUF's
+                               pattern flags); NULL: the family's slide rule */
+    const uint8_t *no_rope; /* (n_layers) 1 = no RoPE, the file's own list; NULL: the interval */
+} config_layer_spec;
+
+/* The one rule for which layers slide and which skip RoPE, from the family's row and
+ * what the file said: fills layer_flags (c->family, n_layers and sliding_window set;
+ * a family whose layers never slide gets sliding_window 0). */
+void config_set_layers(model_config *c, const config_layer_spec *s);
 
 /* Check internal consistency (positive sizes, dim == heads*head_dim not required,
  * n_heads % n_kv_heads == 0, ...); error names `source`. */

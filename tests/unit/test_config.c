@@ -344,3 +344,101 @@ Test(config_json, families) {
                "unsupported hidden_activation 'silu'");
     expect_bad("{\"model_type\": \"gemma3_text\", " SIZES ", \"attn_logit_softcapping\": 50.0}", "attn_logit_softcapping");
 }
+
+/* Every row of the architecture table carries every fact: names, a valid activation and
+ * slide rule, config class defaults in range, and names no other row has. A row that
+ * leaves a field out does not compile; this catches one whose values are wrong. */
+Test(arch_table, every_row_is_complete) {
+    cr_assert_gt(arch_count(), 0);
+    for (int i = 0; i < arch_count(); i++) {
+        const arch_info *a = arch_at(i);
+        cr_assert(a && a->name && a->hf_model_type && a->hf_class, "row %d lacks a name", i);
+        const char *n = a->name;
+        cr_expect(*a->name && *a->hf_model_type && *a->hf_class, "%s: empty name", n);
+        cr_expect(strlen(a->name) < sizeof ((model_config *)0)->arch, "%s: name too long", n);
+        cr_expect(a->act == ACT_SILU || a->act == ACT_GELU_TANH, "%s: activation", n);
+        cr_expect(a->tied == 0 || a->tied == 1, "%s: tied", n);
+        cr_expect(a->max_pos > 0, "%s: max_pos", n);
+        cr_expect(a->bos >= -1 && a->eos >= -1, "%s: bos / eos", n);
+        cr_expect(a->head_dim >= 0 && a->head_dim % 2 == 0, "%s: head_dim", n);
+        cr_expect(a->theta > 0, "%s: rope theta", n);
+        cr_expect(a->eps > 0 && a->eps < 1, "%s: rms eps", n);
+        cr_expect(a->longrope_orig >= 0, "%s: longrope original context", n);
+        cr_expect(a->slide >= SLIDE_NONE && a->slide <= SLIDE_NO_ROPE, "%s: slide rule", n);
+        cr_expect(a->sw_default >= 0, "%s: default window", n);
+        cr_expect(a->slide != SLIDE_NO_ROPE || (a->keys & KEY_NO_ROPE), "%s: slides by no-RoPE without it", n);
+        cr_expect(a->slide != SLIDE_NONE || a->sw_default == 0, "%s: a default window that never applies", n);
+        cr_expect(!(a->keys & ~((KEY_QUERY_SCALE << 1) - 1)), "%s: unknown key flags", n);
+        cr_expect_eq(arch_by_gguf(a->name, strlen(a->name)), a, "%s: GGUF name not unique", n);
+        cr_expect_eq(arch_by_model_type(a->hf_model_type), a, "%s: model_type not unique", n);
+        cr_expect_eq(arch_by_class(a->hf_class), a, "%s: class not unique", n);
+    }
+    cr_expect_null(arch_at(arch_count()));
+}
+
+/* Each family's config.json with only the required sizes: every default comes from the
+ * family's own row (no fallback to another family's). */
+Test(arch_table, defaults_come_from_the_row) {
+    for (int i = 0; i < arch_count(); i++) {
+        const arch_info *a = arch_at(i);
+        char json[512];
+        snprintf(json, sizeof json, "{\"model_type\": \"%s\", \"hidden_size\": 64, \"num_hidden_layers\": 6, "
+                 "\"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 200000}", a->hf_model_type);
+        cfgfile_t t;
+        model_config c;
+        char err[ERR_LEN];
+        cr_assert_eq(parse(json, &c, err, &t), 0, "%s: %s", a->name, err);
+        cr_expect_str_eq(c.arch, a->name);
+        cr_expect_eq(c.family, a);
+        cr_expect_eq(c.flags, a->flags, "%s", a->name);
+        cr_expect_eq(c.max_pos, a->max_pos, "%s", a->name);
+        cr_expect_eq(c.rms_eps, (float)a->eps, "%s", a->name);
+        cr_expect_eq(c.rope_theta, (float)a->theta, "%s", a->name);
+        cr_expect_eq(c.head_dim, a->head_dim ? a->head_dim : 16, "%s", a->name);
+        cr_expect_eq(c.tied_embeddings, a->tied, "%s", a->name);
+        cr_expect_eq(c.bos_id, a->bos, "%s", a->name);
+        cr_expect_eq(c.n_eos ? c.eos_ids[0] : -1, a->eos, "%s", a->name);
+        drop(&t);
+    }
+}
+
+static const arch_info *family(const char *name) { return arch_by_gguf(name, strlen(name)); }
+
+/* config_set_layers, the one rule both readers apply: each slide rule, the file's own
+ * lists winning over it, and a window only where the family's layers slide. */
+Test(config_layers, the_one_rule) {
+    model_config c;
+    config_defaults(&c);
+    c.n_layers = 8;
+    config_layer_spec ls = {.max_window_layers = 5, .pattern = 3, .no_rope_interval = 4};
+    config_set_family(&c, family("gemma3"));
+    c.sliding_window = 16;
+    config_set_layers(&c, &ls);
+    for (int l = 0; l < 8; l++) cr_expect_eq(c.layer_flags[l], l % 3 == 2 ? 0 : LAYER_SLIDING, "gemma3 layer %d", l);
+    const uint8_t slides[8] = {1, 0, 0, 1, 0, 0, 0, 1};
+    ls.slides = slides;
+    config_set_layers(&c, &ls);
+    for (int l = 0; l < 8; l++) cr_expect_eq(c.layer_flags[l], slides[l] ? LAYER_SLIDING : 0, "list, layer %d", l);
+    ls.slides = NULL;
+    config_set_family(&c, family("qwen2"));
+    config_set_layers(&c, &ls);
+    for (int l = 0; l < 8; l++) cr_expect_eq(c.layer_flags[l], l >= 5 ? LAYER_SLIDING : 0, "qwen2 layer %d", l);
+    config_set_family(&c, family("phi3"));
+    config_set_layers(&c, &ls);
+    for (int l = 0; l < 8; l++) cr_expect_eq(c.layer_flags[l], LAYER_SLIDING, "phi3 layer %d", l);
+    config_set_family(&c, family("smollm3"));
+    config_set_layers(&c, &ls);
+    for (int l = 0; l < 8; l++)
+        cr_expect_eq(c.layer_flags[l], l % 4 == 3 ? LAYER_SLIDING | LAYER_NO_ROPE : 0, "smollm3 layer %d", l);
+    const uint8_t no_rope[8] = {0, 1, 0, 0, 0, 0, 1, 0};
+    ls.no_rope = no_rope;
+    c.sliding_window = 0;
+    config_set_layers(&c, &ls);
+    for (int l = 0; l < 8; l++) cr_expect_eq(c.layer_flags[l], no_rope[l] ? LAYER_NO_ROPE : 0, "no window, layer %d", l);
+    ls.no_rope = NULL;
+    config_set_family(&c, family("llama"));
+    c.sliding_window = 16;
+    config_set_layers(&c, &ls);
+    cr_expect_eq(c.sliding_window, 0);
+    for (int l = 0; l < 8; l++) cr_expect_eq(c.layer_flags[l], 0, "llama layer %d", l);
+}
