@@ -23,7 +23,7 @@ import zlib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-OBJS = ["build/src/%s.o" % m for m in ("gguf", "safetensors", "config", "arch", "util", "tensor", "quant")]
+OBJS = ["build/src/%s.o" % m for m in ("gguf", "safetensors", "config", "config_json", "config_gguf", "arch", "util", "tensor", "quant")]
 
 DRIVER = r"""
 #include <stdio.h>

@@ -1,0 +1,230 @@
+/* config_gguf.c - model_config from GGUF metadata (general.architecture, then the keys
+ * "<arch>.*" as llama.cpp's converter writes them), for any family in the architecture
+ * table (arch.h); the shared parts are config.c. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Integer key in [1, INT32_MAX]; `dflt` <= 0 means required. */
+static int gguf_pos_int(const gguf_file *g, const char *key, int dflt, int *out, char *err) {
+    int64_t v;
+    if (!gguf_has_key(g, key)) {
+        if (dflt <= 0) return errf(err, "%s: missing required key '%s'", gguf_path(g), key);
+        *out = dflt;
+        return 0;
+    }
+    if (gguf_get_int(g, key, &v) || v < 1 || v > INT32_MAX)
+        return errf(err, "%s: key '%s' must be a positive integer", gguf_path(g), key);
+    *out = (int)v;
+    return 0;
+}
+
+static int gguf_float_key(const gguf_file *g, const char *key, int required, double dflt,
+                          float *out, char *err) {
+    double v = dflt;
+    if (!gguf_has_key(g, key)) {
+        if (required) return errf(err, "%s: missing required key '%s'", gguf_path(g), key);
+    } else if (gguf_get_float(g, key, &v)) {
+        return errf(err, "%s: key '%s' must be a number", gguf_path(g), key);
+    }
+    *out = (float)v;
+    return 0;
+}
+
+/* "<arch>.<rest>" into buf: every architecture key carries the architecture's prefix. */
+static const char *akey(char *buf, size_t n, const model_config *c, const char *rest) {
+    snprintf(buf, n, "%s.%s", c->arch, rest);
+    return buf;
+}
+#define AK(rest) akey(kb, sizeof kb, c, rest)
+
+static int gguf_check_arch(const gguf_file *g, model_config *c, char *err) {
+    gguf_str a;
+    if (gguf_get_str(g, "general.architecture", &a))
+        return errf(err, "%s: missing required key 'general.architecture'", gguf_path(g));
+    const arch_info *ai = arch_by_gguf(a.ptr, a.len);
+    if (!ai) {
+        char names[160];
+        arch_list(names, sizeof names);
+        int n = a.len > 64 ? 64 : (int)a.len;
+        return errf(err, "%s: unsupported architecture '%.*s'; supported: %s", gguf_path(g), n, a.ptr, names);
+    }
+    config_set_family(c, ai);
+    return 0;
+}
+
+static int gguf_head_dim(const gguf_file *g, model_config *c, char *err) {
+    char kb[96], kk[96];
+    int kl = 0, vl = 0, rd = 0;
+    snprintf(kk, sizeof kk, "%s", AK("attention.key_length"));
+    if (gguf_pos_int(g, kk, c->dim / c->n_heads, &kl, err) ||
+        gguf_pos_int(g, AK("attention.value_length"), kl, &vl, err) ||
+        gguf_pos_int(g, AK("rope.dimension_count"), kl, &rd, err))
+        return -1;
+    /* Without key_length, rope.dimension_count is the head size in files whose RoPE
+     * covers the whole head (all but Phi-3's partial rotary). */
+    if (!gguf_has_key(g, kk) && gguf_has_key(g, AK("rope.dimension_count")) &&
+        !(c->family->keys & KEY_PARTIAL_ROTARY))
+        kl = vl = rd;
+    if (vl != kl)
+        return errf(err, "%s: %s.attention.value_length %d != key_length %d (unsupported)", gguf_path(g),
+                    c->arch, vl, kl);
+    if (rd > kl || rd < 2 || rd % 2)
+        return errf(err, "%s: %s.rope.dimension_count %d must be even and at most the head size %d",
+                    gguf_path(g), c->arch, rd, kl);
+    c->head_dim = kl;
+    c->rot_dim = rd;
+    return 0;
+}
+
+/* Sliding windows and RoPE per layer, as llama.cpp reads them: the window only where the
+ * family's files carry one (Gemma 3, Phi-3; the others ignore the key, as llama.cpp does:
+ * Mistral files are architecture "llama"); Gemma 3's sliding_window_pattern is an integer
+ * or one flag per layer, with a RoPE base of the sliding layers' own; SmolLM3 skips RoPE
+ * on every 4th layer. Then the one layer rule (config_set_layers). */
+static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    const arch_info *a = c->family;
+    int window = 0;
+    config_layer_spec ls = {.max_window_layers = 28, .pattern = 6, .no_rope_interval = 4};
+    if ((a->keys & KEY_GGUF_WINDOW) && gguf_has_key(g, AK("attention.sliding_window"))) {
+        int64_t v;
+        if (gguf_get_int(g, AK("attention.sliding_window"), &v) || v < 0 || v > INT32_MAX)
+            return errf(err, "%s: key '%s' must be a non-negative integer", gguf_path(g), kb);
+        window = (int)v;
+    }
+    if ((a->keys & KEY_GGUF_PATTERN) && gguf_has_key(g, AK("attention.sliding_window_pattern"))) {
+        gguf_type et;
+        uint64_t n = 0;
+        const void *flags = NULL;
+        if (!gguf_get_arr(g, kb, &et, &n, &flags)) {
+            if (et != GGUF_BOOL || n != (uint64_t)c->n_layers)
+                return errf(err, "%s: key '%s' must be an integer or %d booleans", gguf_path(g), kb, c->n_layers);
+            ls.slides = flags;
+        } else if (gguf_pos_int(g, kb, 6, &ls.pattern, err)) {
+            return -1;
+        }
+    }
+    if ((a->keys & KEY_SWA_ROPE_BASE) && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err))
+        return -1;
+    c->sliding_window = window;
+    config_set_layers(c, &ls);
+    return 0;
+}
+
+/* rope.scaling.type: linear (factor) and longrope (Phi-3: attn_factor,
+ * original_context_length; the factor lists are the rope_factors_{short,long}.weight
+ * tensors, read by the model). llama3 scaling needs nothing here: such files carry
+ * rope_freqs.weight. */
+static int gguf_rope_scaling(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    gguf_str t;
+    /* llama.cpp's Phi-3 files carry the factor tensors without a scaling type */
+    if (gguf_get_str(g, AK("rope.scaling.type"), &t))
+        t = gguf_find_tensor(g, "rope_factors_long.weight") ? (gguf_str){"longrope", 8} : (gguf_str){"none", 4};
+    if (t.len == 4 && !memcmp(t.ptr, "none", 4)) return 0;
+    if (t.len == 6 && !memcmp(t.ptr, "linear", 6)) {
+        float f;
+        if (gguf_float_key(g, AK("rope.scaling.factor"), 1, 0, &f, err)) return -1;
+        if (f == 1.0f) return 0;
+        if (!(f > 0)) return errf(err, "%s: key '%s' must be positive", gguf_path(g), kb);
+        c->rope_scaling = ROPE_SCALING_LINEAR;
+        c->rope_factor = f;
+        return 0;
+    }
+    if (t.len == 8 && !memcmp(t.ptr, "longrope", 8)) {
+        int orig;
+        if (gguf_float_key(g, AK("rope.scaling.attn_factor"), 0, 1.0, &c->rope_attn_factor, err) ||
+            gguf_pos_int(g, AK("rope.scaling.original_context_length"), c->max_pos, &orig, err))
+            return -1;
+        c->rope_scaling = ROPE_SCALING_LONGROPE;
+        c->rope_orig_max_pos = orig;
+        return 0;
+    }
+    int n = t.len > 32 ? 32 : (int)t.len;
+    return errf(err, "%s: unsupported %s '%.*s' (linear and longrope are supported)", gguf_path(g),
+                AK("rope.scaling.type"), n, t.ptr);
+}
+
+static int gguf_vocab(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    gguf_type et;
+    uint64_t n;
+    const void *data;
+    const tensor *emb = gguf_find_tensor(g, "token_embd.weight");
+    if (gguf_has_key(g, AK("vocab_size"))) return gguf_pos_int(g, kb, 0, &c->vocab_size, err);
+    if (!gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n, &data) && n > 0 && n <= INT32_MAX) {
+        c->vocab_size = (int)n;
+        return 0;
+    }
+    if (emb && emb->ndim == 2 && emb->shape[0] <= INT32_MAX) {
+        c->vocab_size = (int)emb->shape[0];
+        return 0;
+    }
+    return errf(err, "%s: no %s.vocab_size, tokenizer.ggml.tokens or token_embd.weight to "
+                "size the vocabulary", gguf_path(g), c->arch);
+}
+
+static void gguf_add_eos(const gguf_file *g, const char *key, model_config *c) {
+    int64_t v;
+    if (gguf_get_int(g, key, &v) || v < 0 || v > INT32_MAX || c->n_eos >= CONFIG_MAX_EOS) return;
+    for (int i = 0; i < c->n_eos; i++)
+        if (c->eos_ids[i] == v) return;
+    c->eos_ids[c->n_eos++] = (int)v;
+}
+
+/* bos, and every end-of-generation id the file declares: eos, then end-of-turn
+ * and end-of-message (Llama 3 chat models end a turn with eot, not eos). */
+static int gguf_token_ids(const gguf_file *g, model_config *c, char *err) {
+    int64_t v;
+    if (gguf_has_key(g, "tokenizer.ggml.bos_token_id")) {
+        if (gguf_get_int(g, "tokenizer.ggml.bos_token_id", &v) || v < 0 || v > INT32_MAX)
+            return errf(err, "%s: key 'tokenizer.ggml.bos_token_id' must be a token id", gguf_path(g));
+        c->bos_id = (int)v;
+    }
+    static const char *eos_keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                     "tokenizer.ggml.eom_token_id"};
+    for (int i = 0; i < 3; i++) {
+        if (gguf_has_key(g, eos_keys[i]) &&
+            (gguf_get_int(g, eos_keys[i], &v) || v < 0 || v > INT32_MAX))
+            return errf(err, "%s: key '%s' must be a token id", gguf_path(g), eos_keys[i]);
+        gguf_add_eos(g, eos_keys[i], c);
+    }
+    return 0;
+}
+
+int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    config_defaults(c);
+    if (gguf_check_arch(g, c, err)) return -1;
+    if (gguf_pos_int(g, AK("embedding_length"), 0, &c->dim, err) ||
+        gguf_pos_int(g, AK("block_count"), 0, &c->n_layers, err) ||
+        gguf_pos_int(g, AK("attention.head_count"), 0, &c->n_heads, err) ||
+        gguf_pos_int(g, AK("attention.head_count_kv"), c->n_heads, &c->n_kv_heads, err) ||
+        gguf_pos_int(g, AK("feed_forward_length"), 0, &c->hidden_dim, err) ||
+        gguf_pos_int(g, AK("context_length"), 0, &c->max_pos, err) ||
+        gguf_float_key(g, AK("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps, err) ||
+        gguf_float_key(g, AK("rope.freq_base"), 0, 10000.0, &c->rope_theta, err) ||
+        gguf_float_key(g, AK("final_logit_softcapping"), 0, 0.0, &c->final_softcap, err) ||
+        gguf_float_key(g, AK("embedding_scale"), 0, 0.0, &c->embed_mult, err) ||
+        gguf_float_key(g, AK("residual_scale"), 0, 1.0, &c->residual_mult, err) ||
+        gguf_float_key(g, AK("attention.scale"), 0, 0.0, &c->attn_scale, err) ||
+        gguf_float_key(g, AK("logit_scale"), 0, 1.0, &c->logit_div, err))
+        return -1;
+    if (c->n_layers > CONFIG_MAX_LAYERS)
+        return errf(err, "%s: %d layers, at most %d are supported", gguf_path(g), c->n_layers, CONFIG_MAX_LAYERS);
+    if (gguf_head_dim(g, c, err) || gguf_vocab(g, c, err) || gguf_token_ids(g, c, err) ||
+        gguf_layers(g, c, err) || gguf_rope_scaling(g, c, err))
+        return -1;
+    /* The attention scale as llama.cpp sets it for Gemma 3 (the files have no
+     * query_pre_attn_scalar): head_dim, except hidden / heads in the 62-layer 27B */
+    if (c->family->keys & KEY_QUERY_SCALE)
+        c->attn_scale = 1.0f / sqrtf((float)(c->n_layers == 62 ? c->dim / c->n_heads : c->head_dim));
+    c->tied_embeddings = gguf_find_tensor(g, "output.weight") == NULL;
+    c->rope_interleaved = (c->flags & ARCH_GGUF_ROPE_PAIRS) != 0;
+    return 0;
+}
