@@ -35,8 +35,9 @@ void llmgen_free(void *p) { free(p); }
 llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *opt, llmgen_model **out,
                                 char *err, size_t errlen) {
     char e[ERR_LEN] = "";
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    model_options mo = {.n_threads = cpus < 1 ? 1 : cpus > LLMGEN_MAX_THREADS ? LLMGEN_MAX_THREADS : (int)cpus};
+    cpus_info cpus;
+    cpus_of_process(&cpus);
+    model_options mo = {.n_threads = cpus.n > LLMGEN_MAX_THREADS ? LLMGEN_MAX_THREADS : cpus.n};
     if (!out) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_model_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return fail(LLMGEN_E_USAGE, err, errlen, "no model path given");
@@ -75,6 +76,7 @@ llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *op
         free(lm);
         return fail(io ? LLMGEN_E_IO : LLMGEN_E_FORMAT, err, errlen, e);
     }
+    lm->cpus = cpus;
     atomic_init(&lm->busy, 0);
     *out = lm;
     return LLMGEN_OK;
@@ -96,6 +98,8 @@ void llmgen_model_capabilities(const llmgen_model *lm, llmgen_capabilities *c) {
         .context_length = m->cfg.max_pos,
         .vocab_size = m->cfg.vocab_size,
         .n_threads = m->pool ? pool_size(m->pool) : 0,
+        .cpus = lm->cpus.n,
+        .cpus_from = cpus_source_name(lm->cpus.why),
         .max_sequences = LLMGEN_MAX_SEQUENCES,
         .has_tokenizer = m->tok != NULL,
     };

@@ -35,3 +35,17 @@ int cli_number(const char *s, double lo, double hi, int integer, double *out) {
     *out = v;
     return 0;
 }
+
+void cli_threads_note(FILE *diag, int asked, const llmgen_capabilities *caps) {
+    if (asked > caps->cpus && caps->cpus > 0)
+        fprintf(diag, "llmgen: note: -t %d is more than the %d CPU%s this process may use (%s): the threads will "
+                "wait for one another\n", asked, caps->cpus, caps->cpus == 1 ? "" : "s", caps->cpus_from);
+}
+
+json_t *cli_threads_json(const llmgen_capabilities *caps) {
+    json_t *t = json_object();
+    json_object_set_new(t, "used", json_integer(caps->n_threads));
+    json_object_set_new(t, "cpus", json_integer(caps->cpus));
+    json_object_set_new(t, "cpus_from", json_string(caps->cpus_from));
+    return t;
+}

@@ -6,6 +6,7 @@
 #ifndef LLMGEN_CLI_H
 #define LLMGEN_CLI_H
 
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 
@@ -44,6 +45,13 @@ int cli_fail(const cli_io *io, int code, const char *fmt, ...) __attribute__((fo
 
 /* A number from s in [lo, hi] (an integer when `integer`): 0, or -1 (not a number, out of range). */
 int cli_number(const char *s, double lo, double hi, int integer, double *out);
+
+/* One note on diag when `asked` threads (-t; 0: none asked) are more than the CPUs the
+ * process may use. */
+void cli_threads_note(FILE *diag, int asked, const llmgen_capabilities *caps);
+/* --json's "threads": {"used": the pool's size, "cpus": the CPUs the process may use, "cpus_from": what set
+ * them}. A new reference. */
+json_t *cli_threads_json(const llmgen_capabilities *caps);
 
 int verify_main(int argc, char **argv, const cli_io *io);     /* verify.c */
 int perplexity_main(int argc, char **argv, const cli_io *io); /* perplexity.c */

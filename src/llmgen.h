@@ -94,8 +94,8 @@ typedef struct llmgen_session llmgen_session;
 #define LLMGEN_MAX_CONTEXT 16777216     /* 2^24: the most positions a model, a session or a prompt can have */
 
 typedef struct {
-    int n_threads;        /* worker threads for prefill / decode, 1..LLMGEN_MAX_THREADS; 0 = the online CPUs
-                             (at most LLMGEN_MAX_THREADS) */
+    int n_threads;        /* worker threads for prefill / decode, 1..LLMGEN_MAX_THREADS; 0 = the CPUs this
+                             process may use (llmgen_capabilities.cpus, at most LLMGEN_MAX_THREADS) */
     const char *kernels;  /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
     int no_tokenizer;     /* 1: skip loading the tokenizer (ids only; faster open) */
     int tokenizer_only;   /* 1: load the tokenizer alone, no weights: path may also be a
@@ -115,6 +115,10 @@ typedef struct {
     int n_threads;            /* size of the model's worker pool */
     int max_sequences;        /* sessions an llmgen_batch can step together (LLMGEN_MAX_SEQUENCES) */
     int has_tokenizer;        /* 1 if the llmgen_tokenize family works */
+    int cpus;                 /* CPUs this process may use at open: the smaller of its affinity mask and
+                                 its cgroup CPU quota (0 for a tokenizer-only open) */
+    const char *cpus_from;    /* what set cpus: "online CPUs", "affinity mask", "cgroup v1 quota",
+                                 "cgroup v2 quota" */
 } llmgen_capabilities;
 
 /* Open `path`: a .gguf file, a Hugging Face model directory (config.json,

@@ -70,7 +70,7 @@ static void usage(FILE *f) {
             "      --repeat-penalty R   penalize tokens already seen, 0.01..100 (1 = off)\n"
             "      --seed S             sampling seed, 0..2^64-1 (default: random when --temp > 0,\n"
             "                           reported by --json and --stats)\n"
-            "  -t, --threads N          threads, 1..%d (default: the online CPUs)\n"
+            "  -t, --threads N          threads, 1..%d (default: the CPUs this process may use; --stats says)\n"
             "  -c, --ctx-size N         context size in tokens (default min(model, %d))\n"
             "      --stop STRING        stop when the text contains STRING (\\n \\t escapes; repeatable, up to %d)\n"
             "      --ignore-eos         do not stop at end-of-sequence tokens\n"
@@ -181,8 +181,8 @@ static void draw_seed(request *q) {
     q->sp.seed &= INT64_MAX; /* 63 bits: a JSON integer every reader takes */
 }
 
-static void print_stats(double t_load, int n_prompt, const llmgen_result *r, const request *q, int threads,
-                        const llmgen_session *s) {
+static void print_stats(double t_load, int n_prompt, const llmgen_result *r, const request *q,
+                        const llmgen_capabilities *caps, const llmgen_session *s) {
     int ring;
     double kv = (double)llmgen_session_kv_bytes(s, &ring) / (1 << 20);
     struct rusage ru;
@@ -190,9 +190,9 @@ static void print_stats(double t_load, int n_prompt, const llmgen_result *r, con
     int steps = r->n_ids > 1 ? r->n_ids - 1 : 0;
     char seed[40] = "";
     if (q->sp.temperature > 0) snprintf(seed, sizeof seed, " | seed %llu", (unsigned long long)q->sp.seed);
-    fprintf(stderr, "llmgen: load %.3f s | %d threads | prompt %d tokens in %.3f s (%.1f tokens/s) | first token "
-            "%.3f s | generation %d tokens, %.1f tokens/s | peak RSS %.1f MiB | KV cache %.1f MiB (ring %d)%s\n",
-            t_load, threads, n_prompt, r->prefill_s, r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0,
+    fprintf(stderr, "llmgen: load %.3f s | %d threads (%d CPU%s: %s) | prompt %d tokens in %.3f s (%.1f tokens/s) | "
+            "first token %.3f s | generation %d tokens, %.1f tokens/s | peak RSS %.1f MiB | KV cache %.1f MiB (ring %d)%s\n",
+            t_load, caps->n_threads, caps->cpus, caps->cpus == 1 ? "" : "s", caps->cpus_from, n_prompt, r->prefill_s, r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0,
             r->first_token_s, r->n_ids, r->decode_s > 0 ? steps / r->decode_s : 0.0, (double)ru.ru_maxrss / 1024.0,
             kv, ring, seed);
 }
@@ -320,12 +320,13 @@ static int run_single(app *A, request *q) {
     if (o->json) {
         json_t *j = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q->sp.seed);
         json_object_set_new(json_object_get(j, "timings"), "load_s", json_real(A->t_load));
+        json_object_set_new(j, "threads", cli_threads_json(&A->caps));
         emit_json(&A->out, j);
         json_decref(j);
     } else {
         emit(&A->out, "\n", 1);
     }
-    if (o->stats) print_stats(A->t_load, n, &r, q, A->caps.n_threads, A->s);
+    if (o->stats) print_stats(A->t_load, n, &r, q, &A->caps, A->s);
     if (A->out.failed) rc = sink_exit(&A->out);
     else if (r.stop_reason == LLMGEN_STOP_CANCELLED) rc = EXIT_INTERRUPT;
     else if (r.stop_reason == LLMGEN_STOP_CONTEXT && q->max_tokens != -1)
@@ -464,7 +465,7 @@ static int run_interactive(app *A) {
         st = llmgen_chat_turn(chat, line, &p, &r, err, sizeof err);
         emit(&A->out, "\n", 1);
         interrupted = 0; /* Ctrl-C ends the reply, not the chat */
-        if (o->stats && !st) print_stats(A->t_load, r.n_prompt, &r, &q, A->caps.n_threads, A->s);
+        if (o->stats && !st) print_stats(A->t_load, r.n_prompt, &r, &q, &A->caps, A->s);
         int full = !st && r.stop_reason == LLMGEN_STOP_CONTEXT;
         llmgen_result_free(&r);
         if (A->out.failed) { rc = sink_exit(&A->out); break; }
@@ -576,6 +577,7 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     A.t_load = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     llmgen_model_capabilities(A.m, &A.caps);
+    if (!o.tokenizer_path) cli_threads_note(stderr, o.n_threads, &A.caps);
     request q = o.base;
     int rc = 0, tokens = o.tokenize || o.detokenize;
     if (!A.caps.has_tokenizer && (tokens || o.interactive || o.base.n_stops || o.chat ||

@@ -437,6 +437,7 @@ int perplexity_main(int argc, char **argv, const cli_io *io) {
     if (st) return cli_fail(io, cli_exit_code(st), "%s%s", st == LLMGEN_E_USAGE && a.kernels ? "--" : "", err);
     llmgen_capabilities caps;
     llmgen_model_capabilities(m, &caps);
+    cli_threads_note(io->diag, a.threads, &caps);
     if (a.file && !caps.has_tokenizer)
         rc = cli_fail(io, EXIT_USAGE, "%s: this model has no tokenizer: give the tokens with --ids-file", a.model);
     else

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "cpus.h"
 #include "forward.h"
 #include "llmgen.h"
 
@@ -17,6 +18,7 @@
  * pass at a time and sessions of the same model share it. */
 struct llmgen_model {
     model *m;
+    cpus_info cpus;  /* the CPUs this process may use, at open */
     atomic_int busy; /* 1 while a prefill / decode step of any session runs on m->pool */
 };
 

@@ -223,6 +223,7 @@ int verify_main(int argc, char **argv, const cli_io *io) {
     llmgen_model *m = NULL;
     llmgen_session *s = NULL;
     char *open_path = NULL, err[ERR_LEN];
+    int noted = 0; /* the -t note, once */
     for (int i = 0; i < n && !rc; i++) {
         char *path = model_path(&a, &cases[i]);
         if (!path) {
@@ -239,6 +240,11 @@ int verify_main(int argc, char **argv, const cli_io *io) {
             llmgen_model_options mo = {.n_threads = a.threads, .kernels = a.kernels, .exact = a.exact};
             llmgen_status st = llmgen_model_open(path, &mo, &m, err, sizeof err);
             if (!st) st = llmgen_session_new(m, a.ctx, &s, err, sizeof err);
+            if (!st && !noted++) {
+                llmgen_capabilities caps;
+                llmgen_model_capabilities(m, &caps);
+                cli_threads_note(io->diag, a.threads, &caps);
+            }
             if (st) {
                 rc = cli_fail(io, cli_exit_code(st), "%s%s", st == LLMGEN_E_USAGE && a.kernels ? "--" : "", err);
                 break;

@@ -15,7 +15,8 @@ Checks, on the default model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf):
   - `make install PREFIX=...` installs binary, libraries (libllmgen.so.0 with its SONAME, only llmgen_*
     exported), header, llmgen.pc and man page; clients build with pkg-config against the installed tree;
   - a full context keeps what was generated (--json, --batch, text; stop_reason "context", exit 4; -n -1
-    exit 0); sampling without --seed draws and reports a seed; threads default to the online CPUs;
+    exit 0); sampling without --seed draws and reports a seed; threads default to the CPUs the process may use
+    (under taskset -c 0: 1, reported by --stats and --json; -t 2 prints one note);
   - src/main.c is under 600 lines with no generation logic; the README's ./llmgen examples run;
   - valgrind (when installed) reports no leak and no error for a short generation (tiny fixture).
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
@@ -204,8 +205,9 @@ def check_determinism():
                 path = os.path.join(tmp, "l%d" % i)
                 rc, _, err = run(["-m", MODEL, "--prompt-ids", prompt, "--ids", "-n", "16", "-t", t,
                                   "--dump-logits", path] + mode)
-                with open(path, "rb") as f:
-                    dumps.append(f.read() if rc == 0 and not err else b"")
+                with open(path, "rb") as f:  # -t above the CPUs: one note, nothing else
+                    quiet = not [l for l in err.splitlines() if not l.startswith("llmgen: note: -t ")]
+                    dumps.append(f.read() if rc == 0 and quiet else b"")
             name = "exact" if mode else "fast"
             if not dumps[0] or any(d != dumps[0] for d in dumps):
                 fail("%s mode: logits differ between -t 1 / 2 / 3 runs (or a run failed)" % name)
@@ -511,12 +513,47 @@ def check_context_seed_threads():
     greedy = json.loads(run(["-m", MODEL, "-p", "Hi", "-n", "2", "--json"])[1])
     if greedy.get("seed") != 0:
         fail("greedy run without --seed reports seed %s (want 0: nothing drawn)" % greedy.get("seed"))
+    check_threads()
+
+
+def stats_threads(err):
+    """(threads, CPUs, what set them) from a --stats line, or None."""
+    m = re.search(r"\| (\d+) threads \((\d+) CPUs?: ([^)]+)\) \|", err)
+    return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
+
+
+def check_threads():
+    """Threads default to the CPUs the process may use (this machine: no cgroup quota is assumed below the
+    affinity mask); under `taskset -c 0` that is 1, from the affinity mask, reported by --stats and --json;
+    -t above it prints one note. The cgroup cases are tests/unit/test_cpus.c's."""
+    mask = len(os.sched_getaffinity(0))
     rc, _, err = run(["-m", MODEL, "-p", "Hi", "-n", "2", "--stats"])
-    m = re.search(r"\| (\d+) threads \|", err)
-    if rc or not m or int(m.group(1)) != os.cpu_count():
-        fail("default threads: --stats %r, want %d (online CPUs)" % (err, os.cpu_count()))
+    got = stats_threads(err)
+    if rc or not got or got[0] != got[1] or got[1] > mask:
+        fail("default threads: --stats %r, want as many threads as CPUs, at most the mask's %d" % (err, mask))
     else:
-        ok("threads default to the online CPUs (%d), as --stats reports" % os.cpu_count())
+        ok("threads default to the CPUs this process may use: %d (%s), as --stats reports" % (got[0], got[2]))
+    if not shutil.which("taskset"):
+        ok("taskset not installed: its check skipped")
+        return
+    one = ["taskset", "-c", "0", LLMGEN, "-m", MODEL, "-p", "Hi", "-n", "2", "--json", "--stats"]
+    p = subprocess.run(one, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, timeout=120)
+    err = p.stderr.decode()
+    j = json.loads(p.stdout) if p.returncode == 0 else {}
+    why = "affinity mask" if os.cpu_count() > 1 else "online CPUs"
+    want = {"used": 1, "cpus": 1, "cpus_from": why}
+    if p.returncode or j.get("threads") != want or stats_threads(err) != (1, 1, why) or "note" in err:
+        fail("taskset -c 0: exit %d, --json threads %s (want %s), stderr %r" % (p.returncode, j.get("threads"),
+                                                                             want, err))
+    else:
+        ok("taskset -c 0: 1 thread, --json threads %s, --stats says the same" % json.dumps(j["threads"]))
+    p = subprocess.run(one[:3] + [LLMGEN, "-m", MODEL, "-p", "Hi", "-n", "2", "-t", "2"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, cwd=REPO, timeout=120)
+    err = p.stderr.decode()
+    if p.returncode or err.count("\n") != 1 or not err.startswith("llmgen: note: -t 2 is more than the 1 CPU"):
+        fail("taskset -c 0 with -t 2: exit %d, stderr %r (want one note)" % (p.returncode, err))
+    else:
+        ok("taskset -c 0 with -t 2: one note: %s" % err.strip())
 
 
 def check_main_c():
