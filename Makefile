@@ -48,7 +48,7 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
-        quality quality-refs regress-quality bench-parallel
+        quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client
 
 all: llmgen  ## build ./llmgen
 
@@ -217,14 +217,14 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 
-regress: llmgen model fixtures $(CHAT_TEMPLATES) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(CHAT_TEMPLATES) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
 	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
 	$(MAKE) fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
-	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%)
-	$(MAKE) -j1 unit unit-san fuzz-replay regress  # the test stages one at a time
+	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%) rust-build
+	$(MAKE) -j1 unit unit-san fuzz-replay rust-test regress  # the test stages one at a time
 
 # ---- library, install, fuzzing --------------------------------------------------
 
@@ -265,6 +265,25 @@ $(BUILD)/lib_client_so: tests/lib_client.c libllmgen.so
 $(BUILD)/chat_client: tests/chat_client.c libllmgen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< libllmgen.a $(LDLIBS)
+
+# A Rust client (tests/rust/, no crates: cargo runs offline): hand-written extern "C" declarations checked
+# against llmgen.h, a safe layer, and a program that drives llmgen only through an inference-session
+# trait. It links libllmgen.a as `pkg-config --libs --static llmgen` says, through an llmgen.pc for this
+# tree ($(RUST_PC)); cargo's output goes to $(BUILD)/rust.
+RUST_PC   := $(BUILD)/pkgconfig/llmgen.pc
+RUST_ENV  := PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/pkgconfig CARGO_TARGET_DIR=$(CURDIR)/$(BUILD)/rust
+CARGO     ?= cargo
+CARGO_RUN := $(RUST_ENV) $(CARGO) --quiet --offline --locked
+$(RUST_PC): Makefile
+	@mkdir -p $(dir $@)
+	printf 'prefix=%s\nlibdir=$${prefix}\nincludedir=$${prefix}/src\n\nName: llmgen\nDescription: %s\nVersion: %s\nLibs: -L$${libdir} -lllmgen\nLibs.private: %s\nCflags: -I$${includedir}\n' \
+	  '$(CURDIR)' 'llmgen in its source tree (uninstalled)' '$(SO_VERSION)' '$(PC_LIBS_PRIVATE)' > $@
+rust-build: libllmgen.a $(RUST_PC)  ## build the Rust client and its tests (tests/rust) into build/rust, offline
+	+$(CARGO_RUN) build --manifest-path tests/rust/Cargo.toml --all-targets
+rust-test: rust-build  ## the Rust crate's tests: its declarations against llmgen.h, the safe layer on a tiny fixture
+	+$(CARGO_RUN) test --manifest-path tests/rust/Cargo.toml
+rust-client: rust-test llmgen model  ## build the Rust client, run its tests and tests/cli/check_rust.py
+	$(PYTHON) tests/cli/check_rust.py
 
 PREFIX ?= /usr/local
 PC_LIBS_PRIVATE := -lpcre2-8 -lutf8proc -ljansson -lm -lpthread

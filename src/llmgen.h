@@ -49,7 +49,18 @@
  * sessions of the same model must take turns: at most one prefill or decode
  * step per model at a time (a concurrent call fails with LLMGEN_E_BUSY rather
  * than corrupting anything). Each session, sampler and detokenizer is used
- * from one thread at a time. Tokenizer calls are safe from any thread. */
+ * from one thread at a time. Tokenizer calls are safe from any thread.
+ * More precisely, for bindings that encode these rules in types:
+ *   - every call taking a const llmgen_model * (capabilities, is_eos, tokenize,
+ *     detokenize, chat render, detok_new) only reads the model: any thread, any
+ *     time, also while a session of it steps; so may llmgen_session_new;
+ *   - no object is tied to the thread that made it (the library keeps no
+ *     thread-local state): a session, sampler or detokenizer may move to
+ *     another thread between calls, and any thread may run a model's prefill
+ *     or decode step (its workers serve whichever thread calls);
+ *   - llmgen_session_free may run while other sessions of the model step;
+ *     llmgen_model_free runs after every session of it is freed, and with no
+ *     other call on the model in flight. */
 #ifndef LLMGEN_H
 #define LLMGEN_H
 
