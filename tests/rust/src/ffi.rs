@@ -105,7 +105,8 @@ pub const LLMGEN_STOP_CANCELLED: llmgen_stop_reason = 4;
 pub type llmgen_rows_fn = Option<unsafe extern "C" fn(user: *mut c_void, i: c_int, logits: *const f32, n_vocab: c_int)>;
 pub type llmgen_piece_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, id: i32, text: *const c_char, len: usize) -> c_int>;
-pub type llmgen_logits_fn = Option<unsafe extern "C" fn(user: *mut c_void, logits: *const f32, n_vocab: c_int) -> c_int>;
+pub type llmgen_logits_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, logits: *const f32, n_vocab: c_int) -> c_int>;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -213,8 +214,12 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> llmgen_status;
-    pub fn llmgen_detok_new(m: *const llmgen_model, out: *mut *mut llmgen_detok, err: *mut c_char, errlen: usize)
-        -> llmgen_status;
+    pub fn llmgen_detok_new(
+        m: *const llmgen_model,
+        out: *mut *mut llmgen_detok,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> llmgen_status;
     pub fn llmgen_detok_put(
         d: *mut llmgen_detok,
         id: i32,
@@ -241,10 +246,18 @@ extern "C" {
     pub fn llmgen_session_kv_bytes(s: *const llmgen_session, ring: *mut c_int) -> usize;
     pub fn llmgen_session_common_prefix(s: *const llmgen_session, ids: *const i32, n: c_int) -> c_int;
     pub fn llmgen_session_rewind(s: *mut llmgen_session, pos: c_int);
-    pub fn llmgen_session_save(s: *mut llmgen_session, path: *const c_char, err: *mut c_char, errlen: usize)
-        -> llmgen_status;
-    pub fn llmgen_session_load(s: *mut llmgen_session, path: *const c_char, err: *mut c_char, errlen: usize)
-        -> llmgen_status;
+    pub fn llmgen_session_save(
+        s: *mut llmgen_session,
+        path: *const c_char,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> llmgen_status;
+    pub fn llmgen_session_load(
+        s: *mut llmgen_session,
+        path: *const c_char,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> llmgen_status;
     pub fn llmgen_session_model(s: *const llmgen_session) -> *mut llmgen_model;
     pub fn llmgen_prefill(
         s: *mut llmgen_session,
@@ -283,10 +296,18 @@ extern "C" {
         errlen: usize,
     ) -> llmgen_status;
     pub fn llmgen_batch_free(b: *mut llmgen_batch);
-    pub fn llmgen_batch_join(b: *mut llmgen_batch, s: *mut llmgen_session, err: *mut c_char, errlen: usize)
-        -> llmgen_status;
+    pub fn llmgen_batch_join(
+        b: *mut llmgen_batch,
+        s: *mut llmgen_session,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> llmgen_status;
     pub fn llmgen_batch_leave(s: *mut llmgen_session);
-    pub fn llmgen_batch_stats(b: *mut llmgen_batch, passes: *mut std::os::raw::c_long, seq_steps: *mut std::os::raw::c_long);
+    pub fn llmgen_batch_stats(
+        b: *mut llmgen_batch,
+        passes: *mut std::os::raw::c_long,
+        seq_steps: *mut std::os::raw::c_long,
+    );
 
     // ---- sampling
     pub fn llmgen_sampler_defaults(p: *mut llmgen_sampler_params);

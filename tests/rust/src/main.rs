@@ -1,5 +1,5 @@
 //! rust-client: drives llmgen only through the inference-session seam (llmgen::seam); the
-//! one llmgen-specific line opens the model.
+//! llmgen-specific lines open models (the one to run, and a missing file for the errors).
 //!
 //! usage: rust-client [--exact] [-t THREADS] [-n N] MODEL IDS [IDS...]    (IDS: 1,2,3)
 //!
@@ -37,7 +37,11 @@ fn parse_args() -> Result<Args, String> {
             "-t" | "-n" => {
                 let v = it.next().ok_or(format!("{arg} needs a value"))?;
                 let v: usize = v.parse().map_err(|_| format!("{arg} {v}: not a count"))?;
-                if arg == "-t" { a.threads = v } else { a.n = v }
+                if arg == "-t" {
+                    a.threads = v
+                } else {
+                    a.n = v
+                }
             }
             _ => rest.push(arg),
         }
@@ -63,9 +67,16 @@ fn greedy<S: InferenceSession>(s: &mut S, prompt: &[i32], n: usize) -> Result<Ve
     (0..n).map(|_| s.decode_step()).collect()
 }
 
+struct Threaded {
+    /// per thread, its ids
+    ids: Vec<Vec<i32>>,
+    /// the thread of each step, in the order they ran
+    order: Vec<usize>,
+}
+
 /// Four sessions opened here, moved to four threads, each generating from prompt i % len
-/// at once (sessions of one model take turns per step); also which thread ran each step.
-fn four_threads<B>(backend: &B, prompts: &[Vec<i32>], n: usize) -> Result<(Vec<Vec<i32>>, Vec<usize>), B::Error>
+/// at once (sessions of one model take turns per step).
+fn four_threads<B>(backend: &B, prompts: &[Vec<i32>], n: usize) -> Result<Threaded, B::Error>
 where
     B: InferenceBackend + Sync,
     B::Session: Send,
@@ -94,7 +105,7 @@ where
         handles.into_iter().map(|h| h.join().expect("a session thread panicked")).collect::<Vec<_>>()
     });
     let ids = results.into_iter().collect::<Result<Vec<_>, B::Error>>()?;
-    Ok((ids, order.into_inner().unwrap()))
+    Ok(Threaded { ids, order: order.into_inner().unwrap() })
 }
 
 fn main() -> ExitCode {
@@ -140,7 +151,7 @@ where
         single.push(ids);
     }
 
-    let (threaded, order) = four_threads(backend, &a.prompts, a.n).map_err(|e| fail("threads", &e))?;
+    let Threaded { ids: threaded, order } = four_threads(backend, &a.prompts, a.n).map_err(|e| fail("threads", &e))?;
     for (i, ids) in threaded.iter().enumerate() {
         println!("threads {i}: {}", ids_line(ids));
         if *ids != single[i % single.len()] {
@@ -176,7 +187,9 @@ fn errors<B: InferenceBackend>(backend: &B, a: &Args, want: &[i32]) -> Result<()
         Err(e) => println!("error prefill: {e}"),
     }
     match s.prefill(&vec![0; caps.context_length + 1]) {
-        Ok(()) => return Err(format!("{} ids prefilled into a context of {}", caps.context_length + 1, caps.context_length)),
+        Ok(()) => {
+            return Err(format!("{} ids prefilled into a context of {}", caps.context_length + 1, caps.context_length))
+        }
         Err(e) => println!("error context: {e}"),
     }
     let ids = greedy(&mut s, &a.prompts[0], a.n).map_err(|e| e.to_string())?;

@@ -73,8 +73,8 @@ impl Model {
             Some(k) => Some(to_cstring("kernel set", k)?),
             None => None,
         };
-        let threads = c_int::try_from(opt.threads)
-            .map_err(|_| usage(format!("thread count {} is out of range", opt.threads)))?;
+        let threads =
+            c_int::try_from(opt.threads).map_err(|_| usage(format!("thread count {} is out of range", opt.threads)))?;
         let copt = ffi::llmgen_model_options {
             n_threads: threads,
             kernels: kernels.as_ref().map_or(ptr::null(), |k| k.as_ptr()),
@@ -137,7 +137,17 @@ impl Model {
         let mut err = ErrBuf::new();
         // SAFETY: text is len bytes; ids / n are out-parameters the library fills on success.
         let st = unsafe {
-            ffi::llmgen_tokenize(self.raw, text.as_ptr().cast(), text.len(), 1, 1, &mut ids, &mut n, err.ptr(), crate::ERR_LEN)
+            ffi::llmgen_tokenize(
+                self.raw,
+                text.as_ptr().cast(),
+                text.len(),
+                1,
+                1,
+                &mut ids,
+                &mut n,
+                err.ptr(),
+                crate::ERR_LEN,
+            )
         };
         err.check(st)?;
         // SAFETY: on success ids holds n ids, ours to release with llmgen_free.
@@ -158,7 +168,8 @@ impl Model {
         };
         err.check(st)?;
         // SAFETY: on success text holds len bytes (and a NUL), ours to release with llmgen_free.
-        let out = if len == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) }.to_vec() };
+        let out =
+            if len == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) }.to_vec() };
         unsafe { ffi::llmgen_free(text.cast::<c_void>()) };
         Ok(out)
     }

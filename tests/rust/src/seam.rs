@@ -44,7 +44,14 @@ pub trait InferenceBackend {
 
 fn describe(m: &Model) -> String {
     let c = m.capabilities();
-    format!("llmgen {} ({} {} {}, kernels {})", crate::ffi::LLMGEN_VERSION, c.architecture, c.format, c.weight_types, c.kernels)
+    format!(
+        "llmgen {} ({} {} {}, kernels {})",
+        crate::ffi::LLMGEN_VERSION,
+        c.architecture,
+        c.format,
+        c.weight_types,
+        c.kernels
+    )
 }
 
 impl InferenceBackend for Arc<Model> {

@@ -66,7 +66,8 @@ impl Sampler {
         // SAFETY: cp and err are valid for the call.
         let st = unsafe { ffi::llmgen_sampler_check(&cp, err.ptr(), ERR_LEN) };
         err.check(st)?;
-        let vocab = c_int::try_from(vocab_size).map_err(|_| usage(format!("vocabulary size {vocab_size} is out of range")))?;
+        let vocab =
+            c_int::try_from(vocab_size).map_err(|_| usage(format!("vocabulary size {vocab_size} is out of range")))?;
         // SAFETY: cp passed the check; NULL only for vocab_size <= 0 or out of memory.
         let raw = unsafe { ffi::llmgen_sampler_new(&cp, vocab) };
         if raw.is_null() {

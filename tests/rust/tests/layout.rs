@@ -5,6 +5,7 @@
 //! - `every_declaration_of_the_header_is_bound`: the header's struct fields, enum values,
 //!   opaque types, callback types and functions, parsed from its text, against the lists
 //!   below and the signatures written in src/ffi.rs, C types mapped to Rust ones.
+//!
 //! A field added, removed, moved, renamed or retyped in llmgen.h fails one of the two.
 use std::collections::BTreeMap;
 use std::mem::{align_of, offset_of, size_of};
@@ -113,7 +114,12 @@ fn layout_matches_the_c_compiler() {
             diffs.push(format!("{k}: Rust {r}, not printed by layout.c"));
         }
     }
-    assert!(diffs.is_empty(), "src/ffi.rs differs from llmgen.h ({}):\n  {}", env!("LLMGEN_HEADER"), diffs.join("\n  "));
+    assert!(
+        diffs.is_empty(),
+        "src/ffi.rs differs from llmgen.h ({}):\n  {}",
+        env!("LLMGEN_HEADER"),
+        diffs.join("\n  ")
+    );
     assert!(c.len() > 100, "layout.c printed only {} facts", c.len());
 }
 
@@ -244,13 +250,15 @@ fn c_signature(stmt: &str) -> (String, String, Vec<String>) {
     (name, ret, c_params(&stmt[open + 1..stmt.rfind(')').unwrap()]))
 }
 
+/// name -> (return type, parameter types), in Rust's spelling
+type Signatures = BTreeMap<String, (String, Vec<String>)>;
+
 struct Header {
     fields: BTreeMap<String, Vec<String>>,
     values: BTreeMap<String, Vec<String>>,
     opaque: Vec<String>,
-    /// name -> (return, params): functions and callback typedefs
-    functions: BTreeMap<String, (String, Vec<String>)>,
-    callbacks: BTreeMap<String, (String, Vec<String>)>,
+    functions: Signatures,
+    callbacks: Signatures,
 }
 
 fn header() -> Header {
@@ -293,7 +301,7 @@ fn header() -> Header {
 }
 
 /// The `pub fn` declarations and callback types of src/ffi.rs.
-fn rust_functions() -> (BTreeMap<String, (String, Vec<String>)>, BTreeMap<String, (String, Vec<String>)>) {
+fn rust_functions() -> (Signatures, Signatures) {
     let src = include_str!("../src/ffi.rs");
     let mut fns = BTreeMap::new();
     let block = &src[src.find("extern \"C\" {").expect("extern block")..];
@@ -316,7 +324,12 @@ fn rust_functions() -> (BTreeMap<String, (String, Vec<String>)>, BTreeMap<String
     (fns, cbs)
 }
 
-fn compare<V: PartialEq + std::fmt::Debug>(what: &str, c: &BTreeMap<String, V>, r: &BTreeMap<String, V>, diffs: &mut Vec<String>) {
+fn compare<V: PartialEq + std::fmt::Debug>(
+    what: &str,
+    c: &BTreeMap<String, V>,
+    r: &BTreeMap<String, V>,
+    diffs: &mut Vec<String>,
+) {
     for (k, v) in c {
         match r.get(k) {
             Some(rv) if rv == v => {}
