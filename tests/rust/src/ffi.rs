@@ -37,6 +37,10 @@ macro_rules! opaque {
 }
 opaque!(llmgen_model, llmgen_session, llmgen_detok, llmgen_batch, llmgen_sampler, llmgen_chat);
 
+pub const LLMGEN_MAX_THREADS: c_int = 256;
+pub const LLMGEN_DEFAULT_CONTEXT: c_int = 4096;
+pub const LLMGEN_MAX_CONTEXT: c_int = 16777216;
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct llmgen_model_options {

@@ -3,7 +3,7 @@
 //!   public struct, size, signedness and values of the enums, the #defines: the Rust
 //!   compiler's numbers against those layout.c printed (the C compiler's, build.rs);
 //! - `every_declaration_of_the_header_is_bound`: the header's struct fields, enum values,
-//!   opaque types, callback types and functions, parsed from its text, against the lists
+//!   #defines, opaque types, callback types and functions, parsed from its text, against the lists
 //!   below and the signatures written in src/ffi.rs, C types mapped to Rust ones.
 //!
 //! A field added, removed, moved, renamed or retyped in llmgen.h fails one of the two.
@@ -43,6 +43,16 @@ macro_rules! enums {
     )*};
 }
 
+/// The integer #defines of the header, as ffi.rs declares them.
+fn defines() -> [(&'static str, i64); 4] {
+    [
+        ("LLMGEN_MAX_THREADS", ffi::LLMGEN_MAX_THREADS as i64),
+        ("LLMGEN_DEFAULT_CONTEXT", ffi::LLMGEN_DEFAULT_CONTEXT as i64),
+        ("LLMGEN_MAX_CONTEXT", ffi::LLMGEN_MAX_CONTEXT as i64),
+        ("LLMGEN_MAX_SEQUENCES", ffi::LLMGEN_MAX_SEQUENCES as i64),
+    ]
+}
+
 struct Declared {
     facts: Vec<String>,
     fields: BTreeMap<String, Vec<String>>,
@@ -79,7 +89,9 @@ fn declared() -> Declared {
             LLMGEN_STOP_LENGTH, LLMGEN_STOP_EOS, LLMGEN_STOP_STRING, LLMGEN_STOP_CONTEXT, LLMGEN_STOP_CANCELLED,
         }
     );
-    facts.push(format!("value LLMGEN_MAX_SEQUENCES {}", ffi::LLMGEN_MAX_SEQUENCES));
+    for (name, v) in defines() {
+        facts.push(format!("value {name} {v}"));
+    }
     facts.push(format!("string LLMGEN_VERSION {}", ffi::LLMGEN_VERSION));
     Declared { facts, fields, values }
 }
@@ -257,6 +269,8 @@ struct Header {
     fields: BTreeMap<String, Vec<String>>,
     values: BTreeMap<String, Vec<String>>,
     opaque: Vec<String>,
+    /// the #defined names (LLMGEN_H, the include guard, aside)
+    defines: Vec<String>,
     functions: Signatures,
     callbacks: Signatures,
 }
@@ -267,6 +281,13 @@ fn header() -> Header {
         fields: BTreeMap::new(),
         values: BTreeMap::new(),
         opaque: Vec::new(),
+        defines: text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("#define "))
+            .filter_map(|d| d.split_whitespace().next())
+            .filter(|n| *n != "LLMGEN_H")
+            .map(String::from)
+            .collect(),
         functions: BTreeMap::new(),
         callbacks: BTreeMap::new(),
     };
@@ -369,6 +390,14 @@ fn every_declaration_of_the_header_is_bound() {
     };
     if opaque != bound {
         diffs.push(format!("opaque types: header {opaque:?}, Rust {bound:?}"));
+    }
+    let mut defined = h.defines.clone();
+    defined.sort();
+    let mut declared_defines: Vec<String> = defines().iter().map(|(n, _)| n.to_string()).collect();
+    declared_defines.push("LLMGEN_VERSION".into());
+    declared_defines.sort();
+    if defined != declared_defines {
+        diffs.push(format!("#defines: header {defined:?}, Rust {declared_defines:?}"));
     }
     assert!(diffs.is_empty(), "src/ffi.rs and {} disagree:\n  {}", env!("LLMGEN_HEADER"), diffs.join("\n  "));
     assert!(h.functions.len() >= 45 && h.fields.len() >= 8, "the header parse found too little");
