@@ -33,6 +33,8 @@ int main(void) {
     FIELD(llmgen_capabilities, n_threads);
     FIELD(llmgen_capabilities, max_sequences);
     FIELD(llmgen_capabilities, has_tokenizer);
+    FIELD(llmgen_capabilities, cpus);
+    FIELD(llmgen_capabilities, cpus_from);
 
     SIZE(llmgen_message);
     FIELD(llmgen_message, role);

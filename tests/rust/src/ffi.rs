@@ -63,6 +63,8 @@ pub struct llmgen_capabilities {
     pub n_threads: c_int,
     pub max_sequences: c_int,
     pub has_tokenizer: c_int,
+    pub cpus: c_int,
+    pub cpus_from: *const c_char,
 }
 
 #[repr(C)]

@@ -11,7 +11,7 @@ use crate::{ffi, usage, ErrBuf, Result};
 /// `llmgen_model_options`.
 #[derive(Clone, Debug, Default)]
 pub struct ModelOptions {
-    /// Worker threads for prefill / decode; 0: the online CPUs.
+    /// Worker threads for prefill / decode; 0: the CPUs this process may use.
     pub threads: usize,
     /// None: the best kernels for this CPU; else "scalar", "avx2", "avx512", "neon".
     pub kernels: Option<String>,
@@ -33,6 +33,9 @@ pub struct Capabilities {
     pub n_threads: usize,
     pub max_sequences: usize,
     pub has_tokenizer: bool,
+    /// CPUs this process may use at open (affinity mask, cgroup quota), and what said so.
+    pub cpus: usize,
+    pub cpus_from: String,
 }
 
 /// A loaded model (weights mmap'd read-only, the tokenizer, one worker pool).
@@ -104,6 +107,8 @@ impl Model {
             n_threads: 0,
             max_sequences: 0,
             has_tokenizer: 0,
+            cpus: 0,
+            cpus_from: ptr::null(),
         };
         // SAFETY: self.raw is a live model; c is a valid out-parameter.
         unsafe { ffi::llmgen_model_capabilities(self.raw, &mut c) };
@@ -117,6 +122,8 @@ impl Model {
             n_threads: c.n_threads.max(0) as usize,
             max_sequences: c.max_sequences.max(0) as usize,
             has_tokenizer: c.has_tokenizer != 0,
+            cpus: c.cpus.max(0) as usize,
+            cpus_from: owned(c.cpus_from),
         }
     }
 

@@ -65,7 +65,7 @@ fn declared() -> Declared {
         llmgen_model_options { n_threads, kernels, no_tokenizer, tokenizer_only, exact }
         llmgen_capabilities {
             architecture, format, weight_types, kernels, context_length, vocab_size, n_threads, max_sequences,
-            has_tokenizer,
+            has_tokenizer, cpus, cpus_from,
         }
         llmgen_message { role, content }
         llmgen_chat_options { template_name, date, template_text, bos_token, eos_token, tools_json, vars_json }
