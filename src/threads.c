@@ -1,33 +1,37 @@
-/* threads.c - persistent worker pool. Both sides spin briefly (a forward pass
- * issues hundreds of short jobs per token, and a futex wake costs microseconds),
- * then sleep on a condition variable: on an oversubscribed machine a thread
- * that spins while the one it waits for is descheduled wastes whole time
- * slices (2 threads run 7x slower than 1 under a load of 5 when the caller's
- * wait never sleeps). */
+/* threads.c - persistent worker pool. A thread that waits (a worker for the next
+ * pool_run, the caller for the workers) spins on `pause` for up to SPIN_NS, then sleeps
+ * on a futex. A forward pass issues a few hundred short jobs per token, so the spin
+ * catches the next one without a wake-up on a quiet machine. On a shared one the sleep
+ * matters more: a waiter that keeps its core (spinning, or sched_yield, which does not
+ * move a thread queued on another core) leaves a preempted peer waiting a whole time
+ * slice for a core, and the step with it; a sleeping waiter frees its core, and the
+ * kernel's idle balance moves the peer onto it at once. */
 #include "threads.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
-#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
+#include <pthread.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#include <sched.h>
+#endif
 
-/* Waits spin SPIN_PAUSE rounds of `pause`, then SPIN_YIELD rounds of sched_yield
- * (cheap when the core is otherwise idle; hands the core over when the thread we
- * wait for is runnable but descheduled), then sleep. */
-#define SPIN_PAUSE 200
-#define SPIN_ITERS 20000
+/* How long a wait spins before it sleeps: longer than the gaps between a step's jobs
+ * (tens of microseconds), short against a time slice (milliseconds). */
+#define SPIN_NS 50000
 
 struct thread_pool {
     int n;                      /* threads including the caller */
     pthread_t *tids;            /* (n - 1) workers */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;          /* workers wait here for a new generation */
-    pthread_cond_t done_cv;     /* the caller waits here for pending == 0 */
-    atomic_uint generation;     /* bumped once per pool_run */
-    atomic_int pending;         /* workers still running the current job */
+    atomic_uint generation;     /* bumped once per pool_run (and by pool_free); workers sleep on it */
+    atomic_uint pending;        /* workers still running the current job; the caller sleeps on it */
     atomic_int stop;
-    atomic_int sleepers;        /* workers asleep on cv: pool_run takes the mutex only then */
-    atomic_int caller_asleep;   /* the caller sleeps on done_cv: the last worker signals only then */
+    atomic_int sleepers;        /* workers asleep (or going to sleep) on generation */
+    atomic_int caller_asleep;   /* the caller sleeps on pending: the last worker wakes it only then */
     atomic_int parked;          /* pool_park: waiting workers sleep without spinning */
     pool_fn fn;
     void *ctx;
@@ -45,11 +49,43 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static inline void spin_wait(int spins) {
-    if (spins < SPIN_PAUSE)
+/* Sleep while *addr == expected (a spurious return is fine: callers loop). */
+static void futex_wait(atomic_uint *addr, unsigned expected) {
+#if defined(__linux__)
+    syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+#else
+    (void)addr, (void)expected;
+    sched_yield();
+#endif
+}
+
+static void futex_wake(atomic_uint *addr, int n) {
+#if defined(__linux__)
+    syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+#else
+    (void)addr, (void)n;
+#endif
+}
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Spin until *addr != value or SPIN_NS pass (or at once when *skip): 1 if it changed. */
+static int spin_while(atomic_uint *addr, unsigned value, atomic_int *skip) {
+    long long t0 = 0;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(addr, memory_order_acquire) != value) return 1;
+        if (skip && atomic_load_explicit(skip, memory_order_relaxed)) return 0;
+        if (!(i & 63)) { /* the clock every 64 rounds: a few hundred nanoseconds */
+            long long t = now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > SPIN_NS) return 0;
+        }
         cpu_relax();
-    else
-        sched_yield();
+    }
 }
 
 static void *worker_main(void *arg) {
@@ -57,33 +93,18 @@ static void *worker_main(void *arg) {
     thread_pool *p = wa->pool;
     unsigned seen = 0;
     for (;;) {
-        unsigned g;
-        int spins = 0;
-        while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
-               !atomic_load(&p->stop)) {
-            if (++spins < SPIN_ITERS && !atomic_load_explicit(&p->parked, memory_order_relaxed)) {
-                spin_wait(spins);
-                continue;
-            }
-            /* sleepers before generation, pool_run the other way round (both
-             * seq_cst): either it sees a sleeper and broadcasts under the mutex
-             * we hold until cond_wait, or we see its new generation */
-            pthread_mutex_lock(&p->mu);
+        if (!spin_while(&p->generation, seen, &p->parked)) {
+            /* sleepers before generation, pool_run the other way round (both seq_cst):
+             * either it sees a sleeper and wakes us, or we see its new generation */
             atomic_fetch_add(&p->sleepers, 1);
-            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop))
-                pthread_cond_wait(&p->cv, &p->mu);
+            while (atomic_load(&p->generation) == seen) futex_wait(&p->generation, seen);
             atomic_fetch_sub(&p->sleepers, 1);
-            pthread_mutex_unlock(&p->mu);
         }
+        seen = atomic_load_explicit(&p->generation, memory_order_acquire);
         if (atomic_load(&p->stop)) return NULL;
-        seen = g;
         p->fn(p->ctx, wa->ith, p->n);
-        /* the same pairing with the caller's wait: pending before caller_asleep */
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done_cv);
-            pthread_mutex_unlock(&p->mu);
-        }
+        /* the same pairing with the caller's sleep: pending before caller_asleep */
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) futex_wake(&p->pending, 1);
     }
 }
 
@@ -92,9 +113,6 @@ thread_pool *pool_new(int n_threads) {
     thread_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    pthread_cond_init(&p->done_cv, NULL);
     atomic_init(&p->generation, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->stop, 0);
@@ -120,14 +138,10 @@ thread_pool *pool_new(int n_threads) {
 
 void pool_free(thread_pool *p) {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->stop, 1);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->generation, 1);
+    futex_wake(&p->generation, INT32_MAX);
     for (int i = 1; i < p->n && p->tids; i++) pthread_join(p->tids[i - 1], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
-    pthread_cond_destroy(&p->done_cv);
     free(p->tids);
     free(p->args);
     free(p);
@@ -143,24 +157,17 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     if (atomic_load_explicit(&p->parked, memory_order_relaxed)) atomic_store(&p->parked, 0);
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed); /* published by the generation */
+    atomic_store_explicit(&p->pending, (unsigned)(p->n - 1), memory_order_relaxed); /* published by the generation */
     atomic_fetch_add(&p->generation, 1);
-    if (atomic_load(&p->sleepers) > 0) { /* spinning workers see the generation without a wake-up */
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-    }
+    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->generation, INT32_MAX); /* spinners need no wake-up */
     fn(ctx, 0, p->n);
-    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
-        if (spins < SPIN_ITERS) {
-            spin_wait(spins);
-            continue;
-        }
-        pthread_mutex_lock(&p->mu);
+    unsigned left;
+    while ((left = atomic_load_explicit(&p->pending, memory_order_acquire)) > 0) {
+        if (spin_while(&p->pending, left, NULL)) continue;
+        /* the same pairing as the workers': caller_asleep before pending */
         atomic_store(&p->caller_asleep, 1);
-        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
+        while ((left = atomic_load(&p->pending)) > 0) futex_wait(&p->pending, left);
         atomic_store(&p->caller_asleep, 0);
-        pthread_mutex_unlock(&p->mu);
     }
 }
 

@@ -20,9 +20,9 @@ void pool_free(thread_pool *p);
 int pool_size(const thread_pool *p);
 void pool_run(thread_pool *p, pool_fn fn, void *ctx);
 /* A hint that no pool_run follows soon (a batch of sequences goes back to its
- * callers to sample): the workers sleep at once instead of spinning and
- * yielding first, which would take the cores from the threads that have work.
- * The next pool_run wakes them as usual. */
+ * callers to sample): the workers sleep at once instead of spinning first, which
+ * would take the cores from the threads that have work. The next pool_run wakes
+ * them as usual. */
 void pool_park(thread_pool *p);
 
 /* Static split of [0, n) into nth parts aligned to `align`: the part of thread ith. */

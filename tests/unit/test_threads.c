@@ -146,3 +146,30 @@ Test(threads, claims_start_on_own_part) {
         }
     }
 }
+
+static void count_task(void *ctx, int ith, int nth) {
+    (void)ith, (void)nth;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+}
+
+/* Jobs spaced below, around and above the time a wait spins before it sleeps, with
+ * more threads than this machine has CPUs (so some are preempted mid-wait), and
+ * after pool_park: every job runs on every thread, and no wake-up is lost (a lost
+ * one hangs this test). */
+Test(threads, waits_that_spin_sleep_and_park, .timeout = 60) {
+    const long gaps_us[] = {0, 20, 60, 200, 2000};
+    for (int n = 2; n <= 8; n *= 2) {
+        thread_pool *tp = pool_new(n);
+        cr_assert_not_null(tp);
+        for (int rep = 0; rep < 300; rep++) {
+            atomic_int done = 0;
+            if (rep % 7 == 3) pool_park(tp);
+            pool_run(tp, count_task, &done);
+            cr_assert_eq(atomic_load(&done), n, "n=%d rep %d", n, rep);
+            long us = gaps_us[rep % 5];
+            struct timespec ts = {0, us * 1000L};
+            if (us) nanosleep(&ts, NULL);
+        }
+        pool_free(tp);
+    }
+}
