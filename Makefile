@@ -226,6 +226,13 @@ test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, se
 	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%) rust-build
 	$(MAKE) -j1 unit unit-san fuzz-replay rust-test regress  # the test stages one at a time
 
+# The same output bytes as tests/refs/same-bytes.txt (--dump-logits of many models, fast and --exact,
+# -t 1 2 3) for a change that must change none; SAME_BYTES_RECORD=1 rewrites the list from this build.
+# Uses the .cache/quant files of make quant-models when present (SAME_BYTES_ARGS=--allow-missing).
+.PHONY: same-bytes
+same-bytes: llmgen model  ## compare --dump-logits hashes with tests/refs/same-bytes.txt (refactors)
+	$(PYTHON) tests/cli/same_bytes.py $(if $(SAME_BYTES_RECORD),--record) $(SAME_BYTES_ARGS)
+
 # ---- library, install, fuzzing --------------------------------------------------
 
 # The C API (src/llmgen.h) as a static and a shared library; -fPIC objects in their own tree.
