@@ -10,12 +10,12 @@
  *         -> final rmsnorm (last token) -> lm_head -> [/ scale] [soft-cap] -> logits
  *
  * f32 activations throughout; weights are read in their stored dtype by the
- * kernels. In fast mode (repacked Q4_0 / Q4_1 / Q8_0 weights) each matmul input
+ * kernels. In fast mode (the matmul plan's int8 routes, plan.h) each matmul input
  * is quantized to int8 once, for all the matmuls sharing it (Q/K/V, gate/up).
  * A forward pass of one token is ~5 pool_runs per layer, so the elementwise
- * stages ride on the matmul threads (post functions: residual adds, SwiGLU and
- * the down projection's quantization, RoPE and the KV cache copy) instead of running on
- * one thread between them. Matmuls are split over threads by output rows,
+ * stages ride on the matmul threads instead of running on one thread between
+ * them (the schedule, below). Matmuls are split over threads by output rows (the
+ * plan's split),
  * attention by (token block, kv head); each output is computed by one thread,
  * in an order that does not depend on the split, so results do not depend on
  * the thread count. */
@@ -28,42 +28,18 @@
 
 #include "affine.h"
 #include "ops.h"
-#include "repack.h"
 #include "util.h"
-
-/* The weights as the int8-activation kernels take them (fast mode): GGUF types and
- * MLX 4-bit repacked at load (repack.c), MLX 8-bit (and 4-bit whose scales f16 cannot
- * hold) in place (affine.c); NULL: f32 route. */
-static const void *q8_weights(const tensor *w) { return w->packed ? w->packed : affine_q8_weights(w); }
 
 /* Fast mode: some matrix takes the int8-activation kernels. */
 static int weights_packed(const model *m) {
-    if (q8_weights(m->lm_head)) return 1;
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        const layer_weights *L = &m->layers[l];
-        if (q8_weights(L->wq) || q8_weights(L->wk) || q8_weights(L->wv) || q8_weights(L->wo) ||
-            q8_weights(L->w_gate) || q8_weights(L->w_up) || q8_weights(L->w_down))
-            return 1;
-    }
+    if (m->plan.lm_head.int8) return 1;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int i = 0; i < PLAN_LAYER_PASSES; i++)
+            if (plan_layer(&m->plan, l, i)->int8) return 1;
     return 0;
 }
 
-/* The least common multiple of 16 and n > 0. */
-static int lcm16(int n) {
-    int a = 16, b = n;
-    while (b) {
-        int t = a % b;
-        a = b;
-        b = t;
-    }
-    return 16 / a * n;
-}
-
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
-
-/* The positions a kv head's value cache spans when it holds cap of them: BF16 keeps
- * whole pairs of positions (kernels.h), so an odd cap takes one more. */
-static int v_cap(const fwd_state *s, int cap) { return s->kv_type == DT_BF16 ? cap + (cap & 1) : cap; }
 
 /* Buffers of a q8_act for up to nt tokens of up to cols columns; 1 on success. */
 static int q8_act_alloc(q8_act *a, int nt, int cols) {
@@ -89,25 +65,8 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->chunk = chunk;
     s->max_seqs = max_seqs;
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim, ch = (size_t)s->chunk;
-    /* sliding-window layers keep a ring of their window (plus a chunk) once the
-     * context is longer: Gemma 3's 5 of 6 layers at window 512 hold 704 positions */
-    int ring = fwd_ring_size(c);
-    s->ring = ring && ring < ctx ? ring : 0;
-    s->kvl = malloc((size_t)c->n_layers * sizeof *s->kvl);
     s->fast = weights_packed(m);
-    s->kv_type = s->fast ? DT_BF16 : DT_F32;
-    size_t k_elems = 0, v_elems = 0;
-    for (int l = 0; s->kvl && l < c->n_layers; l++) {
-        int r = c->layer_flags[l] & LAYER_SLIDING ? s->ring : 0, cap = r ? r : ctx;
-        s->kvl[l] = (fwd_kv_layer){r, k_elems, v_elems};
-        k_elems += kvd * (size_t)((cap + ATT_KBLOCK - 1) / ATT_KBLOCK * ATT_KBLOCK);
-        v_elems += kvd * (size_t)v_cap(s, cap);
-    }
-    /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
-    size_t esz = dtype_row_bytes(s->kv_type, 1);
-    s->kv_bytes = (k_elems + v_elems) * esz;
-    s->k_cache = calloc(k_elems, esz);
-    s->v_cache = calloc(v_elems, esz);
+    int kv_ok = kv_cache_init(&s->kv, c, ctx, s->fast ? DT_BF16 : DT_F32) == 0;
     s->x = malloc(ch * c->dim * sizeof(float));
     s->xb = malloc(ch * c->dim * sizeof(float));
     /* q, k_new, v_new and att_out are dead once wo has read att_out, and hb2 is
@@ -130,7 +89,7 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->tok_pos = malloc((size_t)s->chunk * sizeof(int));
     int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
-    if (!s->kvl || !s->k_cache || !s->v_cache || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
+    if (!kv_ok || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
         !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos) {
         fwd_state_free(s);
         return errf(err, "out of memory for a context of %d tokens", ctx);
@@ -139,9 +98,7 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
 }
 
 void fwd_state_free(fwd_state *s) {
-    free(s->kvl);
-    free(s->k_cache);
-    free(s->v_cache);
+    kv_cache_free(&s->kv);
     free(s->x);
     free(s->xb);
     free(s->shared);
@@ -185,10 +142,8 @@ struct matmul_job {
     const model *m;
     fwd_state *s;
     const mm_out *out;
-    int n_out, total_rows;
-    int same_rows;       /* 1: the outputs have equal rows and each thread takes the same
-                            row range of every one (gate and up: SwiGLU stays in-thread) */
-    int align;           /* row split granularity */
+    int n_out;
+    const plan_pass *pass; /* the outputs' matrices, their split and route (plan.h) */
     const float *x;      /* (nt, ldx) f32 input */
     int ldx, nt;
     const q8_act *xq;    /* x quantized to int8 (fast mode), or NULL when no weight is packed */
@@ -212,7 +167,7 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     const tensor *w = o->w;
     const kernels *k = j->m->kern, *ref = kernels_scalar();
     int rows = (int)w->shape[0], cols = (int)w->shape[1];
-    const void *q8w = q8_weights(w);
+    const void *q8w = plan_q8_weights(w);
     if (q8w) {
         matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
         /* each run of rows stored apart (the weight arena) is a matrix of its own to the kernel */
@@ -228,12 +183,6 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
         fn(w->data, dtype_row_bytes(w->type, cols), cols, r0, r1, j->x, j->ldx, j->nt, o->y, o->ldy);
     }
 }
-
-/* Row split granularity of the matmuls: whole 16-row panels; gate and up in
- * decode: whole 128-column quads of the down projection's int8 input, which
- * post_swiglu quantizes piece by piece. */
-#define MM_ALIGN 16
-#define MM_ALIGN_SWIGLU_Q 128
 
 /* The smallest piece of a matmul a thread claims is 1 / MM_MIN_PIECE of its
  * share of the rows: smaller evens out the finish better, larger keeps the calls
@@ -251,7 +200,7 @@ static void matmul_task(void *ctx, int ith, int nth) {
     int b, e;
     if (j->kv_ahead) attention_prefetch_all(j->kv_ahead, ith, nth);
     while (pool_claim(&j->queue, ith, &b, &e)) {
-        if (j->same_rows) {
+        if (j->pass->side_by_side) {
             for (int i = 0; i < j->n_out; i++) matmul_rows(j, &j->out[i], b, e);
         } else {
             for (int i = 0, base = 0; i < j->n_out; base += (int)j->out[i].w->shape[0], i++) {
@@ -286,43 +235,17 @@ static void q8_act_shape(q8_act *a, int nt, int cols, int group) {
     a->group = group;
 }
 
-/* The blocks per activation scale that the kernels of w ask for (kernels.act_group)
- * where its columns are whole groups; otherwise 1 (per block, which every kernel takes). */
-static int weight_act_group(const model *m, const tensor *w) {
-    const kernels *k = m->kern;
-    int g = k->matmul_q8[w->type] && k->act_group[w->type] ? k->act_group[w->type] : 1;
-    return w->shape[1] % (32 * g) == 0 ? g : 1;
-}
-
-/* ... for an input that the n outputs share: the largest any packed one asks for. */
-static int act_group(const model *m, const mm_out *o, int n) {
-    int g = 1;
-    for (int i = 0; i < n; i++) {
-        int gi = q8_weights(o[i].w) ? weight_act_group(m, o[i].w) : 1;
-        if (gi > g) g = gi;
-    }
-    return g;
-}
-
-/* post_swiglu's pieces of the down projection's input: whole quads, and whole groups. */
-static int swiglu_align(int group) { return 32 * group > MM_ALIGN_SWIGLU_Q ? 32 * group : MM_ALIGN_SWIGLU_Q; }
-
 /* out[i].y = x @ out[i].w^T for the outputs of j, sharing the input j->x. In
  * fast mode x is quantized to int8 once here for all of them, unless `pre`
  * already holds it. */
 static void run_matmuls(matmul_job *j, const q8_act *pre) {
     const model *m = j->m;
-    int packed = 0;
-    j->total_rows = 0;
-    for (int i = 0; i < j->n_out; i++) {
-        j->total_rows += (int)j->out[i].w->shape[0];
-        packed |= q8_weights(j->out[i].w) != NULL;
-    }
-    if (!j->align) j->align = MM_ALIGN;
+    const plan_pass *pp = j->pass;
+    int packed = pp->int8;
     if (packed && pre) {
         j->xq = pre;
     } else if (packed) {
-        q8_act_shape(&j->s->xq, j->nt, (int)j->out[0].w->shape[1], act_group(m, j->out, j->n_out));
+        q8_act_shape(&j->s->xq, j->nt, (int)j->out[0].w->shape[1], pp->act_group);
         j->xq = &j->s->xq;
         if (j->nt >= 2 * pool_size(m->pool)) {
             pool_run(m->pool, quantize_task, j);
@@ -330,102 +253,10 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
             quantize_task(j, 0, 1);
         }
     }
-    int n = j->same_rows ? (int)j->out[0].w->shape[0] : j->total_rows;
     int nth = pool_size(m->pool);
-    pool_queue_init(&j->queue, n, j->align, nth > 1 ? MM_MIN_PIECE : 1, nth);
+    pool_queue_init(&j->queue, pp->rows, pp->align, nth > 1 ? MM_MIN_PIECE : 1, nth);
     atomic_init(&j->rows_done, 0);
     pool_run(m->pool, matmul_task, j);
-}
-
-/* ---- the KV cache ------------------------------------------------------------------ */
-
-/* The hd values of position `slot` into one kv head's cache, as s->kv_type lays them out
- * (kernels.h): keys transposed in blocks of ATT_KBLOCK positions (f32: one element per
- * row of the block; BF16: a pair of dimensions per dword row), values in rows (BF16:
- * rows of a position pair interleaved). */
-/* Element index of dimension d of position `slot` in a kv head's key cache of s->kv_type. */
-static size_t key_at(const fwd_state *s, int slot, int d, int hd) {
-    if (s->kv_type == DT_BF16) return kv_bf16_key(slot, d, ATT_KBLOCK, hd);
-    return ((size_t)slot / ATT_KBLOCK * hd + (size_t)d) * ATT_KBLOCK + slot % ATT_KBLOCK;
-}
-
-static void key_put(const fwd_state *s, void *kc, int slot, const float *x, int hd) {
-    if (s->kv_type == DT_F32) {
-        for (int d = 0; d < hd; d++) ((float *)kc)[key_at(s, slot, d, hd)] = x[d];
-        return;
-    }
-    for (int d = 0; d < hd; d += 2) { /* a pair of dimensions per dword */
-        uint16_t pair[2] = {kv_bf16(x[d]), kv_bf16(x[d + 1])};
-        memcpy((uint16_t *)kc + key_at(s, slot, d, hd), pair, 4);
-    }
-}
-
-static void value_put(const fwd_state *s, void *vc, int slot, const float *x, int hd) {
-    if (s->kv_type == DT_F32) {
-        memcpy((float *)vc + (size_t)slot * hd, x, (size_t)hd * sizeof(float));
-        return;
-    }
-    uint16_t *dst = (uint16_t *)vc + kv_bf16_value(slot, 0, (size_t)hd);
-    for (int d = 0; d < hd; d++) dst[2 * d] = kv_bf16(x[d]);
-}
-
-int fwd_ring_size(const model_config *c) {
-    int any = 0;
-    for (int l = 0; l < c->n_layers; l++) any |= c->layer_flags[l] & LAYER_SLIDING;
-    if (!any || c->sliding_window <= 0) return 0;
-    /* a call of n <= FWD_CHUNK tokens at pos reads from the first token's window start
-     * aligned down to a block, pos + 1 - window - (up to ATT_KBLOCK - 1), to pos + n - 1:
-     * at most window + FWD_CHUNK + ATT_KBLOCK - 2 positions, none of them overwritten by
-     * the call's own writes when the ring is at least that long */
-    int64_t need = (int64_t)c->sliding_window + FWD_CHUNK + ATT_KBLOCK - 2;
-    need = (need + ATT_KBLOCK - 1) / ATT_KBLOCK * ATT_KBLOCK;
-    return need > INT32_MAX / 2 ? 0 : (int)need;
-}
-
-/* Positions layer l's cache holds, and its key blocks per head. */
-static int layer_cap(const fwd_state *s, int l) { return s->kvl[l].ring ? s->kvl[l].ring : s->ctx; }
-static int layer_blocks(const fwd_state *s, int l) { return (layer_cap(s, l) + ATT_KBLOCK - 1) / ATT_KBLOCK; }
-
-/* Layer l's keys of kv head h: (blocks, head_dim, ATT_KBLOCK); values: (ctx or ring, rounded
- * up to even for BF16's position pairs, head_dim). */
-static void *k_head(const fwd_state *s, const model_config *c, int l, int h) {
-    int64_t per_head = (int64_t)layer_blocks(s, l) * c->head_dim * ATT_KBLOCK;
-    return (char *)s->k_cache + dtype_row_bytes(s->kv_type, (int64_t)s->kvl[l].k_off + h * per_head);
-}
-
-static void *v_head(const fwd_state *s, const model_config *c, int l, int h) {
-    int64_t per_head = (int64_t)v_cap(s, layer_cap(s, l)) * c->head_dim;
-    return (char *)s->v_cache + dtype_row_bytes(s->kv_type, (int64_t)s->kvl[l].v_off + h * per_head);
-}
-
-size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save) {
-    size_t at = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        /* a ring past its length holds its every slot; before, as a plain cache, [0, pos) */
-        int held = s->kvl[l].ring && pos > s->kvl[l].ring ? s->kvl[l].ring : pos;
-        int kb = (held + ATT_KBLOCK - 1) / ATT_KBLOCK;
-        size_t kbytes = dtype_row_bytes(s->kv_type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
-        size_t vbytes = dtype_row_bytes(s->kv_type, (int64_t)v_cap(s, held) * c->head_dim);
-        for (int h = 0; h < c->n_kv_heads; h++) {
-            void *k = k_head(s, c, l, h), *v = v_head(s, c, l, h);
-            if (buf) {
-                char *b = (char *)buf + at;
-                if (save) memcpy(b, k, kbytes), memcpy(b + kbytes, v, vbytes);
-                else memcpy(k, b, kbytes), memcpy(v, b + kbytes, vbytes);
-            }
-            at += kbytes + vbytes;
-        }
-    }
-    if (buf && !save) s->written = pos;
-    return at;
-}
-
-int fwd_cache_can_rewind(const fwd_state *s, const model_config *c, int pos) {
-    if (!s->ring || pos <= 0) return 1;
-    /* the next token's read starts here (ops_attend_block); a slot of a position p
-     * before pos may hold p + ring (or later) once that was written */
-    int lo = pos + 1 - c->sliding_window, skip = lo > 0 ? lo / ATT_KBLOCK * ATT_KBLOCK : 0;
-    return (int64_t)skip + s->ring >= s->written;
 }
 
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
@@ -495,21 +326,21 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
     for (int t = 0; t < j->nt; t++) {
         const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * c->rot_dim : NULL;
         const fwd_state *kv = j->segs[s->tok_seg[t]].kv;
-        int p = s->tok_pos[t], ring = kv->kvl[j->layer].ring, slot = ring ? p % ring : p;
+        int slot = kv_slot(&kv->kv, j->layer, s->tok_pos[t]);
         for (int r = r0; r < r1 && r < qd; r += hd)
             head_in(s->q + (size_t)t * qd + r, L->q_bias ? L->q_bias + r : NULL, L->q_norm, cs, c);
         for (int r = r0 > qd ? r0 : qd; r < r1 && r < qd + kvd; r += hd) {
             int h = (r - qd) / hd;
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
             head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
-            key_put(s, k_head(kv, c, j->layer, h), slot, k, hd);
+            kv_key_put(s->kv.type, kv_key_head(&kv->kv, c, j->layer, h), slot, k, hd);
         }
         /* rows of V are (kv head, dim) in order: whole heads, as the split is */
         for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r += hd) {
             int h = (r - qd - kvd) / hd;
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
             if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
-            value_put(s, v_head(kv, c, j->layer, h), slot, v, hd);
+            kv_value_put(s->kv.type, kv_value_head(&kv->kv, c, j->layer, h), slot, v, hd);
         }
     }
 }
@@ -541,8 +372,8 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
     for (int h = h0; h < h1;) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
-                         he - h, s->kv_type, k_head(kv, c, j->layer, kvh), ATT_KBLOCK, v_head(kv, c, j->layer, kvh),
-                         (size_t)hd, kv->kvl[j->layer].ring, j->segs[0].pos + 1, j->win, hd, j->scale, sc,
+                         he - h, s->kv.type, kv_key_head(&kv->kv, c, j->layer, kvh), ATT_KBLOCK,
+                         kv_value_head(&kv->kv, c, j->layer, kvh), (size_t)hd, kv->kv.layers[j->layer].ring, j->segs[0].pos + 1, j->win, hd, j->scale, sc,
                          s->score_ld, wrap);
         h = he;
     }
@@ -565,11 +396,11 @@ static int seg_tasks(const attn_job *j, int si) {
 static void attention_prefetch(const attn_job *j, int si, int kvh) {
     const model_config *c = &j->m->cfg;
     const fwd_seg *g = &j->segs[si];
-    if (g->n != 1 || j->win || g->kv->kvl[j->layer].ring) return;
+    if (g->n != 1 || j->win || g->kv->kv.layers[j->layer].ring) return;
     int len = g->pos + 1, blocks = (len + ATT_KBLOCK - 1) / ATT_KBLOCK;
-    const char *k = k_head(g->kv, c, j->layer, kvh), *v = v_head(g->kv, c, j->layer, kvh);
-    size_t kb = dtype_row_bytes(j->s->kv_type, (int64_t)blocks * c->head_dim * ATT_KBLOCK);
-    size_t vb = dtype_row_bytes(j->s->kv_type, (int64_t)v_cap(j->s, len) * c->head_dim);
+    const char *k = kv_key_head(&g->kv->kv, c, j->layer, kvh), *v = kv_value_head(&g->kv->kv, c, j->layer, kvh);
+    size_t kb = dtype_row_bytes(j->s->kv.type, (int64_t)blocks * c->head_dim * ATT_KBLOCK);
+    size_t vb = dtype_row_bytes(j->s->kv.type, (int64_t)kv_value_cap(j->s->kv.type, len) * c->head_dim);
     for (size_t o = 0; o < kb; o += 128) __builtin_prefetch(k + o, 0, 2);
     for (size_t o = 0; o < vb; o += 128) __builtin_prefetch(v + o, 0, 2);
 }
@@ -582,16 +413,16 @@ static void attention_prefetch(const attn_job *j, int si, int kvh) {
  * themselves ~1.5%. Plain caches only. */
 static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
     const model_config *c = &j->m->cfg;
-    size_t es = dtype_row_bytes(j->s->kv_type, 1), vrow = dtype_row_bytes(j->s->kv_type, c->head_dim);
+    size_t es = dtype_row_bytes(j->s->kv.type, 1), vrow = dtype_row_bytes(j->s->kv.type, c->head_dim);
     for (int si = 0, task = 0; si < j->nseg; si++)
         for (int bk = 0; bk < seg_tasks(j, si); bk++, task++) {
             const fwd_seg *g = &j->segs[si];
-            if (task % nth != ith || g->n != 1 || g->kv->kvl[j->layer].ring) continue;
+            if (task % nth != ith || g->n != 1 || g->kv->kv.layers[j->layer].ring) continue;
             int p = g->pos, h = bk % c->n_kv_heads;
-            const char *k = k_head(g->kv, c, j->layer, h), *v = v_head(g->kv, c, j->layer, h);
-            int hd = c->head_dim, bf = j->s->kv_type == DT_BF16;
+            const char *k = kv_key_head(&g->kv->kv, c, j->layer, h), *v = kv_value_head(&g->kv->kv, c, j->layer, h);
+            int hd = c->head_dim, bf = j->s->kv.type == DT_BF16;
             for (int d = 0; d < hd; d += 1 + bf) /* BF16: one pair of dimensions at a time */
-                __builtin_prefetch(k + key_at(j->s, p, d, hd) * es, 1, 2);
+                __builtin_prefetch(k + kv_key_at(j->s->kv.type, p, d, hd) * es, 1, 2);
             size_t v0 = bf ? (size_t)(p / 2) * 2 * vrow : (size_t)p * vrow, vn = bf ? 2 * vrow : vrow;
             for (size_t o = 0; o < vn; o += 64) __builtin_prefetch(v + v0 + o, 1, 2);
         }
@@ -634,9 +465,9 @@ static void attention_rows(const attn_job *j, int ith, int nth) {
             float *o0 = s->att_out + (size_t)(base + t0) * qd + (size_t)kvh * group * hd;
             for (int t = 0; t < nt; t++)
                 memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
-            ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv_type,
-                             k_head(g->kv, c, j->layer, kvh), ATT_KBLOCK, v_head(g->kv, c, j->layer, kvh), (size_t)hd,
-                             g->kv->kvl[j->layer].ring, g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld, wrap);
+            ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv.type,
+                             kv_key_head(&g->kv->kv, c, j->layer, kvh), ATT_KBLOCK,
+                             kv_value_head(&g->kv->kv, c, j->layer, kvh), (size_t)hd, g->kv->kv.layers[j->layer].ring, g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld, wrap);
             for (int t = 0; t < nt; t++)
                 memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
         }
@@ -707,19 +538,6 @@ static void run_rmsnorm(const model *m, fwd_state *s, const float *norm_w, int n
     run_norm(m, s, norm_w, n, residual, 0);
 }
 
-/* Up to this many tokens in a pass, the work between two matmuls (rmsnorm and int8
- * quantization of a few rows, microseconds) is cheaper on one thread at the end of the
- * pass before than in a pool pass of its own (which it gets from 2 tokens per thread:
- * fewer run on the calling thread between the passes, as before). */
-#define FOLD_MAX_T 16
-
-/* Whether some of the n outputs take the int8 activations. */
-static int outs_packed(const mm_out *o, int n) {
-    for (int i = 0; i < n; i++)
-        if (q8_weights(o[i].w)) return 1;
-    return 0;
-}
-
 /* What some families do to the lm_head's output row: Granite's division, Gemma's
  * soft-cap (transformers: logits / cap, tanh, * cap). */
 static void logits_tail(const model_config *c, float *lg, int lo, int hi) {
@@ -762,162 +580,256 @@ static void rope_tables(const model *m, fwd_state *s, const fwd_seg *segs, int n
     }
 }
 
-void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
-    fwd_seg g = {s, ids, n, pos, s->seq_end};
-    forward_batch(m, s, &g, 1);
+/* ---- the schedule: which stages ride on another stage's threads ------------------------
+ *
+ * Each pool pass costs a start and a barrier, so elementwise work runs inside the matmul
+ * passes, on the rows a thread has just computed, instead of in passes of its own. None
+ * of this changes a value, only which thread computes it and when. Always:
+ *   - the qkv pass adds the biases, runs the q/k head norms and RoPE, and writes the cache
+ *     (post_qkv);
+ *   - the o and down passes add themselves to the residual (post_residual), unless a
+ *     post-norm over whole rows has to come first;
+ *   - the gate/up pass runs SwiGLU (or GeGLU) and, when the down projection takes int8,
+ *     quantizes its input piece by piece (post_swiglu).
+ * In a step of a few tokens (fusions_of below) also: */
+
+/* Up to this many tokens in a pass, the work between two matmuls (rmsnorm and int8
+ * quantization of a few rows, microseconds) is cheaper on one thread at the end of the
+ * pass before than in a pool pass of its own (which it gets from 2 tokens per thread). */
+#define FOLD_MAX_T 16
+
+typedef struct {
+    int ffn_norm_in_o;       /* the ffn norm (and its int8 quantization) on the thread that
+                                completes the o pass */
+    int o_input_in_attention;/* att_out quantized for o by the thread that finishes attention last */
+    int attn_norm_in_down;   /* the next layer's attention norm on the thread completing the down pass */
+    int kv_ahead_in_down;    /* the down pass requests the next layer's new cache lines */
+} fwd_fusions;
+
+/* One forward call: the stages' shared view. */
+typedef struct {
+    const model *m;
+    fwd_state *s;
+    const fwd_seg *segs;
+    int nseg, n;             /* sequences; token rows, sequence after sequence */
+    int fold;                /* a step of a few tokens: the fusions of fwd_fusions apply */
+    int attn_normed;         /* the next layer's attention norm already ran (attn_norm_in_down) */
+    int ffn_normed;          /* this layer's ffn norm already ran (ffn_norm_in_o) */
+    q8_act xq_o;             /* the buffers of s->xq shaped for the o projection's input */
+} fwd_call;
+
+static fwd_fusions fusions_of(const fwd_call *f, int l) {
+    const layer_weights *L = &f->m->layers[l];
+    int last = l + 1 == f->m->cfg.n_layers;
+    return (fwd_fusions){
+        .ffn_norm_in_o = f->fold && !L->post_attn_norm,
+        .o_input_in_attention = f->fold && plan_layer(&f->m->plan, l, PASS_O)->int8,
+        .attn_norm_in_down = f->fold && !L->post_ffn_norm && !last,
+        .kv_ahead_in_down = f->fold && !last,
+    };
 }
 
-void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) {
-    const model_config *c = &m->cfg;
-    int dim = c->dim, hd = c->head_dim, kvd = c->n_kv_heads * hd, qd = c->n_heads * hd;
-    int hid = c->hidden_dim;
-    int head_align = lcm16(hd); /* Q, K, V split in whole heads (post_qkv) and whole 16-row groups */
-    float scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd);
+/* ---- the stages of a layer, in the order data flows ------------------------------------ */
 
-    /* the tokens of every sequence, one after the other, as rows of the scratch */
-    int n = 0;
-    for (int i = 0; i < nseg; i++)
-        for (int t = 0; t < segs[i].n; t++, n++) {
+static const plan_pass *pass_of(const fwd_call *f, int l, int pass) { return plan_layer(&f->m->plan, l, pass); }
+
+/* The RoPE angles layer l uses (rope_tables), or NULL for a layer without RoPE. */
+static const float *layer_rope(const fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    int lf = c->layer_flags[l];
+    if (lf & LAYER_NO_ROPE) return NULL;
+    if (lf & LAYER_SLIDING && f->m->rope_inv_freq_swa) return f->s->rope_cs + (size_t)f->s->chunk * c->rot_dim;
+    return f->s->rope_cs;
+}
+
+/* xb = rmsnorm(x), and its int8 form for the qkv pass. */
+static void stage_attn_norm(fwd_call *f, int l) {
+    if (f->attn_normed) { /* done by the previous layer's down pass */
+        f->attn_normed = 0;
+        return;
+    }
+    const plan_pass *qkv = pass_of(f, l, PASS_QKV);
+    run_norm(f->m, f->s, f->m->layers[l].attn_norm, f->n, 0, qkv->int8 ? qkv->act_group : 0);
+}
+
+/* q, k, v = xb @ W^T [+ bias] -> [q/k head norm] -> RoPE; keys and values into the cache. */
+static void stage_qkv(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    const layer_weights *L = &f->m->layers[l];
+    fwd_state *s = f->s;
+    int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    const plan_pass *pp = pass_of(f, l, PASS_QKV);
+    mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
+    matmul_job j = {.m = f->m, .s = s, .out = qkv, .n_out = 3, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
+                    .post = post_qkv, .layer = l, .segs = f->segs, .rope_cs = layer_rope(f, l)};
+    run_matmuls(&j, pp->int8 ? &s->xq : NULL);
+}
+
+/* att_out = causal GQA attention of q over each sequence's cache [in a sliding window]. */
+static void stage_attention(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    fwd_state *s = f->s;
+    int hd = c->head_dim, slide = c->layer_flags[l] & LAYER_SLIDING;
+    attn_job j = {.m = f->m, .s = s, .segs = f->segs, .nseg = f->nseg, .layer = l,
+                  .win = slide ? c->sliding_window : 0,
+                  .scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd)};
+    f->xq_o = s->xq;
+    if (fusions_of(f, l).o_input_in_attention) {
+        q8_act_shape(&f->xq_o, f->n, c->n_heads * hd, pass_of(f, l, PASS_O)->act_group);
+        j.xq = &f->xq_o;
+    }
+    atomic_init(&j.finished, 0);
+    pool_run(f->m->pool, attention_task, &j);
+}
+
+/* xb = att_out @ Wo^T; x += xb unless a post-attention norm comes first. */
+static void stage_o(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    const layer_weights *L = &f->m->layers[l];
+    fwd_state *s = f->s;
+    fwd_fusions fu = fusions_of(f, l);
+    const plan_pass *pp = pass_of(f, l, PASS_O), *gu = pass_of(f, l, PASS_GATE_UP);
+    /* the ffn norm's int8 output: s->xq (the o projection reads its own shape, xq_o) */
+    if (gu->int8) q8_act_shape(&s->xq, f->n, c->dim, gu->act_group);
+    norm_job nf = {f->m, s, L->ffn_norm, f->n, 0, gu->int8 ? &s->xq : NULL};
+    mm_out o[] = {{L->wo, s->xb, c->dim}};
+    matmul_job j = {.m = f->m, .s = s, .out = o, .n_out = 1, .pass = pp, .x = s->att_out,
+                    .ldx = c->n_heads * c->head_dim, .nt = f->n, .post = L->post_attn_norm ? NULL : post_residual,
+                    .then = fu.ffn_norm_in_o ? &nf : NULL};
+    run_matmuls(&j, fu.o_input_in_attention ? &f->xq_o : NULL);
+    f->ffn_normed = fu.ffn_norm_in_o;
+}
+
+/* [x += rmsnorm(xb)]: Gemma 3's post-attention norm. */
+static void stage_post_attn_norm(fwd_call *f, int l) {
+    const float *w = f->m->layers[l].post_attn_norm;
+    if (w) run_rmsnorm(f->m, f->s, w, f->n, 1);
+}
+
+/* xb = rmsnorm(x), and its int8 form for the gate/up pass. */
+static void stage_ffn_norm(fwd_call *f, int l) {
+    if (f->ffn_normed) return; /* done by the o pass */
+    const plan_pass *gu = pass_of(f, l, PASS_GATE_UP);
+    run_norm(f->m, f->s, f->m->layers[l].ffn_norm, f->n, 0, gu->int8 ? gu->act_group : 0);
+}
+
+/* hb = act(xb @ Wgate^T) * (xb @ Wup^T), SiLU or GELU-tanh, and its int8 form for down. */
+static void stage_gate_up(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    const layer_weights *L = &f->m->layers[l];
+    fwd_state *s = f->s;
+    const plan_pass *pp = pass_of(f, l, PASS_GATE_UP), *down = pass_of(f, l, PASS_DOWN);
+    if (down->int8) q8_act_shape(&s->xq_down, f->n, c->hidden_dim, down->act_group);
+    mm_out gu[] = {{L->w_gate, s->hb, c->hidden_dim}, {L->w_up, s->hb2, c->hidden_dim}};
+    matmul_job j = {.m = f->m, .s = s, .out = gu, .n_out = 2, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
+                    .post = post_swiglu, .quantize_down = down->int8};
+    run_matmuls(&j, pp->int8 ? &s->xq : NULL);
+}
+
+/* xb = hb @ Wdown^T; x += xb unless a post-feedforward norm comes first. */
+static void stage_down(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    const layer_weights *L = &f->m->layers[l];
+    fwd_state *s = f->s;
+    fwd_fusions fu = fusions_of(f, l);
+    const plan_pass *pp = pass_of(f, l, PASS_DOWN);
+    norm_job na = {0};
+    if (fu.attn_norm_in_down) {
+        const plan_pass *next = pass_of(f, l + 1, PASS_QKV);
+        na = (norm_job){f->m, s, f->m->layers[l + 1].attn_norm, f->n, 0, NULL};
+        if (next->int8) {
+            q8_act_shape(&s->xq, f->n, c->dim, next->act_group); /* s->xq is not read by the down projection */
+            na.xq = &s->xq;
+        }
+    }
+    attn_job ahead = {.m = f->m, .s = s, .segs = f->segs, .nseg = f->nseg, .layer = l + 1};
+    if (fu.kv_ahead_in_down) ahead.win = c->layer_flags[l + 1] & LAYER_SLIDING ? c->sliding_window : 0;
+    mm_out d[] = {{L->w_down, s->xb, c->dim}};
+    matmul_job j = {.m = f->m, .s = s, .out = d, .n_out = 1, .pass = pp, .x = s->hb, .ldx = c->hidden_dim,
+                    .nt = f->n, .post = L->post_ffn_norm ? NULL : post_residual,
+                    .then = fu.attn_norm_in_down ? &na : NULL, .kv_ahead = fu.kv_ahead_in_down ? &ahead : NULL};
+    run_matmuls(&j, pp->int8 ? &s->xq_down : NULL);
+    f->attn_normed = fu.attn_norm_in_down;
+}
+
+/* [x += rmsnorm(xb)]: Gemma 3's post-feedforward norm. */
+static void stage_post_ffn_norm(fwd_call *f, int l) {
+    const float *w = f->m->layers[l].post_ffn_norm;
+    if (w) run_rmsnorm(f->m, f->s, w, f->n, 1);
+}
+
+/* ---- the ends of the pass -------------------------------------------------------------- */
+
+/* x = the embedding rows of every sequence's tokens [* sqrt(dim)], one after the other;
+ * each row's sequence and position; the RoPE angles. */
+static void stage_embed(fwd_call *f) {
+    const model *m = f->m;
+    fwd_state *s = f->s;
+    int dim = m->cfg.dim, n = 0;
+    for (int i = 0; i < f->nseg; i++)
+        for (int t = 0; t < f->segs[i].n; t++, n++) {
             float *x = s->x + (size_t)n * dim;
             s->tok_seg[n] = i;
-            s->tok_pos[n] = segs[i].pos + t;
-            tensor_row_f32(m->tok_embd, segs[i].ids[t], x);
+            s->tok_pos[n] = f->segs[i].pos + t;
+            tensor_row_f32(m->tok_embd, f->segs[i].ids[t], x);
             if (m->embed_scale != 1.0f)
                 for (int k = 0; k < dim; k++) x[k] *= m->embed_scale;
         }
-    rope_tables(m, s, segs, n);
-    for (int i = 0; i < nseg; i++)
-        if (segs[i].pos + segs[i].n > segs[i].kv->written) segs[i].kv->written = segs[i].pos + segs[i].n;
+    f->n = n;
+    rope_tables(m, s, f->segs, n);
+    for (int i = 0; i < f->nseg; i++)
+        if (f->segs[i].pos + f->segs[i].n > f->segs[i].kv->kv.written)
+            f->segs[i].kv->kv.written = f->segs[i].pos + f->segs[i].n;
+}
 
-    /* A step of a few tokens (a decode step of a batch): the rmsnorms and the o projection's
-     * quantization run whole on the thread that completes the pass before them, instead of
-     * in a pool pass of their own (each pass is a start and a barrier) */
-    int fold = n >= 2 * pool_size(m->pool) && n <= FOLD_MAX_T, normed = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        const layer_weights *L = &m->layers[l];
-        int lf = c->layer_flags[l], slide = lf & LAYER_SLIDING;
-        const float *cs = lf & LAYER_NO_ROPE                    ? NULL
-                          : slide && m->rope_inv_freq_swa ? s->rope_cs + (size_t)s->chunk * c->rot_dim
-                                                          : s->rope_cs;
-
-        /* keys and values reach the caches through k_new and v_new, RoPE on the way */
-        mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
-        int qkv_q8 = outs_packed(qkv, 3);
-        if (!normed) run_norm(m, s, L->attn_norm, n, 0, qkv_q8 ? act_group(m, qkv, 3) : 0);
-        normed = 0;
-        matmul_job jq = {.m = m, .s = s, .out = qkv, .n_out = 3, .align = head_align, .x = s->xb, .ldx = dim,
-                         .nt = n, .post = post_qkv, .layer = l, .segs = segs, .rope_cs = cs};
-        run_matmuls(&jq, qkv_q8 ? &s->xq : NULL);
-        /* the o projection adds itself to the residual in its threads, unless a
-         * post-norm (over whole rows) has to come first */
-        mm_out o[] = {{L->wo, s->xb, dim}};
-        int o_q8 = fold && outs_packed(o, 1);
-        attn_job aj = {.m = m, .s = s, .segs = segs, .nseg = nseg, .layer = l, .win = slide ? c->sliding_window : 0,
-                       .scale = scale};
-        q8_act xq_o = s->xq; /* the buffers of s->xq, shaped for the o projection's input */
-        if (o_q8) {
-            q8_act_shape(&xq_o, n, qd, act_group(m, o, 1));
-            aj.xq = &xq_o;
-        }
-        atomic_init(&aj.finished, 0);
-        pool_run(m->pool, attention_task, &aj);
-
-        mm_out gu[] = {{L->w_gate, s->hb, hid}, {L->w_up, s->hb2, hid}};
-        int gu_q8 = outs_packed(gu, 2);
-        /* the ffn norm on the o projection's last thread, once the residual is in */
-        int gu_group = gu_q8 ? act_group(m, gu, 2) : 0;
-        if (gu_q8) q8_act_shape(&s->xq, n, dim, gu_group); /* the o projection reads its own shape, xq_o */
-        norm_job nf = {m, s, L->ffn_norm, n, 0, gu_q8 ? &s->xq : NULL};
-        int fold_f = fold && !L->post_attn_norm;
-        matmul_job jo = {.m = m, .s = s, .out = o, .n_out = 1, .x = s->att_out, .ldx = qd, .nt = n,
-                         .post = L->post_attn_norm ? NULL : post_residual, .then = fold_f ? &nf : NULL};
-        run_matmuls(&jo, o_q8 ? &xq_o : NULL);
-        if (L->post_attn_norm) run_rmsnorm(m, s, L->post_attn_norm, n, 1);
-        if (!fold_f) run_norm(m, s, L->ffn_norm, n, 0, gu_group);
-
-        /* the gate/up threads also quantize the down projection's input */
-        mm_out d[] = {{L->w_down, s->xb, dim}};
-        int fuse_q = q8_weights(L->w_down) != NULL, d_group = fuse_q ? act_group(m, d, 1) : 1;
-        if (fuse_q) q8_act_shape(&s->xq_down, n, hid, d_group);
-        matmul_job jg = {.m = m, .s = s, .out = gu, .n_out = 2, .same_rows = 1,
-                         .align = fuse_q ? swiglu_align(d_group) : MM_ALIGN,
-                         .x = s->xb, .ldx = dim, .nt = n, .post = post_swiglu, .quantize_down = fuse_q};
-        run_matmuls(&jg, gu_q8 ? &s->xq : NULL);
-        /* the next layer's attention norm on the down projection's last thread */
-        norm_job na = {0};
-        if (fold && !L->post_ffn_norm && l + 1 < c->n_layers) {
-            const layer_weights *N = &m->layers[l + 1];
-            mm_out nq[] = {{N->wq, s->q, qd}, {N->wk, s->k_new, kvd}, {N->wv, s->v_new, kvd}};
-            na = (norm_job){m, s, N->attn_norm, n, 0, NULL};
-            if (outs_packed(nq, 3)) {
-                q8_act_shape(&s->xq, n, dim, act_group(m, nq, 3)); /* s->xq is not read by the down projection */
-                na.xq = &s->xq;
-            }
-            normed = 1;
-        }
-        attn_job an = {.m = m, .s = s, .segs = segs, .nseg = nseg, .layer = l + 1};
-        if (l + 1 < c->n_layers)
-            an.win = c->layer_flags[l + 1] & LAYER_SLIDING ? c->sliding_window : 0;
-        matmul_job jd = {.m = m, .s = s, .out = d, .n_out = 1, .x = s->hb, .ldx = hid, .nt = n,
-                         .post = L->post_ffn_norm ? NULL : post_residual, .then = normed ? &na : NULL,
-                         .kv_ahead = fold && l + 1 < c->n_layers ? &an : NULL};
-        run_matmuls(&jd, fuse_q ? &s->xq_down : NULL);
-        if (L->post_ffn_norm) run_rmsnorm(m, s, L->post_ffn_norm, n, 1);
-    }
-
-    if (s->logits_all && nseg == 1 && segs[0].kv == s) {
-        /* scoring (perplexity, prompt log-probabilities): every token's logits, one GEMM */
-        run_rmsnorm(m, s, m->out_norm, n, 0);
+/* logits = rmsnorm(x) @ lm_head^T [/ scale] [soft-cap]: every token's when the caller asked
+ * for them (scoring: perplexity, prompt log-probabilities; one GEMM), else each sequence's
+ * last token's (prefill and decode both sample from it; one pass over those rows). */
+static void stage_logits(fwd_call *f) {
+    const model *m = f->m;
+    const model_config *c = &m->cfg;
+    fwd_state *s = f->s;
+    int dim = c->dim, own = f->nseg == 1 && f->segs[0].kv == s;
+    if (s->logits_all && own) {
+        run_rmsnorm(m, s, m->out_norm, f->n, 0);
         mm_out lm[] = {{m->lm_head, s->logits_all, c->vocab_size}};
-        matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = n, .post = post_logits};
-        run_matmuls(&jl, NULL);
-        memcpy(s->logits, s->logits_all + (size_t)(n - 1) * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
+        matmul_job j = {.m = m, .s = s, .out = lm, .n_out = 1, .pass = &m->plan.lm_head, .x = s->xb, .ldx = dim,
+                        .nt = f->n, .post = post_logits};
+        run_matmuls(&j, NULL);
+        memcpy(s->logits, s->logits_all + (size_t)(f->n - 1) * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
         return;
     }
-    /* otherwise only each sequence's last token's logits are needed: prefill and decode
-     * both sample from it; one lm_head pass over those rows */
-    for (int i = 0, end = 0; i < nseg; i++) {
-        end += segs[i].n;
+    for (int i = 0, end = 0; i < f->nseg; i++) {
+        end += f->segs[i].n;
         ops_rmsnorm(s->xb + (size_t)i * dim, s->x + (size_t)(end - 1) * dim, m->out_norm, dim, c->rms_eps);
     }
-    int own = nseg == 1 && segs[0].kv == s;
-    float *out = own ? s->logits : s->seq_logits;
-    mm_out lm[] = {{m->lm_head, out, c->vocab_size}};
-    matmul_job jl = {.m = m, .s = s, .out = lm, .n_out = 1, .x = s->xb, .ldx = dim, .nt = nseg,
-                     .post = post_logits, .segs = own ? NULL : segs};
-    run_matmuls(&jl, NULL);
+    mm_out lm[] = {{m->lm_head, own ? s->logits : s->seq_logits, c->vocab_size}};
+    matmul_job j = {.m = m, .s = s, .out = lm, .n_out = 1, .pass = &m->plan.lm_head, .x = s->xb, .ldx = dim,
+                    .nt = f->nseg, .post = post_logits, .segs = own ? NULL : f->segs};
+    run_matmuls(&j, NULL);
 }
 
-/* The rows [b, e) of the outputs ws[0..n) stacked end to end, tensor by tensor. */
-static void emit_stacked(const tensor *const *ws, int n, int b, int e, fwd_rows_fn emit, void *ctx) {
-    for (int i = 0, base = 0; i < n; base += (int)ws[i]->shape[0], i++) {
-        int rows = (int)ws[i]->shape[0], r0 = b - base > 0 ? b - base : 0, r1 = e - base < rows ? e - base : rows;
-        if (r0 < r1) emit(ctx, ws[i], r0, r1);
+/* ---- the pass ------------------------------------------------------------------------ */
+
+void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) {
+    fwd_call f = {.m = m, .s = s, .segs = segs, .nseg = nseg};
+    stage_embed(&f);
+    f.fold = f.n >= 2 * pool_size(m->pool) && f.n <= FOLD_MAX_T;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        stage_attn_norm(&f, l);
+        stage_qkv(&f, l);
+        stage_attention(&f, l);
+        stage_o(&f, l);
+        stage_post_attn_norm(&f, l);
+        stage_ffn_norm(&f, l);
+        stage_gate_up(&f, l);
+        stage_down(&f, l);
+        stage_post_ffn_norm(&f, l);
     }
+    stage_logits(&f);
 }
 
-/* Mirrors forward() for one token: run_matmuls' first piece for thread `part`
- * is that thread's pool_split share, with the alignments forward() uses. */
-void fwd_decode_rows(const model *m, int part, int nth, fwd_rows_fn emit, void *ctx) {
-    const model_config *c = &m->cfg;
-    int b, e;
-    for (int l = 0; l < c->n_layers; l++) {
-        const layer_weights *L = &m->layers[l];
-        const tensor *qkv[] = {L->wq, L->wk, L->wv};
-        int n_qkv = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
-        pool_split(n_qkv, lcm16(c->head_dim), part, nth, &b, &e);
-        emit_stacked(qkv, 3, b, e, emit, ctx);
-        pool_split((int)L->wo->shape[0], MM_ALIGN, part, nth, &b, &e);
-        emit_stacked(&L->wo, 1, b, e, emit, ctx);
-        /* as forward(): gate and up quantize for the down projection when it takes int8 */
-        int fuse_q = q8_weights(L->w_down) || repack_will_pack(m, L->w_down);
-        pool_split((int)L->w_gate->shape[0], fuse_q ? swiglu_align(weight_act_group(m, L->w_down)) : MM_ALIGN, part, nth,
-                   &b, &e);
-        emit_stacked(&L->w_gate, 1, b, e, emit, ctx);
-        emit_stacked(&L->w_up, 1, b, e, emit, ctx);
-        pool_split((int)L->w_down->shape[0], MM_ALIGN, part, nth, &b, &e);
-        emit_stacked(&L->w_down, 1, b, e, emit, ctx);
-    }
-    pool_split((int)m->lm_head->shape[0], MM_ALIGN, part, nth, &b, &e);
-    emit_stacked(&m->lm_head, 1, b, e, emit, ctx);
+void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {
+    fwd_seg g = {s, ids, n, pos, s->seq_end};
+    forward_batch(m, s, &g, 1);
 }

@@ -2,22 +2,12 @@
 #ifndef LLMGEN_FORWARD_H
 #define LLMGEN_FORWARD_H
 
+#include "kv_cache.h"
 #include "model.h"
 
 /* Tokens of one attention task in prefill: the keys and values of a head are
  * read once for this many queries. */
 #define ATT_TOKENS 16
-
-/* Positions per block of the transposed key cache. */
-#define ATT_KBLOCK 64
-
-/* Where one layer's cache lives in fwd_state's k_cache and v_cache. */
-typedef struct {
-    int ring;         /* 0: position p in slot p, room for ctx positions; > 0 (a sliding-window
-                         layer): a ring buffer of `ring` positions, position p in slot p % ring */
-    size_t k_off;     /* elements of k_cache before this layer's keys */
-    size_t v_off;     /* elements of v_cache before this layer's values */
-} fwd_kv_layer;
 
 /* Scratch and cache of one sequence. Owned by a session. */
 typedef struct {
@@ -25,38 +15,18 @@ typedef struct {
     int chunk;        /* most tokens per forward call */
     int fast;         /* fast mode (some weights take the int8-activation kernels): bf16
                          cache, the kernels' polynomial e^x in softmax and SwiGLU */
-    dtype kv_type;    /* DT_F32 in exact mode (the f32 path stays token-exact), DT_BF16 in
-                         fast mode (kernels.h's pair layouts): half the bytes decode attention
-                         streams per token, and twice the products per instruction where the
-                         CPU has a bf16 dot product */
-    void *k_cache;    /* layer after layer (kvl), each (n_kv_heads, blocks, head_dim, ATT_KBLOCK)
-                         kv_type with blocks = ceil(ctx / ATT_KBLOCK), or ring / ATT_KBLOCK
-                         on a ring layer: keys transposed in blocks of positions, so q . K^T
-                         is a broadcast-FMA over 64 positions per vector row (kernels.h,
-                         att_scores), and a new position touches one block per head
-                         (a layout with whole-context rows touched head_dim pages per
-                         head on the first token: +15 ms to a cold start) */
+    kv_cache kv;      /* the sequence's keys and values (kv_cache.h) */
     int score_ld;     /* floats per row of scores: ctx plus a cache line, so that rows
                          do not all map to the same cache sets */
-    void *v_cache;    /* layer after layer, each (n_kv_heads, ctx or ring rounded up to even,
-                         head_dim) kv_type (BF16: rows of position pairs interleaved):
-                         values in rows, so probabilities times values is a broadcast-FMA
-                         over dims, and one kv head's values are one contiguous stream */
-    int ring;         /* positions a sliding-window layer keeps (fwd_ring_size), 0 when every
-                         layer keeps ctx (no sliding layers, or a context no longer than that) */
-    fwd_kv_layer *kvl;/* (n_layers) each layer's place in the caches */
-    size_t kv_bytes;  /* bytes of k_cache and v_cache together */
-    int written;      /* 1 + the last position written since the cache was empty (the
-                         caller resets it with its position): what a ring may have overwritten */
     float *x;         /* (chunk, dim) residual stream */
     float *xb;        /* (chunk, dim) normed input / projection output */
     float *shared;    /* one allocation for q, att_out, k_new, v_new (attention phase of a
                          layer) and hb2 (its MLP phase, when those four are dead) */
     float *q;         /* (chunk, n_heads * head_dim) */
     float *k_new;     /* (chunk, n_kv_heads * head_dim) keys of this chunk, RoPE'd here
-                         before their transposed copy into k_cache */
+                         before their transposed copy into the cache */
     float *v_new;     /* (chunk, n_kv_heads * head_dim) values of this chunk, before
-                         their copy into v_cache */
+                         their copy into the cache */
     float *rope_cs;   /* (2, chunk, rot_dim) cos then sin of each token's angles: the model's
                          RoPE table, then the sliding layers' own (Gemma 3) */
     int seq_end;      /* set by the caller before a run of forward calls: the position after
@@ -85,9 +55,6 @@ typedef struct {
                          quantized by the gate/up threads while others still read xq */
 } fwd_state;
 
-/* Most tokens per forward call of one sequence alone. */
-#define FWD_CHUNK 128
-
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);
 /* A state whose scratch takes `chunk` tokens of up to max_seqs sequences per call
  * (forward_batch), with a KV cache of ctx positions of its own. max_seqs 0: a
@@ -115,32 +82,5 @@ typedef struct {
  * A sequence's logits are the same bits as when it runs alone: every kernel's
  * output element depends only on its own row (kernels.h). */
 void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg);
-
-/* The cache a sequence at position pos holds, as one flat run of bytes (per layer
- * and kv head: the key blocks, then the value rows, of positions [0, pos), or of
- * the whole ring once pos passes it, slot by slot): copied into buf (save = 1) or
- * from it (save = 0, which also sets s->written to pos); buf NULL: only the size.
- * Returns the size in bytes. */
-size_t fwd_cache_io(fwd_state *s, const model_config *c, int pos, void *buf, int save);
-
-/* Positions a sliding-window layer keeps in a ring: the window, the most tokens one
- * call adds (FWD_CHUNK), and the block-aligned start of the read (up to
- * ATT_KBLOCK - 1 positions before the window), rounded up to whole blocks; 0 for a
- * model without sliding layers. A constant of the model, so that a sequence's bits
- * (where a read wraps) do not depend on its context size or batch. */
-int fwd_ring_size(const model_config *c);
-
-/* 1 if the cache still holds every position a token at position pos reads (its
- * window), so that a sequence can go back to pos and continue: always without a
- * ring; with one, unless a later position has overwritten a slot in that window. */
-int fwd_cache_can_rewind(const fwd_state *s, const model_config *c, int pos);
-
-/* The rows of each weight matrix that thread `part` of `nth` starts on in a
- * decode step (its own share of each matmul, before it helps with the others'),
- * in the order forward() reads them: emit(ctx, w, row0, row1) for each
- * non-empty range. repack.c lays the packed weights out part after part in
- * this order, so each thread streams one contiguous run of memory per token. */
-typedef void (*fwd_rows_fn)(void *ctx, const tensor *w, int row0, int row1);
-void fwd_decode_rows(const model *m, int part, int nth, fwd_rows_fn emit, void *ctx);
 
 #endif

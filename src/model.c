@@ -483,8 +483,14 @@ int model_open(const char *path, const model_options *opt, model **out, int *io_
         errf(err, "cannot start %d threads", opt->n_threads);
         goto fail;
     }
+    if (plan_build(&m->plan, m->layers, m->cfg.n_layers, m->lm_head, m->cfg.head_dim, m->kern, pool_size(m->pool),
+                   opt->exact)) {
+        errf(err, "out of memory planning the matmuls");
+        goto fail;
+    }
     if (!opt->exact && repack_weights(m, err)) goto fail;
     if (!opt->exact) affine_store_use_q8(m->affine, m->kern); /* MLX: int8 kernels on the file layout */
+    plan_settle(&m->plan, m->kern);
     *out = m;
     return 0;
 fail:
@@ -543,6 +549,7 @@ void model_free(model *m) {
     if (!m) return;
     if (m->pool) pool_free(m->pool);
     repack_free(m); /* before the layer table it walks is freed */
+    plan_free(&m->plan);
     if (m->layers) {
         for (int l = 0; l < m->cfg.n_layers; l++)
             for (int i = 0; i < N_LAYER_SLOTS; i++)

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "gguf.h"
 #include "kernels/kernels.h"
+#include "plan.h"
 #include "safetensors.h"
 #include "tensor.h"
 #include "threads.h"
@@ -34,6 +35,7 @@ typedef struct model {
     tokenizer *tok;          /* NULL when the file carries no tokenizer */
     const kernels *kern;
     thread_pool *pool;
+    plan plan;               /* route, activation grouping and thread split of every matmul (plan.h) */
     const char *format;      /* "gguf" or "safetensors" */
     char weight_types[64];   /* e.g. "Q4_1+Q8_0+F32": distinct dtypes of the weights */
     void *arena;             /* fast mode: the repacked layer matrices and lm_head (repack.c) */
@@ -46,7 +48,7 @@ typedef struct {
     const char *kernels;     /* NULL = best for this CPU; "scalar", "avx2", "avx512", "neon" */
     int no_tokenizer;        /* 1: do not load the tokenizer */
     int exact;               /* 1: f32 activations on the file layout (token-exact with HF);
-                                0: repack Q4_0/Q4_1/Q8_0 and quantize activations to int8 */
+                                0: the matmul plan's int8 routes where a kernel exists (plan.h) */
 } model_options;
 
 /* Open `path` (a .gguf file, a directory with config.json and safetensors, or a

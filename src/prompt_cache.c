@@ -12,7 +12,7 @@
 /* ---- the cache in a file (--prompt-cache) ---------------------------------------------
  *
  * "LLMGENKV", u32 version 1, u32 n + the fingerprint (n bytes), u32 pos, pos i32 ids,
- * u64 n + the cache bytes (fwd_cache_io), u64 FNV-1a of everything before it. The
+ * u64 n + the cache bytes (kv_cache_io), u64 FNV-1a of everything before it. The
  * fingerprint names everything a result depends on: the model file (real path, size,
  * modification time), its architecture and weight types, the mode, the kernel set
  * (fast-mode bits differ between them) with the activations its kernels ask for
@@ -37,10 +37,10 @@ static int fingerprint(const llmgen_session *s, char *out, size_t n, char *err, 
         snprintf(err, errlen, "%s: %s", m->path, strerror(errno));
         return -1;
     }
-    /* a model with sliding layers also names its ring (fwd_ring_size, a constant of the
+    /* a model with sliding layers also names its ring (kv_ring_size, a constant of the
      * model): a session whose context is no longer keeps those layers whole, the same
      * bytes for every position its file can hold (pos <= that context <= ring) */
-    int ring = fwd_ring_size(c);
+    int ring = kv_ring_size(c);
     char ring_s[32] = "";
     if (ring) snprintf(ring_s, sizeof ring_s, "|ring %d", ring);
     char act[128] = "";
@@ -48,7 +48,7 @@ static int fingerprint(const llmgen_session *s, char *out, size_t n, char *err, 
         if (m->kern->act_group[t]) k += snprintf(act + k, sizeof act - (size_t)k, "|act %s/%d", dtype_name((dtype)t), 32 * m->kern->act_group[t]);
     snprintf(out, n, "llmgen kv 1|model %s|size %lld|mtime %lld.%09ld|%s|%s|%s|kernels %s%s|cache %s|%dx%dx%d|rot %d%s",
              real, (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, c->arch, m->weight_types,
-             s->st.fast ? "fast" : "exact", m->kern->name, act, dtype_name(s->st.kv_type), c->n_layers, c->n_kv_heads,
+             s->st.fast ? "fast" : "exact", m->kern->name, act, dtype_name(s->st.kv.type), c->n_layers, c->n_kv_heads,
              c->head_dim, c->rot_dim, ring_s);
     free(real);
     return 0;
@@ -59,10 +59,10 @@ llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err
     if (fingerprint(s, fp, sizeof fp, err, errlen)) return LLMGEN_E_IO;
     const model_config *c = &s->owner->m->cfg;
     uint32_t ver = 1, nfp = (uint32_t)strlen(fp), pos = (uint32_t)s->pos;
-    uint64_t nb = fwd_cache_io(&s->st, c, s->pos, NULL, 1);
+    uint64_t nb = kv_cache_io(&s->st.kv, c, s->pos, NULL, 1);
     void *cache = malloc(nb ? nb : 1);
     if (!cache) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
-    fwd_cache_io(&s->st, c, s->pos, cache, 1);
+    kv_cache_io(&s->st.kv, c, s->pos, cache, 1);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
@@ -115,7 +115,7 @@ llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err
         why = "made with another model file, mode, kernel set or cache layout";
     else if (memcpy(&pos, b + at, 4), pos > (uint32_t)s->st.ctx) why = "longer than this session's context";
     else if ((at += 4 + (size_t)pos * 4) + 8 > n) why = "truncated";
-    else if (memcpy(&nb, b + at, 8), nb != fwd_cache_io(&s->st, &s->owner->m->cfg, (int)pos, NULL, 0) ||
+    else if (memcpy(&nb, b + at, 8), nb != kv_cache_io(&s->st.kv, &s->owner->m->cfg, (int)pos, NULL, 0) ||
              at + 8 + nb + 8 != n)
         why = "truncated or of another cache layout";
     else if (memcpy(&h, b + n - 8, 8), h != fnv1a(1469598103934665603ull, b, n - 8))
@@ -135,7 +135,7 @@ llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err
         }
         s->fed[i] = id;
     }
-    fwd_cache_io(&s->st, &s->owner->m->cfg, (int)pos, b + at + 8, 0);
+    kv_cache_io(&s->st.kv, &s->owner->m->cfg, (int)pos, b + at + 8, 0);
     s->pos = (int)pos;
     free(b);
     return LLMGEN_OK;

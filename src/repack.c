@@ -20,22 +20,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "forward.h"
+#include "plan.h"
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
 #include "quant.h"
 #include "util.h"
 
-/* Widest MLX matrix rewritten as Q4_1 (a row of blocks is built on the stack). */
-#define Q8_MAX_AFFINE_COLS 16384
-
-int repack_supported(dtype t) { return dtype_info(t)->packs_as != DT_COUNT; }
-
-/* no int8 kernel in this table (NEON for now): such a matrix keeps the file layout and the f32 path */
-int repack_will_pack(const model *m, const tensor *t) {
-    dtype pt = dtype_info(t->type)->packs_as;
-    return pt != DT_COUNT && m->kern->matmul_q8[pt] != NULL;
-}
+/* Whether t is to be repacked (the plan's route; without an int8 kernel for its packed
+ * type in this table, a matrix keeps the file layout and the f32 route). */
+static int will_pack(const model *m, const tensor *t) { return plan_route_of(m->kern, t) == ROUTE_PACKED; }
 
 /* Rows [row0, row1) of t, packed into out as a matrix of their own (all of t: 0, rows). */
 typedef struct {
@@ -230,7 +223,7 @@ static void affine_task(void *ctx, int ith, int nth) {
     affine_job *j = ctx;
     const tensor *t = j->t;
     int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32), r0, r1;
-    uint8_t row[Q8_MAX_AFFINE_COLS / 32 * 20];
+    uint8_t row[PLAN_MAX_AFFINE_COLS / 32 * 20];
     pool_split(rows, Q8W_GROUP, ith, nth, &r0, &r1);
     for (int r = r0; r < r1 && !atomic_load(&j->inexact); r++) {
         if (!affine_row_q41(t->data, t->shape[1], r, row)) {
@@ -242,7 +235,7 @@ static void affine_task(void *ctx, int ith, int nth) {
 }
 
 int repack_affine4_matrix(const tensor *t, void *out) {
-    affine_job j = {t, repack_affine4_type(t), out, 0};
+    affine_job j = {t, plan_affine4_type(t), out, 0};
     affine_task(&j, 0, 1);
     return !atomic_load(&j.inexact);
 }
@@ -267,7 +260,7 @@ static void *alloc_packed(size_t n) {
 /* The tensor table belongs to the reader and is not const memory: the model
  * only hands out const views. Setting `packed` is the one write, at load. */
 static int repack_tensor(model *m, const tensor *t, char *err) {
-    if (t->packed || !repack_will_pack(m, t)) return 0;
+    if (t->packed || !will_pack(m, t)) return 0;
     size_t n = packed_bytes(t, (int)t->shape[0]);
     void *p = alloc_packed(n);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
@@ -278,21 +271,15 @@ static int repack_tensor(model *m, const tensor *t, char *err) {
     return 0;
 }
 
-dtype repack_affine4_type(const tensor *t) {
-    int g = t->type == DT_AFFINE4 ? ((const affine_weights *)t->data)->group : 0;
-    return g == 32 ? DT_Q4_1 : g == 64 ? DT_Q4_1G64 : g == 128 ? DT_Q4_1G128 : DT_COUNT;
-}
-
-/* An MLX 4-bit matrix in the packed layout of repack_affine4_type (see above):
+/* An MLX 4-bit matrix in the packed layout of plan_affine4_type (see above):
  * on success the tensor view (owned by the model's affine store, like the
  * reader's table not const memory) becomes a tensor of that type with `packed`
  * set and the file pages of its three parts are dropped; if a parameter is not
  * exactly an f16, or this kernel table has no int8 kernel for the type,
  * nothing changes. */
 static int repack_affine4(model *m, const tensor *t, char *err) {
-    if (t->type != DT_AFFINE4 || t->shape[1] > Q8_MAX_AFFINE_COLS) return 0;
-    dtype dt = repack_affine4_type(t);
-    if (dt == DT_COUNT || !m->kern->matmul_q8[dt]) return 0;
+    if (t->type != DT_AFFINE4 || plan_route_of(m->kern, t) != ROUTE_AFFINE_PACKED) return 0;
+    dtype dt = plan_affine4_type(t);
     size_t n = (size_t)t->shape[0] * (size_t)(t->shape[1] / 32) * (size_t)q8w_block_bytes(dt);
     void *p = alloc_packed(n);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
@@ -318,14 +305,12 @@ static int repack_affine4(model *m, const tensor *t, char *err) {
 /* ---- the weight arena ---------------------------------------------------------------
  *
  * The GGUF matrices a decode step reads (the layers' and the lm_head) go into one
- * allocation, laid out part after part in the order fwd_decode_rows gives:
+ * allocation, laid out part after part in the order plan_thread_rows gives:
  * thread i's own share of every matmul of a token, in the order it computes
  * them, is one contiguous run of memory, so its stream (and the kernels'
  * prefetch, which runs 16 KB ahead of it) carries on from one matrix into the
- * next instead of starting cold at each. Each run is packed as a matrix of its
- * own (tensor.parts). SmolLM2 decode, alternating binaries, medians of 12-16
- * pairs: 191.9 -> 199.0 t/s at 1 thread, 273.0 -> 277.1 and 290.8 -> 298.5 at
- * 2 (128 and 256 tokens); 1B Q4_0 unchanged within the noise, peak RSS too. */
+ * next instead of starting cold at each (SmolLM2 decode about 2-4% faster,
+ * `make bench`). Each run is packed as a matrix of its own (tensor.parts). */
 
 typedef struct {
     const tensor *t;
@@ -342,7 +327,7 @@ typedef struct {
 
 static void plan_run(void *ctx, const tensor *t, int row0, int row1) {
     arena_plan *p = ctx;
-    if (p->oom || t->packed || !repack_will_pack(p->m, t)) return;
+    if (p->oom || t->packed || !will_pack(p->m, t)) return;
     if (p->n == p->cap) {
         int cap = p->cap ? 2 * p->cap : 256;
         arena_run *r = realloc(p->runs, (size_t)cap * sizeof *r);
@@ -388,9 +373,9 @@ static void pack_runs(model *m, const arena_plan *p, int i, packed_part *parts) 
 }
 
 static int repack_arena(model *m, char *err) {
-    int nth = pool_size(m->pool);
+    int nth = m->plan.n_threads;
     arena_plan p = {.m = m};
-    for (int part = 0; part < nth; part++) fwd_decode_rows(m, part, nth, plan_run, &p);
+    for (int part = 0; part < nth; part++) plan_thread_rows(&m->plan, part, plan_run, &p);
     if (!p.oom && p.n) {
         void *a = mmap(NULL, p.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         m->part_table = malloc((size_t)p.n * sizeof *m->part_table);
@@ -428,12 +413,12 @@ static int repack_arena(model *m, char *err) {
  * released. Only where this table has the kernel: otherwise the f32 route is faster
  * than the scalar int8 reference. */
 static void use_in_place(const model *m, const tensor *t) {
-    if (t && !t->packed && dtype_info(t->type)->dequant32 && !repack_will_pack(m, t) && m->kern->matmul_q8[t->type])
+    if (t && !t->packed && dtype_info(t->type)->dequant32 && plan_route_of(m->kern, t) == ROUTE_IN_PLACE)
         ((tensor *)t)->packed = t->data;
 }
 
 int repack_weights(model *m, char *err) {
-    /* first: the arena's plan (fwd_decode_rows) sees which matrices take int8 inputs */
+    /* first, so that the arena holds only what is repacked */
     use_in_place(m, m->lm_head);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const tensor *ts[LAYER_MATRICES];

@@ -43,27 +43,27 @@ void llmgen_session_free(llmgen_session *s) {
     free(s);
 }
 
-void llmgen_session_reset(llmgen_session *s) { s->pos = s->st.written = 0; }
+void llmgen_session_reset(llmgen_session *s) { s->pos = s->st.kv.written = 0; }
 
 int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n) {
     int k = 0;
     while (k < n && k < s->pos && s->fed[k] == ids[k]) k++;
     /* a sliding layer's ring may have overwritten the window before k: then nothing is
      * reusable (an earlier point's window is older still) */
-    return fwd_cache_can_rewind(&s->st, &s->owner->m->cfg, k) ? k : 0;
+    return kv_cache_can_rewind(&s->st.kv, &s->owner->m->cfg, k) ? k : 0;
 }
 
 void llmgen_session_rewind(llmgen_session *s, int pos) {
     if (pos < 0 || pos > s->pos) return;
-    if (!fwd_cache_can_rewind(&s->st, &s->owner->m->cfg, pos)) pos = 0; /* see llmgen.h */
+    if (!kv_cache_can_rewind(&s->st.kv, &s->owner->m->cfg, pos)) pos = 0; /* see llmgen.h */
     s->pos = pos;
-    if (!pos) s->st.written = 0;
+    if (!pos) s->st.kv.written = 0;
 }
 int llmgen_session_pos(const llmgen_session *s) { return s->pos; }
 int llmgen_session_ctx(const llmgen_session *s) { return s->st.ctx; }
 size_t llmgen_session_kv_bytes(const llmgen_session *s, int *ring) {
-    if (ring) *ring = s->st.ring;
-    return s->st.kv_bytes;
+    if (ring) *ring = s->st.kv.ring;
+    return s->st.kv.bytes;
 }
 llmgen_model *llmgen_session_model(const llmgen_session *s) { return s->owner; }
 

@@ -29,7 +29,7 @@ typedef enum {
        group instead of per block of 32, so the copy has the file's size (repack.c). */
     DT_Q4_1G64,
     DT_Q4_1G128,
-    /* GGUF types read in place (layouts and facts in quant.h) */
+    /* more GGUF types (layouts and facts in quant.h) */
     DT_Q5_0,
     DT_Q5_1,
     DT_Q2_K,
@@ -85,11 +85,11 @@ typedef struct {
                                         a linear weight is (out, in). GGUF `ne` is reversed. */
     const void *data;                /* into the reader's mapping, valid until it closes */
     size_t nbytes;                   /* validated against shape and dtype */
-    const void *packed;              /* NULL, or (fast mode, Q4_0/Q4_1/Q8_0/Q5_0/Q5_1/Q6_K matrices) the
-                                        weights repacked for the int8-activation kernels (nbytes
-                                        then their size), layout in kernels/kernels.h; owned
-                                        by the model (repack.c); == data for the GGUF types the
-                                        int8 kernels read in place (kernels/dequant.h) */
+    const void *packed;              /* NULL, or (fast mode, a matrix the matmul plan routes to int8,
+                                        plan.h) the weights repacked for the int8-activation kernels
+                                        (type and nbytes then the packed ones; layout in the type
+                                        table, quant.h), owned by the model (repack.c); == data for
+                                        the types the int8 kernels read in place (kernels/dequant.h) */
     const packed_part *parts;        /* NULL, or `packed` in nparts runs of rows (in row order;
                                         parts[0].data == packed), stored where the threads
                                         stream them (repack.c); owned by the model */

@@ -286,7 +286,7 @@ Test(affine_q8, affine4_as_q41_same_values) {
             aq_mat m;
             aq_make(&m, 4, groups[gi], sdts[si], rows, cols, 0, &st);
             tensor t = {.name = "w", .type = DT_AFFINE4, .ndim = 2, .shape = {rows, cols}, .data = &m.aw};
-            dtype pt = repack_affine4_type(&t);
+            dtype pt = plan_affine4_type(&t);
             cr_assert_eq(pt, groups[gi] == 32 ? DT_Q4_1 : groups[gi] == 64 ? DT_Q4_1G64 : DT_Q4_1G128);
             /* the file's size: 16 bytes of nibbles per 32 values, 4 bytes of scale and bias per group */
             size_t n = (size_t)rows * (cols / 32) * q8w_block_bytes(pt);

@@ -1,0 +1,161 @@
+/* plan.c - the matmul plan (plan.h). */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "affine.h"
+#include "quant.h"
+#include "threads.h"
+
+/* Row split granularity of the matmuls: whole 16-row panels; gate and up when the
+ * down projection takes int8: whole 128-column quads of its input, which the
+ * gate/up threads quantize piece by piece (forward.c, post_swiglu). */
+#define MM_ALIGN 16
+#define MM_ALIGN_SWIGLU_Q 128
+
+dtype plan_affine4_type(const tensor *w) {
+    int g = w->type == DT_AFFINE4 ? ((const affine_weights *)w->data)->group : 0;
+    return g == 32 ? DT_Q4_1 : g == 64 ? DT_Q4_1G64 : g == 128 ? DT_Q4_1G128 : DT_COUNT;
+}
+
+plan_route plan_route_of(const kernels *k, const tensor *w) {
+    const dtype_traits *di = dtype_info(w->type);
+    if (w->type == DT_AFFINE4) {
+        dtype pt = plan_affine4_type(w);
+        if (pt != DT_COUNT && k->matmul_q8[pt] && w->shape[1] <= PLAN_MAX_AFFINE_COLS) return ROUTE_AFFINE_PACKED;
+        return k->matmul_q8[DT_AFFINE4] ? ROUTE_IN_PLACE : ROUTE_F32;
+    }
+    if (di->packs_as != DT_COUNT && k->matmul_q8[di->packs_as]) return ROUTE_PACKED;
+    if ((di->dequant32 || w->type == DT_AFFINE8) && k->matmul_q8[w->type]) return ROUTE_IN_PLACE;
+    return ROUTE_F32;
+}
+
+dtype plan_kernel_type(plan_route r, const tensor *w) {
+    switch (r) {
+    case ROUTE_PACKED: return dtype_info(w->type)->packs_as;
+    case ROUTE_IN_PLACE: return w->type;
+    case ROUTE_AFFINE_PACKED: return plan_affine4_type(w);
+    default: return DT_COUNT;
+    }
+}
+
+const void *plan_q8_weights(const tensor *w) { return w->packed ? w->packed : affine_q8_weights(w); }
+
+/* The blocks per activation scale that kernel type kt asks for (kernels.act_group) where
+ * w's columns are whole groups; otherwise 1 (per block, which every kernel takes). */
+static int act_group_of(const kernels *k, dtype kt, const tensor *w) {
+    int g = kt != DT_COUNT && k->matmul_q8[kt] && k->act_group[kt] ? k->act_group[kt] : 1;
+    return w->shape[1] % (32 * g) == 0 ? g : 1;
+}
+
+/* The least common multiple of 16 and n > 0. */
+static int lcm16(int n) {
+    int a = 16, b = n;
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return 16 / a * n;
+}
+
+/* A pass's rows, int8 flag and act_group (the largest any int8 matrix asks for), with
+ * kt[i] the kernel type of matrix i (DT_COUNT: f32 route). */
+static void pass_shape(plan_pass *pp, const kernels *k, const dtype *kt) {
+    pp->rows = 0;
+    pp->int8 = 0;
+    pp->act_group = 1;
+    for (int i = 0; i < pp->n; i++) {
+        int r = (int)pp->w[i]->shape[0];
+        pp->rows = pp->side_by_side ? r : pp->rows + r;
+        if (kt[i] == DT_COUNT) continue;
+        pp->int8 = 1;
+        int g = act_group_of(k, kt[i], pp->w[i]);
+        if (g > pp->act_group) pp->act_group = g;
+    }
+}
+
+/* gate and up split in whole pieces of the down projection's int8 input (post_swiglu
+ * quantizes them in-thread): whole quads, and whole activation groups. */
+static int gate_up_align(const plan_pass *down) {
+    if (!down->int8) return MM_ALIGN;
+    return 32 * down->act_group > MM_ALIGN_SWIGLU_Q ? 32 * down->act_group : MM_ALIGN_SWIGLU_Q;
+}
+
+/* Every pass's shape, from kernel types given per matrix by kt_of. */
+static void plan_shape(plan *p, const kernels *k, dtype (*kt_of)(const kernels *, const tensor *, int), int exact) {
+    for (int l = 0; l < p->n_layers; l++) {
+        plan_pass *ps = &p->layers[(size_t)l * PLAN_LAYER_PASSES];
+        for (int i = 0; i < PLAN_LAYER_PASSES; i++) {
+            dtype kt[3];
+            for (int j = 0; j < ps[i].n; j++) kt[j] = kt_of(k, ps[i].w[j], exact);
+            pass_shape(&ps[i], k, kt);
+        }
+        ps[PASS_GATE_UP].align = gate_up_align(&ps[PASS_DOWN]);
+    }
+    dtype kt = kt_of(k, p->lm_head.w[0], exact);
+    pass_shape(&p->lm_head, k, &kt);
+}
+
+static dtype predicted_type(const kernels *k, const tensor *w, int exact) {
+    return exact ? DT_COUNT : plan_kernel_type(plan_route_of(k, w), w);
+}
+
+/* The type whose int8 kernel runs w now (after repacking), DT_COUNT on the f32 route. */
+static dtype settled_type(const kernels *k, const tensor *w, int exact) {
+    (void)k;
+    return exact || !plan_q8_weights(w) ? DT_COUNT : w->type;
+}
+
+int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor *lm_head, int head_dim,
+               const kernels *k, int n_threads, int exact) {
+    memset(p, 0, sizeof *p);
+    p->exact = exact;
+    p->n_threads = n_threads;
+    p->n_layers = n_layers;
+    p->layers = calloc((size_t)n_layers * PLAN_LAYER_PASSES, sizeof *p->layers);
+    if (!p->layers) return -1;
+    for (int l = 0; l < n_layers; l++) {
+        const layer_weights *L = &layers[l];
+        plan_pass *ps = &p->layers[(size_t)l * PLAN_LAYER_PASSES];
+        /* q, k and v split in whole heads (the rope and cache write after each piece) */
+        ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->wv}, .n = 3, .align = lcm16(head_dim)};
+        ps[PASS_O] = (plan_pass){.w = {L->wo}, .n = 1, .align = MM_ALIGN};
+        ps[PASS_GATE_UP] = (plan_pass){.w = {L->w_gate, L->w_up}, .n = 2, .side_by_side = 1};
+        ps[PASS_DOWN] = (plan_pass){.w = {L->w_down}, .n = 1, .align = MM_ALIGN};
+    }
+    p->lm_head = (plan_pass){.w = {lm_head}, .n = 1, .align = MM_ALIGN};
+    plan_shape(p, k, predicted_type, exact);
+    return 0;
+}
+
+void plan_settle(plan *p, const kernels *k) { plan_shape(p, k, settled_type, p->exact); }
+
+void plan_free(plan *p) {
+    free(p->layers);
+    memset(p, 0, sizeof *p);
+}
+
+void plan_pass_share(const plan_pass *pp, int part, int nth, int *r0, int *r1) {
+    pool_split(pp->rows, pp->align, part, nth, r0, r1);
+}
+
+/* Thread part's share of pass pp, matrix by matrix (end to end, or the same rows of each). */
+static void emit_share(const plan *p, const plan_pass *pp, int part, plan_rows_fn emit, void *ctx) {
+    int b, e;
+    plan_pass_share(pp, part, p->n_threads, &b, &e);
+    for (int i = 0, base = 0; i < pp->n; i++) {
+        int rows = (int)pp->w[i]->shape[0];
+        int r0 = pp->side_by_side ? b : (b - base > 0 ? b - base : 0);
+        int r1 = pp->side_by_side ? e : (e - base < rows ? e - base : rows);
+        if (r0 < r1) emit(ctx, pp->w[i], r0, r1);
+        if (!pp->side_by_side) base += rows;
+    }
+}
+
+void plan_thread_rows(const plan *p, int part, plan_rows_fn emit, void *ctx) {
+    for (int l = 0; l < p->n_layers; l++)
+        for (int i = 0; i < PLAN_LAYER_PASSES; i++) emit_share(p, plan_layer(p, l, i), part, emit, ctx);
+    emit_share(p, &p->lm_head, part, emit, ctx);
+}
