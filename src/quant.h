@@ -1,6 +1,6 @@
 /* quant.h - the quantization-type table: one row of facts per dtype (GGUF id,
- * name, block size and bytes, reference dequantizer, fast-mode packed form) and
- * the GGUF block layouts as structs.
+ * name, block size and bytes, reference dequantizer, fast-mode packed form and
+ * the packed layout's facts) and the GGUF block layouts as structs.
  *
  * The layouts are ggml's (ggml-common.h); the reference dequantizers give, bit
  * for bit, the f32 values gguf-py's `gguf.quants.dequantize` gives (which is
@@ -80,6 +80,58 @@ extern const int8_t IQ4_KVALUES[16];
  * one; the exact-mode kernels of every ISA fall back to it. */
 typedef void (*dequant32_fn)(const uint8_t *blk, int j, float *out);
 
+/* The dequantizers of the table (32 values of sub-block j of one block). */
+void dq32_q8_0(const uint8_t *blk, int j, float *out);
+void dq32_q4_0(const uint8_t *blk, int j, float *out);
+void dq32_q4_1(const uint8_t *blk, int j, float *out);
+void dq32_q5_0(const uint8_t *blk, int j, float *out);
+void dq32_q5_1(const uint8_t *blk, int j, float *out);
+void dq32_q2_k(const uint8_t *blk, int j, float *out);
+void dq32_q3_k(const uint8_t *blk, int j, float *out);
+void dq32_q4_k(const uint8_t *blk, int j, float *out);
+void dq32_q5_k(const uint8_t *blk, int j, float *out);
+void dq32_q6_k(const uint8_t *blk, int j, float *out);
+void dq32_iq4_nl(const uint8_t *blk, int j, float *out);
+void dq32_iq4_xs(const uint8_t *blk, int j, float *out);
+
+/* Rows [r0, r1) of a (rows, cols) matrix in the file layout at `file` (rows back to back;
+ * for Q4_1G64 / Q4_1G128, Q4_1 blocks whose scale and min repeat over each group) written
+ * into the packed matrix of type dt at out (q8w_matrix_bytes, kernels.h); any thread may
+ * pack its own groups of Q8W_GROUP rows. */
+typedef void (*pack_rows_fn)(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+/* Row r of a packed (rows, cols) matrix of type dt as f32: the values gguf-py dequantizes
+ * the file to. */
+typedef void (*packed_row_fn)(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
+
+/* The packers and readers of the table's layouts (src/kernels/: q8w_packed.c for Q4_0,
+ * Q4_1, Q8_0 and the MLX groups, q5_packed.c, q6k_packed.c, q4k_packed.c). */
+void q8w_pack_rows(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+/* ... one row r of a plain layout (nb = cols / 32 blocks) from its file-layout row at src. */
+void q8w_pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint8_t *out);
+void q8w_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
+void q5_pack_rows(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+void q5_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
+void q6k_pack_rows(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+void q6k_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
+void q4k_pack_rows(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
+void q4k_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
+
+/* A packed layout of the int8-activation kernels (kernels.h, "Repacked weights"): rows in
+ * groups of 8, each group one stream of chunks of (its rows, 4 blocks of 32), every
+ * chunk's scales first, then its payload of 16-lane vectors, 4 bytes per (row, block). */
+typedef struct {
+    int8_t gb;             /* blocks of 32 sharing one scale (and min): 2 / 4 for MLX groups of 64 / 128 */
+    int8_t has_min;        /* a min per scale: x = d*q + m */
+    int8_t two;            /* a second entry per scale: the min, or Q6_K's scale of a block's second 16 */
+    int8_t five;           /* Q5_0 / Q5_1: a nibble plane, and payload vector 4 of a half holds fifth bits */
+    int8_t sbytes;         /* bytes per scale entry: 2 (f16), 1 (Q6_K's int8, Q4_K's u8) */
+    int8_t nv;             /* payload vectors per half chunk */
+    int8_t dtab_entry;     /* bytes per row and super-block of a group's d table (Q6_K: d; Q4_K:
+                              d and -dmin), 0: no d table */
+    pack_rows_fn pack_rows;
+    packed_row_fn row_f32;
+} packed_layout;
+
 typedef struct {
     const char *name;      /* "Q4_K": as ggml and messages spell it */
     int ggml;              /* GGUF tensor type id; -1: not a GGUF type */
@@ -87,9 +139,54 @@ typedef struct {
     int block_bytes;       /* bytes per block */
     dequant32_fn dequant32; /* NULL for plain (F32, F16, BF16, ints) and in-memory-only types */
     int weight;            /* 1: accepted as a matmul weight (some kernel table has it) */
-    dtype packs_as;        /* fast mode rewrites it at load into this packed layout of kernels.h
-                              (repack.c); DT_COUNT: kept as stored (read in place, or f32 route) */
+    dtype packs_as;        /* fast mode rewrites it at load into this packed layout (repack.c);
+                              DT_COUNT: kept as stored (read in place, or f32 route) */
+    packed_layout pk;      /* the layout of a type some type packs as (pk.pack_rows set) */
 } dtype_traits;
+
+/* packs_as: Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q6_K and Q4_K pack as themselves, lossless and
+ * about the file's size, with int8 kernels on every ISA (Q4_K: 4.625 bits per weight
+ * packed, its 12 bytes of 6-bit scales become 16).
+ * Layout rows: the plain repacked ones (Q4_0, Q4_1, Q8_0: f16 scales per block, 4 or 8
+ * payload vectors), the MLX groups, and the types with packers of their own. */
+#define PK_PLAIN(GB, MIN, NV) {GB, MIN, MIN, 0, 2, NV, 0, q8w_pack_rows, q8w_packed_row_f32}
+#define PK_Q5(MIN) {1, MIN, MIN, 1, 2, 5, 0, q5_pack_rows, q5_packed_row_f32}
+
+/* The table, visible so that inline kernels resolve a row of a constant dtype at compile
+ * time (kernels.h's q8w_* helpers). Read it through dtype_info where t may be out of range. */
+static const dtype_traits DTYPE_TRAITS[DT_COUNT] = {
+    [DT_F32] = {"F32", 0, 1, 4, NULL, 1, DT_COUNT, {0}},
+    [DT_F16] = {"F16", 1, 1, 2, NULL, 1, DT_COUNT, {0}},
+    [DT_BF16] = {"BF16", 30, 1, 2, NULL, 1, DT_COUNT, {0}},
+    [DT_Q8_0] = {"Q8_0", 8, 32, 34, dq32_q8_0, 1, DT_Q8_0, PK_PLAIN(1, 0, 8)},
+    [DT_Q4_0] = {"Q4_0", 2, 32, 18, dq32_q4_0, 1, DT_Q4_0, PK_PLAIN(1, 0, 4)},
+    [DT_Q4_1] = {"Q4_1", 3, 32, 20, dq32_q4_1, 1, DT_Q4_1, PK_PLAIN(1, 1, 4)},
+    [DT_Q5_0] = {"Q5_0", 6, 32, 22, dq32_q5_0, 1, DT_Q5_0, PK_Q5(0)},
+    [DT_Q5_1] = {"Q5_1", 7, 32, 24, dq32_q5_1, 1, DT_Q5_1, PK_Q5(1)},
+    [DT_Q2_K] = {"Q2_K", 10, QK_K, 84, dq32_q2_k, 1, DT_COUNT, {0}},
+    [DT_Q3_K] = {"Q3_K", 11, QK_K, 110, dq32_q3_k, 1, DT_COUNT, {0}},
+    [DT_Q4_K] = {"Q4_K", 12, QK_K, 144, dq32_q4_k, 1, DT_Q4_K, {1, 1, 1, 0, 1, 4, 4, q4k_pack_rows, q4k_packed_row_f32}},
+    [DT_Q5_K] = {"Q5_K", 13, QK_K, 176, dq32_q5_k, 1, DT_COUNT, {0}},
+    [DT_Q6_K] = {"Q6_K", 14, QK_K, 210, dq32_q6_k, 1, DT_Q6_K, {1, 0, 1, 0, 1, 6, 2, q6k_pack_rows, q6k_packed_row_f32}},
+    [DT_IQ4_NL] = {"IQ4_NL", 20, 32, 18, dq32_iq4_nl, 1, DT_COUNT, {0}},
+    [DT_IQ4_XS] = {"IQ4_XS", 23, QK_K, 136, dq32_iq4_xs, 1, DT_COUNT, {0}},
+    /* F64 is a GGUF type llmgen does not accept as a weight; the integer types are safetensors' */
+    [DT_F64] = {"F64", 28, 1, 8, NULL, 0, DT_COUNT, {0}},
+    [DT_I64] = {"I64", -1, 1, 8, NULL, 0, DT_COUNT, {0}},
+    [DT_I32] = {"I32", -1, 1, 4, NULL, 0, DT_COUNT, {0}},
+    [DT_I16] = {"I16", -1, 1, 2, NULL, 0, DT_COUNT, {0}},
+    [DT_I8] = {"I8", -1, 1, 1, NULL, 0, DT_COUNT, {0}},
+    [DT_U8] = {"U8", -1, 1, 1, NULL, 0, DT_COUNT, {0}},
+    [DT_U32] = {"U32", -1, 1, 4, NULL, 0, DT_COUNT, {0}},
+    [DT_BOOL] = {"BOOL", -1, 1, 1, NULL, 0, DT_COUNT, {0}},
+    /* MLX affine: a block is one u32 word (8 or 4 values); scales and biases live apart */
+    [DT_AFFINE4] = {"AFFINE4", -1, 8, 4, NULL, 1, DT_COUNT, {0}},
+    [DT_AFFINE8] = {"AFFINE8", -1, 4, 4, NULL, 1, DT_COUNT, {0}},
+    /* in memory only: an MLX 4-bit matrix as Q4_1 with one scale and min per group of 64 /
+       128 (repack.c); bytes per block of 32 as packed: 16 of nibbles + 4 / 2 of scale and min */
+    [DT_Q4_1G64] = {"Q4_1G64", -1, 32, 18, NULL, 0, DT_COUNT, PK_PLAIN(2, 1, 4)},
+    [DT_Q4_1G128] = {"Q4_1G128", -1, 32, 17, NULL, 0, DT_COUNT, PK_PLAIN(4, 1, 4)},
+};
 
 /* The row of t (t < DT_COUNT); never NULL. */
 const dtype_traits *dtype_info(dtype t);

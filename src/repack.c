@@ -1,16 +1,15 @@
-/* repack.c - GGUF blocks of 32 rewritten at load for the int8-activation kernels.
+/* repack.c - weight matrices rewritten at load for the int8-activation kernels, as the
+ * matmul plan routes them (plan.h), by the packers of the type table (quant.h).
  *
- * The file interleaves a 2- or 4-byte scale header with each 16- or 32-byte
- * payload, row after row, so a kernel that computes several rows at once reads
- * one stream per row plus unaligned loads. The repacked form (layout in
- * kernels.h) interleaves groups of 8 rows at quad (128-column) granularity with
- * the scales right before the payload they belong to: a group is one
- * contiguous stream, a full chunk is whole 64-byte lines, and its vectors are
- * already in the lane order vpdpbusd wants (4 rows x 4 blocks per vector).
- * Scales stay f16, so the copy is exactly as large as the file data; once a
- * tensor is copied, its pages of the mapping are dropped (MADV_DONTNEED on a
- * read-only private file mapping: reading them again would just fault them
- * back in from the file). */
+ * The file interleaves a scale header with each block's payload, row after row,
+ * so a kernel that computes several rows at once reads one stream per row plus
+ * unaligned loads. The packed forms (layouts in kernels.h) interleave groups of
+ * 8 rows at quad (128-column) granularity with the scales right before the
+ * payload they belong to: a group is one contiguous stream, and its vectors are
+ * already in the lane order vpdpbusd wants (4 rows x 4 blocks per vector). A
+ * copy has about the file's size; once a tensor is copied, its pages of the
+ * mapping are dropped (MADV_DONTNEED on a read-only private file mapping:
+ * reading them again would just fault them back in from the file). */
 #include "repack.h"
 
 #include <stdatomic.h>
@@ -37,70 +36,13 @@ typedef struct {
     uint8_t *out;
 } repack_job;
 
-/* The chunk of (row r, block b) and, in it, the offsets of that block's scale
- * and of its first payload dword (the others follow every kb * rh * 4 bytes). */
-typedef struct {
-    q8w_chunk c;
-    size_t d, m, pay, step; /* bytes from the start of the matrix; step between the block's dwords */
-} block_place;
-
-static block_place place_of(dtype dt, int rows, int nb, int r, int b) {
-    block_place p;
-    p.c = q8w_chunk_at(dt, rows, nb, r, b / 4);
-    int i = r % Q8W_GROUP, bi = b % 4, rh = p.c.rr - i / 4 * 4 < 4 ? p.c.rr - i / 4 * 4 : 4;
-    p.d = p.c.off + 2 * (size_t)q8w_scale_idx(dt, &p.c, i, bi);
-    p.m = p.d + 2 * (size_t)q8w_nscales(dt, &p.c);
-    p.pay = p.c.off + q8w_byte(dt, &p.c, i, bi, 0);
-    p.step = (size_t)p.c.kb * rh * 4;
-    return p;
-}
-
-/* Row r of a (rows, 32 nb) matrix of dtype dt from file-layout blocks at src
- * (GGUF blocks of dt; for Q4_1G64 / Q4_1G128, Q4_1 blocks whose scale and min
- * repeat over each group) into the packed matrix at out, quad by quad: one
- * chunk lookup per 4 blocks (the per-byte offset arithmetic showed up as 4% of
- * a 512-token prefill run, all of it load time). */
-static void pack_row(dtype dt, int rows, int nb, int r, const uint8_t *src, uint8_t *out) {
-    int pay_bytes = dt == DT_Q8_0 ? 32 : 16, nv = pay_bytes / 4, gb = q8w_gb(dt), i = r % Q8W_GROUP;
-    int sbb = dtype_block_bytes(gb > 1 ? DT_Q4_1 : dt), shdr = sbb - pay_bytes;
-    for (int q = 0; 4 * q < nb; q++) {
-        q8w_chunk c = q8w_chunk_at(dt, rows, nb, r, q);
-        uint8_t *ck = out + c.off;
-        size_t step = (size_t)c.kb * (c.rr - i / 4 * 4 < 4 ? c.rr - i / 4 * 4 : 4) * 4;
-        for (int bi = 0; bi < c.kb; bi++, src += sbb) {
-            if (bi % gb == 0) { /* a group's first block carries its scale and min */
-                size_t d = 2 * (size_t)q8w_scale_idx(dt, &c, i, bi);
-                memcpy(ck + d, src, 2);
-                if (q8w_has_min(dt)) memcpy(ck + d + 2 * (size_t)q8w_nscales(dt, &c), src + 2, 2);
-            }
-            uint8_t *pay = ck + q8w_byte(dt, &c, i, bi, 0);
-            for (int v = 0; v < nv; v++) {
-                uint32_t w;
-                memcpy(&w, src + shdr + 4 * v, 4);
-                if (dt == DT_Q8_0) w ^= 0x80808080u; /* w + 128 as u8: flip the sign bits */
-                memcpy(pay + step * v, &w, 4);
-            }
-        }
-    }
-}
-
-/* Rows [r0, r1) of j's matrix, counted from j->row0 (Q4_K, Q5_0, Q5_1 and Q6_K
- * have packed layouts of their own, written by their packers). */
+/* Rows [r0, r1) of j's matrix, counted from j->row0, by the packer of its layout (quant.h). */
 static void repack_rows(const repack_job *j, int r0, int r1) {
     const tensor *t = j->t;
     dtype pt = dtype_info(t->type)->packs_as;
-    int rows = j->row1 - j->row0, nb = (int)(t->shape[1] / 32);
     size_t rb = dtype_row_bytes(t->type, t->shape[1]);
     const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * rb;
-    if (t->type == DT_Q6_K || t->type == DT_Q4_K) { /* own layouts (kernels.h), written by the kernels' packers */
-        (t->type == DT_Q6_K ? q6k_pack_rows : q4k_pack_rows)(src, rows, (int)t->shape[1], r0, r1, j->out);
-        return;
-    }
-    if (t->type == DT_Q5_0 || t->type == DT_Q5_1) {
-        q5_pack_rows(t->type, src, rows, (int)t->shape[1], r0, r1, j->out);
-        return;
-    }
-    for (int r = r0; r < r1; r++) pack_row(pt, rows, nb, r, src + (size_t)r * rb, j->out);
+    DTYPE_TRAITS[pt].pk.pack_rows(pt, src, j->row1 - j->row0, (int)t->shape[1], r0, r1, j->out);
 }
 
 /* Bytes of rows of t in its packed layout. */
@@ -122,8 +64,7 @@ void repack_matrix(const tensor *t, void *out) {
 }
 
 void repack_row_f32(const tensor *t, int64_t row, float *out) {
-    dtype dt = t->type;
-    int rows = (int)t->shape[0], nb = (int)(t->shape[1] / 32);
+    int rows = (int)t->shape[0];
     const uint8_t *pk = t->packed;
     for (int i = t->nparts - 1; i >= 0; i--) { /* the run of rows holding row, as a matrix of its own */
         if (row < t->parts[i].row0) continue;
@@ -132,33 +73,7 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
         row -= t->parts[i].row0;
         break;
     }
-    if (dt == DT_Q6_K || dt == DT_Q4_K) {
-        (dt == DT_Q6_K ? q6k_packed_row_f32 : q4k_packed_row_f32)(pk, rows, (int)t->shape[1], (int)row, out);
-        return;
-    }
-    if (dt == DT_Q5_0 || dt == DT_Q5_1) {
-        q5_packed_row_f32(dt, pk, rows, (int)t->shape[1], (int)row, out);
-        return;
-    }
-    for (int b = 0; b < nb; b++, out += 32) {
-        block_place p = place_of(dt, rows, nb, (int)row, b);
-        float db = f16_to_f32(rd_u16(pk + p.d));
-        float mb = q8w_has_min(dt) ? f16_to_f32(rd_u16(pk + p.m)) : 0.0f;
-        uint8_t q[32];
-        for (int v = 0; v < (dt == DT_Q8_0 ? 8 : 4); v++) memcpy(q + 4 * v, pk + p.pay + p.step * v, 4);
-        for (int j = 0; j < 16; j++) {
-            if (dt == DT_Q8_0) {
-                out[j] = db * (float)(int8_t)(q[j] ^ 0x80);
-                out[j + 16] = db * (float)(int8_t)(q[j + 16] ^ 0x80);
-            } else if (dt == DT_Q4_0) {
-                out[j] = db * (float)((q[j] & 0x0f) - 8);
-                out[j + 16] = db * (float)((q[j] >> 4) - 8);
-            } else {
-                out[j] = db * (float)(q[j] & 0x0f) + mb;
-                out[j + 16] = db * (float)(q[j] >> 4) + mb;
-            }
-        }
-    }
+    DTYPE_TRAITS[t->type].pk.row_f32(t->type, pk, rows, (int)t->shape[1], (int)row, out);
 }
 
 static void repack_task(void *ctx, int ith, int nth) {
@@ -230,7 +145,7 @@ static void affine_task(void *ctx, int ith, int nth) {
             atomic_store(&j->inexact, 1);
             return;
         }
-        pack_row(j->dt, rows, nb, r, row, j->out);
+        q8w_pack_row(j->dt, rows, nb, r, row, j->out);
     }
 }
 

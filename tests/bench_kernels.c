@@ -152,18 +152,18 @@ static void fill_file(dtype dt, uint8_t *p, size_t n, uint64_t *s) {
             if (offs[k] >= 0) memcpy(p + b + offs[k], &d, 2);
 }
 
-/* The types packed in layouts of their own (Q5_0, Q5_1, Q6_K, Q4_K). */
-static int own_layout(dtype dt) { return dt == DT_Q6_K || dt == DT_Q4_K || dt == DT_Q5_0 || dt == DT_Q5_1; }
+/* The types packed in layouts of their own (the type table's packer is not the plain one). */
+static int own_layout(dtype dt) {
+    return DTYPE_TRAITS[dt].packs_as == dt && DTYPE_TRAITS[dt].pk.pack_rows != q8w_pack_rows;
+}
 
-/* Q5_0 / Q5_1 / Q6_K / Q4_K: a file-layout matrix packed (kernels.h) into p (q8w_matrix_bytes). 0: out of memory. */
+/* A type of own_layout: a file-layout matrix packed (kernels.h) into p (q8w_matrix_bytes). 0: out of memory. */
 static int fill_own(dtype dt, uint8_t *p, shape sh, uint64_t *s) {
     size_t n = dtype_row_bytes(dt, sh.cols) * sh.rows;
     uint8_t *f = malloc(n);
     if (!f) return 0;
     fill_file(dt, f, n, s);
-    if (dt == DT_Q6_K) q6k_pack_rows(f, sh.rows, sh.cols, 0, sh.rows, p);
-    else if (dt == DT_Q4_K) q4k_pack_rows(f, sh.rows, sh.cols, 0, sh.rows, p);
-    else q5_pack_rows(dt, f, sh.rows, sh.cols, 0, sh.rows, p);
+    DTYPE_TRAITS[dt].pk.pack_rows(dt, f, sh.rows, sh.cols, 0, sh.rows, p);
     free(f);
     return 1;
 }

@@ -355,8 +355,8 @@ static const int ST_SUPER_COLS[] = {256, 512, 1280}; /* QK_K blocks: K-quants, I
 #define ST_MAX_SUPER_COLS 1280
 static const int ST_ROWS[] = {1, 2, 5, 13};
 static const int ST_NT[] = {1, 2, 3, 5, 17};
-static const dtype ST_DTYPES[] = {DT_F32,  DT_F16,  DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1,   DT_Q5_0,  DT_Q5_1,
-                                  DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
+/* The f32-route weight types: every GGUF type of the type table a matmul accepts. */
+static int st_matmul_type(dtype dt) { return DTYPE_TRAITS[dt].weight && DTYPE_TRAITS[dt].ggml >= 0; }
 #define ST_COUNT(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 /* Every size for one table and dtype; stops at the first failure. */
@@ -713,7 +713,8 @@ done:
 static const int ST_Q8_COLS[] = {32, 96, 128, 160, 576, 800};
 static const int ST_Q8_ROWS[] = {1, 3, 8, 12, 17, 34};
 static const int ST_Q8_NT[] = {1, 2, 3, 5, 8, 13, 17}; /* 8, 13 (8 + 4 + 1): the decode-of-several-sequences tiles */
-static const dtype ST_Q8_DTYPES[] = {DT_Q4_0, DT_Q4_1, DT_Q8_0, DT_Q4_1G64, DT_Q4_1G128};
+/* The plain packed layouts (the type table's plain packer: Q4_0, Q4_1, Q8_0, the MLX groups). */
+__attribute__((unused)) static int st_plain_packed(dtype dt) { return DTYPE_TRAITS[dt].pk.pack_rows == q8w_pack_rows; }
 
 /* The int8 sizes and tolerances, for the log. */
 __attribute__((unused)) static void st_q8_describe(void) {
@@ -748,8 +749,9 @@ typedef void (*st_sink)(void *ctx, const float *v, size_t n, const char *what);
 
 static int st_run_all(const kernels *k, st_sink sink, void *ctx) {
     static const int nts[] = {1, 3};
-    for (int d = 0; d < ST_COUNT(ST_DTYPES); d++) {
-        dtype dt = ST_DTYPES[d];
+    for (int d = 0; d < DT_COUNT; d++) {
+        dtype dt = (dtype)d;
+        if (!st_matmul_type(dt)) continue;
         int blk = st_block_elems(dt) > 1, sup = st_block_elems(dt) == QK_K;
         const int *cols = sup ? ST_SUPER_COLS : blk ? ST_BLOCK_COLS : ST_DENSE_COLS;
         int ncols = sup ? ST_COUNT(ST_SUPER_COLS) : blk ? ST_COUNT(ST_BLOCK_COLS) : ST_COUNT(ST_DENSE_COLS);
@@ -933,22 +935,24 @@ static int st_check_attn(const kernels *k, char *msg, size_t len) {
  * with n = cols (2 nb terms of at most 4 roundings each is well inside). Checked
  * for the scalar reference and for a table's kernel (when it has one), plus the
  * determinism contract bit for bit: a row split, and each token alone. */
-static const dtype ST_INPLACE_DTYPES[] = {DT_Q5_0, DT_Q5_1, DT_Q2_K, DT_Q3_K, DT_Q4_K,
-                                          DT_Q5_K, DT_Q6_K, DT_IQ4_NL, DT_IQ4_XS};
+/* Types fast mode packs as themselves in a layout of their own (the type table's packer is
+ * not the plain one, which tests/unit/test_q8act.c checks): the int8 entry reads it. */
+static int st_packed(dtype dt) {
+    return DTYPE_TRAITS[dt].packs_as == dt && DTYPE_TRAITS[dt].pk.pack_rows != q8w_pack_rows;
+}
 
-/* Types fast mode packs as themselves (kernels.h): the int8 entry reads the packed layout. */
-static int st_packed(dtype dt) { return dt == DT_Q6_K || dt == DT_Q4_K || dt == DT_Q5_0 || dt == DT_Q5_1; }
+/* The GGUF quantized types whose int8 entry reads their own layout: packed as above, or
+ * the file layout in place (every dequantized type but the plain packed ones). */
+static int st_own_int8(dtype dt) {
+    return DTYPE_TRAITS[dt].dequant32 && (DTYPE_TRAITS[dt].packs_as == DT_COUNT || st_packed(dt));
+}
 
 static void st_pack_rows(dtype dt, const uint8_t *w, int rows, int cols, int r0, int r1, uint8_t *pk) {
-    if (dt == DT_Q6_K) q6k_pack_rows(w, rows, cols, r0, r1, pk);
-    else if (dt == DT_Q4_K) q4k_pack_rows(w, rows, cols, r0, r1, pk);
-    else q5_pack_rows(dt, w, rows, cols, r0, r1, pk);
+    DTYPE_TRAITS[dt].pk.pack_rows(dt, w, rows, cols, r0, r1, pk);
 }
 
 static void st_packed_row_f32(dtype dt, const uint8_t *pk, int rows, int cols, int r, float *out) {
-    if (dt == DT_Q6_K) q6k_packed_row_f32(pk, rows, cols, r, out);
-    else if (dt == DT_Q4_K) q4k_packed_row_f32(pk, rows, cols, r, out);
-    else q5_packed_row_f32(dt, pk, rows, cols, r, out);
+    DTYPE_TRAITS[dt].pk.row_f32(dt, pk, rows, cols, r, out);
 }
 
 static size_t st_quad_pos(int b, int j) {
@@ -1073,9 +1077,10 @@ int main(int argc, char **argv) {
         const kernels *k = tables[i];
         if (!k) continue;
         tested++;
-        for (int d = 0; d < ST_COUNT(ST_DTYPES); d++) {
-            int rc = st_check_dtype(k, ST_DTYPES[d], msg, sizeof msg);
-            printf("%-7s %-5s %s\n", k->name, dtype_name(ST_DTYPES[d]), rc ? msg : "ok");
+        for (int d = 0; d < DT_COUNT; d++) {
+            if (!st_matmul_type((dtype)d)) continue;
+            int rc = st_check_dtype(k, (dtype)d, msg, sizeof msg);
+            printf("%-7s %-5s %s\n", k->name, dtype_name((dtype)d), rc ? msg : "ok");
             failed += rc != 0;
         }
         int rc = st_check_vectors(k, msg, sizeof msg);
@@ -1086,15 +1091,17 @@ int main(int argc, char **argv) {
             printf("%-7s quantize_act %s\n", k->name, rc ? msg : "= scalar bytes: ok");
             failed += rc != 0;
         }
-        for (int d = 0; d < ST_COUNT(ST_Q8_DTYPES); d++) {
-            matmul_q8_fn f = k->matmul_q8[ST_Q8_DTYPES[d]];
+        for (int d = 0; d < DT_COUNT; d++) {
+            if (!st_plain_packed((dtype)d)) continue;
+            matmul_q8_fn f = k->matmul_q8[(dtype)d];
             if (!f) continue;
-            rc = st_check_q8(k->name, f, ST_Q8_DTYPES[d], msg, sizeof msg);
-            printf("%-7s %-5s int8 %s\n", k->name, dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
+            rc = st_check_q8(k->name, f, (dtype)d, msg, sizeof msg);
+            printf("%-7s %-5s int8 %s\n", k->name, dtype_name((dtype)d), rc ? msg : "vs scalar: ok");
             failed += rc != 0;
         }
-        for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++) {
-            dtype dt = ST_INPLACE_DTYPES[d];
+        for (int d = 0; d < DT_COUNT; d++) {
+            dtype dt = (dtype)d;
+            if (!st_own_int8(dt)) continue;
             rc = st_check_inplace(k, dt, msg, sizeof msg);
             printf("%-7s %-6s int8 %s %s\n", k->name, dtype_name(dt), st_packed(dt) ? "packed" : "in place",
                    rc ? msg : k->matmul_q8[dt] ? "vs reference: ok" : "(no kernel here: f32 route; scalar reference ok)");
@@ -1115,9 +1122,10 @@ int main(int argc, char **argv) {
 #if defined(__x86_64__)
     if (kernels_avx512()) { /* the AVX-512 table without VNNI (vpmaddubsw + vpmaddwd), on this CPU too */
         const kernels *k = kernels_avx512_table(0);
-        for (int d = 0; d < ST_COUNT(ST_Q8_DTYPES); d++) {
-            int rc = st_check_q8("avx512-novnni", k->matmul_q8[ST_Q8_DTYPES[d]], ST_Q8_DTYPES[d], msg, sizeof msg);
-            printf("avx512  %-5s int8 without VNNI %s\n", dtype_name(ST_Q8_DTYPES[d]), rc ? msg : "vs scalar: ok");
+        for (int d = 0; d < DT_COUNT; d++) {
+            if (!st_plain_packed((dtype)d)) continue;
+            int rc = st_check_q8("avx512-novnni", k->matmul_q8[(dtype)d], (dtype)d, msg, sizeof msg);
+            printf("avx512  %-5s int8 without VNNI %s\n", dtype_name((dtype)d), rc ? msg : "vs scalar: ok");
             failed += rc != 0;
         }
         static const dtype packed[] = {DT_Q5_0, DT_Q5_1, DT_Q6_K, DT_Q4_K};
@@ -1145,14 +1153,16 @@ int main(int argc, char **argv) {
         int rc = st_check_affine(NULL, "neon-nodot", affine4_q8_neon_nodot, affine8_q8_neon_nodot, msg, sizeof msg);
         printf("neon    AFFINE4/8 int8 without vdotq_s32 %s\n", rc ? msg : "ok");
         failed += rc != 0;
-        for (int d = 0; d < ST_COUNT(ST_Q8_DTYPES); d++) {
-            rc = st_check_q8("neon-nodot", kernels_neon_q8_plain(ST_Q8_DTYPES[d]), ST_Q8_DTYPES[d], msg, sizeof msg);
-            printf("neon    %-5s int8 without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name(ST_Q8_DTYPES[d]),
+        for (int d = 0; d < DT_COUNT; d++) {
+            if (!st_plain_packed((dtype)d)) continue;
+            rc = st_check_q8("neon-nodot", kernels_neon_q8_plain((dtype)d), (dtype)d, msg, sizeof msg);
+            printf("neon    %-5s int8 without sdot (vmull_s8 + vpadalq_s16) %s\n", dtype_name((dtype)d),
                    rc ? msg : "vs scalar: ok");
             failed += rc != 0;
         }
-        for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++) { /* the neon table with its plain variants */
-            dtype dt = ST_INPLACE_DTYPES[d];
+        for (int d = 0; d < DT_COUNT; d++) { /* the neon table with its plain variants */
+            dtype dt = (dtype)d;
+            if (!st_own_int8(dt)) continue;
             kernels plain = *kernels_neon();
             plain.name = "neon-nodot";
             plain.matmul_q8[dt] = st_packed(dt) ? kernels_neon_q8_plain(dt) : inplace_neon_plain(dt);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "quant.h"
 #include "tensor.h"
 #include "util.h"
 
@@ -151,25 +152,19 @@ typedef struct {
     size_t grp;   /* where the chunk's group starts (Q6_K, Q4_K: its d table) */
 } q8w_chunk;
 
-/* Blocks sharing one scale (and min); whether there are mins. */
-static inline int q8w_gb(dtype dt) { return dt == DT_Q4_1G64 ? 2 : dt == DT_Q4_1G128 ? 4 : 1; }
-static inline int q8w_has_min(dtype dt) {
-    return dt == DT_Q4_1 || dt == DT_Q4_1G64 || dt == DT_Q4_1G128 || dt == DT_Q5_1 || dt == DT_Q4_K;
-}
-/* Q5_0 / Q5_1: a nibble plane and a fifth-bit vector (payload vector 4 of a half). */
-static inline int q8w_five(dtype dt) { return dt == DT_Q5_0 || dt == DT_Q5_1; }
-/* Q6_K: two scales per block (one per 16 values), where the others have a min. */
-static inline int q8w_two(dtype dt) { return q8w_has_min(dt) || dt == DT_Q6_K; }
-/* Bytes per scale entry (f16, or Q6_K's int8 / Q4_K's u8). */
-static inline int q8w_sbytes(dtype dt) { return dt == DT_Q6_K || dt == DT_Q4_K ? 1 : 2; }
-/* Payload vectors per half chunk: 4 bytes of each (row, block) per vector. */
-static inline int q8w_nv(dtype dt) { return dt == DT_Q8_0 ? 8 : dt == DT_Q6_K ? 6 : q8w_five(dt) ? 5 : 4; }
+/* The layout's facts, from its row of the type table (quant.h, packed_layout). */
+static inline int q8w_gb(dtype dt) { return DTYPE_TRAITS[dt].pk.gb; }
+static inline int q8w_has_min(dtype dt) { return DTYPE_TRAITS[dt].pk.has_min; }
+static inline int q8w_five(dtype dt) { return DTYPE_TRAITS[dt].pk.five; }
+static inline int q8w_two(dtype dt) { return DTYPE_TRAITS[dt].pk.two; }
+static inline int q8w_sbytes(dtype dt) { return DTYPE_TRAITS[dt].pk.sbytes; }
+static inline int q8w_nv(dtype dt) { return DTYPE_TRAITS[dt].pk.nv; }
 /* Header bytes per row and block (scale and min shares), and all bytes per row and block. */
 static inline int q8w_hdr(dtype dt) { return q8w_sbytes(dt) * (q8w_two(dt) ? 2 : 1) / q8w_gb(dt); }
 static inline int q8w_block_bytes(dtype dt) { return q8w_hdr(dt) + 4 * q8w_nv(dt); }
 /* Bytes of a group's d table (Q6_K: d, Q4_K: d and dmin per row and super-block;
  * 0 for the others), whole 64-byte lines. */
-static inline int q8w_dtab_entry(dtype dt) { return dt == DT_Q6_K ? 2 : dt == DT_Q4_K ? 4 : 0; } /* bytes per row and super-block */
+static inline int q8w_dtab_entry(dtype dt) { return DTYPE_TRAITS[dt].pk.dtab_entry; } /* bytes per row and super-block */
 static inline size_t q8w_dtab(dtype dt, int rr, int nb) {
     return ((size_t)rr * (size_t)(nb / 8) * (size_t)q8w_dtab_entry(dt) + 63) / 64 * 64;
 }
@@ -256,36 +251,20 @@ static inline void q8w_widen(dtype dt, const uint8_t *src, int rr, int kb, uint8
         }
 }
 
-/* Q6_K rows [r0, r1) of a (rows, cols) matrix in the GGUF layout at `file` (rows
- * back to back) written into the packed matrix at out (q8w_matrix_bytes; the d
- * tables' padding is written too, for whole groups in range); any thread may
- * pack its own groups. q6k_packed.c. */
-void q6k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
-
-/* Row r of a packed Q6_K matrix as f32: the values gguf-py dequantizes the file to. */
-void q6k_packed_row_f32(const uint8_t *packed, int rows, int cols, int r, float *out);
 
 /* The 6-bit value u (0..63) of element j (0..31) of block b of row r, and the
  * f32 scale d * sc of its half: the scalar reference's view of the layout. */
 int q6k_packed_u(const uint8_t *packed, int rows, int nb, int r, int b, int j);
 float q6k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, int half);
 
-/* Q5_0 / Q5_1 (dt) rows [r0, r1) of a (rows, cols) matrix in the GGUF layout at
- * `file` written into the packed matrix at out (q8w_matrix_bytes); any thread
- * may pack its own groups. q5_packed.c. */
-void q5_pack_rows(dtype dt, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
 
 /* The 5-bit value u (0..31) of element j (0..31) of block b of row r of a packed
  * Q5_0 / Q5_1 matrix (nb blocks a row): the scalar reference's view of the layout. */
 int q5_packed_u(dtype dt, const uint8_t *packed, int rows, int nb, int r, int b, int j);
 
-/* Row r of a packed Q5_0 / Q5_1 matrix as f32: the values gguf-py dequantizes the file to. */
-void q5_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out);
-/* Q4_K, as Q6_K above (q4k_packed.c): rows [r0, r1) of the file layout into the
- * packed matrix; row r read back as gguf-py dequantizes the file; the f32 scale
- * d * sc (which = 0) or min -(dmin * m) (which = 1) of block b of row r. */
-void q4k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out);
-void q4k_packed_row_f32(const uint8_t *packed, int rows, int cols, int r, float *out);
+/* The packers and packed-row readers of each layout are in the type table (quant.h). */
+
+/* Q4_K: the f32 scale d * sc (which = 0) or min -(dmin * m) (which = 1) of block b of row r. */
 float q4k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, int which);
 
 /* ---- attention over the KV cache -------------------------------------------

@@ -30,7 +30,8 @@ static void q4k_block_nibbles(const uint8_t *blk, int j, uint8_t out[16]) {
     }
 }
 
-void q4k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out) {
+void q4k_pack_rows(dtype type, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out) {
+    (void)type;
     const dtype dt = DT_Q4_K;
     int nb = cols / 32;
     size_t rb = dtype_row_bytes(dt, cols);
@@ -72,8 +73,9 @@ float q4k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, in
     return f16_to_f32(rd_u16(dm + 2 * (size_t)which * c.rr + 2 * i)) * (float)packed[c.off + (size_t)si];
 }
 
-/* (d * sc) * u - (dmin * m), as quant.c's dq_q4_k (gguf-py's order of roundings). */
-void q4k_packed_row_f32(const uint8_t *packed, int rows, int cols, int r, float *out) {
+/* (d * sc) * u - (dmin * m), as quant.c's dq32_q4_k (gguf-py's order of roundings). */
+void q4k_packed_row_f32(dtype type, const uint8_t *packed, int rows, int cols, int r, float *out) {
+    (void)type;
     const dtype dt = DT_Q4_K;
     int nb = cols / 32;
     for (int b = 0; b < nb; b++) {

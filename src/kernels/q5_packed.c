@@ -69,7 +69,7 @@ int q5_packed_u(dtype dt, const uint8_t *packed, int rows, int nb, int r, int b,
     return (j < 16 ? nib & 15 : nib >> 4) | ((hb >> (e / 4 + (j < 16 ? 0 : 4))) & 1) << 4;
 }
 
-/* d * (u - 16) (Q5_0) or d * u + m (Q5_1), as quant.c's dq_q5_0 / dq_q5_1 (gguf-py).
+/* d * (u - 16) (Q5_0) or d * u + m (Q5_1), as quant.c's dq32_q5_0 / dq32_q5_1 (gguf-py).
  * One chunk lookup per block (embedding lookups read rows through here). */
 void q5_packed_row_f32(dtype dt, const uint8_t *packed, int rows, int cols, int r, float *out) {
     int nb = cols / 32, i = r % Q8W_GROUP;

@@ -49,7 +49,8 @@ static void q6k_block_payload(const uint8_t *blk, int j, uint8_t out[24]) {
     }
 }
 
-void q6k_pack_rows(const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out) {
+void q6k_pack_rows(dtype type, const uint8_t *file, int rows, int cols, int r0, int r1, uint8_t *out) {
+    (void)type;
     const dtype dt = DT_Q6_K;
     int nb = cols / 32;
     size_t rb = dtype_row_bytes(dt, cols);
@@ -95,8 +96,9 @@ float q6k_packed_scale(const uint8_t *packed, int rows, int nb, int r, int b, in
     return d * (float)(int8_t)packed[c.off + (size_t)si];
 }
 
-/* (d * sc) * (u - 32), as quant.c's dq_q6_k (gguf-py's order of roundings). */
-void q6k_packed_row_f32(const uint8_t *packed, int rows, int cols, int r, float *out) {
+/* (d * sc) * (u - 32), as quant.c's dq32_q6_k (gguf-py's order of roundings). */
+void q6k_packed_row_f32(dtype type, const uint8_t *packed, int rows, int cols, int r, float *out) {
+    (void)type;
     int nb = cols / 32;
     for (int b = 0; b < nb; b++)
         for (int j = 0; j < 32; j++)

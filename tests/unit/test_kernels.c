@@ -35,8 +35,8 @@ static void check_table_inplace(const char *isa) {
     const kernels *k = !strcmp(isa, "scalar") ? kernels_scalar() : table_named(isa);
     if (!k) cr_skip_test("%s kernels not available on this CPU / build", isa);
     char msg[512] = "";
-    for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++)
-        cr_assert_eq(st_check_inplace(k, ST_INPLACE_DTYPES[d], msg, sizeof msg), 0, "%s", msg);
+    for (int d = 0; d < DT_COUNT; d++)
+        if (st_own_int8((dtype)d)) cr_assert_eq(st_check_inplace(k, (dtype)d, msg, sizeof msg), 0, "%s", msg);
 }
 
 static void check_table_attn(const char *isa) {
@@ -79,8 +79,9 @@ const kernels *kernels_avx512_table(int level);
 Test(kernels_avx512, int8_in_place_without_vnni) {
     if (!kernels_avx512()) cr_skip_test("avx512 kernels not available on this CPU / build");
     char msg[512] = "";
-    for (int d = 0; d < ST_COUNT(ST_INPLACE_DTYPES); d++)
-        cr_assert_eq(st_check_inplace(kernels_avx512_table(0), ST_INPLACE_DTYPES[d], msg, sizeof msg), 0, "%s", msg);
+    for (int d = 0; d < DT_COUNT; d++)
+        if (st_own_int8((dtype)d))
+            cr_assert_eq(st_check_inplace(kernels_avx512_table(0), (dtype)d, msg, sizeof msg), 0, "%s", msg);
 }
 #endif
 
@@ -88,8 +89,8 @@ Test(kernels_avx512, int8_in_place_without_vnni) {
  * (strides, untouched cells, row splits) on every machine. */
 Test(kernels_scalar, harness_on_reference) {
     char msg[512] = "";
-    for (int d = 0; d < ST_COUNT(ST_DTYPES); d++)
-        cr_assert_eq(st_check_dtype(kernels_scalar(), ST_DTYPES[d], msg, sizeof msg), 0, "%s", msg);
+    for (int d = 0; d < DT_COUNT; d++)
+        if (st_matmul_type((dtype)d)) cr_assert_eq(st_check_dtype(kernels_scalar(), (dtype)d, msg, sizeof msg), 0, "%s", msg);
 }
 
 /* All ISA tables here give the same bits (they share one 16-lane order); with
@@ -131,14 +132,14 @@ Test(kernels_dispatch, every_table_is_complete) {
     const kernels *tables[] = {kernels_scalar(), kernels_avx2(), kernels_avx512(), kernels_neon()};
     for (int i = 0; i < ST_COUNT(tables); i++) {
         if (!tables[i]) continue;
-        for (int d = 0; d < ST_COUNT(ST_DTYPES); d++)
-            cr_assert_not_null(tables[i]->matmul[ST_DTYPES[d]], "%s has no %s matmul", tables[i]->name,
-                               dtype_name(ST_DTYPES[d]));
-        /* fast mode packs Q4_K, Q5_0, Q5_1 and Q6_K only where the table reads the packed layout (repack.c) */
-        cr_assert_not_null(tables[i]->matmul_q8[DT_Q6_K], "%s has no packed Q6_K int8 matmul", tables[i]->name);
-        cr_assert_not_null(tables[i]->matmul_q8[DT_Q4_K], "%s has no packed Q4_K int8 matmul", tables[i]->name);
-        cr_assert_not_null(tables[i]->matmul_q8[DT_Q5_0], "%s has no packed Q5_0 int8 matmul", tables[i]->name);
-        cr_assert_not_null(tables[i]->matmul_q8[DT_Q5_1], "%s has no packed Q5_1 int8 matmul", tables[i]->name);
+        for (int d = 0; d < DT_COUNT; d++)
+            if (st_matmul_type((dtype)d))
+                cr_assert_not_null(tables[i]->matmul[d], "%s has no %s matmul", tables[i]->name, dtype_name((dtype)d));
+        /* fast mode packs a type with a layout of its own only where the table reads that layout (plan.c) */
+        for (int d = 0; d < DT_COUNT; d++)
+            if (st_packed((dtype)d))
+                cr_assert_not_null(tables[i]->matmul_q8[d], "%s has no packed %s int8 matmul", tables[i]->name,
+                                   dtype_name((dtype)d));
         cr_assert_not_null(tables[i]->dot);
         cr_assert_not_null(tables[i]->axpy);
         /* callers use these without a scalar fallback */
