@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Same bytes before and after a change that must not change output (`make same-bytes`).
 
-Usage: same_bytes.py [--record] [--allow-missing] [--only SUBSTRING] [--llmgen PATH]
+Usage: same_bytes.py [--record] [--allow-missing] [--only SUBSTRING] [--threads 1,2,3] [--llmgen PATH]
 
 Runs ./llmgen --dump-logits on a fixed set of models (the default model and its llama-quantize
 requantizations of `make quant-models`, an MLX 4-bit fixture, the Gemma-3 / Qwen3 / Phi-3 family
@@ -47,7 +47,7 @@ CASES = [
     ("smollm2-q5_k_m", QUANT % "Q5_K_M", 40, 49152, 8),
     ("smollm2-q3_k_m", QUANT % "Q3_K_M", 40, 49152, 8),
     ("mlx-gqa-tied-q4g32", os.path.join(FIX, "tiny-mlx-gqa-tied-q4g32"), 140, 384, 24),
-    ("mlx-gemma3-q4g64", os.path.join(FIX, "tiny-mlx-gemma3-q4g64"), 60, 320, 16),
+    ("mlx-gemma3-q4g64", os.path.join(FIX, "tiny-mlx-gemma3-q4g64"), 60, 256, 16),
     ("gemma3-mixed-f32", os.path.join(FIX, "tiny-gemma3-mixed-f32"), 140, 320, 24),
     ("gemma3-ring-f32", os.path.join(FIX, "tiny-gemma3-ring-f32"), 300, 320, 40),
     ("gemma3-ring-gguf", os.path.join(FIX, "tiny-gemma3-ring-f32", "model.f32.gguf"), 300, 320, 40),
@@ -85,6 +85,7 @@ def main():
     allow_missing = "--allow-missing" in args
     only = args[args.index("--only") + 1] if "--only" in args else None
     llmgen = args[args.index("--llmgen") + 1] if "--llmgen" in args else os.path.join(REPO, "llmgen")
+    threads = [int(t) for t in args[args.index("--threads") + 1].split(",")] if "--threads" in args else THREADS
     stored = {}
     if os.path.exists(LIST):
         with open(LIST) as f:
@@ -101,7 +102,7 @@ def main():
             print("MISSING %s (%s)" % (name, os.path.relpath(path, REPO)), flush=True)
             continue
         for mode, margs in MODES:
-            for t in THREADS:
+            for t in threads:
                 key = "%s %s t%d" % (name, mode, t)
                 h, err = run_case(llmgen, name, path, plen, vocab, n, margs, t)
                 if err:
