@@ -9,12 +9,20 @@
  *
  * Stop strings are matched on the decoded text: text that could still become a
  * stop string is held back from the callback until it cannot, so a streamed
- * reply never shows part of one. */
+ * reply never shows part of one.
+ *
+ * Speculative decoding (greedy): the id just picked goes into the model together with
+ * a draft of the ids that may follow it (draft.c), in one llmgen_decode_rows pass whose
+ * rows are the bits single steps would give; the loop then consumes the rows as if they
+ * came from steps, one id at a time (the same callbacks, checks and stops), for as long
+ * as the ids it picks equal the draft, and takes the rest back (llmgen_session_rewind).
+ * So everything a caller sees is what plain decoding gives, only sooner. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "draft.h"
 #include "generate.h"
 #include "llmgen.h"
 #include "util.h"
@@ -150,7 +158,41 @@ static llmgen_status check_params(const llmgen_generate_params *p, int has_token
         return fail(LLMGEN_E_USAGE, err, errlen, "top_logprobs must be from 0 to the vocabulary size");
     if (p->n_stops && !has_tokenizer)
         return fail(LLMGEN_E_USAGE, err, errlen, "stop strings need a tokenizer (this model has none)");
+    if (p->draft_max < 0 || p->draft_max > DRAFT_PASS_MAX - 1 || p->draft_lookup < 0)
+        return fail(LLMGEN_E_USAGE, err, errlen, "draft_max must be from 0 to 127, draft_lookup >= 0");
     return llmgen_sampler_check(&p->sampler, err, errlen);
+}
+
+/* Speculation for one call: drafts, their adaptive length, and the pass being consumed. */
+typedef struct {
+    const llmgen_generate_params *p;
+    int on;          /* greedy, and some draft source */
+    int vocab;
+    draft_ctl ctl;
+    int32_t pass[DRAFT_PASS_MAX]; /* the pass: the picked id, then its draft */
+    int n_draft;     /* draft ids of the pass being consumed (0: none) */
+    int row;         /* its row the current logits are */
+    const float *rows;
+} spec;
+
+/* The draft to run with the id just picked (hist[n - 1]): at most room ids (what the
+ * context and max_tokens leave), from the caller's draft_fn as given, else from the
+ * built-in sources at the adaptive length. Returns how many are in S->pass + 1. */
+static int spec_draft(spec *S, const int32_t *hist, int n, int room, llmgen_status *st, char *err, size_t errlen) {
+    const llmgen_generate_params *p = S->p;
+    int max = p->draft_max ? p->draft_max : DRAFT_DEFAULT_MAX, k = 0;
+    if (room > DRAFT_PASS_MAX - 1) room = DRAFT_PASS_MAX - 1;
+    if (p->draft_fn) {
+        k = p->draft_fn(p->draft_user, hist, n, S->pass + 1, max < room ? max : room);
+        return k < 0 ? 0 : k > room ? room : k;
+    }
+    int len = draft_ctl_len(&S->ctl);
+    if (len > room) len = room;
+    if (len <= 0) return 0;
+    if (p->draft_lookup) k = draft_lookup(hist, n, p->draft_lookup, S->pass + 1, len);
+    if (!k && p->draft_session)
+        *st = draft_from_model(p->draft_session, hist, n, S->vocab, S->pass + 1, len, &k, err, errlen);
+    return k;
 }
 
 llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_prompt,
@@ -189,10 +231,15 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     }
     r->n_cached = kept;
 
+    spec S = {.p = p, .vocab = V};
+    S.on = p->sampler.temperature <= 0.0f && (p->draft_lookup || p->draft_session || p->draft_fn);
+    draft_ctl_init(&S.ctl, p->draft_max ? p->draft_max : DRAFT_DEFAULT_MAX);
+
     const float *logits;
     double t0 = now_seconds();
     st = llmgen_prefill(s, prompt + kept, n_prompt - kept, &logits, err, errlen);
     r->prefill_s = now_seconds() - t0;
+    int pos = llmgen_session_pos(s); /* where the id picked next goes (the session may hold a pass beyond) */
     double t_dec = now_seconds();
     r->stop_reason = LLMGEN_STOP_LENGTH;
     while (!st) {
@@ -249,11 +296,44 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
             break;
         }
         if (p->max_tokens > 0 && r->n_ids >= p->max_tokens) break; /* LLMGEN_STOP_LENGTH */
-        if (llmgen_session_pos(s) >= llmgen_session_ctx(s)) {
+        if (pos >= llmgen_session_ctx(s)) {
             r->stop_reason = LLMGEN_STOP_CONTEXT;
             break;
         }
-        st = llmgen_decode_step(s, id, &logits, err, errlen);
+        if (S.row < S.n_draft && id == S.pass[S.row + 1]) { /* the pass ran it already: its row is next */
+            logits = S.rows + (size_t)++S.row * V;
+            pos++;
+            continue;
+        }
+        if (S.n_draft) { /* the pass ends here: take back what it ran past this id */
+            r->n_accepted += S.row;
+            draft_ctl_update(&S.ctl, S.n_draft, S.row);
+            llmgen_session_rewind(s, pos);
+            S.n_draft = 0;
+        }
+        int k = 0;
+        if (S.on) {
+            int room = llmgen_session_ctx(s) - pos - 1;
+            if (p->max_tokens > 0 && p->max_tokens - r->n_ids - 1 < room) room = p->max_tokens - r->n_ids - 1;
+            if (room > 0) k = spec_draft(&S, hist, n_hist, room, &st, err, errlen);
+            if (st) break;
+        }
+        if (k) {
+            S.pass[0] = id;
+            st = llmgen_decode_rows(s, S.pass, k + 1, &S.rows, err, errlen);
+            logits = S.rows;
+            S.n_draft = k;
+            S.row = 0;
+            r->n_drafted += k;
+            r->n_passes++;
+        } else {
+            st = llmgen_decode_step(s, id, &logits, err, errlen);
+        }
+        pos++;
+    }
+    if (S.n_draft) { /* stopped inside a pass: the session keeps what was consumed */
+        r->n_accepted += S.row;
+        llmgen_session_rewind(s, pos);
     }
     r->decode_s = now_seconds() - t_dec;
     if (dt && r->stop_reason != LLMGEN_STOP_STRING) {

@@ -288,6 +288,18 @@ typedef void (*llmgen_rows_fn)(void *user, int i, const float *logits, int n_voc
  * session. Statuses as llmgen_prefill; LLMGEN_E_USAGE if first is outside [0, n] or fn is NULL. */
 llmgen_status llmgen_prefill_rows(llmgen_session *s, const int32_t *ids, int n, int first, llmgen_rows_fn fn,
                                   void *user, const float **logits, char *err, size_t errlen);
+/* Append n ids (1 <= n <= 128) in one pass and compute the logits of each: *rows is
+ * (n, vocab_size) floats, row t the logits after ids[t], owned by the session and valid
+ * until its next prefill / decode call / reset / free. The contract: row t is the same
+ * bits that llmgen_decode_step of ids[t] would give at that position after steps of
+ * ids[0..t) (in fast and exact mode, every family, sliding-window rings included, any
+ * thread count), so a pass checks n guesses for the price of about one step over the
+ * weights (speculative decoding, teacher-forced checks). Rejected ids are taken back
+ * with llmgen_session_rewind. Statuses as llmgen_decode_step (every row is checked);
+ * LLMGEN_E_USAGE for n outside [1, 128] or a session in a batch. */
+llmgen_status llmgen_decode_rows(llmgen_session *s, const int32_t *ids, int n, const float **rows, char *err,
+                                 size_t errlen);
+
 /* ---- several sequences per step -------------------------------------------------
  *
  * Sessions joined to a batch run their prefill and decode steps together: a step
@@ -362,6 +374,10 @@ typedef int (*llmgen_piece_fn)(void *user, int32_t id, const char *text, size_t 
 /* Called before each sampling with the logits it reads (n_vocab floats). Return
  * non-zero to stop (LLMGEN_STOP_CANCELLED, nothing sampled from these logits). */
 typedef int (*llmgen_logits_fn)(void *user, const float *logits, int n_vocab);
+/* Speculative decoding's drafts of the caller's own: write up to max ids that may follow
+ * ids[0..n) (the prompt and what was generated, the id about to be run last) into
+ * draft; return how many (0: none, this step runs alone). */
+typedef int (*llmgen_draft_fn)(void *user, const int32_t *ids, int n, int32_t *draft, int max);
 
 typedef struct {
     int max_tokens;             /* >= 1; -1: until an end-of-sequence id or a full context */
@@ -378,6 +394,21 @@ typedef struct {
     llmgen_piece_fn on_piece;   /* may be NULL */
     llmgen_logits_fn on_logits; /* may be NULL */
     void *user;                 /* passed to both callbacks */
+    /* Speculative decoding, greedy only (temperature 0; with sampling these are ignored):
+     * guessed ids are run together with the sampled one in one llmgen_decode_rows pass and
+     * kept while they equal what greedy decoding picks from each row, the rest taken back
+     * (llmgen_session_rewind). The ids, logits, log-probabilities and callbacks are the
+     * same bits as without it; only the time differs. Built-in drafts adapt their length
+     * to how often they are accepted, and pause after misses. Not for a session in a
+     * batch (LLMGEN_E_USAGE). */
+    int draft_lookup;           /* > 0: drafts from the text so far (prompt lookup): the ids that followed
+                                   the latest earlier occurrence of its last draft_lookup ids (or fewer,
+                                   down to one) */
+    llmgen_session *draft_session; /* or NULL: greedy drafts of another model with the same vocabulary
+                                   (its own session, context >= this one's; reset by each call) */
+    int draft_max;              /* most ids drafted per pass, 1..127 (0: 8) */
+    llmgen_draft_fn draft_fn;   /* or NULL: the caller's drafts, used as given (no adaptation) */
+    void *draft_user;           /* passed to draft_fn */
 } llmgen_generate_params;
 
 /* A token and its log-probability under the model: log-softmax of the raw logits of
@@ -402,6 +433,9 @@ typedef struct {
     double prefill_s;           /* seconds in prefill */
     double decode_s;            /* seconds from the end of prefill to the end */
     double first_token_s;       /* seconds from the start to the first sampled id */
+    int n_drafted;              /* speculative decoding: ids drafted and run in passes */
+    int n_accepted;             /* of them, those greedy decoding picked (the rest were taken back) */
+    int n_passes;               /* passes with drafts (each a decode step of 1 + its drafts) */
 } llmgen_result;
 
 /* max_tokens 128, greedy sampler, no stops, reset first, no callbacks. */

@@ -189,3 +189,47 @@ llmgen_status llmgen_prefill_rows(llmgen_session *s, const int32_t *ids, int n, 
     if (logits) *logits = s->st.logits;
     return check_logits(s, err, errlen);
 }
+
+/* The contract of llmgen_decode_rows (llmgen.h): every kernel computes each token's row
+ * on its own, so a pass's row t is what a decode step of that token alone gives. The
+ * one input a pass shares is the RoPE factor LongRoPE picks by the call's end
+ * (forward.h, seq_end): a step at position p picks by p + 1, so the pass is cut where
+ * that choice changes (at the original context), and each part ends where its own
+ * steps' choices agree. */
+llmgen_status llmgen_decode_rows(llmgen_session *s, const int32_t *ids, int n, const float **rows, char *err,
+                                 size_t errlen) {
+    if (n <= 0 || !ids || !rows) return fail(LLMGEN_E_USAGE, err, errlen, "decode_rows: needs ids (n >= 1) and rows");
+    if (n > s->st.chunk) {
+        char e[ERR_LEN];
+        snprintf(e, sizeof e, "decode_rows: %d ids exceed the session's %d per pass", n, s->st.chunk);
+        return fail(LLMGEN_E_USAGE, err, errlen, e);
+    }
+    if (s->batch) return fail(LLMGEN_E_USAGE, err, errlen, "decode_rows: not for a session in a batch");
+    llmgen_status st = check_ids(s, ids, n, err, errlen);
+    if (st) return st;
+    const model *m = s->owner->m;
+    int V = m->cfg.vocab_size, orig = m->cfg.rope_orig_max_pos;
+    if (!s->rows && !(s->rows = malloc((size_t)s->st.chunk * (size_t)V * sizeof(float))))
+        return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory for the logits of a chunk");
+    if ((st = acquire(s, err, errlen))) return st;
+    memcpy(s->fed + s->pos, ids, (size_t)n * sizeof *ids);
+    for (int done = 0; done < n;) {
+        int k = n - done;
+        if (m->rope_inv_freq_long && s->pos < orig && s->pos + k > orig) k = orig - s->pos;
+        s->st.seq_end = 0; /* each part's own end */
+        s->st.logits_all = s->rows + (size_t)done * V;
+        forward(m, &s->st, ids + done, k, s->pos);
+        s->pos += k;
+        done += k;
+    }
+    s->st.logits_all = NULL;
+    release(s);
+    *rows = s->rows;
+    for (int t = 0; t < n && !st; t++) { /* every row, as n steps would check each */
+        float *keep = s->st.logits;
+        s->st.logits = s->rows + (size_t)t * V;
+        st = check_logits(s, err, errlen);
+        s->st.logits = keep;
+    }
+    return st;
+}
