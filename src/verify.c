@@ -3,7 +3,11 @@
  *
  * Each case runs greedy generation of len(expected_ids) tokens through llmgen_generate
  * (end-of-sequence ids do not stop it) and stops at the first step where the produced
- * id differs from the expected one. A difference where the reference's top-2 logit gap
+ * id differs from the expected one. By default the expected ids are the drafts of
+ * speculative decoding (teacher forcing): after the prompt, one llmgen_decode_rows pass
+ * runs up to 128 of them and gives every step's logits at once, the bits step-by-step
+ * decoding gives (llmgen.h), so the lines are those of --no-teacher-forcing, which runs
+ * one decode step per token. A difference where the reference's top-2 logit gap
  * is below the tolerance is a near-tie: the two implementations may round either way
  * there, so the case passes (and says so); any other difference fails. After a
  * difference nothing more can be compared: the two continuations have different
@@ -17,6 +21,7 @@
  * Part of the CLI (see cli.h): one line per case on io->out, then "N passed, M failed". */
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +33,7 @@
 
 static const char help[] =
     "usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [-c CTX] [-t N] [--exact] [--kernels NAME]\n"
+    "                    [--no-teacher-forcing]\n"
     "Check greedy generation against reference ids. Each line of REFS.jsonl is\n"
     "  {\"id\": ..., \"model\"?: path, \"prompt\": text | \"prompt_ids\": [ids], \"chat\"?: bool,\n"
     "   \"expected_ids\": [ids], \"top2_gap\"?: [floats]}\n"
@@ -40,12 +46,14 @@ static const char help[] =
     "      --tolerance GAP near-tie threshold on the reference's top-2 logit gap (default 0.001)\n"
     "  -c, --ctx-size CTX  context size (default: min(model, " CLI_STR(LLMGEN_DEFAULT_CONTEXT) "))\n"
     "  -t, --threads N, --exact, --kernels NAME   as for generation (--exact for references made\n"
-    "                      in full precision: the fast default mode may differ from them)\n";
+    "                      in full precision: the fast default mode may differ from them)\n"
+    "      --no-teacher-forcing  one decode step per token (default: the expected ids run as drafts,\n"
+    "                      up to 128 per pass, which gives the same logits bits and lines, faster)\n";
 
 typedef struct {
     const char *refs, *model, *kernels;
     double tolerance;
-    int ctx, threads, exact, help;
+    int ctx, threads, exact, help, no_tf;
 } verify_args;
 
 static int parse(int argc, char **argv, verify_args *a, const cli_io *io) {
@@ -59,6 +67,8 @@ static int parse(int argc, char **argv, verify_args *a, const cli_io *io) {
             return 0;
         } else if (!strcmp(s, "--exact")) {
             a->exact = 1;
+        } else if (!strcmp(s, "--no-teacher-forcing")) {
+            a->no_tf = 1;
         } else if (!strcmp(s, "-m") || !strcmp(s, "--model") || !strcmp(s, "--kernels")) {
             if (!v) return cli_fail(io, EXIT_USAGE, "verify: %s needs a value", s);
             *(!strcmp(s, "--kernels") ? &a->kernels : &a->model) = v;
@@ -129,15 +139,56 @@ typedef struct {
     const int32_t *expected;
     int step, diff; /* diff: the step of the first difference, or -1 */
     volatile sig_atomic_t *interrupted;
+    int n_prompt, n_expected;
+    const float *logits; /* the logits of the step being checked (valid until the next step) */
+    int vocab;
+    float own_gap;       /* at the difference: llmgen's top-2 log-probability gap */
 } check;
+
+static int on_logits(void *user, const float *logits, int n_vocab) {
+    check *C = user;
+    C->logits = logits;
+    C->vocab = n_vocab;
+    return 0;
+}
+
+/* The two largest log-probabilities of lg apart (first index on ties), computed as
+ * llmgen_generate's logprobs are (log-softmax in double, each rounded to float): only
+ * at the difference, not at every step. */
+static float top2_gap(const float *lg, int V) {
+    float mx = lg[0];
+    for (int i = 1; i < V; i++)
+        if (lg[i] > mx) mx = lg[i];
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)lg[i] - mx);
+    double lse = (double)mx + log(sum);
+    int a = 0, b = -1;
+    for (int i = 1; i < V; i++)
+        if (lg[i] > lg[a]) b = a, a = i;
+        else if (b < 0 || lg[i] > lg[b]) b = i;
+    return (float)((double)lg[a] - lse) - (float)((double)lg[b] - lse);
+}
 
 static int on_piece(void *user, int32_t id, const char *text, size_t len) {
     check *C = user;
     (void)text, (void)len;
     if (id < 0) return 0;
-    if (id != C->expected[C->step] && C->diff < 0) C->diff = C->step;
+    if (id != C->expected[C->step] && C->diff < 0) {
+        C->diff = C->step;
+        C->own_gap = top2_gap(C->logits, C->vocab);
+    }
     C->step++;
     return C->diff >= 0 || *C->interrupted;
+}
+
+/* Teacher forcing: the drafts are the expected ids after those generated so far. */
+static int expected_draft(void *user, const int32_t *ids, int n, int32_t *draft, int max) {
+    const check *C = user;
+    int done = n - C->n_prompt, k = C->n_expected - done < max ? C->n_expected - done : max;
+    (void)ids;
+    if (C->diff >= 0 || k <= 0) return 0;
+    memcpy(draft, C->expected + done, (size_t)k * sizeof *draft);
+    return k;
 }
 
 /* The model a case runs on: path of -m, else the case's, relative to REFS' directory. */
@@ -167,11 +218,15 @@ static int run_case(const verify_args *a, const verify_case *c, llmgen_model *m,
     llmgen_generate_defaults(&p);
     p.max_tokens = c->n_expected;
     p.ignore_eos = 1;
-    p.logprobs = 1;
-    p.top_logprobs = 2;
-    check C = {c->expected, 0, -1, io->interrupted};
+    check C = {c->expected, 0, -1, io->interrupted, n, c->n_expected, NULL, 0, 0};
     p.on_piece = on_piece;
+    p.on_logits = on_logits;
     p.user = &C;
+    if (!a->no_tf) {
+        p.draft_fn = expected_draft;
+        p.draft_user = &C;
+        p.draft_max = 127;
+    }
     llmgen_result r;
     st = llmgen_generate(s, prompt, n, &p, &r, err, sizeof err);
     if (st) {
@@ -179,9 +234,8 @@ static int run_case(const verify_args *a, const verify_case *c, llmgen_model *m,
         rc = st == LLMGEN_E_USAGE || st == LLMGEN_E_CONTEXT ? 1 : cli_exit_code(st);
     } else if (C.diff >= 0) {
         int k = C.diff;
-        const llmgen_logprob *row = r.logprobs + (size_t)k * 3;
         char own[64] = "";
-        if (r.top_logprobs == 2) snprintf(own, sizeof own, "; llmgen's %.6g", (double)(row[1].logprob - row[2].logprob));
+        if (C.vocab >= 2) snprintf(own, sizeof own, "; llmgen's %.6g", (double)C.own_gap);
         if (c->gap && c->gap[k] < a->tolerance) {
             fprintf(io->out, "ok %s: near-tie at step %d: expected %d, produced %d (reference top-2 gap %.6g < %g%s)\n",
                     c->name, k, c->expected[k], r.ids[k], c->gap[k], a->tolerance, own);
