@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "llmgen.h"
+#include "request.h"
 
 /* A limit as text in a help string: CLI_STR(LLMGEN_MAX_THREADS) is "256". */
 #define CLI_STR_(x) #x
@@ -52,6 +53,18 @@ void cli_threads_note(FILE *diag, int asked, const llmgen_capabilities *caps);
 /* --json's "threads": {"used": the pool's size, "cpus": the CPUs the process may use, "cpus_from": what set
  * them}. A new reference. */
 json_t *cli_threads_json(const llmgen_capabilities *caps);
+
+/* The --stats line of a generation on stderr (and one about its drafts when drafting). */
+void cli_print_stats(double t_load, int n_prompt, const llmgen_result *r, const request *q,
+                     const llmgen_capabilities *caps, const llmgen_session *s, int drafting);
+
+/* --draft-model: the draft model at path (fast mode, no tokenizer: it only guesses ids;
+ * threads and kernels as the target's) and a session as long as s, or as the draft
+ * model's whole context if shorter. 0, or an exit code with a message in err
+ * (CLI_ERR_LEN bytes). */
+#define CLI_ERR_LEN 512
+int cli_open_draft(const char *path, const llmgen_model_options *target, llmgen_session *s, llmgen_model **dm,
+                   llmgen_session **ds, char *err);
 
 int verify_main(int argc, char **argv, const cli_io *io);     /* verify.c */
 int perplexity_main(int argc, char **argv, const cli_io *io); /* perplexity.c */

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,6 +84,12 @@ static void usage(FILE *f) {
             "      --resume OUT.jsonl   with --batch: append results to OUT, skip requests it holds\n"
             "      --no-prefix-cache    with --batch: prefill every prompt whole (default: reuse the cache)\n"
             "      --prompt-cache FILE  load the cache saved in FILE (reused where the prompt starts alike), save it after\n"
+            "      --draft-lookup       speculative greedy decoding with drafts from the text so far (prompt\n"
+            "                           lookup): same ids and logits bits as without, faster on text that repeats\n"
+            "      --draft-ngram N      with --draft-lookup: match the last N ids, or fewer (1..16, default 3)\n"
+            "      --draft-model PATH   speculative greedy decoding with drafts of a smaller model (same vocabulary)\n"
+            "      --draft-max N        most ids drafted per pass, 1..127 (default 8; shorter where drafts miss).\n"
+            "                           Drafts are used with --temp 0 only (sampled runs decode one id per step)\n"
             "      --stats              print load time, tokens/s, time to first token, peak RSS, KV cache\n"
             "                           size (and ring: positions a sliding-window layer keeps) on stderr\n"
             "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
@@ -181,25 +186,11 @@ static void draw_seed(request *q) {
     q->sp.seed &= INT64_MAX; /* 63 bits: a JSON integer every reader takes */
 }
 
-static void print_stats(double t_load, int n_prompt, const llmgen_result *r, const request *q,
-                        const llmgen_capabilities *caps, const llmgen_session *s) {
-    int ring;
-    double kv = (double)llmgen_session_kv_bytes(s, &ring) / (1 << 20);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    int steps = r->n_ids > 1 ? r->n_ids - 1 : 0;
-    char seed[40] = "";
-    if (q->sp.temperature > 0) snprintf(seed, sizeof seed, " | seed %llu", (unsigned long long)q->sp.seed);
-    fprintf(stderr, "llmgen: load %.3f s | %d threads (%d CPU%s: %s) | prompt %d tokens in %.3f s (%.1f tokens/s) | "
-            "first token %.3f s | generation %d tokens, %.1f tokens/s | peak RSS %.1f MiB | KV cache %.1f MiB (ring %d)%s\n",
-            t_load, caps->n_threads, caps->cpus, caps->cpus == 1 ? "" : "s", caps->cpus_from, n_prompt, r->prefill_s, r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0,
-            r->first_token_s, r->n_ids, r->decode_s > 0 ? steps / r->decode_s : 0.0, (double)ru.ru_maxrss / 1024.0,
-            kv, ring, seed);
-}
-
 typedef struct {
     llmgen_model *m;
     llmgen_session *s;
+    llmgen_model *dm;   /* --draft-model, or NULL */
+    llmgen_session *ds; /* its session */
     const options *o;
     llmgen_capabilities caps;
     sink out;
@@ -300,6 +291,7 @@ static int run_single(app *A, request *q) {
     draw_seed(q);
     llmgen_generate_params p;
     request_params(q, &p);
+    p.draft_session = A->ds;
     p.on_piece = on_piece;
     p.on_logits = on_logits;
     p.user = &S;
@@ -326,7 +318,7 @@ static int run_single(app *A, request *q) {
     } else {
         emit(&A->out, "\n", 1);
     }
-    if (o->stats) print_stats(A->t_load, n, &r, q, &A->caps, A->s);
+    if (o->stats) cli_print_stats(A->t_load, n, &r, q, &A->caps, A->s, A->ds != NULL);
     if (A->out.failed) rc = sink_exit(&A->out);
     else if (r.stop_reason == LLMGEN_STOP_CANCELLED) rc = EXIT_INTERRUPT;
     else if (r.stop_reason == LLMGEN_STOP_CONTEXT && q->max_tokens != -1)
@@ -377,6 +369,7 @@ static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *s
     draw_seed(&q);
     llmgen_generate_params p;
     request_params(&q, &p);
+    p.draft_session = A->ds;
     if (!(st = llmgen_generate(s, prompt, n, &p, &r, err, sizeof err))) {
         res = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q.sp.seed);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
@@ -460,12 +453,13 @@ static int run_interactive(app *A) {
         draw_seed(&q);
         llmgen_generate_params p;
         request_params(&q, &p);
+        p.draft_session = A->ds;
         p.on_piece = on_piece;
         p.user = &S;
         st = llmgen_chat_turn(chat, line, &p, &r, err, sizeof err);
         emit(&A->out, "\n", 1);
         interrupted = 0; /* Ctrl-C ends the reply, not the chat */
-        if (o->stats && !st) print_stats(A->t_load, r.n_prompt, &r, &q, &A->caps, A->s);
+        if (o->stats && !st) cli_print_stats(A->t_load, r.n_prompt, &r, &q, &A->caps, A->s, A->ds != NULL);
         int full = !st && r.stop_reason == LLMGEN_STOP_CONTEXT;
         llmgen_result_free(&r);
         if (A->out.failed) { rc = sink_exit(&A->out); break; }
@@ -588,10 +582,14 @@ int main(int argc, char **argv) {
         rc = die(EXIT_USAGE, "%s: this model has no tokenizer: give the prompt with --prompt-ids", path);
     } else if (!tokens && (st = llmgen_session_new(A.m, o.ctx, &A.s, err, sizeof err))) {
         rc = die(o.ctx && st == LLMGEN_E_USAGE ? EXIT_USAGE : exit_code(st), "%s%s", o.ctx ? "--ctx-size: " : "", err);
+    } else if (o.draft_model && (rc = cli_open_draft(o.draft_model, &mo, A.s, &A.dm, &A.ds, err))) {
+        die(rc, "--draft-model: %s", err);
     } else {
         rc = o.batch ? run_batch(&A) : tokens ? run_tokens(&A, &q) : o.interactive ? run_interactive(&A)
                                                                   : run_single(&A, &q);
     }
+    llmgen_session_free(A.ds);
+    llmgen_model_free(A.dm);
     llmgen_session_free(A.s);
     llmgen_model_free(A.m);
     free(template_text);

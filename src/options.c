@@ -75,6 +75,8 @@ static int conflicts(const options *o, char *err) {
         {o->interactive, "-i", o->json || o->echo || o->dump_logits, "--json, --echo or --dump-logits"},
         {b.logprobs, "--logprobs", !o->json && !o->batch, "plain output (it needs --json or --batch)"},
         {o->tokenize, "--tokenize", o->detokenize, "--detokenize"},
+        {b.draft_lookup || o->draft_model, o->draft_model ? "--draft-model" : "--draft-lookup",
+         o->parallel > 1 || o->tokenize || o->detokenize, "--parallel N > 1, --tokenize or --detokenize"},
         {!!o->prompt_cache, "--prompt-cache", o->batch || o->interactive || o->tokenize || o->detokenize,
          "--batch, -i, --tokenize or --detokenize"},
         {o->tokenize || o->detokenize, o->tokenize ? "--tokenize" : "--detokenize",
@@ -93,7 +95,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
     enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
            O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
            O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL, O_ORDERED, O_RESUME, O_NO_PREFIX,
-           O_PROMPT_CACHE };
+           O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL };
     static const struct option longs[] = {
         {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
         {"file", required_argument, 0, 'f'}, {"max-tokens", required_argument, 0, 'n'},
@@ -115,6 +117,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         {"parallel", required_argument, 0, O_PARALLEL},
         {"ordered", no_argument, 0, O_ORDERED}, {"resume", required_argument, 0, O_RESUME},
         {"no-prefix-cache", no_argument, 0, O_NO_PREFIX}, {"prompt-cache", required_argument, 0, O_PROMPT_CACHE},
+        {"draft-lookup", no_argument, 0, O_DRAFT_LOOKUP}, {"draft-ngram", required_argument, 0, O_DRAFT_NGRAM},
+        {"draft-max", required_argument, 0, O_DRAFT_MAX}, {"draft-model", required_argument, 0, O_DRAFT_MODEL},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -192,6 +196,16 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_RESUME: o->resume = optarg; break;
         case O_NO_PREFIX: o->no_prefix_cache = 1; break;
         case O_PROMPT_CACHE: o->prompt_cache = optarg; break;
+        case O_DRAFT_LOOKUP: if (!b->draft_lookup) b->draft_lookup = 3; break;
+        case O_DRAFT_NGRAM:
+            if (parse_num(err, "--draft-ngram", optarg, 1, 16, 1, &v)) return -1;
+            o->draft_ngram = (int)v;
+            break;
+        case O_DRAFT_MAX:
+            if (parse_num(err, "--draft-max", optarg, 1, 127, 1, &v)) return -1;
+            b->draft_max = (int)v;
+            break;
+        case O_DRAFT_MODEL: o->draft_model = optarg; break;
         /* optopt names a short option (also inside a bundle like -hx); 0 means a long one */
         case ':':
             if (optopt) return fail(err, "option -%c needs a value", optopt);
@@ -212,6 +226,10 @@ int options_parse(int argc, char **argv, options *o, char *err) {
                                                    : b->date ? "date" : "system");
     if (b->template_name && o->template_file) return fail(err, "give only one of --template, --chat-template-file");
     b->reuse_prefix = o->batch && !o->no_prefix_cache; /* a request's results do not change with it */
+    if (o->draft_ngram && !b->draft_lookup) return fail(err, "--draft-ngram needs --draft-lookup");
+    if (o->draft_ngram) b->draft_lookup = o->draft_ngram;
+    if (b->draft_max && !b->draft_lookup && !o->draft_model)
+        return fail(err, "--draft-max needs --draft-lookup or --draft-model");
     if ((o->parallel || o->ordered || o->resume || o->no_prefix_cache) && (!o->batch || o->tokenize || o->detokenize))
         return fail(err, "%s needs --batch, generating (not --tokenize / --detokenize)",
                     o->parallel ? "--parallel" : o->ordered ? "--ordered" : o->resume ? "--resume" : "--no-prefix-cache");

@@ -16,6 +16,8 @@ typedef struct {
     const char *resume;                             /* --resume OUT.jsonl */
     int no_prefix_cache;                            /* --no-prefix-cache */
     const char *prompt_cache;                       /* --prompt-cache FILE */
+    const char *draft_model;                        /* --draft-model PATH */
+    int draft_ngram;                                /* --draft-ngram N (0: not given) */
     request base;                                   /* the settings every request starts from */
 } options;
 

@@ -33,6 +33,8 @@ void request_params(const request *q, llmgen_generate_params *p) {
     p->logprobs = q->logprobs;
     p->top_logprobs = q->top_logprobs;
     p->reuse_prefix = q->reuse_prefix;
+    p->draft_lookup = q->draft_lookup;
+    p->draft_max = q->draft_max;
 }
 
 int parse_id_list(const char *s, int32_t **out, int *n) {
@@ -195,6 +197,9 @@ json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r,
     json_object_set_new(t, "first_token_s", json_real(r->first_token_s));
     json_object_set_new(t, "prompt_tokens_per_s", json_real(r->prefill_s > 0 ? n_prompt / r->prefill_s : 0));
     json_object_set_new(t, "generation_tokens_per_s", json_real(r->decode_s > 0 ? steps / r->decode_s : 0));
+    json_object_set_new(t, "drafted_tokens", json_integer(r->n_drafted));
+    json_object_set_new(t, "accepted_tokens", json_integer(r->n_accepted));
+    json_object_set_new(t, "draft_passes", json_integer(r->n_passes));
     json_object_set_new(o, "timings", t);
     if (r->logprobs) json_object_set_new(o, "logprobs", logprobs_json(text_model, r));
     return o;

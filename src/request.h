@@ -35,6 +35,7 @@ typedef struct {
     llmgen_sampler_params sp;
     int seed_given;            /* 0: the caller draws a seed when sampling (temperature > 0) */
     int reuse_prefix;          /* llmgen_generate_params.reuse_prefix (--batch: on unless --no-prefix-cache) */
+    int draft_lookup, draft_max; /* llmgen_generate_params' (--draft-lookup / --draft-ngram, --draft-max) */
 } request;
 
 /* Generation params of q (stops point into q: q must outlive p). */
