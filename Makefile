@@ -48,7 +48,7 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
-        quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client
+        quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec
 
 all: llmgen  ## build ./llmgen
 
@@ -395,6 +395,10 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 	$(MAKE) --no-print-directory quant-models  # after bench-models: the 1B-config K-quant files come from its F16 file
 	$(MAKE) --no-print-directory family-bench-models  # Qwen3-0.6B / Gemma-3-1B config GGUFs (converter needs the torch venv)
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
+	$(PYTHON) tests/bench/bench_spec.py $(CACHE)
+
+bench-spec: peer model llmgen  ## teacher-forced verify and speculative decoding against plain decoding (.cache/bench/spec.json)
+	$(PYTHON) tests/bench/bench_spec.py $(CACHE)
 
 bench-parallel: peer model bench-models llmgen  ## several sequences per step and the prefix cache vs llama-batched-bench (.cache/bench/parallel.json)
 	$(PYTHON) tests/bench/bench_parallel.py $(CACHE)
