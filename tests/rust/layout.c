@@ -70,6 +70,11 @@ int main(void) {
     FIELD(llmgen_generate_params, on_piece);
     FIELD(llmgen_generate_params, on_logits);
     FIELD(llmgen_generate_params, user);
+    FIELD(llmgen_generate_params, draft_lookup);
+    FIELD(llmgen_generate_params, draft_session);
+    FIELD(llmgen_generate_params, draft_max);
+    FIELD(llmgen_generate_params, draft_fn);
+    FIELD(llmgen_generate_params, draft_user);
 
     SIZE(llmgen_logprob);
     FIELD(llmgen_logprob, id);
@@ -88,6 +93,9 @@ int main(void) {
     FIELD(llmgen_result, prefill_s);
     FIELD(llmgen_result, decode_s);
     FIELD(llmgen_result, first_token_s);
+    FIELD(llmgen_result, n_drafted);
+    FIELD(llmgen_result, n_accepted);
+    FIELD(llmgen_result, n_passes);
 
     ENUM(llmgen_status);
     VALUE(LLMGEN_OK);

@@ -113,6 +113,8 @@ pub type llmgen_piece_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, id: i32, text: *const c_char, len: usize) -> c_int>;
 pub type llmgen_logits_fn =
     Option<unsafe extern "C" fn(user: *mut c_void, logits: *const f32, n_vocab: c_int) -> c_int>;
+pub type llmgen_draft_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, ids: *const i32, n: c_int, draft: *mut i32, max: c_int) -> c_int>;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -129,6 +131,11 @@ pub struct llmgen_generate_params {
     pub on_piece: llmgen_piece_fn,
     pub on_logits: llmgen_logits_fn,
     pub user: *mut c_void,
+    pub draft_lookup: c_int,
+    pub draft_session: *mut llmgen_session,
+    pub draft_max: c_int,
+    pub draft_fn: llmgen_draft_fn,
+    pub draft_user: *mut c_void,
 }
 
 #[repr(C)]
@@ -153,6 +160,9 @@ pub struct llmgen_result {
     pub prefill_s: f64,
     pub decode_s: f64,
     pub first_token_s: f64,
+    pub n_drafted: c_int,
+    pub n_accepted: c_int,
+    pub n_passes: c_int,
 }
 
 extern "C" {
@@ -277,6 +287,14 @@ extern "C" {
         s: *mut llmgen_session,
         id: i32,
         logits: *mut *const f32,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> llmgen_status;
+    pub fn llmgen_decode_rows(
+        s: *mut llmgen_session,
+        ids: *const i32,
+        n: c_int,
+        rows: *mut *const f32,
         err: *mut c_char,
         errlen: usize,
     ) -> llmgen_status;
