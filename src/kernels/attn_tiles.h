@@ -8,7 +8,9 @@
  *   av_min av_max av_round (to nearest even) av_hsum av_hmax
  *   av_cvt_i(v) (f32 holding an integer -> int32) av_pow2(vi) (2^vi, vi in [-126, 127])
  *   av_bf_lo(p) av_bf_hi(p)   (p: uint32_t *, AW bf16 pairs) their even / odd elements as f32;
- *   ATT_SUFFIX          the name suffix (avx2, avx512).
+ *   ATT_SCORES_F32 ATT_VALUES_F32 ATT_SCORES_BF16 ATT_VALUES_BF16 ATT_SOFTMAX_FAST
+ *   ATT_GEGLU_FAST ATT_SWIGLU_FAST   the names of the functions defined here, written
+ *                       out in the including file (att_scores_f32_avx2, ...).
  * Each lane does exactly the scalar version's operations (attn_scalar.c), so
  * scores, values, e^x and SwiGLU are bit-identical to it; only softmax's sum
  * of exponentials is added in a different order. Private to src/kernels/. */
@@ -17,9 +19,6 @@
 
 #include "attn_kernels.h"
 
-#define ATT_CAT2(a, b) a##_##b
-#define ATT_CAT(a, b) ATT_CAT2(a, b)
-#define ATT_FN(name) ATT_CAT(name, ATT_SUFFIX)
 #define ATT_R 4 /* query rows per register tile */
 #define ATT_AI static inline __attribute__((always_inline))
 #define ATT_UNROLL _Pragma("GCC unroll 4") /* the tile loops: accumulators stay in registers */
@@ -124,8 +123,8 @@ ATT_AI void att_values_simd(const float *v, size_t vstride, int hd, int len, con
         }
 }
 
-static void ATT_FN(att_scores_f32)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
-                                   float *s, int lds) {
+static void ATT_SCORES_F32(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
+                           int lds) {
     if (kb % (ATT_NV * AW)) {
         att_scores_f32_scalar(kt, kb, hd, len, q, ldq, nt, s, lds);
         return;
@@ -133,8 +132,8 @@ static void ATT_FN(att_scores_f32)(const void *kt, int kb, int hd, int len, cons
     att_scores_simd(kt, kb, hd, len, q, ldq, nt, s, lds);
 }
 
-static void ATT_FN(att_values_f32)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
-                                   int nt, float *out, int ldo) {
+static void ATT_VALUES_F32(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt, float *out,
+                           int ldo) {
     if (hd % (ATT_NV * AW)) {
         att_values_f32_scalar(v, vstride, hd, len, pr, ldp, nt, out, ldo);
         return;
@@ -168,8 +167,8 @@ ATT_AI void att_scores_bf16_tile(const uint32_t *blk, int kb, int hd, const floa
     ATT_UNROLL for (int r = 0; r < R; r++) att_store(s + (size_t)r * lds, acc[r], n, NV);
 }
 
-static void ATT_FN(att_scores_bf16)(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt,
-                                    float *s, int lds) {
+static void ATT_SCORES_BF16(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
+                            int lds) {
     if (kb % (ATT_NV * AW) || hd % 2 || hd > ATT_BF16_MAXHD) {
         att_scores_bf16_scalar(kt, kb, hd, len, q, ldq, nt, s, lds);
         return;
@@ -214,8 +213,8 @@ ATT_AI void att_values_bf16_tile(const uint32_t *v, size_t vstride, int n, const
     }
 }
 
-static void ATT_FN(att_values_bf16)(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp,
-                                    int nt, float *out, int ldo) {
+static void ATT_VALUES_BF16(const void *v, size_t vstride, int hd, int len, const float *pr, int ldp, int nt,
+                            float *out, int ldo) {
     if (hd % (ATT_NV * AW)) {
         att_values_bf16_scalar(v, vstride, hd, len, pr, ldp, nt, out, ldo);
         return;
@@ -263,7 +262,7 @@ ATT_AI AV att_exp(AV x) {
     return av_mul(av_mul(p, av_pow2(n1)), av_pow2(n2));
 }
 
-static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
+static void ATT_SOFTMAX_FAST(float *x, int len, int pad, float scale) {
     AV vs = av_set1(scale), vm = av_set1(-INFINITY);
     int p = 0;
     for (; p + AW <= len; p += AW) {
@@ -303,7 +302,7 @@ static void ATT_FN(softmax_fast)(float *x, int len, int pad, float scale) {
 }
 
 /* The same operations in the same order as geglu_fast_scalar, lane by lane. */
-static void ATT_FN(geglu_fast)(float *gate, const float *up, int n) {
+static void ATT_GEGLU_FAST(float *gate, const float *up, int n) {
     int i = 0;
     AV one = av_set1(1.0f), c2 = av_set1(GELU_C2), kappa = av_set1(GELU_KAPPA);
     for (; i + AW <= n; i += AW) {
@@ -318,7 +317,7 @@ static void ATT_FN(geglu_fast)(float *gate, const float *up, int n) {
     }
 }
 
-static void ATT_FN(swiglu_fast)(float *gate, const float *up, int n) {
+static void ATT_SWIGLU_FAST(float *gate, const float *up, int n) {
     int i = 0;
     AV one = av_set1(1.0f);
     for (; i + AW <= n; i += AW) {

@@ -583,20 +583,19 @@ AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1,
     free(acc);
 }
 
-#define MATMUL_Q8(NAME, DT)                                                                           \
-    static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
-                              int ldy) {                                                              \
-        run_q8(DT, p, rows, cols, r0, r1, x, y, ldy);                                                 \
+#define MATMUL_Q8(FN, DT)                                                                                   \
+    static void FN(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) { \
+        run_q8(DT, p, rows, cols, r0, r1, x, y, ldy);                                                       \
     }
-MATMUL_Q8(q8_q4_0, DT_Q4_0)
-MATMUL_Q8(q8_q4_1, DT_Q4_1)
-MATMUL_Q8(q8_q8_0, DT_Q8_0)
-MATMUL_Q8(q8_q4_1g64, DT_Q4_1G64)
-MATMUL_Q8(q8_q4_1g128, DT_Q4_1G128)
-MATMUL_Q8(q8_q6_k, DT_Q6_K)
-MATMUL_Q8(q8_q5_0, DT_Q5_0)
-MATMUL_Q8(q8_q5_1, DT_Q5_1)
-MATMUL_Q8(q8_q4_k, DT_Q4_K)
+MATMUL_Q8(matmul_q8_q4_0, DT_Q4_0)
+MATMUL_Q8(matmul_q8_q4_1, DT_Q4_1)
+MATMUL_Q8(matmul_q8_q8_0, DT_Q8_0)
+MATMUL_Q8(matmul_q8_q4_1g64, DT_Q4_1G64)
+MATMUL_Q8(matmul_q8_q4_1g128, DT_Q4_1G128)
+MATMUL_Q8(matmul_q8_q6_k, DT_Q6_K)
+MATMUL_Q8(matmul_q8_q5_0, DT_Q5_0)
+MATMUL_Q8(matmul_q8_q5_1, DT_Q5_1)
+MATMUL_Q8(matmul_q8_q4_k, DT_Q4_K)
 
 /* Multiply then add (no FMA), so the result is bit-identical to scalar.c. */
 static void axpy_avx2(float *y, float a, const float *x, int n) {
@@ -623,7 +622,13 @@ static inline float hmax8(__m256 v) {
 #define AVI __m256i
 #define AW 8
 #define ATT_NV 2
-#define ATT_SUFFIX avx2
+#define ATT_SCORES_F32 att_scores_f32_avx2 /* the names of attn_tiles.h's functions */
+#define ATT_VALUES_F32 att_values_f32_avx2
+#define ATT_SCORES_BF16 att_scores_bf16_avx2
+#define ATT_VALUES_BF16 att_values_bf16_avx2
+#define ATT_SOFTMAX_FAST softmax_fast_avx2
+#define ATT_GEGLU_FAST geglu_fast_avx2
+#define ATT_SWIGLU_FAST swiglu_fast_avx2
 #define av_zero() _mm256_setzero_ps()
 #define av_set1(x) _mm256_set1_ps(x)
 #define av_load(p) _mm256_loadu_ps(p)
@@ -664,7 +669,8 @@ static const kernels AVX2 = {
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
                   [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q4_K] = matmul_q8_q4_k,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
-                  DQ_Q8_INPLACE(inplace_avx2)},                                   /* inplace_avx2.c */
+                  [DT_Q2_K] = inplace_avx2_q2_k, [DT_Q3_K] = inplace_avx2_q3_k, [DT_Q5_K] = inplace_avx2_q5_k,
+                  [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs}, /* inplace_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_BF16] = att_scores_bf16_avx2},

@@ -1151,19 +1151,20 @@ typedef void (*quad_sc_fn)(const q8_act *x, quad_sc *sc);
                    int ldy, int lo, int hi) {                                                          \
         q8_group(DT, VNNI, K8, g, rr, nb, x, sc, t0, y0, ldy, lo, hi, T);                              \
     }
-#define Q8_GROUPS(DT, VNNI, K8, NAME, PANELS, GEMV)                                                    \
-    Q8_GROUP(DT, VNNI, K8, NAME##_1, 1)                                                                \
-    Q8_GROUP(DT, VNNI, K8, NAME##_t, Q8_TILE_T)                                                        \
-    Q8_GROUP(DT, VNNI, K8, NAME##_t4, 4)                                                               \
-    Q8_GROUP(DT, VNNI, K8, NAME##_t8, 8)                                                               \
-    static void NAME##_sc(const q8_act *x, quad_sc *sc) {                                              \
-        for (int t = 0; t < x->nt; t++)                                                                \
+/* The kernel FN of DT on the groups (run_q8), with the q8_group tiles it calls named
+ * T1, T3, T4, T8 (T = 1, Q8_TILE_T, 4, 8) and SC its activations' quad_sc. */
+#define Q8_GROUPS(DT, VNNI, K8, FN, PANELS, GEMV, T1, T3, T4, T8, SC)                                         \
+    Q8_GROUP(DT, VNNI, K8, T1, 1)                                                                             \
+    Q8_GROUP(DT, VNNI, K8, T3, Q8_TILE_T)                                                                     \
+    Q8_GROUP(DT, VNNI, K8, T4, 4)                                                                             \
+    Q8_GROUP(DT, VNNI, K8, T8, 8)                                                                             \
+    static void SC(const q8_act *x, quad_sc *sc) {                                                            \
+        for (int t = 0; t < x->nt; t++)                                                                       \
             for (int q = 0; q < x->quads; q++) quad_sc_set(DT, VNNI, x, t, q, sc + (size_t)t * x->quads + q); \
-    }                                                                                                  \
-    static void matmul_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
-                              int ldy) {                                                               \
-        const q8_tiles tl = {NAME##_1, NAME##_t, NAME##_t4, NAME##_t8, quad_sc_saves(DT, VNNI) ? NAME##_sc : NULL}; \
-        run_q8(&tl, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                               \
+    }                                                                                                         \
+    static void FN(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {   \
+        const q8_tiles tl = {T1, T3, T4, T8, quad_sc_saves(DT, VNNI) ? SC : NULL};                            \
+        run_q8(&tl, PANELS, GEMV, DT, p, rows, cols, r0, r1, x, y, ldy);                                      \
     }
 #define Q8_PANELS(DT, K8, FN)                                                                          \
     static int FN(const void *packed, int nb, int pb, int pe, int r0, int r1, const q8_act *x, float *y, int ldy) { \
@@ -1230,20 +1231,49 @@ static void run_q8(const q8_tiles *tl, panels_fn panels, gemv_fn gemv, dtype dt,
     if (sc != local) free(sc);
 }
 
-/* Per dtype: matmul_q8v_NAME (VNNI: panels, GEMV, groups) and matmul_q8b_NAME (groups). */
-#define Q8_DTYPE(DT, NAME)                                                                             \
-    Q8_PANELS(DT, 0, q8v_##NAME##_panels)                                                              \
-    Q8_GEMV(DT, 1, 0, q8v_##NAME##_gemv)                                                               \
-    Q8_GROUPS(DT, 1, 0, q8v_##NAME, q8v_##NAME##_panels, q8v_##NAME##_gemv)                            \
-    Q8_GROUPS(DT, 0, 0, q8b_##NAME, NULL, NULL)
-Q8_DTYPE(DT_Q4_0, q4_0)
-Q8_DTYPE(DT_Q4_1, q4_1)
-Q8_DTYPE(DT_Q8_0, q8_0)
-Q8_DTYPE(DT_Q4_1G64, q4_1g64)
-Q8_DTYPE(DT_Q4_1G128, q4_1g128)
-Q8_DTYPE(DT_Q4_K, q4_k)
-Q8_DTYPE(DT_Q5_0, q5_0)
-Q8_DTYPE(DT_Q5_1, q5_1)
+/* Per dtype: matmul_q8v_... (VNNI: panels, GEMV, groups) and matmul_q8b_... (groups). */
+Q8_PANELS(DT_Q4_0, 0, q8v_q4_0_panels)
+Q8_GEMV(DT_Q4_0, 1, 0, q8v_q4_0_gemv)
+Q8_GROUPS(DT_Q4_0, 1, 0, matmul_q8v_q4_0, q8v_q4_0_panels, q8v_q4_0_gemv, q8v_q4_0_1, q8v_q4_0_t, q8v_q4_0_t4,
+          q8v_q4_0_t8, q8v_q4_0_sc)
+Q8_GROUPS(DT_Q4_0, 0, 0, matmul_q8b_q4_0, NULL, NULL, q8b_q4_0_1, q8b_q4_0_t, q8b_q4_0_t4, q8b_q4_0_t8, q8b_q4_0_sc)
+Q8_PANELS(DT_Q4_1, 0, q8v_q4_1_panels)
+Q8_GEMV(DT_Q4_1, 1, 0, q8v_q4_1_gemv)
+Q8_GROUPS(DT_Q4_1, 1, 0, matmul_q8v_q4_1, q8v_q4_1_panels, q8v_q4_1_gemv, q8v_q4_1_1, q8v_q4_1_t, q8v_q4_1_t4,
+          q8v_q4_1_t8, q8v_q4_1_sc)
+Q8_GROUPS(DT_Q4_1, 0, 0, matmul_q8b_q4_1, NULL, NULL, q8b_q4_1_1, q8b_q4_1_t, q8b_q4_1_t4, q8b_q4_1_t8, q8b_q4_1_sc)
+Q8_PANELS(DT_Q8_0, 0, q8v_q8_0_panels)
+Q8_GEMV(DT_Q8_0, 1, 0, q8v_q8_0_gemv)
+Q8_GROUPS(DT_Q8_0, 1, 0, matmul_q8v_q8_0, q8v_q8_0_panels, q8v_q8_0_gemv, q8v_q8_0_1, q8v_q8_0_t, q8v_q8_0_t4,
+          q8v_q8_0_t8, q8v_q8_0_sc)
+Q8_GROUPS(DT_Q8_0, 0, 0, matmul_q8b_q8_0, NULL, NULL, q8b_q8_0_1, q8b_q8_0_t, q8b_q8_0_t4, q8b_q8_0_t8, q8b_q8_0_sc)
+Q8_PANELS(DT_Q4_1G64, 0, q8v_q4_1g64_panels)
+Q8_GEMV(DT_Q4_1G64, 1, 0, q8v_q4_1g64_gemv)
+Q8_GROUPS(DT_Q4_1G64, 1, 0, matmul_q8v_q4_1g64, q8v_q4_1g64_panels, q8v_q4_1g64_gemv, q8v_q4_1g64_1, q8v_q4_1g64_t,
+          q8v_q4_1g64_t4, q8v_q4_1g64_t8, q8v_q4_1g64_sc)
+Q8_GROUPS(DT_Q4_1G64, 0, 0, matmul_q8b_q4_1g64, NULL, NULL, q8b_q4_1g64_1, q8b_q4_1g64_t, q8b_q4_1g64_t4,
+          q8b_q4_1g64_t8, q8b_q4_1g64_sc)
+Q8_PANELS(DT_Q4_1G128, 0, q8v_q4_1g128_panels)
+Q8_GEMV(DT_Q4_1G128, 1, 0, q8v_q4_1g128_gemv)
+Q8_GROUPS(DT_Q4_1G128, 1, 0, matmul_q8v_q4_1g128, q8v_q4_1g128_panels, q8v_q4_1g128_gemv, q8v_q4_1g128_1,
+          q8v_q4_1g128_t, q8v_q4_1g128_t4, q8v_q4_1g128_t8, q8v_q4_1g128_sc)
+Q8_GROUPS(DT_Q4_1G128, 0, 0, matmul_q8b_q4_1g128, NULL, NULL, q8b_q4_1g128_1, q8b_q4_1g128_t, q8b_q4_1g128_t4,
+          q8b_q4_1g128_t8, q8b_q4_1g128_sc)
+Q8_PANELS(DT_Q4_K, 0, q8v_q4_k_panels)
+Q8_GEMV(DT_Q4_K, 1, 0, q8v_q4_k_gemv)
+Q8_GROUPS(DT_Q4_K, 1, 0, matmul_q8v_q4_k, q8v_q4_k_panels, q8v_q4_k_gemv, q8v_q4_k_1, q8v_q4_k_t, q8v_q4_k_t4,
+          q8v_q4_k_t8, q8v_q4_k_sc)
+Q8_GROUPS(DT_Q4_K, 0, 0, matmul_q8b_q4_k, NULL, NULL, q8b_q4_k_1, q8b_q4_k_t, q8b_q4_k_t4, q8b_q4_k_t8, q8b_q4_k_sc)
+Q8_PANELS(DT_Q5_0, 0, q8v_q5_0_panels)
+Q8_GEMV(DT_Q5_0, 1, 0, q8v_q5_0_gemv)
+Q8_GROUPS(DT_Q5_0, 1, 0, matmul_q8v_q5_0, q8v_q5_0_panels, q8v_q5_0_gemv, q8v_q5_0_1, q8v_q5_0_t, q8v_q5_0_t4,
+          q8v_q5_0_t8, q8v_q5_0_sc)
+Q8_GROUPS(DT_Q5_0, 0, 0, matmul_q8b_q5_0, NULL, NULL, q8b_q5_0_1, q8b_q5_0_t, q8b_q5_0_t4, q8b_q5_0_t8, q8b_q5_0_sc)
+Q8_PANELS(DT_Q5_1, 0, q8v_q5_1_panels)
+Q8_GEMV(DT_Q5_1, 1, 0, q8v_q5_1_gemv)
+Q8_GROUPS(DT_Q5_1, 1, 0, matmul_q8v_q5_1, q8v_q5_1_panels, q8v_q5_1_gemv, q8v_q5_1_1, q8v_q5_1_t, q8v_q5_1_t4,
+          q8v_q5_1_t8, q8v_q5_1_sc)
+Q8_GROUPS(DT_Q5_1, 0, 0, matmul_q8b_q5_1, NULL, NULL, q8b_q5_1_1, q8b_q5_1_t, q8b_q5_1_t4, q8b_q5_1_t8, q8b_q5_1_sc)
 /* Q6_K. Decode (one token) takes the kernel without VNNI in every table
  * (q6_k_decode): on Zen 4 vpmaddubsw + vpmaddwd stream Q6_K from DRAM faster
  * than vpdpbusd, though slower in cache: a 1B Q6_K decode step takes 3-15% less
@@ -1253,7 +1283,7 @@ Q8_DTYPE(DT_Q5_1, q5_1)
  * with VNNI and GFNI (VNNI = 2: q6_half_load_isa's bit permutations); prefill
  * panels as without GFNI. */
 Q8_PANELS(DT_Q6_K, 0, q8v_q6_k_panels)
-Q8_GROUPS(DT_Q6_K, 0, 0, q8b_q6_k, NULL, NULL)
+Q8_GROUPS(DT_Q6_K, 0, 0, matmul_q8b_q6_k, NULL, NULL, q8b_q6_k_1, q8b_q6_k_t, q8b_q6_k_t4, q8b_q6_k_t8, q8b_q6_k_sc)
 static int q6_k_decode(const void *packed, int rows, int nb, int r0, int r1, const q8_act *x, float *y) {
     size_t grp = q8w_group_bytes(DT_Q6_K, Q8W_GROUP, nb);
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
@@ -1263,14 +1293,17 @@ static int q6_k_decode(const void *packed, int rows, int nb, int r0, int r1, con
     }
     return 1;
 }
-Q8_GROUPS(DT_Q6_K, 1, 0, q8v_q6_k, q8v_q6_k_panels, q6_k_decode)
-Q8_GROUPS(DT_Q6_K, 2, 0, q8g_q6_k, q8v_q6_k_panels, q6_k_decode)
+Q8_GROUPS(DT_Q6_K, 1, 0, matmul_q8v_q6_k, q8v_q6_k_panels, q6_k_decode, q8v_q6_k_1, q8v_q6_k_t, q8v_q6_k_t4,
+          q8v_q6_k_t8, q8v_q6_k_sc)
+Q8_GROUPS(DT_Q6_K, 2, 0, matmul_q8g_q6_k, q8v_q6_k_panels, q6_k_decode, q8g_q6_k_1, q8g_q6_k_t, q8g_q6_k_t4,
+          q8g_q6_k_t8, q8g_q6_k_sc)
 
 /* Q4_K with VNNI on super-block activations (k8_quad), which forward.c gives it
  * (act_group); on per-block ones, the per-block kernels above. */
 Q8_PANELS(DT_Q4_K, 1, q8v_q4_k8_panels)
 Q8_GEMV(DT_Q4_K, 1, 1, q8v_q4_k8_gemv)
-Q8_GROUPS(DT_Q4_K, 1, 1, q8v_q4_k8, q8v_q4_k8_panels, q8v_q4_k8_gemv)
+Q8_GROUPS(DT_Q4_K, 1, 1, matmul_q8v_q4_k8, q8v_q4_k8_panels, q8v_q4_k8_gemv, q8v_q4_k8_1, q8v_q4_k8_t, q8v_q4_k8_t4,
+          q8v_q4_k8_t8, q8v_q4_k8_sc)
 static void matmul_q8v_q4_k_act(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     if (x->group == Q8_ACT_SB) matmul_q8v_q4_k8(p, rows, cols, r0, r1, x, y, ldy);
     else matmul_q8v_q4_k(p, rows, cols, r0, r1, x, y, ldy);
@@ -1408,7 +1441,13 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
 #define AVI __m512i
 #define AW 16
 #define ATT_NV 4
-#define ATT_SUFFIX avx512
+#define ATT_SCORES_F32 att_scores_f32_avx512 /* the names of attn_tiles.h's functions */
+#define ATT_VALUES_F32 att_values_f32_avx512
+#define ATT_SCORES_BF16 att_scores_bf16_avx512
+#define ATT_VALUES_BF16 att_values_bf16_avx512
+#define ATT_SOFTMAX_FAST softmax_fast_avx512
+#define ATT_GEGLU_FAST geglu_fast_avx512
+#define ATT_SWIGLU_FAST swiglu_fast_avx512
 #define av_zero() _mm512_setzero_ps()
 #define av_set1(x) _mm512_set1_ps(x)
 #define av_load(p) _mm512_loadu_ps(p)
@@ -1546,51 +1585,68 @@ static void att_values_bf16_dp(const void *v, size_t vstride, int hd, int len, c
     }
 }
 
-#define AVX512_TABLE(NAME, Q8, Q6, ATT)                                                               \
-    static const kernels NAME = {                                                                   \
-        .name = "avx512",                                                                           \
-        .matmul =                                                                                   \
-            {                                                                                       \
-                [DT_F32] = matmul_f32,                                                              \
-                [DT_F16] = matmul_f16,                                                              \
-                [DT_BF16] = matmul_bf16,                                                            \
-                [DT_Q8_0] = matmul_q8_0,                                                            \
-                [DT_Q4_0] = matmul_q4_0,                                                            \
-                [DT_Q4_1] = matmul_q4_1,                                                            \
-                DQ_Q8_MATMULS(exact_avx512),                                                        \
-                [DT_AFFINE4] = affine4_matmul_avx512, [DT_AFFINE8] = affine8_matmul_avx512,         \
-            },                                                                                      \
-        .quantize_act = quantize_act_avx512,                                                        \
-        .act_group = {[DT_Q4_K] = ACTG_##Q8},                                                       \
-        .matmul_q8 = {[DT_Q4_0] = matmul_##Q8##_q4_0, [DT_Q4_1] = matmul_##Q8##_q4_1,              \
-                      [DT_Q8_0] = matmul_##Q8##_q8_0, [DT_Q4_1G64] = matmul_##Q8##_q4_1g64,         \
-                      [DT_Q4_1G128] = matmul_##Q8##_q4_1g128, [DT_Q6_K] = matmul_##Q6##_q6_k,      \
-                      [DT_Q5_0] = matmul_##Q8##_q5_0, [DT_Q5_1] = matmul_##Q8##_q5_1,              \
-                      [DT_Q4_K] = Q4K_##Q8,                                                         \
-                      [DT_AFFINE4] = affine4_##Q8##_avx512, [DT_AFFINE8] = affine8_##Q8##_avx512  \
-                      INPLACE_##Q8},                                                                \
-        .dot = dot_avx512,                                                                          \
-        .axpy = axpy_avx512,                                                                        \
-        .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_BF16] = att_scores_bf16_##ATT},        \
-        .att_values = {[DT_F32] = att_values_f32_avx512, [DT_BF16] = att_values_bf16_##ATT},        \
-        .softmax_fast = softmax_fast_avx512,                                                        \
-        .swiglu_fast = swiglu_fast_avx512,                                                          \
-        .geglu_fast = geglu_fast_avx512,                                                            \
-    };
+/* What every AVX-512 table holds; each table below adds its int8 kernels and attention. */
+#define AVX512_COMMON                                                                                          \
+    .name = "avx512",                                                                                          \
+    .matmul = {[DT_F32] = matmul_f32, [DT_F16] = matmul_f16, [DT_BF16] = matmul_bf16, [DT_Q8_0] = matmul_q8_0, \
+               [DT_Q4_0] = matmul_q4_0, [DT_Q4_1] = matmul_q4_1,                                               \
+               /* the GGUF types read through dequant.h: inplace_avx512.c */                                   \
+               [DT_Q2_K] = exact_avx512_q2_k, [DT_Q3_K] = exact_avx512_q3_k, [DT_Q5_K] = exact_avx512_q5_k,    \
+               [DT_IQ4_NL] = exact_avx512_iq4_nl, [DT_IQ4_XS] = exact_avx512_iq4_xs,                           \
+               [DT_Q4_K] = exact_avx512_q4_k, [DT_Q5_0] = exact_avx512_q5_0, [DT_Q5_1] = exact_avx512_q5_1,    \
+               [DT_Q6_K] = exact_avx512_q6_k, [DT_AFFINE4] = affine4_matmul_avx512,                            \
+               [DT_AFFINE8] = affine8_matmul_avx512},                                                          \
+    .quantize_act = quantize_act_avx512, .dot = dot_avx512, .axpy = axpy_avx512,                               \
+    .softmax_fast = softmax_fast_avx512, .swiglu_fast = swiglu_fast_avx512, .geglu_fast = geglu_fast_avx512
 
-/* The GGUF types read in place: inplace_avx512.c needs VNNI; without it, inplace_avx2.c's kernels. */
-#define INPLACE_q8v , DQ_Q8_INPLACE(inplace_avx512)
-#define INPLACE_q8b , DQ_Q8_INPLACE(inplace_avx2)
-/* Q4_K: with VNNI the kernels on super-block activations too, which the table asks for. */
-#define Q4K_q8v matmul_q8v_q4_k_act
-#define Q4K_q8b matmul_q8b_q4_k
-#define ACTG_q8v Q8_ACT_SB
-#define ACTG_q8b 0
+/* The int8 kernels of the VNNI tables but Q6_K's; Q4_K with VNNI on super-block activations too,
+ * which the table asks for (act_group). The GGUF types read in place: inplace_avx512.c needs VNNI. */
+#define AVX512_VNNI_Q8                                                                                   \
+    [DT_Q4_0] = matmul_q8v_q4_0, [DT_Q4_1] = matmul_q8v_q4_1, [DT_Q8_0] = matmul_q8v_q8_0,               \
+    [DT_Q4_1G64] = matmul_q8v_q4_1g64, [DT_Q4_1G128] = matmul_q8v_q4_1g128, [DT_Q5_0] = matmul_q8v_q5_0, \
+    [DT_Q5_1] = matmul_q8v_q5_1, [DT_Q4_K] = matmul_q8v_q4_k_act, [DT_AFFINE4] = affine4_q8v_avx512,     \
+    [DT_AFFINE8] = affine8_q8v_avx512, [DT_Q2_K] = inplace_avx512_q2_k, [DT_Q3_K] = inplace_avx512_q3_k, \
+    [DT_Q5_K] = inplace_avx512_q5_k, [DT_IQ4_NL] = inplace_avx512_iq4_nl, [DT_IQ4_XS] = inplace_avx512_iq4_xs
 
-AVX512_TABLE(AVX512, q8b, q8b, avx512)                   /* int8 dot products by vpmaddubsw + vpmaddwd */
-AVX512_TABLE(AVX512_VNNI, q8v, q8v, avx512)              /* ... by vpdpbusd */
-AVX512_TABLE(AVX512_VNNI_GFNI, q8v, q8g, avx512)         /* ... and Q6_K's high bits by GFNI */
-AVX512_TABLE(AVX512_VNNI_GFNI_BF16, q8v, q8g, dp)        /* ... and BF16 attention by vdpbf16ps */
+/* int8 dot products by vpmaddubsw + vpmaddwd; the GGUF types read in place by inplace_avx2.c's kernels */
+static const kernels AVX512 = {
+    AVX512_COMMON,
+    .matmul_q8 = {[DT_Q4_0] = matmul_q8b_q4_0, [DT_Q4_1] = matmul_q8b_q4_1, [DT_Q8_0] = matmul_q8b_q8_0,
+                  [DT_Q4_1G64] = matmul_q8b_q4_1g64, [DT_Q4_1G128] = matmul_q8b_q4_1g128, [DT_Q6_K] = matmul_q8b_q6_k,
+                  [DT_Q5_0] = matmul_q8b_q5_0, [DT_Q5_1] = matmul_q8b_q5_1, [DT_Q4_K] = matmul_q8b_q4_k,
+                  [DT_AFFINE4] = affine4_q8b_avx512, [DT_AFFINE8] = affine8_q8b_avx512, /* affine_avx512.c */
+                  [DT_Q2_K] = inplace_avx2_q2_k, [DT_Q3_K] = inplace_avx2_q3_k, [DT_Q5_K] = inplace_avx2_q5_k,
+                  [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs}, /* inplace_avx2.c */
+    .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_BF16] = att_scores_bf16_avx512},
+    .att_values = {[DT_F32] = att_values_f32_avx512, [DT_BF16] = att_values_bf16_avx512},
+};
+
+/* ... by vpdpbusd */
+static const kernels AVX512_VNNI = {
+    AVX512_COMMON,
+    .act_group = {[DT_Q4_K] = Q8_ACT_SB},
+    .matmul_q8 = {AVX512_VNNI_Q8, [DT_Q6_K] = matmul_q8v_q6_k},
+    .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_BF16] = att_scores_bf16_avx512},
+    .att_values = {[DT_F32] = att_values_f32_avx512, [DT_BF16] = att_values_bf16_avx512},
+};
+
+/* ... and Q6_K's high bits by GFNI */
+static const kernels AVX512_VNNI_GFNI = {
+    AVX512_COMMON,
+    .act_group = {[DT_Q4_K] = Q8_ACT_SB},
+    .matmul_q8 = {AVX512_VNNI_Q8, [DT_Q6_K] = matmul_q8g_q6_k},
+    .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_BF16] = att_scores_bf16_avx512},
+    .att_values = {[DT_F32] = att_values_f32_avx512, [DT_BF16] = att_values_bf16_avx512},
+};
+
+/* ... and BF16 attention by vdpbf16ps */
+static const kernels AVX512_VNNI_GFNI_BF16 = {
+    AVX512_COMMON,
+    .act_group = {[DT_Q4_K] = Q8_ACT_SB},
+    .matmul_q8 = {AVX512_VNNI_Q8, [DT_Q6_K] = matmul_q8g_q6_k},
+    .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_BF16] = att_scores_bf16_dp},
+    .att_values = {[DT_F32] = att_values_f32_avx512, [DT_BF16] = att_values_bf16_dp},
+};
 
 /* The table, without any CPU check: dispatch.c calls this only after checking
  * AVX-512 F/BW/VL/DQ, and passes 1 if AVX512-VNNI is there too, 2 if GFNI as well,

@@ -117,17 +117,6 @@ static inline void dq_int8_decode(dtype dt, const uint8_t *blk, int j, dq_int8 *
     }
 }
 
-/* The in-place int8 matmuls of scalar.c (and of the ISA files that have them).
- * Q4_K, Q5_0, Q5_1 and Q6_K are not among them: fast mode packs them (kernels.h),
- * and their int8 entries read that layout. */
-#define DQ_Q8_INPLACE(PFX)                                                                          \
-    [DT_Q2_K] = PFX##_q2_k, [DT_Q3_K] = PFX##_q3_k, [DT_Q5_K] = PFX##_q5_k, [DT_IQ4_NL] = PFX##_iq4_nl, \
-    [DT_IQ4_XS] = PFX##_iq4_xs
-
-/* Every GGUF type read through dequant.h, by one prefix (avx512.c's exact kernels). */
-#define DQ_Q8_MATMULS(PFX)                                                                          \
-    DQ_Q8_INPLACE(PFX), [DT_Q4_K] = PFX##_q4_k, [DT_Q5_0] = PFX##_q5_0, [DT_Q5_1] = PFX##_q5_1, [DT_Q6_K] = PFX##_q6_k
-
 /* The exact-mode matmuls (f32 activations) of the GGUF types that every ISA
  * table reaches through dq_ref32 or its own decoder (tiles.h instantiates them). */
 #define DQ_MATMULS                                                                                   \

@@ -451,25 +451,23 @@ static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
 /* Per type: the sdot variant, the plain one, and the table's entry choosing between
  * them per call (as neon.c). */
-#define IP_MATMUL(NAME, DT)                                                                                   \
-    DOTPROD static void NAME##_sdot(const void *w, int rows, int cols, int r0, int r1, const q8_act *x,       \
-                                    float *y, int ldy) {                                                      \
-        (void)rows;                                                                                           \
-        ip_matmul(DT, sdot16, w, cols, r0, r1, x, y, ldy);                                                    \
-    }                                                                                                         \
-    static void NAME##_plain(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y,    \
-                             int ldy) {                                                                       \
-        (void)rows;                                                                                           \
-        ip_matmul(DT, NULL, w, cols, r0, r1, x, y, ldy);                                                      \
-    }                                                                                                         \
-    void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {       \
-        (has_sdot() ? NAME##_sdot : NAME##_plain)(w, rows, cols, r0, r1, x, y, ldy);                          \
+#define IP_MATMUL(FN, SDOT, PLAIN, DT)                                                                                \
+    DOTPROD static void SDOT(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) { \
+        (void)rows;                                                                                                   \
+        ip_matmul(DT, sdot16, w, cols, r0, r1, x, y, ldy);                                                            \
+    }                                                                                                                 \
+    static void PLAIN(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {        \
+        (void)rows;                                                                                                   \
+        ip_matmul(DT, NULL, w, cols, r0, r1, x, y, ldy);                                                              \
+    }                                                                                                                 \
+    void FN(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {                  \
+        (has_sdot() ? SDOT : PLAIN)(w, rows, cols, r0, r1, x, y, ldy);                                                \
     }
-IP_MATMUL(inplace_neon_q2_k, DT_Q2_K)
-IP_MATMUL(inplace_neon_q3_k, DT_Q3_K)
-IP_MATMUL(inplace_neon_q5_k, DT_Q5_K)
-IP_MATMUL(inplace_neon_iq4_nl, DT_IQ4_NL)
-IP_MATMUL(inplace_neon_iq4_xs, DT_IQ4_XS)
+IP_MATMUL(inplace_neon_q2_k, inplace_neon_q2_k_sdot, inplace_neon_q2_k_plain, DT_Q2_K)
+IP_MATMUL(inplace_neon_q3_k, inplace_neon_q3_k_sdot, inplace_neon_q3_k_plain, DT_Q3_K)
+IP_MATMUL(inplace_neon_q5_k, inplace_neon_q5_k_sdot, inplace_neon_q5_k_plain, DT_Q5_K)
+IP_MATMUL(inplace_neon_iq4_nl, inplace_neon_iq4_nl_sdot, inplace_neon_iq4_nl_plain, DT_IQ4_NL)
+IP_MATMUL(inplace_neon_iq4_xs, inplace_neon_iq4_xs_sdot, inplace_neon_iq4_xs_plain, DT_IQ4_XS)
 
 matmul_q8_fn inplace_neon_plain(dtype dt) {
     switch (dt) {

@@ -554,20 +554,19 @@ Q8_ENTRY(q8_mull_q4_k, DT_Q4_K, , NULL)
 static int has_sdot(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
 /* The table's entries: the variant this CPU runs, checked per call as in affine_neon.c. */
-#define Q8_DISPATCH(NAME)                                                                                     \
-    static void matmul_q8_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
-                                 int ldy) {                                                                   \
-        (has_sdot() ? q8_sdot_##NAME : q8_mull_##NAME)(p, rows, cols, r0, r1, x, y, ldy);                     \
+#define Q8_DISPATCH(FN, SDOT, MULL)                                                                         \
+    static void FN(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) { \
+        (has_sdot() ? SDOT : MULL)(p, rows, cols, r0, r1, x, y, ldy);                                       \
     }
-Q8_DISPATCH(q4_0)
-Q8_DISPATCH(q4_1)
-Q8_DISPATCH(q8_0)
-Q8_DISPATCH(q4_1g64)
-Q8_DISPATCH(q4_1g128)
-Q8_DISPATCH(q6_k)
-Q8_DISPATCH(q5_0)
-Q8_DISPATCH(q5_1)
-Q8_DISPATCH(q4_k)
+Q8_DISPATCH(matmul_q8_q4_0, q8_sdot_q4_0, q8_mull_q4_0)
+Q8_DISPATCH(matmul_q8_q4_1, q8_sdot_q4_1, q8_mull_q4_1)
+Q8_DISPATCH(matmul_q8_q8_0, q8_sdot_q8_0, q8_mull_q8_0)
+Q8_DISPATCH(matmul_q8_q4_1g64, q8_sdot_q4_1g64, q8_mull_q4_1g64)
+Q8_DISPATCH(matmul_q8_q4_1g128, q8_sdot_q4_1g128, q8_mull_q4_1g128)
+Q8_DISPATCH(matmul_q8_q6_k, q8_sdot_q6_k, q8_mull_q6_k)
+Q8_DISPATCH(matmul_q8_q5_0, q8_sdot_q5_0, q8_mull_q5_0)
+Q8_DISPATCH(matmul_q8_q5_1, q8_sdot_q5_1, q8_mull_q5_1)
+Q8_DISPATCH(matmul_q8_q4_k, q8_sdot_q4_k, q8_mull_q4_k)
 
 /* The variant without the dot-product extension, whatever this CPU has, so the
  * self-test (tests/kernels_selftest.c) checks it on every machine. */
@@ -593,7 +592,13 @@ matmul_q8_fn kernels_neon_q8_plain(dtype dt) {
 #define AVI int32x4_t
 #define AW 4
 #define ATT_NV 4
-#define ATT_SUFFIX neon
+#define ATT_SCORES_F32 att_scores_f32_neon /* the names of attn_tiles.h's functions */
+#define ATT_VALUES_F32 att_values_f32_neon
+#define ATT_SCORES_BF16 att_scores_bf16_neon
+#define ATT_VALUES_BF16 att_values_bf16_neon
+#define ATT_SOFTMAX_FAST softmax_fast_neon
+#define ATT_GEGLU_FAST geglu_fast_neon
+#define ATT_SWIGLU_FAST swiglu_fast_neon
 #define av_zero() vdupq_n_f32(0.0f)
 #define av_set1(x) vdupq_n_f32(x)
 #define av_load(p) vld1q_f32(p)
@@ -633,8 +638,9 @@ static const kernels NEON = {
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q6_K] = matmul_q8_q6_k,
                   [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q4_K] = matmul_q8_q4_k,
-                  [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon,
-                  DQ_Q8_INPLACE(inplace_neon)}, /* inplace_neon.c */
+                  [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon, /* affine_neon.c */
+                  [DT_Q2_K] = inplace_neon_q2_k, [DT_Q3_K] = inplace_neon_q3_k, [DT_Q5_K] = inplace_neon_q5_k,
+                  [DT_IQ4_NL] = inplace_neon_iq4_nl, [DT_IQ4_XS] = inplace_neon_iq4_xs}, /* inplace_neon.c */
     .dot = dot_neon,
     .axpy = axpy_neon,
     .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_BF16] = att_scores_bf16_neon},

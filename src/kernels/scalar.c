@@ -232,20 +232,19 @@ static void matmul_q8_rows(dtype dt, const void *packed, int rows, int cols, int
 }
 
 /* The table's entries on packed weights, one per type. */
-#define Q8_ROWS(NAME, DT)                                                                                      \
-    static void matmul_q8_##NAME(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, \
-                                 int ldy) {                                                                    \
-        matmul_q8_rows(DT, p, rows, cols, r0, r1, x, y, ldy);                                                  \
+#define Q8_ROWS(FN, DT)                                                                                     \
+    static void FN(const void *p, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) { \
+        matmul_q8_rows(DT, p, rows, cols, r0, r1, x, y, ldy);                                               \
     }
-Q8_ROWS(q4_0, DT_Q4_0)
-Q8_ROWS(q4_1, DT_Q4_1)
-Q8_ROWS(q8_0, DT_Q8_0)
-Q8_ROWS(q6_k, DT_Q6_K)
-Q8_ROWS(q5_0, DT_Q5_0)
-Q8_ROWS(q5_1, DT_Q5_1)
-Q8_ROWS(q4_k, DT_Q4_K)
-Q8_ROWS(q4_1g64, DT_Q4_1G64)
-Q8_ROWS(q4_1g128, DT_Q4_1G128)
+Q8_ROWS(matmul_q8_q4_0, DT_Q4_0)
+Q8_ROWS(matmul_q8_q4_1, DT_Q4_1)
+Q8_ROWS(matmul_q8_q8_0, DT_Q8_0)
+Q8_ROWS(matmul_q8_q6_k, DT_Q6_K)
+Q8_ROWS(matmul_q8_q5_0, DT_Q5_0)
+Q8_ROWS(matmul_q8_q5_1, DT_Q5_1)
+Q8_ROWS(matmul_q8_q4_k, DT_Q4_K)
+Q8_ROWS(matmul_q8_q4_1g64, DT_Q4_1G64)
+Q8_ROWS(matmul_q8_q4_1g128, DT_Q4_1G128)
 
 /* The GGUF types read in place (dequant.h): per half of each sub-block, the
  * exact integer sums sum(u q) and sum(q), then dx * (f * isum + mn * qsum),
@@ -314,9 +313,10 @@ static const kernels SCALAR = {
         },
     .quantize_act = quantize_act_scalar,
     .matmul_q8 = {[DT_Q4_0] = matmul_q8_q4_0, [DT_Q4_1] = matmul_q8_q4_1, [DT_Q8_0] = matmul_q8_q8_0,
-                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, DQ_Q8_INPLACE(q8in),
-                  [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q6_K] = matmul_q8_q6_k,
-                  [DT_Q4_K] = matmul_q8_q4_k},
+                  [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q5_0] = matmul_q8_q5_0,
+                  [DT_Q5_1] = matmul_q8_q5_1, [DT_Q6_K] = matmul_q8_q6_k, [DT_Q4_K] = matmul_q8_q4_k,
+                  [DT_Q2_K] = q8in_q2_k, [DT_Q3_K] = q8in_q3_k, [DT_Q5_K] = q8in_q5_k, [DT_IQ4_NL] = q8in_iq4_nl,
+                  [DT_IQ4_XS] = q8in_iq4_xs},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_BF16] = att_scores_bf16_scalar},
