@@ -1,0 +1,204 @@
+/* GBNF parser and byte matcher (grammar.c), token masks (token_mask.c), JSON Schema conversion
+ * (json_schema.c): what matches, what is refused and how the errors read. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar.h"
+#include "json_schema.h"
+#include "token_mask.h"
+
+/* 1 if s is a prefix of the language, *done 1 if it is a whole sentence. */
+static int match(const grammar *g, const char *s, size_t n, int *done) {
+    gm *m = gm_new(g);
+    cr_assert_not_null(m);
+    int32_t *a = malloc(GRAMMAR_MAX_STACKS * sizeof *a), *b = malloc(GRAMMAR_MAX_STACKS * sizeof *b);
+    int k = gm_start(m, a);
+    for (size_t i = 0; i < n && k > 0; i++) {
+        k = gm_advance(m, a, k, (uint8_t)s[i], b);
+        int32_t *t = a;
+        a = b, b = t;
+    }
+    *done = k > 0 && a[0] == GM_DONE;
+    free(a), free(b);
+    gm_free(m);
+    return k > 0;
+}
+
+static grammar *parse_ok(const char *text) {
+    grammar *g = NULL;
+    char err[256] = "";
+    int rc = grammar_parse(text, strlen(text), &g, err, sizeof err);
+    cr_assert_eq(rc, 0, "parse failed: %s", err);
+    return g;
+}
+
+static void expect_error(const char *text, const char *want) {
+    grammar *g = NULL;
+    char err[256] = "";
+    cr_assert_eq(grammar_parse(text, strlen(text), &g, err, sizeof err), -1, "'%s' parsed", text);
+    cr_expect_null(g);
+    cr_expect(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
+    cr_expect(strchr(err, '\n') == NULL, "error spans lines: '%s'", err);
+}
+
+#define ACCEPTS(g, s) ({ int d_; match(g, s, strlen(s), &d_) && d_; })
+#define PREFIX(g, s) ({ int d_; match(g, s, strlen(s), &d_); })
+
+Test(grammar, literals_classes_repetitions) {
+    grammar *g = parse_ok("root ::= \"a\" b* \"c\"  # comment\nb ::= [x-z] | \"\\u00e9\"\n");
+    cr_expect(ACCEPTS(g, "ac"));
+    cr_expect(ACCEPTS(g, "axyzc"));
+    cr_expect(ACCEPTS(g, "a\xc3\xa9xc"));
+    cr_expect(PREFIX(g, "a\xc3"));        /* half of é */
+    cr_expect(!PREFIX(g, "a\xc3\xa8"));   /* è is not in the class */
+    cr_expect(!PREFIX(g, "ab"));
+    cr_expect(!ACCEPTS(g, "ax"));
+    grammar_free(g);
+    g = parse_ok("root ::= (\"x\" | \"yy\"){2,3} [^a-c\\n]? \"!\"+");
+    cr_expect(ACCEPTS(g, "xx!"));
+    cr_expect(ACCEPTS(g, "xyyx!!"));
+    cr_expect(ACCEPTS(g, "xxd!"));
+    cr_expect(ACCEPTS(g, "xx\xe6\x97\xa5!"));
+    cr_expect(!PREFIX(g, "xxa"));
+    cr_expect(!PREFIX(g, "xxxxx"));
+    cr_expect(!ACCEPTS(g, "x!"));
+    grammar_free(g);
+}
+
+Test(grammar, continuation_lines_and_any_char) {
+    grammar *g = parse_ok("root ::= (\n  \"a\"\n  | \"b\"\n) . tail\ntail ::= \"x\"\n     | \"y\"\n");
+    cr_expect(ACCEPTS(g, "a\nx"));
+    cr_expect(ACCEPTS(g, "b\xf0\x9f\x99\x82y"));
+    cr_expect(!PREFIX(g, "a\xff"));       /* not UTF-8 */
+    cr_expect(!PREFIX(g, "a\xc0\x80"));   /* overlong */
+    grammar_free(g);
+}
+
+Test(grammar, errors_name_line_and_column) {
+    expect_error("root ::= \"a\"\nroot ::= \"b\"", "line 2, column 1: rule 'root' is defined twice");
+    expect_error("root ::= x", "rule 'x' is used but not defined");
+    expect_error("a ::= \"x\"", "no rule named 'root'");
+    expect_error("root ::= \"abc", "line 1, column 10: unterminated literal");
+    expect_error("root ::= [a-", "unterminated character class");
+    expect_error("root ::= [z-a]", "out of order");
+    expect_error("root ::= \"\\q\"", "unknown escape");
+    expect_error("root ::= a\na ::= a \"x\" | \"y\"", "left recursion: rule 'a'");
+    expect_error("root ::= \"x\"{3,1}", "below the count");
+    expect_error("root ::= \"x\"{99999}", "repetition count above");
+    expect_error("root ::= (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((\"x\""
+                 "))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))",
+                 "nested deeper");
+    expect_error("root ::= \"x\" )", "unexpected ')'");
+}
+
+/* A toy vocabulary: stop token 0, then pieces (one with no bytes: never allowed). */
+static const char *voc[] = {"<eos>", "a", "b", "ab", "\"", "\",", "x\"", "{", "}", "{\"", "\":", " ", "  ", "1",
+                            "12", "\xc3", "\xa9", "\xc3\xa9", "\xc3\xa9\"", "\"}", ""};
+#define NV ((int)(sizeof voc / sizeof *voc))
+static const char *piece(void *u, int32_t id, size_t *n) {
+    (void)u;
+    *n = strlen(voc[id]);
+    return voc[id];
+}
+static int is_stop(void *u, int32_t id) { return (void)u, id == 0; }
+
+static int allowed(const tm_matcher *m, const uint32_t *mask, int id) { (void)m; return (int)(mask[id / 32] >> (id % 32)) & 1; }
+
+Test(token_mask, tokens_spanning_symbols_and_characters) {
+    grammar *g = parse_ok("root ::= \"{\" ws \"\\\"\" s ws \"}\"\ns ::= \"\\\"\" | [^\"\\\\] s\nws ::= [ ]*");
+    tm_vocab *v = tm_vocab_new(NV, piece, is_stop, NULL);
+    tm_matcher *m;
+    char err[256];
+    cr_assert_eq(tm_matcher_new(g, v, &m, err, sizeof err), 0);
+    uint32_t mask[1];
+    cr_expect_eq(tm_fill_mask(m, mask, err, sizeof err), 2); /* "{" and "{\"" */
+    cr_expect(allowed(m, mask, 7) && allowed(m, mask, 9));
+    cr_assert_eq(tm_accept(m, 9), 0);
+    tm_fill_mask(m, mask, err, sizeof err);
+    cr_expect(allowed(m, mask, 3));   /* ab inside the string */
+    cr_expect(allowed(m, mask, 15));  /* half a character */
+    cr_expect(!allowed(m, mask, 16)); /* a lone continuation byte */
+    cr_expect(allowed(m, mask, 18));  /* é then the closing quote */
+    cr_expect(allowed(m, mask, 19));  /* close the string and the object in one token */
+    cr_expect(!allowed(m, mask, 5));  /* ", : no comma in this grammar */
+    cr_expect(!allowed(m, mask, 0) && !allowed(m, mask, 20));
+    cr_assert_eq(tm_accept(m, 15), 0);
+    tm_fill_mask(m, mask, err, sizeof err);
+    cr_expect(allowed(m, mask, 16) && !allowed(m, mask, 1));
+    cr_assert_eq(tm_accept(m, 16), 0);
+    cr_expect_eq(tm_accept(m, 10), -1); /* rejected: the state stays */
+    cr_assert_eq(tm_accept(m, 4), 0);
+    cr_expect(!tm_can_end(m));
+    cr_assert_eq(tm_accept(m, 11), 0);
+    cr_assert_eq(tm_accept(m, 8), 0);
+    cr_expect(tm_can_end(m) && tm_is_terminated(m));
+    cr_expect_eq(tm_fill_mask(m, mask, err, sizeof err), 1); /* only the stop token */
+    cr_expect(allowed(m, mask, 0));
+    cr_assert_eq(tm_accept(m, 0), 0);
+    tm_rollback(m, 3); /* back before the space */
+    cr_expect(!tm_can_end(m));
+    cr_expect_eq(tm_accept(m, 12), 0);
+    tm_matcher_free(m);
+    tm_vocab_free(v);
+    grammar_free(g);
+}
+
+static char *schema(const char *s, char *err) {
+    char *out = NULL;
+    if (json_schema_to_gbnf(s, strlen(s), &out, err, 256)) return NULL;
+    return out;
+}
+
+Test(json_schema, language_follows_the_documented_policy) {
+    char err[256];
+    char *t = schema("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"},"
+                     "\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\"]},\"maxItems\":2}},\"required\":[\"n\"]}",
+                     err);
+    cr_assert_not_null(t, "%s", err);
+    grammar *g = parse_ok(t);
+    cr_expect(ACCEPTS(g, "{\"name\": \"x\\\"y\", \"n\": -12}"));
+    cr_expect(ACCEPTS(g, "{\n  \"n\":0,\"tags\":[\"a\",\"b\"]\n}"));
+    cr_expect(ACCEPTS(g, "{\"n\":1}"));
+    cr_expect(!PREFIX(g, "{\"n\":1,\"name\""));      /* schema order */
+    cr_expect(!PREFIX(g, "{\"tags\""));              /* required n comes before tags */
+    cr_expect(!PREFIX(g, "{\"n\":-0"));              /* integers: no -0 */
+    cr_expect(!PREFIX(g, "{\"n\":01"));
+    cr_expect(!PREFIX(g, "{\"n\":1,\"tags\":[\"a\",\"b\",")); /* maxItems */
+    cr_expect(!PREFIX(g, " {"));                     /* no whitespace before the value */
+    cr_expect(!PREFIX(g, "{\"name\":\"\x01"));       /* raw control characters */
+    cr_expect(!ACCEPTS(g, "{}"));
+    grammar_free(g);
+    free(t);
+    t = schema("{\"type\":\"object\",\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"},"
+               "\"p\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d+$\"},\"x\":{\"type\":\"number\"}},"
+               "\"required\":[\"d\",\"p\",\"x\"]}", err);
+    cr_assert_not_null(t, "%s", err);
+    g = parse_ok(t);
+    cr_expect(ACCEPTS(g, "{\"d\":\"2024-02-29\",\"p\":\"AB-7\",\"x\":-1.5e+10}"));
+    cr_expect(!PREFIX(g, "{\"d\":\"2024-13"));
+    cr_expect(!PREFIX(g, "{\"d\":\"2024-12-01\",\"p\":\"A-"));
+    grammar_free(g);
+    free(t);
+}
+
+Test(json_schema, refused_with_one_line_naming_the_problem) {
+    static const char *const bad[][2] = {
+        {"{\"type\":\"integer\",\"minimum\":3}", "unsupported keyword 'minimum'"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"format\":\"email\"}}}", "at /properties/a: unsupported format 'email'"},
+        {"{\"type\":\"strin\"}", "unknown type 'strin'"},
+        {"{\"$ref\":\"#/$defs/none\"}", "points at nothing"},
+        {"{\"type\":\"string\",\"pattern\":\"(a\"}", "unbalanced '('"},
+        {"{\"type\":\"string\",\"pattern\":\"a(?=b)\"}", "lookaround"},
+        {"{\"type\":\"object\",\n \"properties\": {\"a\": }}", "line 2, column"},
+        {"{\"type\":\"object\",\"required\":[\"x\"]}", "required property 'x'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char err[256] = "";
+        char *t = schema(bad[i][0], err);
+        cr_expect_null(t, "%s converted", bad[i][0]);
+        free(t);
+        cr_expect(strstr(err, bad[i][1]) != NULL, "error '%s' lacks '%s'", err, bad[i][1]);
+        cr_expect(strchr(err, '\n') == NULL);
+    }
+}
