@@ -311,9 +311,29 @@ def prompt_cache_seeds():
     put("fuzz_prompt_cache", "raw_short", b"\x01LLMGENKV")
 
 
+def grammar_seeds():
+    """GBNF texts (a NUL then text to match) and JSON Schemas: the cases of tests/gen/grammar_cases.json
+    and a few near-misses."""
+    cases = json.load(open(os.path.join(ROOT, "tests", "gen", "grammar_cases.json"), encoding="utf-8"))
+    for g in cases["grammars"]:
+        put("fuzz_grammar", g["name"], g["gbnf"].encode() + b"\0" + g["prompt"].encode())
+    put("fuzz_grammar", "json-ish", 'root ::= "{" ws ( s ws ":" ws v ("," ws s ws ":" ws v)* )? "}"\n'
+        'v ::= s | [0-9]+ | root\ns ::= "\\"" [^"\\\\]* "\\""\nws ::= [ \\t\\n]*\n'.encode()
+        + b'\0{"a": {"b": 12}}')
+    put("fuzz_grammar", "unicode", 'root ::= [\\u00e0-\\u00ff\\U0001F600]+ . "\\x41"?'.encode() + "\0éé😀A".encode())
+    put("fuzz_grammar", "left-rec", b'root ::= a\na ::= a "x" | "y"\0yx')
+    put("fuzz_grammar", "repeat", b'root ::= ("ab" | [c-d]){2,5} "-"{0,3} x?\nx ::= "\\n"\0abcd--\n')
+    put("fuzz_grammar", "bad-escape", b'root ::= "\\q"')
+    for s in cases["schemas"]:
+        put("fuzz_json_schema", s["name"], json.dumps(s["schema"], ensure_ascii=False).encode())
+    put("fuzz_json_schema", "bad-keyword", b'{"type": "integer", "minimum": 1}')
+    put("fuzz_json_schema", "bad-json", b'{"type": "object", "properties": {')
+    put("fuzz_json_schema", "bad-pattern", b'{"type": "string", "pattern": "a(?=b)"}')
+
+
 def main():
     for t in ["fuzz_gguf", "fuzz_safetensors", "fuzz_config", "fuzz_tokenizer", "fuzz_chat", "fuzz_batch", "fuzz_jinja",
-              "fuzz_verify", "fuzz_prompt_cache"]:
+              "fuzz_verify", "fuzz_prompt_cache", "fuzz_grammar", "fuzz_json_schema"]:
         os.makedirs(os.path.join(OUT, t), exist_ok=True)
     gguf_seeds()
     st_seeds()
@@ -324,6 +344,7 @@ def main():
     prompt_cache_seeds()
     batch_seeds()
     verify_seeds()
+    grammar_seeds()
 
 
 if __name__ == "__main__":
