@@ -25,6 +25,7 @@ struct grammar {
     int n_cs;
     int *cs_off, *cs_n;        /* (n_cs) ranges of each charset in rng */
     uint64_t *cs_ascii;        /* (n_cs, 2) bitmap of code points 0..127 */
+    uint64_t *cs_lead;         /* (n_cs) bit b - 0xC0: lead byte b starts a code point of the class */
     uint32_t *rng;             /* (total ranges, 2) sorted disjoint [lo, hi] */
 };
 
@@ -241,6 +242,7 @@ static int32_t parse_char(parser *p) {
 }
 
 static int parse_alternates(parser *p, int r, int depth);
+static int cs_meets(const grammar *g, int c, uint32_t a, uint32_t b);
 
 /* Replace the last element of rule r (starting at index last) by its repetition {lo, hi}
  * (hi -1: unbounded). */
@@ -559,7 +561,7 @@ static void parser_free(parser *p) {
 void grammar_free(grammar *g) {
     if (!g) return;
     free(g->rule_alt), free(g->rule_nalt), free(g->alt_start), free(g->kind), free(g->arg);
-    free(g->cs_off), free(g->cs_n), free(g->cs_ascii), free(g->rng);
+    free(g->cs_off), free(g->cs_n), free(g->cs_ascii), free(g->cs_lead), free(g->rng);
     free(g);
 }
 
@@ -638,6 +640,17 @@ int grammar_parse(const char *text, size_t len, grammar **out, char *err, size_t
         for (int k = 0; k < g->cs_n[c]; k++) {
             uint32_t lo = g->rng[2 * (g->cs_off[c] + k)], hi = g->rng[2 * (g->cs_off[c] + k) + 1];
             for (uint32_t x = lo; x <= hi && x < 128; x++) g->cs_ascii[2 * c + x / 64] |= 1ull << (x % 64);
+        }
+    g->cs_lead = calloc((size_t)(g->n_cs ? g->n_cs : 1), sizeof *g->cs_lead);
+    if (!g->cs_lead) goto nomem;
+    for (int c = 0; c < g->n_cs; c++)
+        for (unsigned b = 0xC2; b <= 0xF4; b++) {
+            int len = b <= 0xDF ? 2 : b <= 0xEF ? 3 : 4;
+            uint32_t lo = (b & (0x7Fu >> len)) << (6 * (len - 1)), hi = lo | ((1u << (6 * (len - 1))) - 1);
+            static const uint32_t lmin[5] = {0, 0, 0x80, 0x800, 0x10000};
+            if (lo < lmin[len]) lo = lmin[len];
+            if (hi > CP_MAX) hi = CP_MAX;
+            if (lo <= hi && cs_meets(g, c, lo, hi)) g->cs_lead[c] |= 1ull << (b - 0xC0);
         }
     if (check_left_recursion(&p, g)) goto fail;
     parser_free(&p);
@@ -781,6 +794,19 @@ int32_t gm_n_nodes(const gm *m) { return m->n; }
 int gm_failed(const gm *m) { return m->failed; }
 int gm_node_pos(const gm *m, int32_t id) { return m->pos[id]; }
 int gm_node_in_char(const gm *m, int32_t id) { return m->part[id] != 0; }
+
+void gm_first_bytes(const gm *m, int32_t id, uint64_t out[4]) {
+    out[0] = out[1] = out[2] = out[3] = 0;
+    if (id < 2) return;
+    if (m->part[id]) {
+        out[2] = ~0ull; /* 0x80..0xBF: a continuation byte */
+        return;
+    }
+    int c = m->g->arg[m->pos[id]];
+    out[0] = m->g->cs_ascii[2 * c];
+    out[1] = m->g->cs_ascii[2 * c + 1];
+    out[3] = m->g->cs_lead[c];
+}
 int32_t gm_position_node(gm *m, int pos) { return node_get(m, pos, GM_ESC, 0); }
 
 gm *gm_new(const grammar *g) {

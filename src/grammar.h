@@ -66,6 +66,8 @@ int gm_advance(gm *m, const int32_t *in, int n, uint8_t byte, int32_t *out);
  * holding only that position with GM_ESC below it: what the token-mask cache
  * precomputes from, independently of where the rule was called from. */
 int gm_node_pos(const gm *m, int32_t id);
+/* The bytes that can come next on stack node id: bit b of out[b / 64] (none for GM_DONE, GM_ESC). */
+void gm_first_bytes(const gm *m, int32_t id, uint64_t out[4]);
 /* 1 if stack node id has matched part of a multi-byte character. */
 int gm_node_in_char(const gm *m, int32_t id);
 int32_t gm_position_node(gm *m, int pos);

@@ -183,6 +183,7 @@ struct tm_matcher {
     size_t *set_off;        /* (n_sets) */
     int *set_len;
     uint8_t *set_esc;       /* (n_sets) 1 if the set holds GM_ESC */
+    uint64_t *set_first;    /* (n_sets, 4) the bytes that can come next on some stack of the set */
     int n_sets, cap_sets;
     int32_t *set_tab;       /* (tab_cap) open addressing: set id or -1 */
     uint32_t tab_cap;
@@ -204,7 +205,7 @@ void tm_matcher_free(tm_matcher *m) {
     gm_free(m->gm);
     free(m->state), free(m->hist), free(m->hist_off), free(m->hist_len), free(m->hist_term);
     free(m->memo_bits), free(m->sn), free(m->anc), free(m->ta), free(m->tb);
-    free(m->unc_buf), free(m->set_pool), free(m->set_off), free(m->set_len), free(m->set_esc);
+    free(m->unc_buf), free(m->set_pool), free(m->set_off), free(m->set_len), free(m->set_esc), free(m->set_first);
     free(m->set_tab), free(m->tr_key), free(m->tr_val);
     free(m);
 }
@@ -302,7 +303,9 @@ static int set_intern(tm_matcher *m, const int32_t *s, int n) {
         if (l) m->set_len = l;
         uint8_t *e = realloc(m->set_esc, (size_t)c);
         if (e) m->set_esc = e;
-        if (!o || !l || !e) return -1;
+        uint64_t *fb = realloc(m->set_first, (size_t)c * 4 * sizeof *fb);
+        if (fb) m->set_first = fb;
+        if (!o || !l || !e || !fb) return -1;
         m->cap_sets = c;
     }
     if (m->pool_n + (size_t)n > m->pool_cap) {
@@ -318,6 +321,13 @@ static int set_intern(tm_matcher *m, const int32_t *s, int n) {
     m->set_off[id] = m->pool_n;
     m->set_len[id] = n;
     m->set_esc[id] = (uint8_t)set_has(s, n, GM_ESC);
+    uint64_t *fb = m->set_first + 4 * (size_t)id;
+    fb[0] = fb[1] = fb[2] = fb[3] = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t x[4];
+        gm_first_bytes(m->gm, s[i], x);
+        for (int k = 0; k < 4; k++) fb[k] |= x[k];
+    }
     m->pool_n += (size_t)n;
     m->set_tab[h] = id;
     return id;
@@ -370,7 +380,13 @@ static int walk(tm_matcher *m, const int32_t *s0, int n0, uint32_t *acc, int unc
     int nu = 0;
     for (int32_t i = 1; i < v->n_nodes;) {
         int d = v->depth[i];
-        int id = set_step(m, sid[d - 1], v->byte[i]);
+        uint8_t b = v->byte[i];
+        if (!(m->set_first[4 * (size_t)sid[d - 1] + b / 64] >> (b % 64) & 1) && !m->set_esc[sid[d - 1]] &&
+            !(d >= 2 && m->anc[d - 1])) {
+            i = v->end[i]; /* no stack of the set takes this byte: the whole subtree is rejected */
+            continue;
+        }
+        int id = set_step(m, sid[d - 1], b);
         if (id < 0) return -1;
         sid[d] = id;
         int n = m->set_len[id], esc = m->set_esc[id], live = n - esc;
@@ -396,20 +412,15 @@ static int walk(tm_matcher *m, const int32_t *s0, int n0, uint32_t *acc, int unc
     return 0;
 }
 
-/* 1 if token id's bytes continue stack node t. */
+/* 1 if token id's bytes continue stack node t (-1 on a limit): interned sets and cached
+ * transitions, so tokens sharing a prefix share the work. */
 static int token_ok(tm_matcher *m, int32_t t, int32_t id) {
     const tm_vocab *v = m->v;
     const uint8_t *p = (const uint8_t *)v->blob + v->off[id];
     size_t n = v->off[id + 1] - v->off[id];
-    int32_t *a = m->ta, *b = m->tb;
-    a[0] = t;
-    int k = 1;
-    for (size_t i = 0; i < n && k > 0; i++) {
-        k = gm_advance(m->gm, a, k, p[i], b);
-        int32_t *x = a;
-        a = b, b = x;
-    }
-    return k > 0;
+    int s = set_intern(m, &t, 1);
+    for (size_t i = 0; i < n && s >= 0 && m->set_len[s] > 0; i++) s = set_step(m, s, p[i]);
+    return s < 0 ? -1 : m->set_len[s] > 0;
 }
 
 static int build_pos_cache(tm_matcher *m, int pos) {
@@ -455,8 +466,12 @@ static const uint32_t *node_mask(tm_matcher *m, int32_t t) {
     if (!gm_node_in_char(m->gm, t) && pc->state == 0 && build_pos_cache(m, pos)) return NULL;
     if (!gm_node_in_char(m->gm, t) && pc->state == 1) {
         memcpy(bits, pc->acc, (size_t)m->W * sizeof *bits);
-        for (int i = 0; i < pc->n_unc; i++)
-            if (!bit_get(bits, pc->unc[i]) && token_ok(m, t, pc->unc[i])) bit_set(bits, pc->unc[i]);
+        for (int i = 0; i < pc->n_unc; i++) {
+            if (bit_get(bits, pc->unc[i])) continue;
+            int ok = token_ok(m, t, pc->unc[i]);
+            if (ok < 0) return NULL;
+            if (ok) bit_set(bits, pc->unc[i]);
+        }
     } else if (walk(m, &t, 1, bits, -1, NULL)) {
         return NULL;
     }
