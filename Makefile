@@ -87,7 +87,9 @@ $(BUILD)/unit_tests_san: $(SAN_UNIT_OBJ) $(SAN_LIB_OBJ)
 
 # Tokenizer alone (no weights): used by tests/cli/check_tokenizer.py and bench.
 TOK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard vendor-free-tokenizer/*.c))
-$(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o $(BUILD)/src/util.o $(BUILD)/src/tensor.o $(BUILD)/src/quant.o
+# The type table (quant.o) names the packers of its layouts: they come with it.
+QUANT_OBJ := $(BUILD)/src/quant.o $(patsubst %,$(BUILD)/src/kernels/%.o,q8w_packed q5_packed q6k_packed q4k_packed)
+$(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o $(BUILD)/src/util.o $(BUILD)/src/tensor.o $(QUANT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- set-up -------------------------------------------------------------------

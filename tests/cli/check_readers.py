@@ -24,6 +24,8 @@ import zlib
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 OBJS = ["build/src/%s.o" % m for m in ("gguf", "safetensors", "config", "config_json", "config_gguf", "arch", "util", "tensor", "quant")]
+# quant.o's type table names the packers of its layouts
+OBJS += ["build/src/kernels/%s.o" % m for m in ("q8w_packed", "q5_packed", "q6k_packed", "q4k_packed")]
 
 DRIVER = r"""
 #include <stdio.h>
