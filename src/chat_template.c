@@ -9,16 +9,15 @@
 #include <jansson.h>
 
 #include "chat_template.h"
+#include "cli.h"
 #include "options.h"
-
-#define ERR_LEN 512
 
 const char chat_template_help[] =
     "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json\n"
     "                            [--bos-token S] [--eos-token S] [--no-generation-prompt] [--date \"DD Mon YYYY\"]\n"
     "Render a conversation (a JSON array of {\"role\", \"content\"} objects) with the model's\n"
     "chat template, or the Jinja template in FILE, exactly as transformers' apply_chat_template\n"
-    "renders it; the text goes to stdout with nothing added.\n";
+    "renders it; the text goes to stdout with nothing added.\n\n";
 
 static llmgen_status fail(llmgen_status st, char *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static llmgen_status fail(llmgen_status st, char *err, const char *fmt, ...) {
@@ -29,30 +28,47 @@ static llmgen_status fail(llmgen_status st, char *err, const char *fmt, ...) {
     return st;
 }
 
+enum { T_TEMPLATE_FILE = CLI_OWN, T_MESSAGES, T_BOS, T_EOS, T_NO_GEN, T_DATE };
+
+static const cli_opt table[] = {
+    CLI_OPT_MODEL("MODEL", "render with the model's chat template"),
+    {T_TEMPLATE_FILE, 0, "template-file", "FILE", "render with the Jinja template in FILE instead"},
+    {T_MESSAGES, 0, "messages", "MESSAGES.json", "the conversation: a JSON array of {\"role\", \"content\"}"},
+    {T_BOS, 0, "bos-token", "S", "the template's bos_token (default: the model's)"},
+    {T_EOS, 0, "eos-token", "S", "the template's eos_token (default: the model's)"},
+    {T_NO_GEN, 0, "no-generation-prompt", NULL, "do not open the assistant's turn"},
+    {T_DATE, 0, "date", "\"DD Mon YYYY\"", "the date Llama 3.1+ templates print (default: as transformers)"},
+    CLI_OPT_HELP,
+    {0, 0, NULL, NULL, NULL},
+};
+
+int chat_template_print_help(FILE *f) {
+    return fputs(chat_template_help, f) == EOF || cli_print_options(f, table) ? -1 : 0;
+}
+
 int chat_template_parse(int argc, char **argv, chat_template_args *a, char *err) {
     memset(a, 0, sizeof *a);
     a->add_generation_prompt = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char **dst = !strcmp(s, "-m") || !strcmp(s, "--model") ? &a->model
-                         : !strcmp(s, "--template-file") ? &a->template_file
-                         : !strcmp(s, "--messages") ? &a->messages_file
-                         : !strcmp(s, "--bos-token") ? &a->co.bos_token
-                         : !strcmp(s, "--eos-token") ? &a->co.eos_token
-                         : !strcmp(s, "--date") ? &a->co.date : NULL;
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    cli_common c = {0};
+    const char *v;
+    int id;
+    char e[ERR_LEN];
+    while ((id = cli_next(&args, table, &v, e)) != CLI_DONE) {
+        if (id == CLI_BAD) return fail(-1, err, "chat-template: %s", e), -1;
+        if (id == CLI_ARG)
+            return fail(-1, err, "chat-template: unexpected argument '%s' (see llmgen chat-template --help)", v), -1;
+        if (cli_common_take(&c, id, v, e) && c.help) {
             a->help = 1;
             return 0;
         }
-        if (!strcmp(s, "--no-generation-prompt")) {
-            a->add_generation_prompt = 0;
-        } else if (dst) {
-            if (i + 1 >= argc) return fail(-1, err, "chat-template: %s needs a value", s), -1;
-            *dst = argv[++i];
-        } else {
-            return fail(-1, err, "chat-template: unexpected argument '%s' (see llmgen chat-template --help)", s), -1;
-        }
+        if (id == T_NO_GEN) a->add_generation_prompt = 0;
+        else if (id != CLI_MODEL)
+            *(id == T_TEMPLATE_FILE ? &a->template_file : id == T_MESSAGES ? &a->messages_file
+              : id == T_BOS ? &a->co.bos_token : id == T_EOS ? &a->co.eos_token : &a->co.date) = v;
     }
+    a->model = c.model;
     if (!!a->model + !!a->template_file != 1 || !a->messages_file)
         return fail(-1, err, "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json"), -1;
     if (a->co.date && !options_valid_date(a->co.date))

@@ -5,6 +5,8 @@
 #ifndef LLMGEN_CHAT_TEMPLATE_H
 #define LLMGEN_CHAT_TEMPLATE_H
 
+#include <stdio.h>
+
 #include "llmgen.h"
 
 typedef struct {
@@ -15,6 +17,9 @@ typedef struct {
 } chat_template_args;
 
 extern const char chat_template_help[];
+
+/* The help (usage and option lines) on f: 0, or -1 on a write error. */
+int chat_template_print_help(FILE *f);
 
 /* Parse the subcommand's arguments (argv[0] is "chat-template"); 0, or -1 with one
  * line in err (512 bytes). */

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -81,4 +82,157 @@ int cli_open_draft(const char *path, const llmgen_model_options *target, llmgen_
     int ctx = llmgen_session_ctx(s);
     st = llmgen_session_new(*dm, ctx < dc.context_length ? ctx : dc.context_length, ds, err, CLI_ERR_LEN);
     return st ? cli_exit_code(st) : 0;
+}
+
+int cli_value(const char *opt, const char *s, double lo, double hi, int integer, double *out, char *err) {
+    if (!cli_number(s, lo, hi, integer, out)) return 0;
+    if (integer)
+        snprintf(err, ERR_LEN, "%s: invalid value '%s' (expected an integer from %.0f to %.0f)", opt, s, lo, hi);
+    else
+        snprintf(err, ERR_LEN, "%s: invalid value '%s' (expected a number from %g to %g)", opt, s, lo, hi);
+    return -1;
+}
+
+/* ---- options -------------------------------------------------------------------------- */
+
+void cli_args_init(cli_args *a, int argc, char **argv) { *a = (cli_args){.argc = argc, .i = 1, .argv = argv}; }
+
+/* llama.cpp's options a user may bring, and what llmgen says to them. */
+static const struct { const char *names, *why; } habits[] = {
+    {" -ngl --n-gpu-layers --gpu-layers -ngld --n-gpu-layers-draft -mg --main-gpu -sm --split-mode -ts "
+     "--tensor-split -dev --device --no-kv-offload -nkvo ",
+     "llmgen runs on the CPU and has no GPU offload"},
+    {" -fa --flash-attn ", "llmgen's attention is always fused on the CPU: there is nothing to turn on"},
+    {" -hf --hf-repo -hff --hf-file -mu --model-url -hft --hf-token ",
+     "llmgen does not download models: give a local file or directory with -m"},
+    {" -cnv --conversation ", "for a conversation on the terminal use -i (--chat for one turn)"},
+    {" -no-cnv --no-conversation -st --single-turn ",
+     "llmgen answers one prompt unless -i is given: drop this option"},
+    {" -b --batch-size -ub --ubatch-size ", "llmgen chooses its own prefill chunk: drop this option"},
+    {" -e --escape ", "-p processes escapes by default (--no-escape turns it off)"},
+    {" -co --color --no-display-prompt ", "llmgen prints only the completion (--echo adds the prompt)"},
+};
+
+const char *cli_opt_name(const cli_opt *o, char *buf, size_t n) {
+    if (o->long_name) snprintf(buf, n, "--%s", o->long_name);
+    else snprintf(buf, n, "-%c", o->short_name);
+    return buf;
+}
+
+static int unknown(const char *word, const cli_opt *table, char *err) {
+    char key[64];
+    snprintf(key, sizeof key, " %.*s ", (int)strcspn(word, "="), word);
+    for (size_t i = 0; i < sizeof habits / sizeof *habits; i++)
+        if (strstr(habits[i].names, key)) {
+            snprintf(err, ERR_LEN, "unknown option %.*s: %s", (int)strcspn(word, "="), word, habits[i].why);
+            return CLI_BAD;
+        }
+    const char *w = word + strspn(word, "-");
+    size_t len = strcspn(w, "="), k = 0;
+    if (word[1] != '-') { /* -in: not a bundle of -i and -n (see cli.h) */
+        size_t shorts = 0;
+        for (size_t i = 0; i < len; i++)
+            for (const cli_opt *o = table; o->id; o++)
+                if (o->short_name == w[i]) {
+                    shorts++;
+                    break;
+                }
+        if (shorts == len) {
+            snprintf(err, ERR_LEN, "unknown option %s (short options are not bundled: write -%c -%c...)", word, w[0],
+                     w[1]);
+            return CLI_BAD;
+        }
+        len = 0;
+    }
+    /* a prefix of long options: name them (none is picked: see cli.h) */
+    char hint[256] = "";
+    for (const cli_opt *o = table; o->id && len; o++)
+        if (o->long_name && !strncmp(o->long_name, w, len) && k < 4)
+            k += snprintf(hint + strlen(hint), sizeof hint - strlen(hint), "%s--%s", k ? ", " : "", o->long_name) > 0;
+    if (k) snprintf(err, ERR_LEN, "unknown option %.*s (did you mean %s?)", (int)strcspn(word, "="), word, hint);
+    else snprintf(err, ERR_LEN, "unknown option %.*s (see --help)", (int)strcspn(word, "="), word);
+    return CLI_BAD;
+}
+
+int cli_next(cli_args *a, const cli_opt *table, const char **value, char *err) {
+    *value = NULL;
+    if (a->i >= a->argc) return CLI_DONE;
+    const char *w = a->argv[a->i++];
+    if (a->no_more || w[0] != '-' || !w[1]) {
+        *value = w;
+        return CLI_ARG;
+    }
+    if (!strcmp(w, "--")) {
+        a->no_more = 1;
+        return cli_next(a, table, value, err);
+    }
+    const cli_opt *o = table;
+    const char *eq = NULL;
+    if (w[1] == '-') {
+        eq = strchr(w, '=');
+        size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
+        while (o->id && !(o->long_name && strlen(o->long_name) == len && !strncmp(o->long_name, w + 2, len))) o++;
+    } else if (!w[2]) {
+        while (o->id && o->short_name != w[1]) o++;
+    } else {
+        o = NULL;
+    }
+    if (!o || !o->id) return unknown(w, table, err);
+    char name[64];
+    if (!o->arg && eq) {
+        snprintf(err, ERR_LEN, "option %s takes no value", cli_opt_name(o, name, sizeof name));
+        return CLI_BAD;
+    }
+    if (o->arg && !eq && a->i >= a->argc) {
+        snprintf(err, ERR_LEN, "option %s needs a value (%s)", w, o->arg);
+        return CLI_BAD;
+    }
+    if (o->arg) *value = eq ? eq + 1 : a->argv[a->i++];
+    return o->id;
+}
+
+int cli_print_options(FILE *f, const cli_opt *table) {
+    enum { COL = 27 };
+    for (const cli_opt *o = table; o->id; o++) {
+        char head[96];
+        int n = snprintf(head, sizeof head, "  %c%c%s%s%s%s%s", o->short_name ? '-' : ' ', o->short_name ? o->short_name : ' ',
+                         o->short_name && o->long_name ? ", " : "  ", o->long_name ? "--" : "",
+                         o->long_name ? o->long_name : "", o->arg ? " " : "", o->arg ? o->arg : "");
+        if (fprintf(f, "%s%*s", head, n <= COL - 2 ? COL - n : 2, "") < 0) return -1;
+        for (const char *h = o->help; *h;) {
+            size_t k = strcspn(h, "\n");
+            if (fprintf(f, "%.*s\n", (int)k, h) < 0) return -1;
+            h += k;
+            if (*h == '\n' && *++h && fprintf(f, "%*s", COL, "") < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+int cli_common_take(cli_common *c, int id, const char *value, char *err) {
+    double x;
+    switch (id) {
+    case CLI_HELP: c->help = 1; return 1;
+    case CLI_MODEL: c->model = value; return 1;
+    case CLI_KERNELS: c->kernels = value; return 1;
+    case CLI_EXACT: c->exact = 1; return 1;
+    case CLI_THREADS:
+        if (cli_value("--threads", value, 1, LLMGEN_MAX_THREADS, 1, &x, err)) return -1;
+        c->threads = (int)x;
+        return 1;
+    case CLI_CTX:
+        if (cli_value("--ctx-size", value, 1, LLMGEN_MAX_CONTEXT, 1, &x, err)) return -1;
+        c->ctx = (int)x;
+        return 1;
+    }
+    return 0;
+}
+
+llmgen_status cli_model_open(const cli_common *c, const char *path, int tokenizer_only, llmgen_model **m, char *err) {
+    llmgen_model_options mo = {.n_threads = c->threads, .kernels = c->kernels, .exact = c->exact,
+                               .tokenizer_only = tokenizer_only};
+    char e[ERR_LEN];
+    llmgen_status st = llmgen_model_open(path ? path : c->model, &mo, m, e, sizeof e);
+    if (st) snprintf(err, ERR_LEN, "%s%.500s", st == LLMGEN_E_USAGE && c->kernels ? "--" : "", e);
+    return st;
 }

@@ -12,6 +12,7 @@
 
 #include "llmgen.h"
 #include "request.h"
+#include "util.h" /* ERR_LEN */
 
 /* A limit as text in a help string: CLI_STR(LLMGEN_MAX_THREADS) is "256". */
 #define CLI_STR_(x) #x
@@ -65,6 +66,74 @@ void cli_print_stats(double t_load, int n_prompt, const llmgen_result *r, const 
 #define CLI_ERR_LEN 512
 int cli_open_draft(const char *path, const llmgen_model_options *target, llmgen_session *s, llmgen_model **dm,
                    llmgen_session **ds, char *err);
+/* The same with the message "OPT: invalid value 'S' (expected an integer from LO to HI)"
+ * in err (ERR_LEN bytes) when it fails. */
+int cli_value(const char *opt, const char *s, double lo, double hi, int integer, double *out, char *err);
+
+/* ---- options: one table per command, one parser for all ------------------------------
+ *
+ * Long options are matched whole, never abbreviated (a prefix could pick another option
+ * as options are added): --name VALUE or --name=VALUE. Short options are one letter
+ * each, never bundled, the value the next word: -ngl is the unknown option -ngl, not
+ * -n gl. A value may start with '-' (-n -1). "--" ends the options. */
+typedef struct {
+    int id;                /* what cli_next returns: > 0; rows may share one (aliases) */
+    char short_name;       /* 'm', or 0 */
+    const char *long_name; /* "model" (without the dashes), or NULL */
+    const char *arg;       /* the value's name in the help ("PATH"); NULL: takes no value */
+    const char *help;      /* its help text; "\n" starts another line, aligned */
+} cli_opt;
+
+enum { CLI_DONE = 0, CLI_ARG = -1, CLI_BAD = -2 };
+
+typedef struct {
+    int argc, i, no_more; /* i: the next word; no_more: "--" seen */
+    char **argv;
+} cli_args;
+
+/* Words from argv[1]. */
+void cli_args_init(cli_args *a, int argc, char **argv);
+
+/* The next word of a: an option's id (*value: its value or NULL), CLI_ARG (a word that
+ * is not an option: *value), CLI_DONE, or CLI_BAD with one line in err (ERR_LEN bytes):
+ * an unknown option (named whole, with a hint for llama.cpp's options), a missing
+ * value, or a value given to an option that takes none. table ends with a zero row. */
+int cli_next(cli_args *a, const cli_opt *table, const char **value, char *err);
+
+/* The option of a table row as typed in help and messages: "--model" (or "-s"). */
+const char *cli_opt_name(const cli_opt *o, char *buf, size_t n);
+
+/* The table as help lines: "  -m, --model PATH         text" (text from column 27). */
+int cli_print_options(FILE *f, const cli_opt *table);
+
+/* The options every command that runs a model shares, parsed by one function. Their
+ * ids come first; a command's own ids start at CLI_OWN. A command lists the rows it
+ * takes (with its own help text where it means something more). */
+enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CLI_OWN };
+#define CLI_OPT_HELP {CLI_HELP, 'h', "help", NULL, "this help"}
+#define CLI_OPT_MODEL(arg, help) {CLI_MODEL, 'm', "model", arg, help}
+#define CLI_OPT_THREADS                                                                                         \
+    {CLI_THREADS, 't', "threads", "N", "threads, 1.." CLI_STR(LLMGEN_MAX_THREADS) " (default: the CPUs this process may use; --stats says)"}
+#define CLI_OPT_CTX(help) {CLI_CTX, 'c', "ctx-size", "N", help}
+#define CLI_OPT_KERNELS {CLI_KERNELS, 0, "kernels", "NAME", "force a kernel set: scalar, avx2, avx512, neon"}
+#define CLI_OPT_EXACT                                                                                           \
+    {CLI_EXACT, 0, "exact", NULL,                                                                               \
+     "f32 activations: greedy ids equal HF transformers' (slower); the\n"                                     \
+     "default fast mode may differ from them, and between CPUs"}
+
+typedef struct {
+    const char *model, *kernels; /* -m, --kernels */
+    int threads, ctx, exact;     /* -t (0: the online CPUs), -c (0: the default), --exact */
+    int help;                    /* -h / --help */
+} cli_common;
+
+/* Option id's value into c when it is a shared one: 1; 0 when it is not; -1 with a
+ * message in err (a value out of range). */
+int cli_common_take(cli_common *c, int id, const char *value, char *err);
+
+/* Open c->model (or `path` when not NULL) with c's threads, kernels and mode. An
+ * unknown --kernels is LLMGEN_E_USAGE naming the option. */
+llmgen_status cli_model_open(const cli_common *c, const char *path, int tokenizer_only, llmgen_model **m, char *err);
 
 int verify_main(int argc, char **argv, const cli_io *io);     /* verify.c */
 int perplexity_main(int argc, char **argv, const cli_io *io); /* perplexity.c */

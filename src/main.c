@@ -26,83 +26,29 @@
 #include "options.h"
 #include "request.h"
 
-#define ERRLEN REQUEST_ERR_LEN
+#define ERRLEN ERR_LEN
 
 /* Set by the signal handler, read between tokens: the one piece of global
  * state, as a signal handler can reach nothing else. */
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { (void)sig; interrupted = 1; }
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: llmgen -m PATH [options] [-p TEXT | -f FILE | --prompt-ids LIST | --batch FILE.jsonl]\n"
-            "       llmgen -m PATH -i [--system TEXT]           chat on the terminal\n"
-            "       llmgen (-m PATH | --tokenizer PATH) --tokenize | --detokenize [-p ... | -f ... | --batch ...]\n"
-            "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
-            "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
-            "       llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [options]   check against references\n"
-            "       llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N] [options]\n"
-            "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, gemma3, phi3,\n"
-            "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n"
-            "  -m, --model PATH         a .gguf file (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K\n"
-            "                           Q6_K IQ4_NL IQ4_XS tensors) or a Hugging Face / MLX model directory\n"
-            "      --tokenizer PATH     load only a tokenizer (tokenizer.json, model directory or GGUF)\n"
-            "  -p, --prompt TEXT        prompt text (\"-\": read stdin)\n"
-            "  -f, --file FILE          read the prompt from FILE (\"-\": stdin)\n"
-            "      --prompt-ids LIST    prompt as comma-separated token ids (no tokenizer needed)\n"
-            "      --chat               wrap the prompt in the model's chat template\n"
-            "  -i, --interactive        multi-turn chat: one user turn per line of stdin; Ctrl-C stops a\n"
-            "                           reply, Ctrl-D (end of input) ends the chat\n"
-            "      --system TEXT        system message for --chat and -i\n"
-            "      --template NAME      use a built-in chat template: chatml, llama3, llama3.1, llama3.2,\n"
-            "                           llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7\n"
-            "      --chat-template-file FILE  render --chat / -i with this Jinja template instead of the model's\n"
-            "      --date \"DD Mon YYYY\" the date Llama 3.1+ templates print (default: as transformers)\n"
-            "      --tokenize           print the prompt's token ids (as generation would see them), no weights run\n"
-            "      --detokenize         read comma-separated ids, print their text exactly (no newline added)\n"
-            "  -n, --max-tokens N       tokens to generate, 1..%d, or -1: until an end token or a\n"
-            "                           full context (default 128)\n"
-            "      --temp T             temperature, 0..100 (default 0 = greedy)\n"
-            "      --top-k K            keep the K most likely tokens (0 = off)\n"
-            "      --top-p P            keep the most likely tokens up to mass P, 0..1 (1 = off)\n"
-            "      --min-p P            drop tokens below P times the top probability, 0..1 (0 = off)\n"
-            "      --repeat-penalty R   penalize tokens already seen, 0.01..100 (1 = off)\n"
-            "      --seed S             sampling seed, 0..2^64-1 (default: random when --temp > 0,\n"
-            "                           reported by --json and --stats)\n"
-            "  -t, --threads N          threads, 1..%d (default: the CPUs this process may use; --stats says)\n"
-            "  -c, --ctx-size N         context size in tokens (default min(model, %d))\n"
-            "      --stop STRING        stop when the text contains STRING (\\n \\t escapes; repeatable, up to %d)\n"
-            "      --ignore-eos         do not stop at end-of-sequence tokens\n"
-            "      --ids                print generated token ids (comma-separated) instead of text\n"
-            "      --echo               print the prompt before the completion\n"
-            "      --json               print one JSON object: prompt ids, ids, text, stop reason, seed, timings\n"
-            "      --batch FILE.jsonl   one JSON request per line in, one JSON result per line out\n"
-            "      --logprobs N         with --json / --batch: each token's log-probability and the N (0..%d)\n"
-            "                           most likely tokens, from the raw logits (before sampling filters)\n"
-            "      --parallel N         with --batch: N requests at once, one pass over the weights per step\n"
-            "                           for all; results as they finish (--ordered: in input order)\n"
-            "      --resume OUT.jsonl   with --batch: append results to OUT, skip requests it holds\n"
-            "      --no-prefix-cache    with --batch: prefill every prompt whole (default: reuse the cache)\n"
-            "      --prompt-cache FILE  load the cache saved in FILE (reused where the prompt starts alike), save it after\n"
-            "      --draft-lookup       speculative greedy decoding with drafts from the text so far (prompt\n"
-            "                           lookup): same ids and logits bits as without, faster on text that repeats\n"
-            "      --draft-ngram N      with --draft-lookup: match the last N ids, or fewer (1..16, default 3)\n"
-            "      --draft-model PATH   speculative greedy decoding with drafts of a smaller model (same vocabulary)\n"
-            "      --draft-max N        most ids drafted per pass, 1..127 (default 8; shorter where drafts miss).\n"
-            "                           Drafts are used with --temp 0 only (sampled runs decode one id per step)\n"
-            "      --stats              print load time, tokens/s, time to first token, peak RSS, KV cache\n"
-            "                           size (and ring: positions a sliding-window layer keeps) on stderr\n"
-            "      --dump-logits FILE   write the logits of every generated step (f32 rows)\n"
-            "      --kernels NAME       force a kernel set: scalar, avx2, avx512, neon\n"
-            "      --exact              f32 activations: greedy ids equal HF transformers' (slower); the\n"
-            "                           default fast mode may differ from them, and between CPUs\n"
-            "  -h, --help               this help\n"
-            "      --version            print the version\n\n"
-            "Exit status: 0 ok (also when stdout is closed early), 1 usage or input error or conflicting\n"
-            "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
-            "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
-            "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n",
-            REQUEST_MAX_TOKENS, LLMGEN_MAX_THREADS, LLMGEN_DEFAULT_CONTEXT, REQUEST_MAX_STOPS, REQUEST_MAX_LOGPROBS);
+static int usage(FILE *f) {
+    if (fputs("usage: llmgen -m PATH [options] [-p TEXT | -f FILE | --prompt-ids LIST | --batch FILE.jsonl]\n"
+              "       llmgen -m PATH -i [--system TEXT]           chat on the terminal\n"
+              "       llmgen (-m PATH | --tokenizer PATH) --tokenize | --detokenize [-p ... | -f ... | --batch ...]\n"
+              "       llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]\n"
+              "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
+              "       llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [options]   check against references\n"
+              "       llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N] [options]\n"
+              "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, gemma3, phi3,\n"
+              "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n", f) == EOF ||
+        options_print_help(f))
+        return -1;
+    return fputs("\nExit status: 0 ok (also when stdout is closed early), 1 usage or input error or conflicting\n"
+                 "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
+                 "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
+                 "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n", f) == EOF ? -1 : 0;
 }
 
 /* Print one diagnostic line on stderr and return the exit code. */
@@ -411,7 +357,7 @@ static int run_batch(app *A) {
     if (!in) return die(EXIT_IO, "%s: cannot open: %s", name, strerror(errno));
     char err[ERRLEN];
     int first_fail = 0, read_err = 0, io;
-    batch_parallel bp = {A->m, A->s, A->o->ctx, A->o->parallel, A->o->ordered, in, batch_text, batch_emit, A,
+    batch_parallel bp = {A->m, A->s, A->o->common.ctx, A->o->parallel, A->o->ordered, in, batch_text, batch_emit, A,
                          &interrupted, A->o->resume};
     int rc = batch_run_lines(&bp, &first_fail, &read_err, &io, err, sizeof err);
     if (in != stdin) fclose(in);
@@ -489,33 +435,40 @@ static void install_signals(void) {
  * affine checkpoint (llmgen_quantize does the work; this only parses and reports). */
 static int quantize_main(int argc, char **argv, const cli_io *io) {
     static const char *use = "usage: llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]";
-    const char *in = NULL, *out = NULL;
-    int bits = 4, group = 64;
+    enum { Q_BITS = CLI_OWN, Q_GROUP };
+    static const cli_opt table[] = {
+        {Q_BITS, 0, "bits", "4|8", "bits per weight (default 4)"},
+        {Q_GROUP, 0, "group-size", "32|64|128", "weights per scale and bias (default 64)"},
+        CLI_OPT_HELP,
+        {0, 0, NULL, NULL, NULL},
+    };
+    const char *in = NULL, *out = NULL, *v;
+    int bits = 4, group = 64, id;
+    cli_common c = {0};
+    cli_args args;
+    char err[ERRLEN];
+    double x;
     (void)io;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("%s\nWrite an MLX affine-quantized copy of a bf16/f16/f32 safetensors model\n"
-                   "(defaults: --bits 4 --group-size 64). OUT_DIR must not exist.\n", use);
-            return EXIT_OK;
+    cli_args_init(&args, argc, argv);
+    while ((id = cli_next(&args, table, &v, err)) != CLI_DONE) {
+        if (id == CLI_BAD) return die(EXIT_USAGE, "quantize: %s", err);
+        if (cli_common_take(&c, id, v, err) && c.help) {
+            printf("%s\nWrite an MLX affine-quantized copy of a bf16/f16/f32 safetensors model.\n"
+                   "OUT_DIR must not exist.\n", use);
+            return cli_print_options(stdout, table) || fflush(stdout) ? EXIT_IO : EXIT_OK;
         }
-        if (!strcmp(a, "--bits") || !strcmp(a, "--group-size")) {
-            char *end;
-            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
-            if (i + 1 >= argc || *end || end == argv[i + 1] || v < 0 || v > 1024)
-                return die(EXIT_USAGE, "quantize: %s needs a number (see llmgen quantize --help)", a);
-            *(a[2] == 'b' ? &bits : &group) = (int)v;
-            i++;
-        } else if (a[0] == '-' && a[1]) {
-            return die(EXIT_USAGE, "quantize: unknown option %s (see llmgen quantize --help)", a);
-        } else if (!in || !out) {
-            *(!in ? &in : &out) = a;
-        } else {
-            return die(EXIT_USAGE, "quantize: unexpected argument '%s'", a);
+        if (id == Q_BITS || id == Q_GROUP) {
+            if (cli_number(v, 0, 1024, 1, &x))
+                return die(EXIT_USAGE, "quantize: --%s needs a number (see llmgen quantize --help)",
+                           id == Q_BITS ? "bits" : "group-size");
+            *(id == Q_BITS ? &bits : &group) = (int)x;
+        } else if (id == CLI_ARG && (!in || !out)) {
+            *(!in ? &in : &out) = v;
+        } else if (id == CLI_ARG) {
+            return die(EXIT_USAGE, "quantize: unexpected argument '%s'", v);
         }
     }
     if (!in || !out) return die(EXIT_USAGE, "%s", use);
-    char err[ERRLEN];
     llmgen_status st = llmgen_quantize(in, out, bits, group, err, sizeof err);
     return st ? die(exit_code(st), "quantize: %s", err) : EXIT_OK;
 }
@@ -526,7 +479,7 @@ static int chat_template_main(int argc, char **argv, const cli_io *io) {
     (void)io;
     char err[ERRLEN], *out = NULL;
     if (chat_template_parse(argc, argv, &a, err)) return die(EXIT_USAGE, "%s", err);
-    if (a.help) return fputs(chat_template_help, stdout) == EOF || fflush(stdout) ? EXIT_IO : EXIT_OK;
+    if (a.help) return chat_template_print_help(stdout) || fflush(stdout) ? EXIT_IO : EXIT_OK;
     llmgen_status st = chat_template_render(&a, &out, err);
     int rc = st ? die(exit_code(st), "%s", err) : 0;
     if (!st && (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout)))
@@ -549,8 +502,8 @@ int main(int argc, char **argv) {
         }
     install_signals();
     if (options_parse(argc, argv, &o, err)) return die(EXIT_USAGE, "%s", err);
-    if (o.help || o.version) {
-        if (o.help) usage(stdout);
+    if (o.common.help || o.version) {
+        if (o.common.help) usage(stdout);
         else printf("llmgen %s\n", LLMGEN_VERSION);
         return fflush(stdout) ? EXIT_IO : EXIT_OK;
     }
@@ -563,15 +516,13 @@ int main(int argc, char **argv) {
     app A = {.o = &o};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    llmgen_model_options mo = {.n_threads = o.n_threads, .kernels = o.kernels, .exact = o.exact,
-                               .tokenizer_only = !!o.tokenizer_path};
-    const char *path = o.tokenizer_path ? o.tokenizer_path : o.model_path;
-    llmgen_status st = llmgen_model_open(path, &mo, &A.m, err, sizeof err);
-    if (st) return die(exit_code(st), "%s%s", st == LLMGEN_E_USAGE && o.kernels ? "--" : "", err);
+    const char *path = o.tokenizer_path ? o.tokenizer_path : o.common.model;
+    llmgen_status st = cli_model_open(&o.common, path, !!o.tokenizer_path, &A.m, err);
+    if (st) return die(exit_code(st), "%s", err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     A.t_load = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     llmgen_model_capabilities(A.m, &A.caps);
-    if (!o.tokenizer_path) cli_threads_note(stderr, o.n_threads, &A.caps);
+    if (!o.tokenizer_path) cli_threads_note(stderr, o.common.threads, &A.caps);
     request q = o.base;
     int rc = 0, tokens = o.tokenize || o.detokenize;
     if (!A.caps.has_tokenizer && (tokens || o.interactive || o.base.n_stops || o.chat ||
@@ -580,9 +531,10 @@ int main(int argc, char **argv) {
                  o.base.n_stops ? " (and no --stop)" : "");
     } else if (!A.caps.has_tokenizer && !o.prompt_ids && !o.batch) {
         rc = die(EXIT_USAGE, "%s: this model has no tokenizer: give the prompt with --prompt-ids", path);
-    } else if (!tokens && (st = llmgen_session_new(A.m, o.ctx, &A.s, err, sizeof err))) {
-        rc = die(o.ctx && st == LLMGEN_E_USAGE ? EXIT_USAGE : exit_code(st), "%s%s", o.ctx ? "--ctx-size: " : "", err);
-    } else if (o.draft_model && (rc = cli_open_draft(o.draft_model, &mo, A.s, &A.dm, &A.ds, err))) {
+    } else if (!tokens && (st = llmgen_session_new(A.m, o.common.ctx, &A.s, err, sizeof err))) {
+        rc = die(o.common.ctx && st == LLMGEN_E_USAGE ? EXIT_USAGE : exit_code(st), "%s%s", o.common.ctx ? "--ctx-size: " : "", err);
+    } else if (o.draft_model && (rc = cli_open_draft(o.draft_model, &(llmgen_model_options){.n_threads = o.common.threads,
+                                                             .kernels = o.common.kernels}, A.s, &A.dm, &A.ds, err))) {
         die(rc, "--draft-model: %s", err);
     } else {
         rc = o.batch ? run_batch(&A) : tokens ? run_tokens(&A, &q) : o.interactive ? run_interactive(&A)

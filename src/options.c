@@ -1,8 +1,8 @@
-/* options.c - llmgen's command line: GNU-style options into `options`, values
- * checked strictly (the whole string, within range), conflicting options refused.
+/* options.c - llmgen's command line: its option table (parsed by cli_next, the parser
+ * every command shares) into `options`, values checked strictly (the whole string,
+ * within range), conflicting options refused.
  * Never prints: every problem is one message for main.c to print. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,23 +15,12 @@ static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2
 static int fail(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, REQUEST_ERR_LEN, fmt, ap);
+    vsnprintf(err, ERR_LEN, fmt, ap);
     va_end(ap);
     return -1;
 }
 
 /* ---- options ---------------------------------------------------------------------- */
-
-static int parse_num(char *err, const char *opt, const char *s, double lo, double hi, int integer, double *out) {
-    char *end;
-    errno = 0;
-    double v = integer ? (double)strtol(s, &end, 10) : strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi))
-        return fail(err, "%s: invalid value '%s' (expected %s from %g to %g)", opt, s, integer ? "an integer" : "a number",
-                   lo, hi);
-    *out = v;
-    return 0;
-}
 
 /* --stop takes C escapes so that a newline can be typed: \n \t \r \\ (others stay as
  * written). Decodes in place (argv strings are writable; the result is never longer). */
@@ -83,7 +72,7 @@ static int conflicts(const options *o, char *err) {
          o->interactive || o->json || o->ids_only || o->echo || o->stats || o->dump_logits || b.n_stops,
          "-i, --json, --ids, --echo, --stats, --dump-logits or --stop"},
         {o->detokenize, "--detokenize", o->chat || !!b.system, "--chat or --system"},
-        {!!o->tokenizer_path, "--tokenizer", !!o->model_path, "-m (give one of them)"},
+        {!!o->tokenizer_path, "--tokenizer", !!o->common.model, "-m (give one of them)"},
         {!!o->tokenizer_path, "--tokenizer", !o->tokenize && !o->detokenize, "generation (needs -m; use --tokenize or --detokenize)"},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
@@ -91,67 +80,114 @@ static int conflicts(const options *o, char *err) {
     return 0;
 }
 
+enum {
+    O_PROMPT = CLI_OWN, O_FILE, O_MAX_TOKENS, O_INTERACTIVE, O_IDS, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS,
+    O_DUMP, O_VERSION, O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE,
+    O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL,
+    O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL,
+};
+
+/* Every option of the main command, in the order --help lists them. */
+static const cli_opt table[] = {
+    CLI_OPT_MODEL("PATH", "a .gguf file (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K\n"
+                          "Q6_K IQ4_NL IQ4_XS tensors) or a Hugging Face / MLX model directory"),
+    {O_TOKENIZER, 0, "tokenizer", "PATH", "load only a tokenizer (tokenizer.json, model directory or GGUF)"},
+    {O_PROMPT, 'p', "prompt", "TEXT", "prompt text (\"-\": read stdin)"},
+    {O_FILE, 'f', "file", "FILE", "read the prompt from FILE (\"-\": stdin)"},
+    {O_PROMPT_IDS, 0, "prompt-ids", "LIST", "prompt as comma-separated token ids (no tokenizer needed)"},
+    {O_CHAT, 0, "chat", NULL, "wrap the prompt in the model's chat template"},
+    {O_INTERACTIVE, 'i', "interactive", NULL, "multi-turn chat: one user turn per line of stdin; Ctrl-C stops a\n"
+                                             "reply, Ctrl-D (end of input) ends the chat"},
+    {O_SYSTEM, 0, "system", "TEXT", "system message for --chat and -i"},
+    {O_TEMPLATE, 0, "template", "NAME", "use a built-in chat template: chatml, llama3, llama3.1, llama3.2,\n"
+                                        "llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7"},
+    {O_TEMPLATE_FILE, 0, "chat-template-file", "FILE", "render --chat / -i with this Jinja template instead of the model's"},
+    {O_DATE, 0, "date", "\"DD Mon YYYY\"", "the date Llama 3.1+ templates print (default: as transformers)"},
+    {O_TOKENIZE, 0, "tokenize", NULL, "print the prompt's token ids (as generation would see them), no weights run"},
+    {O_DETOKENIZE, 0, "detokenize", NULL, "read comma-separated ids, print their text exactly (no newline added)"},
+    {O_MAX_TOKENS, 'n', "max-tokens", "N", "tokens to generate, 1.." CLI_STR(REQUEST_MAX_TOKENS) ", or -1: until an end token or a\n"
+                                           "full context (default 128)"},
+    {O_TEMP, 0, "temp", "T", "temperature, 0..100 (default 0 = greedy)"},
+    {O_TOPK, 0, "top-k", "K", "keep the K most likely tokens (0 = off)"},
+    {O_TOPP, 0, "top-p", "P", "keep the most likely tokens up to mass P, 0..1 (1 = off)"},
+    {O_MINP, 0, "min-p", "P", "drop tokens below P times the top probability, 0..1 (0 = off)"},
+    {O_REPEAT, 0, "repeat-penalty", "R", "penalize tokens already seen, 0.01..100 (1 = off)"},
+    {O_SEED, 0, "seed", "S", "sampling seed, 0..2^64-1 (default: random when --temp > 0,\n"
+                             "reported by --json and --stats)"},
+    CLI_OPT_THREADS,
+    CLI_OPT_CTX("context size in tokens (default min(model, " CLI_STR(LLMGEN_DEFAULT_CONTEXT) "))"),
+    {O_STOP, 0, "stop", "STRING", "stop when the text contains STRING (\\n \\t escapes; repeatable, up to "
+                                  CLI_STR(REQUEST_MAX_STOPS) ")"},
+    {O_IGNORE_EOS, 0, "ignore-eos", NULL, "do not stop at end-of-sequence tokens"},
+    {O_IDS, 0, "ids", NULL, "print generated token ids (comma-separated) instead of text"},
+    {O_ECHO, 0, "echo", NULL, "print the prompt before the completion"},
+    {O_JSON, 0, "json", NULL, "print one JSON object: prompt ids, ids, text, stop reason, seed, timings"},
+    {O_BATCH, 0, "batch", "FILE.jsonl", "one JSON request per line in, one JSON result per line out"},
+    {O_LOGPROBS, 0, "logprobs", "N", "with --json / --batch: each token's log-probability and the N (0.."
+                                     CLI_STR(REQUEST_MAX_LOGPROBS) ")\n"
+                                     "most likely tokens, from the raw logits (before sampling filters)"},
+    {O_PARALLEL, 0, "parallel", "N", "with --batch: N requests at once, one pass over the weights per step\n"
+                                     "for all; results as they finish (or see --ordered)"},
+    {O_ORDERED, 0, "ordered", NULL, "with --parallel: results in input order"},
+    {O_RESUME, 0, "resume", "OUT.jsonl", "with --batch: append results to OUT, skip requests it holds"},
+    {O_NO_PREFIX, 0, "no-prefix-cache", NULL, "with --batch: prefill every prompt whole (default: reuse the cache)"},
+    {O_PROMPT_CACHE, 0, "prompt-cache", "FILE", "load the cache saved in FILE (reused where the prompt starts alike), save it after"},
+    {O_DRAFT_LOOKUP, 0, "draft-lookup", NULL, "speculative greedy decoding with drafts from the text so far (prompt\n"
+                                             "lookup): same ids and logits bits as without, faster on text that repeats"},
+    {O_DRAFT_NGRAM, 0, "draft-ngram", "N", "with --draft-lookup: match the last N ids, or fewer (1..16, default 3)"},
+    {O_DRAFT_MODEL, 0, "draft-model", "PATH", "speculative greedy decoding with drafts of a smaller model (same vocabulary)"},
+    {O_DRAFT_MAX, 0, "draft-max", "N", "most ids drafted per pass, 1..127 (default 8; shorter where drafts miss).\n"
+                                       "Drafts are used with --temp 0 only (sampled runs decode one id per step)"},
+    {O_STATS, 0, "stats", NULL, "print load time, tokens/s, time to first token, peak RSS, KV cache\n"
+                                "size (and ring: positions a sliding-window layer keeps) on stderr"},
+    {O_DUMP, 0, "dump-logits", "FILE", "write the logits of every generated step (f32 rows)"},
+    CLI_OPT_KERNELS,
+    CLI_OPT_EXACT,
+    CLI_OPT_HELP,
+    {O_VERSION, 0, "version", NULL, "print the version"},
+    {0, 0, NULL, NULL, NULL},
+};
+
+int options_print_help(FILE *f) { return cli_print_options(f, table); }
+
 int options_parse(int argc, char **argv, options *o, char *err) {
-    enum { O_IDS = 256, O_PROMPT_IDS, O_TEMP, O_SEED, O_IGNORE_EOS, O_DUMP, O_KERNELS, O_VERSION, O_TOPK, O_TOPP,
-           O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE, O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_EXACT,
-           O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL, O_ORDERED, O_RESUME, O_NO_PREFIX,
-           O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL };
-    static const struct option longs[] = {
-        {"model", required_argument, 0, 'm'}, {"prompt", required_argument, 0, 'p'},
-        {"file", required_argument, 0, 'f'}, {"max-tokens", required_argument, 0, 'n'},
-        {"threads", required_argument, 0, 't'}, {"ctx-size", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'}, {"interactive", no_argument, 0, 'i'}, {"ids", no_argument, 0, O_IDS},
-        {"prompt-ids", required_argument, 0, O_PROMPT_IDS}, {"temp", required_argument, 0, O_TEMP},
-        {"seed", required_argument, 0, O_SEED}, {"ignore-eos", no_argument, 0, O_IGNORE_EOS},
-        {"dump-logits", required_argument, 0, O_DUMP}, {"kernels", required_argument, 0, O_KERNELS},
-        {"version", no_argument, 0, O_VERSION}, {"top-k", required_argument, 0, O_TOPK},
-        {"top-p", required_argument, 0, O_TOPP}, {"min-p", required_argument, 0, O_MINP},
-        {"repeat-penalty", required_argument, 0, O_REPEAT}, {"chat", no_argument, 0, O_CHAT},
-        {"system", required_argument, 0, O_SYSTEM}, {"template", required_argument, 0, O_TEMPLATE},
-        {"chat-template-file", required_argument, 0, O_TEMPLATE_FILE},
-        {"date", required_argument, 0, O_DATE}, {"stop", required_argument, 0, O_STOP},
-        {"echo", no_argument, 0, O_ECHO}, {"json", no_argument, 0, O_JSON}, {"stats", no_argument, 0, O_STATS},
-        {"batch", required_argument, 0, O_BATCH}, {"exact", no_argument, 0, O_EXACT},
-        {"tokenize", no_argument, 0, O_TOKENIZE}, {"detokenize", no_argument, 0, O_DETOKENIZE},
-        {"tokenizer", required_argument, 0, O_TOKENIZER}, {"logprobs", required_argument, 0, O_LOGPROBS},
-        {"parallel", required_argument, 0, O_PARALLEL},
-        {"ordered", no_argument, 0, O_ORDERED}, {"resume", required_argument, 0, O_RESUME},
-        {"no-prefix-cache", no_argument, 0, O_NO_PREFIX}, {"prompt-cache", required_argument, 0, O_PROMPT_CACHE},
-        {"draft-lookup", no_argument, 0, O_DRAFT_LOOKUP}, {"draft-ngram", required_argument, 0, O_DRAFT_NGRAM},
-        {"draft-max", required_argument, 0, O_DRAFT_MAX}, {"draft-model", required_argument, 0, O_DRAFT_MODEL},
-        {0, 0, 0, 0},
-    };
     memset(o, 0, sizeof *o);
     request *b = &o->base;
     b->max_tokens = 128;
     b->sys_source = "--system";
     llmgen_sampler_defaults(&b->sp);
-    opterr = 0;
-    int c;
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    int c, taken;
     double v;
     char *end;
-    while ((c = getopt_long(argc, argv, ":m:p:f:n:t:c:hi", longs, NULL)) != -1) {
+    const char *val;
+    while ((c = cli_next(&args, table, &val, err)) != CLI_DONE) {
+        char *optarg = (char *)val; /* argv strings are writable: --stop decodes in place */
+        if (c == CLI_BAD) return -1;
+        if (c == CLI_ARG) return fail(err, "unexpected argument '%s' (see --help)", val);
+        if ((taken = cli_common_take(&o->common, c, val, err)) < 0) return -1;
+        if (o->common.help) return 0;
+        if (taken) continue;
         switch (c) {
-        case 'm': o->model_path = optarg; break;
-        case 'p': o->prompt = optarg; break;
-        case 'f': o->prompt_file = optarg; break;
-        case 'n':
-            if (strcmp(optarg, "-1") && parse_num(err, "--max-tokens", optarg, 1, REQUEST_MAX_TOKENS, 1, &v)) return -1;
+        case O_PROMPT: o->prompt = optarg; break;
+        case O_FILE: o->prompt_file = optarg; break;
+        case O_MAX_TOKENS:
+            if (strcmp(optarg, "-1") && cli_number(optarg, 1, REQUEST_MAX_TOKENS, 1, &v))
+                return fail(err, "--max-tokens: invalid value '%s' (expected -1 or an integer from 1 to %d)", optarg,
+                            REQUEST_MAX_TOKENS);
             b->max_tokens = strcmp(optarg, "-1") ? (int)v : -1;
             break;
-        case 't': if (parse_num(err, "--threads", optarg, 1, LLMGEN_MAX_THREADS, 1, &v)) return -1; o->n_threads = (int)v; break;
-        case 'c': if (parse_num(err, "--ctx-size", optarg, 1, LLMGEN_MAX_CONTEXT, 1, &v)) return -1; o->ctx = (int)v; break;
-        case 'h': o->help = 1; return 0;
-        case 'i': o->interactive = 1; break;
+        case O_INTERACTIVE: o->interactive = 1; break;
         case O_VERSION: o->version = 1; return 0;
         case O_IDS: o->ids_only = 1; break;
         case O_PROMPT_IDS: o->prompt_ids = optarg; break;
-        case O_TEMP: if (parse_num(err, "--temp", optarg, 0, 100, 0, &v)) return -1; b->sp.temperature = (float)v; break;
-        case O_TOPK: if (parse_num(err, "--top-k", optarg, 0, INT_MAX, 1, &v)) return -1; b->sp.top_k = (int)v; break;
-        case O_TOPP: if (parse_num(err, "--top-p", optarg, 0, 1, 0, &v)) return -1; b->sp.top_p = (float)v; break;
-        case O_MINP: if (parse_num(err, "--min-p", optarg, 0, 1, 0, &v)) return -1; b->sp.min_p = (float)v; break;
+        case O_TEMP: if (cli_value("--temp", optarg, 0, 100, 0, &v, err)) return -1; b->sp.temperature = (float)v; break;
+        case O_TOPK: if (cli_value("--top-k", optarg, 0, INT_MAX, 1, &v, err)) return -1; b->sp.top_k = (int)v; break;
+        case O_TOPP: if (cli_value("--top-p", optarg, 0, 1, 0, &v, err)) return -1; b->sp.top_p = (float)v; break;
+        case O_MINP: if (cli_value("--min-p", optarg, 0, 1, 0, &v, err)) return -1; b->sp.min_p = (float)v; break;
         case O_REPEAT:
-            if (parse_num(err, "--repeat-penalty", optarg, 0.01, 100, 0, &v)) return -1;
+            if (cli_value("--repeat-penalty", optarg, 0.01, 100, 0, &v, err)) return -1;
             b->sp.repeat_penalty = (float)v;
             break;
         case O_SEED:
@@ -162,14 +198,12 @@ int options_parse(int argc, char **argv, options *o, char *err) {
             b->seed_given = 1;
             break;
         case O_LOGPROBS:
-            if (parse_num(err, "--logprobs", optarg, 0, REQUEST_MAX_LOGPROBS, 1, &v)) return -1;
+            if (cli_value("--logprobs", optarg, 0, REQUEST_MAX_LOGPROBS, 1, &v, err)) return -1;
             b->logprobs = 1;
             b->top_logprobs = (int)v;
             break;
         case O_IGNORE_EOS: b->ignore_eos = 1; break;
         case O_DUMP: o->dump_logits = optarg; break;
-        case O_KERNELS: o->kernels = optarg; break;
-        case O_EXACT: o->exact = 1; break;
         case O_CHAT: o->chat = b->chat = 1; break;
         case O_SYSTEM: b->system = optarg; break;
         case O_TEMPLATE: b->template_name = optarg; break;
@@ -189,7 +223,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_DETOKENIZE: o->detokenize = 1; break;
         case O_TOKENIZER: o->tokenizer_path = optarg; break;
         case O_PARALLEL:
-            if (parse_num(err, "--parallel", optarg, 1, LLMGEN_MAX_SEQUENCES, 1, &v)) return -1;
+            if (cli_value("--parallel", optarg, 1, LLMGEN_MAX_SEQUENCES, 1, &v, err)) return -1;
             o->parallel = (int)v;
             break;
         case O_ORDERED: o->ordered = 1; break;
@@ -198,25 +232,17 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_PROMPT_CACHE: o->prompt_cache = optarg; break;
         case O_DRAFT_LOOKUP: if (!b->draft_lookup) b->draft_lookup = 3; break;
         case O_DRAFT_NGRAM:
-            if (parse_num(err, "--draft-ngram", optarg, 1, 16, 1, &v)) return -1;
+            if (cli_value("--draft-ngram", optarg, 1, 16, 1, &v, err)) return -1;
             o->draft_ngram = (int)v;
             break;
         case O_DRAFT_MAX:
-            if (parse_num(err, "--draft-max", optarg, 1, 127, 1, &v)) return -1;
+            if (cli_value("--draft-max", optarg, 1, 127, 1, &v, err)) return -1;
             b->draft_max = (int)v;
             break;
         case O_DRAFT_MODEL: o->draft_model = optarg; break;
-        /* optopt names a short option (also inside a bundle like -hx); 0 means a long one */
-        case ':':
-            if (optopt) return fail(err, "option -%c needs a value", optopt);
-            return fail(err, "option %s needs a value", argv[optind - 1]);
-        default:
-            if (optopt) return fail(err, "unknown option -%c (see --help)", optopt);
-            return fail(err, "unknown option %s (see --help)", argv[optind - 1]);
         }
     }
-    if (optind < argc) return fail(err, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (!o->model_path && !o->tokenizer_path) return fail(err, "no model given: use -m PATH (see --help)");
+    if (!o->common.model && !o->tokenizer_path) return fail(err, "no model given: use -m PATH (see --help)");
     if (!!o->prompt + !!o->prompt_file + !!o->prompt_ids + !!o->batch > 1)
         return fail(err, "give only one of --prompt, --file, --prompt-ids, --batch");
     if (b->date && !valid_date(b->date))

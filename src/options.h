@@ -3,15 +3,19 @@
 #ifndef LLMGEN_OPTIONS_H
 #define LLMGEN_OPTIONS_H
 
+#include <stdio.h>
+
+#include "cli.h"
 #include "request.h"
 
 typedef struct {
-    const char *model_path, *tokenizer_path;
+    cli_common common;                              /* -m, -t, -c, --kernels, --exact, -h */
+    const char *tokenizer_path;
     const char *prompt, *prompt_file, *prompt_ids; /* -p, -f ("-" = stdin), --prompt-ids */
-    const char *dump_logits, *batch, *kernels;
+    const char *dump_logits, *batch;
     const char *template_file;                      /* --chat-template-file (main.c reads it into base.template_text) */
-    int help, version;                              /* --help / --version: print and exit, nothing else */
-    int chat, interactive, tokenize, detokenize, n_threads, ctx, ids_only, exact, echo, json, stats;
+    int version;                                    /* --version (common.help: --help): print and exit, nothing else */
+    int chat, interactive, tokenize, detokenize, ids_only, echo, json, stats;
     int parallel, ordered;                          /* --parallel N (0: not given), --ordered */
     const char *resume;                             /* --resume OUT.jsonl */
     int no_prefix_cache;                            /* --no-prefix-cache */
@@ -21,9 +25,12 @@ typedef struct {
     request base;                                   /* the settings every request starts from */
 } options;
 
-/* Parse argv; 0, or -1 with one line in err (REQUEST_ERR_LEN bytes) naming the
+/* Parse argv; 0, or -1 with one line in err (ERR_LEN bytes) naming the
  * option and what was expected, or the options that cannot be combined. */
 int options_parse(int argc, char **argv, options *o, char *err);
+
+/* The option lines of --help on f (0, or -1 on a write error). */
+int options_print_help(FILE *f);
 
 /* "DD Mon YYYY" as the Llama 3.1+ templates print it (e.g. "02 Jan 2025"): 1, else 0. */
 int options_valid_date(const char *d);

@@ -35,70 +35,75 @@
 #include "cli.h"
 #include "request.h"
 
-#define ERR_LEN 512
 #define KLD_MAGIC "_logits_"
 
-static const char help[] =
-    "usage: llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N]\n"
-    "                         [--kl-divergence-base BASE [--kl-divergence]] [-t N] [--exact] [--kernels NAME]\n"
-    "Perplexity of a text as llama.cpp's llama-perplexity computes it: chunks of CTX tokens\n"
-    "(default 512), each in a fresh context with a BOS first where the model adds one, the\n"
-    "second half of each chunk scored; at least 2*CTX tokens. Progress on stderr; the last\n"
-    "line on stdout is `PPL = x +/- e`.\n"
-    "  -f, --file FILE               the text (UTF-8), tokenized with the model's tokenizer\n"
-    "      --ids-file FILE           token ids instead (separated by commas or whitespace)\n"
-    "  -c, --ctx-size CTX            tokens per chunk, 4..model context (default 512)\n"
-    "      --chunks N                at most N chunks (default: all)\n"
-    "      --kl-divergence-base BASE write the log-probabilities of this run to BASE (llama-perplexity's\n"
-    "                                format); with --kl-divergence, read BASE instead: its tokens and\n"
-    "                                CTX are used, and this run is compared with it (KL divergence,\n"
-    "                                PPL ratio, RMS of the change in the correct token's probability,\n"
-    "                                same top token; --chunks N: its first N chunks)\n"
-    "  -t, --threads N, --exact, --kernels NAME   as for generation\n";
+enum { P_FILE = CLI_OWN, P_IDS_FILE, P_CHUNKS, P_BASE, P_KLD };
+
+static const cli_opt table[] = {
+    CLI_OPT_MODEL("MODEL", "the model"),
+    {P_FILE, 'f', "file", "FILE", "the text (UTF-8), tokenized with the model's tokenizer"},
+    {P_IDS_FILE, 0, "ids-file", "FILE", "token ids instead (separated by commas or whitespace)"},
+    CLI_OPT_CTX("tokens per chunk, 4..model context (default 512)"),
+    {P_CHUNKS, 0, "chunks", "N", "at most N chunks (default: all)"},
+    {P_BASE, 0, "kl-divergence-base", "BASE", "write the log-probabilities of this run to BASE (llama-perplexity's\n"
+                                              "format); with --kl-divergence, read BASE instead"},
+    {P_KLD, 0, "kl-divergence", NULL, "use BASE's tokens and CTX, and compare this run with it (KL divergence,\n"
+                                      "PPL ratio, RMS of the change in the correct token's probability,\n"
+                                      "same top token; --chunks N: its first N chunks)"},
+    CLI_OPT_THREADS,
+    CLI_OPT_EXACT,
+    CLI_OPT_KERNELS,
+    CLI_OPT_HELP,
+    {0, 0, NULL, NULL, NULL},
+};
+
+static int print_help(FILE *f) {
+    return fputs("usage: llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N]\n"
+                 "                         [--kl-divergence-base BASE [--kl-divergence]] [-t N] [--exact] [--kernels NAME]\n"
+                 "Perplexity of a text as llama.cpp's llama-perplexity computes it: chunks of CTX tokens\n"
+                 "(default 512), each in a fresh context with a BOS first where the model adds one, the\n"
+                 "second half of each chunk scored; at least 2*CTX tokens. Progress on stderr; the last\n"
+                 "line on stdout is `PPL = x +/- e`.\n\n",
+                 f) == EOF || cli_print_options(f, table) ? -1 : 0;
+}
 
 typedef struct {
-    const char *model, *file, *ids_file, *base, *kernels;
-    int ctx, chunks, kld, threads, exact, help;
+    cli_common c; /* -m, -c, -t, --exact, --kernels, -h */
+    const char *file, *ids_file, *base;
+    int ctx, chunks, kld;
 } ppl_args;
 
 static int parse(int argc, char **argv, ppl_args *a, const cli_io *io) {
     memset(a, 0, sizeof *a);
-    a->ctx = 512;
     a->chunks = -1;
-    int ctx_given = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            a->help = 1;
-            return 0;
-        } else if (!strcmp(s, "--exact")) {
-            a->exact = 1;
-        } else if (!strcmp(s, "--kl-divergence")) {
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    char err[ERR_LEN];
+    const char *v;
+    int id;
+    double x;
+    while ((id = cli_next(&args, table, &v, err)) != CLI_DONE) {
+        int taken = id > 0 ? cli_common_take(&a->c, id, v, err) : 0;
+        if (id == CLI_BAD || taken < 0) return cli_fail(io, EXIT_USAGE, "perplexity: %s", err);
+        if (a->c.help) return 0;
+        if (id == P_FILE || id == P_IDS_FILE || id == P_BASE) {
+            *(id == P_FILE ? &a->file : id == P_IDS_FILE ? &a->ids_file : &a->base) = v;
+        } else if (id == P_KLD) {
             a->kld = 1;
-        } else if (!strcmp(s, "-m") || !strcmp(s, "--model") || !strcmp(s, "-f") || !strcmp(s, "--file") ||
-                   !strcmp(s, "--ids-file") || !strcmp(s, "--kl-divergence-base") || !strcmp(s, "--kernels")) {
-            if (!v) return cli_fail(io, EXIT_USAGE, "perplexity: %s needs a value", s);
-            *(s[1] == 'm' || !strcmp(s, "--model") ? &a->model : s[1] == 'f' || !strcmp(s, "--file") ? &a->file
-              : !strcmp(s, "--ids-file") ? &a->ids_file : !strcmp(s, "--kernels") ? &a->kernels : &a->base) = v;
-            i++;
-        } else if (!strcmp(s, "-c") || !strcmp(s, "--ctx-size") || !strcmp(s, "--chunks") || !strcmp(s, "-t") ||
-                   !strcmp(s, "--threads")) {
-            int is_ctx = s[1] == 'c' || !strcmp(s, "--ctx-size"), is_t = s[1] == 't' || !strcmp(s, "--threads");
-            double lo = is_ctx ? 4 : 1, hi = is_ctx ? LLMGEN_MAX_CONTEXT : is_t ? LLMGEN_MAX_THREADS : 1 << 30;
-            if (!v || cli_number(v, lo, hi, 1, &x))
-                return cli_fail(io, EXIT_USAGE, "perplexity: %s: expected an integer from %.0f to %.0f, got '%s'", s,
-                                lo, hi, v ? v : "");
-            *(is_ctx ? &a->ctx : is_t ? &a->threads : &a->chunks) = (int)x;
-            ctx_given |= is_ctx;
-            i++;
-        } else {
-            return cli_fail(io, EXIT_USAGE, "perplexity: unexpected argument '%s' (see llmgen perplexity --help)", s);
+        } else if (id == P_CHUNKS) {
+            if (cli_value("--chunks", v, 1, 1 << 30, 1, &x, err)) return cli_fail(io, EXIT_USAGE, "perplexity: %s", err);
+            a->chunks = (int)x;
+        } else if (id == CLI_ARG) {
+            return cli_fail(io, EXIT_USAGE, "perplexity: unexpected argument '%s' (see llmgen perplexity --help)", v);
         }
     }
-    if (!a->model) return cli_fail(io, EXIT_USAGE, "perplexity: no model given: use -m MODEL");
+    if (a->c.ctx && a->c.ctx < 4)
+        return cli_fail(io, EXIT_USAGE, "perplexity: --ctx-size: invalid value '%d' (expected an integer from 4 to %d)",
+                        a->c.ctx, LLMGEN_MAX_CONTEXT);
+    a->ctx = a->c.ctx ? a->c.ctx : 512;
+    if (!a->c.model) return cli_fail(io, EXIT_USAGE, "perplexity: no model given: use -m MODEL");
     if (a->kld && !a->base) return cli_fail(io, EXIT_USAGE, "perplexity: --kl-divergence needs --kl-divergence-base BASE");
-    if (a->kld && (a->file || a->ids_file || ctx_given))
+    if (a->kld && (a->file || a->ids_file || a->c.ctx))
         return cli_fail(io, EXIT_USAGE, "perplexity: --kl-divergence takes its tokens and context size from the base "
                                         "file (no -f, --ids-file or -c)");
     if (!a->kld && !!a->file + !!a->ids_file != 1)
@@ -430,16 +435,15 @@ int perplexity_main(int argc, char **argv, const cli_io *io) {
     char err[ERR_LEN];
     int rc = parse(argc, argv, &a, io);
     if (rc) return rc;
-    if (a.help) return fputs(help, io->out) == EOF || fflush(io->out) ? EXIT_IO : EXIT_OK;
-    llmgen_model_options mo = {.n_threads = a.threads, .kernels = a.kernels, .exact = a.exact};
+    if (a.c.help) return print_help(io->out) || fflush(io->out) ? EXIT_IO : EXIT_OK;
     llmgen_model *m;
-    llmgen_status st = llmgen_model_open(a.model, &mo, &m, err, sizeof err);
-    if (st) return cli_fail(io, cli_exit_code(st), "%s%s", st == LLMGEN_E_USAGE && a.kernels ? "--" : "", err);
+    llmgen_status st = cli_model_open(&a.c, NULL, 0, &m, err);
+    if (st) return cli_fail(io, cli_exit_code(st), "%s", err);
     llmgen_capabilities caps;
     llmgen_model_capabilities(m, &caps);
-    cli_threads_note(io->diag, a.threads, &caps);
+    cli_threads_note(io->diag, a.c.threads, &caps);
     if (a.file && !caps.has_tokenizer)
-        rc = cli_fail(io, EXIT_USAGE, "%s: this model has no tokenizer: give the tokens with --ids-file", a.model);
+        rc = cli_fail(io, EXIT_USAGE, "%s: this model has no tokenizer: give the tokens with --ids-file", a.c.model);
     else
         rc = run(&a, m, io);
     llmgen_model_free(m);

@@ -18,7 +18,7 @@ static int seterr(char *err, const char *fmt, ...) __attribute__((format(printf,
 static int seterr(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, REQUEST_ERR_LEN, fmt, ap);
+    vsnprintf(err, ERR_LEN, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -292,13 +292,13 @@ int request_from_json(json_t *root, const request *base, request *q, char *err) 
     int has_prompt = 0;
     json_object_foreach(root, k, v) if (json_key(q, k, v, &has_prompt, err)) return -1;
     if (has_prompt != 1) return seterr(err, "give exactly one of \"prompt\" and \"prompt_ids\"");
-    char e[REQUEST_ERR_LEN];
+    char e[ERR_LEN];
     if (llmgen_sampler_check(&q->sp, e, sizeof e)) return seterr(err, "%s", e);
     return 0;
 }
 
 llmgen_status request_prompt(llmgen_model *m, const request *q, int32_t **ids, int *n, char **rendered, char *err) {
-    char e[REQUEST_ERR_LEN], *chat = NULL;
+    char e[ERR_LEN], *chat = NULL;
     llmgen_status st;
     *ids = NULL;
     *n = 0;

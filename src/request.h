@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 #include "llmgen.h"
+#include "util.h" /* ERR_LEN: the size of every err buffer */
 
 #define REQUEST_MAX_STOPS 16
 #define REQUEST_MAX_TOKENS LLMGEN_MAX_CONTEXT /* a generation cannot outgrow a context */
-#define REQUEST_ERR_LEN 512
 
 typedef struct {
     const char *text;          /* prompt text (may contain NULs: text_len counts), or NULL */

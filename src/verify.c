@@ -29,69 +29,65 @@
 #include "request.h"
 #include "verify_refs.h"
 
-#define ERR_LEN 512
+enum { V_TOLERANCE = CLI_OWN, V_NO_TF };
 
-static const char help[] =
-    "usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [-c CTX] [-t N] [--exact] [--kernels NAME]\n"
-    "                    [--no-teacher-forcing]\n"
-    "Check greedy generation against reference ids. Each line of REFS.jsonl is\n"
-    "  {\"id\": ..., \"model\"?: path, \"prompt\": text | \"prompt_ids\": [ids], \"chat\"?: bool,\n"
-    "   \"expected_ids\": [ids], \"top2_gap\"?: [floats]}\n"
-    "(tests/gen/write_verify_refs.py writes such a file with HF transformers). Each case\n"
-    "generates len(expected_ids) tokens greedily (end tokens do not stop it) and prints `ok`, or\n"
-    "the first differing step with the expected and produced ids and the reference's top-2 logit\n"
-    "gap there; the last line is `N passed, M failed`. A difference where that gap is below GAP\n"
-    "(default 1e-3) is a near-tie and passes. Exit status 0 when all pass, 1 when any fails.\n"
-    "  -m, --model MODEL   use MODEL for every case (else each case's \"model\", relative to REFS)\n"
-    "      --tolerance GAP near-tie threshold on the reference's top-2 logit gap (default 0.001)\n"
-    "  -c, --ctx-size CTX  context size (default: min(model, " CLI_STR(LLMGEN_DEFAULT_CONTEXT) "))\n"
-    "  -t, --threads N, --exact, --kernels NAME   as for generation (--exact for references made\n"
-    "                      in full precision: the fast default mode may differ from them)\n"
-    "      --no-teacher-forcing  one decode step per token (default: the expected ids run as drafts,\n"
-    "                      up to 128 per pass, which gives the same logits bits and lines, faster)\n";
+static const cli_opt table[] = {
+    CLI_OPT_MODEL("MODEL", "use MODEL for every case (else each case's \"model\", relative to REFS)"),
+    {V_TOLERANCE, 0, "tolerance", "GAP", "near-tie threshold on the reference's top-2 logit gap (default 0.001)"},
+    CLI_OPT_CTX("context size (default: min(model, " CLI_STR(LLMGEN_DEFAULT_CONTEXT) "))"),
+    CLI_OPT_THREADS,
+    CLI_OPT_EXACT,
+    CLI_OPT_KERNELS,
+    {V_NO_TF, 0, "no-teacher-forcing", NULL,
+     "one decode step per token (default: the expected ids run as drafts,\n"
+     "up to 128 per pass, which gives the same logits bits and lines, faster)"},
+    CLI_OPT_HELP,
+    {0, 0, NULL, NULL, NULL},
+};
+
+static int print_help(FILE *f) {
+    return fputs("usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [-c CTX] [-t N] [--exact] [--kernels NAME]\n"
+                 "                    [--no-teacher-forcing]\n"
+                 "Check greedy generation against reference ids. Each line of REFS.jsonl is\n"
+                 "  {\"id\": ..., \"model\"?: path, \"prompt\": text | \"prompt_ids\": [ids], \"chat\"?: bool,\n"
+                 "   \"expected_ids\": [ids], \"top2_gap\"?: [floats]}\n"
+                 "(tests/gen/write_verify_refs.py writes such a file with HF transformers). Each case\n"
+                 "generates len(expected_ids) tokens greedily (end tokens do not stop it) and prints `ok`, or\n"
+                 "the first differing step with the expected and produced ids and the reference's top-2 logit\n"
+                 "gap there; the last line is `N passed, M failed`. A difference where that gap is below GAP\n"
+                 "(default 1e-3) is a near-tie and passes. Exit status 0 when all pass, 1 when any fails.\n"
+                 "Use --exact for references made in full precision: the fast default mode may differ from them.\n\n",
+                 f) == EOF || cli_print_options(f, table) ? -1 : 0;
+}
 
 typedef struct {
-    const char *refs, *model, *kernels;
+    cli_common c; /* -m, -c, -t, --exact, --kernels, -h */
+    const char *refs;
     double tolerance;
-    int ctx, threads, exact, help, no_tf;
+    int no_tf; /* --no-teacher-forcing */
 } verify_args;
 
 static int parse(int argc, char **argv, verify_args *a, const cli_io *io) {
     memset(a, 0, sizeof *a);
     a->tolerance = 1e-3;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            a->help = 1;
-            return 0;
-        } else if (!strcmp(s, "--exact")) {
-            a->exact = 1;
-        } else if (!strcmp(s, "--no-teacher-forcing")) {
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    char err[ERR_LEN];
+    const char *v;
+    int id;
+    while ((id = cli_next(&args, table, &v, err)) != CLI_DONE) {
+        int taken = id > 0 ? cli_common_take(&a->c, id, v, err) : 0;
+        if (id == CLI_BAD || taken < 0) return cli_fail(io, EXIT_USAGE, "verify: %s", err);
+        if (a->c.help) return 0;
+        if (id == V_TOLERANCE) {
+            if (cli_number(v, 0, 1e30, 0, &a->tolerance))
+                return cli_fail(io, EXIT_USAGE, "verify: --tolerance: expected a number >= 0, got '%s'", v);
+        } else if (id == V_NO_TF) {
             a->no_tf = 1;
-        } else if (!strcmp(s, "-m") || !strcmp(s, "--model") || !strcmp(s, "--kernels")) {
-            if (!v) return cli_fail(io, EXIT_USAGE, "verify: %s needs a value", s);
-            *(!strcmp(s, "--kernels") ? &a->kernels : &a->model) = v;
-            i++;
-        } else if (!strcmp(s, "--tolerance")) {
-            if (!v || cli_number(v, 0, 1e30, 0, &x))
-                return cli_fail(io, EXIT_USAGE, "verify: --tolerance: expected a number >= 0, got '%s'", v ? v : "");
-            a->tolerance = x;
-            i++;
-        } else if (!strcmp(s, "-c") || !strcmp(s, "--ctx-size") || !strcmp(s, "-t") || !strcmp(s, "--threads")) {
-            int is_t = s[1] == 't' || !strcmp(s, "--threads");
-            int hi = is_t ? LLMGEN_MAX_THREADS : LLMGEN_MAX_CONTEXT;
-            if (!v || cli_number(v, 1, hi, 1, &x))
-                return cli_fail(io, EXIT_USAGE, "verify: %s: expected an integer from 1 to %d, got '%s'", s, hi,
-                                v ? v : "");
-            *(is_t ? &a->threads : &a->ctx) = (int)x;
-            i++;
-        } else if (s[0] == '-' && s[1]) {
-            return cli_fail(io, EXIT_USAGE, "verify: unknown option %s (see llmgen verify --help)", s);
-        } else if (!a->refs) {
-            a->refs = s;
-        } else {
-            return cli_fail(io, EXIT_USAGE, "verify: unexpected argument '%s'", s);
+        } else if (id == CLI_ARG && !a->refs) {
+            a->refs = v;
+        } else if (id == CLI_ARG) {
+            return cli_fail(io, EXIT_USAGE, "verify: unexpected argument '%s'", v);
         }
     }
     if (!a->refs) return cli_fail(io, EXIT_USAGE, "usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP]");
@@ -102,7 +98,7 @@ static int parse(int argc, char **argv, verify_args *a, const cli_io *io) {
 static int read_cases(const char *path, verify_case **out, int *n, const cli_io *io) {
     FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
     if (!f) return cli_fail(io, EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
-    char *line = NULL, err[VERIFY_ERR_LEN];
+    char *line = NULL, err[ERR_LEN];
     size_t cap = 0;
     ssize_t len;
     long lineno = 0;
@@ -193,9 +189,9 @@ static int expected_draft(void *user, const int32_t *ids, int n, int32_t *draft,
 
 /* The model a case runs on: path of -m, else the case's, relative to REFS' directory. */
 static char *model_path(const verify_args *a, const verify_case *c) {
-    const char *p = a->model ? a->model : c->model;
+    const char *p = a->c.model ? a->c.model : c->model;
     if (!p) return NULL;
-    if (a->model || p[0] == '/' || !strcmp(a->refs, "-")) return strdup(p);
+    if (a->c.model || p[0] == '/' || !strcmp(a->refs, "-")) return strdup(p);
     char *d = strdup(a->refs), *out = NULL;
     if (d && asprintf(&out, "%s/%s", dirname(d), p) < 0) out = NULL;
     free(d);
@@ -267,10 +263,10 @@ int verify_main(int argc, char **argv, const cli_io *io) {
     verify_case *cases = NULL;
     int n = 0, rc = parse(argc, argv, &a, io), passed = 0, failed = 0;
     if (rc) return rc;
-    if (a.help) return fputs(help, io->out) == EOF || fflush(io->out) ? EXIT_IO : EXIT_OK;
+    if (a.c.help) return print_help(io->out) || fflush(io->out) ? EXIT_IO : EXIT_OK;
     if ((rc = read_cases(a.refs, &cases, &n, io))) goto out;
     for (int i = 0; i < n; i++)
-        if (!a.model && !cases[i].model) {
+        if (!a.c.model && !cases[i].model) {
             rc = cli_fail(io, EXIT_USAGE, "%s: case %s names no \"model\": give -m MODEL", a.refs, cases[i].name);
             goto out;
         }
@@ -291,16 +287,15 @@ int verify_main(int argc, char **argv, const cli_io *io) {
             m = NULL;
             free(open_path);
             open_path = path;
-            llmgen_model_options mo = {.n_threads = a.threads, .kernels = a.kernels, .exact = a.exact};
-            llmgen_status st = llmgen_model_open(path, &mo, &m, err, sizeof err);
-            if (!st) st = llmgen_session_new(m, a.ctx, &s, err, sizeof err);
+            llmgen_status st = cli_model_open(&a.c, path, 0, &m, err);
+            if (!st) st = llmgen_session_new(m, a.c.ctx, &s, err, sizeof err);
             if (!st && !noted++) {
                 llmgen_capabilities caps;
                 llmgen_model_capabilities(m, &caps);
-                cli_threads_note(io->diag, a.threads, &caps);
+                cli_threads_note(io->diag, a.c.threads, &caps);
             }
             if (st) {
-                rc = cli_fail(io, cli_exit_code(st), "%s%s", st == LLMGEN_E_USAGE && a.kernels ? "--" : "", err);
+                rc = cli_fail(io, cli_exit_code(st), "%s", err);
                 break;
             }
         } else {

@@ -15,7 +15,7 @@ static int seterr(char *err, const char *fmt, ...) __attribute__((format(printf,
 static int seterr(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, VERIFY_ERR_LEN, fmt, ap);
+    vsnprintf(err, ERR_LEN, fmt, ap);
     va_end(ap);
     return -1;
 }

@@ -12,8 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VERIFY_ERR_LEN 512
-#define VERIFY_MAX_IDS (1 << 24)
+#include "llmgen.h" /* LLMGEN_MAX_CONTEXT */
+#include "util.h"   /* ERR_LEN */
+
+#define VERIFY_MAX_IDS LLMGEN_MAX_CONTEXT
 
 typedef struct {
     char *name;             /* "id": a string as is, anything else as compact JSON */
@@ -29,7 +31,7 @@ typedef struct {
 } verify_case;
 
 /* Parse line[0..len) into *c (zeroed first). 0, or -1 with a message in err
- * (VERIFY_ERR_LEN bytes) naming the key; *c is then empty. */
+ * (ERR_LEN bytes) naming the key; *c is then empty. */
 int verify_case_parse(const char *line, size_t len, verify_case *c, char *err);
 void verify_case_free(verify_case *c);
 

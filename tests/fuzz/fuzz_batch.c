@@ -55,7 +55,7 @@ static void one_line(const char *line, size_t len, const request *base) {
     json_error_t je;
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
     request q = {0};
-    char err[REQUEST_ERR_LEN] = "";
+    char err[ERR_LEN] = "";
     if (root && request_from_json(root, base, &q, err) == 0) {
         if (q.n_stops < 0 || q.n_stops > REQUEST_MAX_STOPS || !(q.max_tokens >= 1 || q.max_tokens == -1)) abort();
         if (q.text) {
