@@ -252,11 +252,13 @@ int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, in
  * session forgets every token instead (position 0: llmgen_session_pos tells). */
 void llmgen_session_rewind(llmgen_session *s, int pos);
 /* The session's cache (its positions and the ids it was fed) to a file, written to a
- * temporary name and renamed, so a killed save leaves no partial file
- * (LLMGEN_E_IO). Load it back into a session of the same model file opened in the
- * same mode with the same kernels: anything else, a damaged file or one longer than
- * the session's context is LLMGEN_E_FORMAT (the message says which) and leaves the
- * session as it was. A loaded session continues as the saved one would, bit for bit;
+ * new file in the same directory and renamed, so a killed save leaves no partial file
+ * (LLMGEN_E_IO). A file at path that is not a prompt cache is never replaced:
+ * LLMGEN_E_USAGE, the file untouched. Load it back into a session of the same model
+ * file opened in the same mode with the same kernels: a file that is not a prompt
+ * cache is LLMGEN_E_USAGE; a cache made otherwise (another model file, mode or kernel
+ * set), a truncated or damaged one, or one longer than the session's context is
+ * LLMGEN_E_FORMAT (the message says which); either leaves the session as it was. A loaded session continues as the saved one would, bit for bit;
  * with reuse_prefix, llmgen_generate keeps the part a new prompt shares with it. */
 llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err, size_t errlen);
 llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err, size_t errlen);

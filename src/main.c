@@ -241,9 +241,16 @@ static int run_single(app *A, request *q) {
     p.on_piece = on_piece;
     p.on_logits = on_logits;
     p.user = &S;
-    p.reuse_prefix = o->prompt_cache && !access(o->prompt_cache, F_OK); /* a mismatching cache: a note, no reuse */
-    if (p.reuse_prefix && llmgen_session_load(A->s, o->prompt_cache, err, sizeof err))
-        fprintf(stderr, "llmgen: note: %s; not used\n", err);
+    /* a cache made otherwise: a note, and it is replaced; a file that is no cache: an error, untouched */
+    if (o->prompt_cache && !access(o->prompt_cache, F_OK)) {
+        st = llmgen_session_load(A->s, o->prompt_cache, err, sizeof err);
+        if (st && st != LLMGEN_E_FORMAT) {
+            rc = die(exit_code(st), "--prompt-cache %s%s", err, st == LLMGEN_E_USAGE ? " (left as it is: give another path)" : "");
+            goto out;
+        }
+        if (st) fprintf(stderr, "llmgen: note: %s; not used (it will be replaced)\n", err);
+        p.reuse_prefix = !st;
+    }
     st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err);
     if (!st && o->prompt_cache) st = llmgen_session_save(A->s, o->prompt_cache, err, sizeof err);
     if (S.dump && fclose(S.dump) && !S.dump_err) S.dump_err = errno ? errno : EIO;

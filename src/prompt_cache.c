@@ -1,6 +1,7 @@
 /* prompt_cache.c - a session's cache in a file (--prompt-cache; llmgen_session_save /
  * llmgen_session_load of llmgen.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -54,18 +55,63 @@ static int fingerprint(const llmgen_session *s, char *out, size_t n, char *err, 
     return 0;
 }
 
+/* What differs between two fingerprints, in words: the first field that does. */
+static const char *fingerprint_diff(const char *a, size_t na, const char *b) {
+    static const struct { const char *field, *why; } fields[] = {
+        {"llmgen kv", "of another format version"},
+        {"model ", "made with another model file (or the file has changed since)"},
+        {"size ", "made with another model file (or the file has changed since)"},
+        {"mtime ", "made with another model file (or the file has changed since)"},
+        {"kernels ", "made with other options: another kernel set (--kernels)"},
+        {"act ", "made with other options: another kernel set (--kernels)"},
+        {"cache ", "made with another cache layout"},
+    };
+    size_t i = 0;
+    while (i < na && b[i] && a[i] == b[i]) i++;
+    while (i > 0 && a[i - 1] != '|') i--; /* the start of the field that differs */
+    const char *f = a + i;
+    if (!strncmp(f, "fast", 4) || !strncmp(f, "exact", 5)) return "made with other options: another mode (--exact)";
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+        if (!strncmp(f, fields[k].field, strlen(fields[k].field))) return fields[k].why;
+    return i == 0 ? "of another format version" : "made with another model (architecture, weight types or shape)";
+}
+
+/* 1 if the file at path is missing or starts as an llmgen prompt cache, else 0. */
+static int replaceable(const char *path) {
+    char magic[8];
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT;
+    int ok = fread(magic, 1, 8, f) == 8 && !memcmp(magic, KV_MAGIC, 8);
+    fclose(f);
+    return ok;
+}
+
 llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err, size_t errlen) {
     char fp[1024];
     if (fingerprint(s, fp, sizeof fp, err, errlen)) return LLMGEN_E_IO;
+    if (!replaceable(path)) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: not an llmgen prompt cache: it is left as it is (give another path)", path);
+        return LLMGEN_E_USAGE;
+    }
     const model_config *c = &s->owner->m->cfg;
     uint32_t ver = 1, nfp = (uint32_t)strlen(fp), pos = (uint32_t)s->pos;
     uint64_t nb = kv_cache_io(&s->st.kv, c, s->pos, NULL, 1);
     void *cache = malloc(nb ? nb : 1);
     if (!cache) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
     kv_cache_io(&s->st.kv, c, s->pos, cache, 1);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    /* written whole to a new file beside it first, then renamed: a killed save never
+     * leaves half a cache, and the rename is atomic within the directory */
+    size_t tn = strlen(path) + 32;
+    char *tmp = malloc(tn);
+    int fd = -1;
+    for (int k = 0; tmp && fd < 0 && k < 100; k++) {
+        snprintf(tmp, tn, "%s.tmp%ld.%d", path, (long)getpid(), k);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f && fd >= 0) close(fd);
     uint64_t h = 1469598103934665603ull;
     int ok = f != NULL;
 #define PUT(p, n) (ok = ok && fwrite((p), 1, (n), f) == (n), h = fnv1a(h, (p), (n)))
@@ -79,14 +125,18 @@ llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err
     PUT(cache, nb);
 #undef PUT
     ok = ok && fwrite(&h, 1, 8, f) == 8;
+    ok = ok && !fflush(f) && !fsync(fileno(f));
     if (f && fclose(f)) ok = 0;
     free(cache);
-    /* written whole to a temporary name first: a killed save never leaves half a cache */
+    int e = errno;
     if (!ok || rename(tmp, path)) {
-        unlink(tmp);
-        if (err && errlen) snprintf(err, errlen, "%s: cannot write the prompt cache: %s", path, strerror(errno));
+        e = errno ? errno : e;
+        if (tmp && fd >= 0) unlink(tmp);
+        if (err && errlen) snprintf(err, errlen, "%s: cannot write the prompt cache: %s", path, strerror(e ? e : EIO));
+        free(tmp);
         return LLMGEN_E_IO;
     }
+    free(tmp);
     return LLMGEN_OK;
 }
 
@@ -100,26 +150,35 @@ llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err
     }
     struct stat st;
     size_t n = fstat(fileno(f), &st) ? 0 : (size_t)st.st_size;
-    unsigned char *b = n >= 8 + 4 + 4 + 4 + 8 + 8 ? malloc(n) : NULL;
+    unsigned char *b = malloc(n ? n : 1);
     int rd = b && fread(b, 1, n, f) == n;
+    int e = errno;
     fclose(f);
+    if (!rd) {
+        free(b);
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, b ? strerror(e ? e : EIO) : "out of memory");
+        return b ? LLMGEN_E_IO : LLMGEN_E_NOMEM;
+    }
+    if (n < 8 || memcmp(b, KV_MAGIC, 8)) {
+        free(b);
+        if (err && errlen) snprintf(err, errlen, "%s: not an llmgen prompt cache", path);
+        return LLMGEN_E_USAGE;
+    }
     const char *why = NULL;
-    uint32_t ver, nfp, pos;
-    uint64_t nb, h;
-    size_t at = 12;
-    if (!rd) why = b || n < 36 ? "too short or unreadable" : "out of memory";
-    else if (memcmp(b, KV_MAGIC, 8)) why = "not an llmgen prompt cache";
-    else if (memcpy(&ver, b + 8, 4), ver != 1) why = "an unknown version";
+    uint32_t ver, nfp, pos = 0;
+    uint64_t nb = 0, h;
+    size_t at = 0;
+    /* the lengths first: a cut file is "truncated" whatever else it holds */
+    if (n < 16) why = "truncated";
+    else if (memcpy(&ver, b + 8, 4), ver != 1) why = "of an unknown version";
     else if (memcpy(&nfp, b + 12, 4), (at = 16 + (size_t)nfp) + 4 > n) why = "truncated";
-    else if (nfp != strlen(fp) || memcmp(b + 16, fp, nfp))
-        why = "made with another model file, mode, kernel set or cache layout";
-    else if (memcpy(&pos, b + at, 4), pos > (uint32_t)s->st.ctx) why = "longer than this session's context";
-    else if ((at += 4 + (size_t)pos * 4) + 8 > n) why = "truncated";
-    else if (memcpy(&nb, b + at, 8), nb != kv_cache_io(&s->st.kv, &s->owner->m->cfg, (int)pos, NULL, 0) ||
-             at + 8 + nb + 8 != n)
-        why = "truncated or of another cache layout";
-    else if (memcpy(&h, b + n - 8, 8), h != fnv1a(1469598103934665603ull, b, n - 8))
-        why = "damaged (checksum)";
+    else if (memcpy(&pos, b + at, 4), (at += 4 + (size_t)pos * 4) + 8 > n) why = "truncated";
+    else if (memcpy(&nb, b + at, 8), nb > n || at + 8 + nb + 8 > n) why = "truncated";
+    else if (at + 8 + nb + 8 != n) why = "damaged (bytes after its end)";
+    else if (memcpy(&h, b + n - 8, 8), h != fnv1a(1469598103934665603ull, b, n - 8)) why = "damaged (checksum)";
+    else if (nfp != strlen(fp) || memcmp(b + 16, fp, nfp)) why = fingerprint_diff((const char *)b + 16, nfp, fp);
+    else if (pos > (uint32_t)s->st.ctx) why = "longer than this session's context";
+    else if (nb != kv_cache_io(&s->st.kv, &s->owner->m->cfg, (int)pos, NULL, 0)) why = "made with another cache layout";
     if (why) {
         free(b);
         if (err && errlen) snprintf(err, errlen, "%s: prompt cache %s", path, why);
