@@ -129,7 +129,7 @@ static void draw_seed(request *q) {
     if (q->seed_given || q->sp.temperature <= 0) return;
     if (getrandom(&q->sp.seed, sizeof q->sp.seed, 0) != (ssize_t)sizeof q->sp.seed)
         q->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    q->sp.seed &= INT64_MAX; /* 63 bits: a JSON integer every reader takes */
+    q->sp.seed &= (1ull << 53) - 1; /* below 2^53: a JSON number every reader keeps exactly (doubles too) */
 }
 
 typedef struct {
@@ -167,6 +167,11 @@ static int read_input(const options *o, request *q, char **owned) {
     if (path) fclose(f);
     if (!t && interrupted) return EXIT_INTERRUPT;
     if (!t) return die(e == ENOMEM ? EXIT_NOMEM : EXIT_IO, "%s: read error: %s", q->source, strerror(e));
+    /* as llama.cpp's -f: the newline that ends a file (or echo's) is not part of the prompt */
+    if (!o->keep_newline && q->text_len && t[q->text_len - 1] == '\n') {
+        t[--q->text_len] = '\0';
+        if (q->text_len && t[q->text_len - 1] == '\r') t[--q->text_len] = '\0';
+    }
     q->text = *owned = t;
     return 0;
 }
@@ -186,6 +191,34 @@ static int tokens_of(app *A, const request *q, int32_t **ids, int *n, char **tex
     return 0;
 }
 
+/* --show-pieces: "id<TAB>text" per token, the text's control bytes, backslash and
+ * invalid UTF-8 as C escapes (\n, \\, \xHH) so that each token is one line. */
+static int emit_pieces(app *A, const int32_t *ids, int n) {
+    char err[ERRLEN], *t = NULL, b[16];
+    for (int i = 0; i < n && !A->out.failed; i++) {
+        size_t len = 0;
+        if (llmgen_detokenize(A->m, &ids[i], 1, &t, &len, err, sizeof err)) return die(EXIT_USAGE, "%s", err);
+        emit(&A->out, b, (size_t)snprintf(b, sizeof b, "%d\t", ids[i]));
+        for (size_t k = 0; k < len; k++) {
+            unsigned char c = (unsigned char)t[k];
+            size_t cl = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            if (c >= 0xc0 && cl <= len - k && utf8_invalid_at(t + k, cl) == cl) { /* a whole character as it is */
+                emit(&A->out, t + k, cl);
+                k += cl - 1;
+            } else if (c < 0x20 || c == 0x7f || c == '\\' || c >= 0x80) {
+                emit(&A->out, b, (size_t)snprintf(b, sizeof b, c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
+                                                 : c == '\\' ? "\\\\" : "\\x%02x", c));
+            } else {
+                emit(&A->out, t + k, 1);
+            }
+        }
+        emit(&A->out, "\n", 1);
+        llmgen_free(t);
+        t = NULL;
+    }
+    return 0;
+}
+
 static int run_tokens(app *A, request *q) {
     char err[ERRLEN] = "", *owned = NULL, *text = NULL;
     int32_t *ids = NULL;
@@ -195,7 +228,8 @@ static int run_tokens(app *A, request *q) {
     if (!rc && A->o->detokenize && !q->ids && parse_id_list(q->text, &q->ids, &q->n_ids))
         rc = die(EXIT_USAGE, "%s: expected token ids separated by commas or spaces", q->source);
     if (!rc && (rc = tokens_of(A, q, &ids, &n, &text, &len, err))) rc = die(rc, "%s", err);
-    if (!rc && A->o->tokenize && !emit_ids(&A->out, ids, n, 0)) emit(&A->out, "\n", 1);
+    if (!rc && A->o->show_pieces) rc = emit_pieces(A, ids, n);
+    else if (!rc && A->o->tokenize && !emit_ids(&A->out, ids, n, 0)) emit(&A->out, "\n", 1);
     if (!rc && A->o->detokenize) emit(&A->out, text, len);
     free(owned);
     free(q->ids);
@@ -518,7 +552,7 @@ int main(int argc, char **argv) {
     llmgen_status tst = o.template_file ? chat_template_read_file(o.template_file, "--chat-template-file",
                                                                   &template_text, err) : LLMGEN_OK;
     if (tst) return die(exit_code(tst), "%s", err);
-    o.base.template_text = template_text;
+    if (template_text) o.base.template_text = template_text;
 
     app A = {.o = &o};
     struct timespec t0, t1;

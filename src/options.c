@@ -22,8 +22,11 @@ static int fail(char *err, const char *fmt, ...) {
 
 /* ---- options ---------------------------------------------------------------------- */
 
-/* --stop takes C escapes so that a newline can be typed: \n \t \r \\ (others stay as
- * written). Decodes in place (argv strings are writable; the result is never longer). */
+static int hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
+
+/* The escapes llama.cpp processes in -p (and llmgen in --stop, so that a newline can be
+ * typed): \n \t \r \\ \' \" and \xHH; any other stays as written. Decodes in place
+ * (argv strings are writable; the result is never longer). */
 static void unescape(char *s) {
     char *w = s;
     for (; *s; s++) {
@@ -32,7 +35,8 @@ static void unescape(char *s) {
         if (c == 'n') *w++ = '\n';
         else if (c == 't') *w++ = '\t';
         else if (c == 'r') *w++ = '\r';
-        else if (c == '\\') *w++ = '\\';
+        else if (c == '\\' || c == '\'' || c == '"') *w++ = c;
+        else if (c == 'x' && hex(s[1]) >= 0 && hex(s[2]) >= 0) *w++ = (char)(hex(s[1]) * 16 + hex(s[2])), s += 2;
         else *w++ = '\\', *w++ = c;
     }
     *w = '\0';
@@ -85,6 +89,7 @@ enum {
     O_DUMP, O_VERSION, O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE,
     O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL,
     O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL,
+    O_CHAT_TEMPLATE, O_NO_ESCAPE, O_KEEP_NEWLINE, O_SHOW_PIECES,
 };
 
 /* Every option of the main command, in the order --help lists them. */
@@ -92,8 +97,11 @@ static const cli_opt table[] = {
     CLI_OPT_MODEL("PATH", "a .gguf file (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K\n"
                           "Q6_K IQ4_NL IQ4_XS tensors) or a Hugging Face / MLX model directory"),
     {O_TOKENIZER, 0, "tokenizer", "PATH", "load only a tokenizer (tokenizer.json, model directory or GGUF)"},
-    {O_PROMPT, 'p', "prompt", "TEXT", "prompt text (\"-\": read stdin)"},
+    {O_PROMPT, 'p', "prompt", "TEXT", "prompt text (\"-\": read stdin); \\n \\t \\r \\\\ \\' \\\" \\xHH escapes are\n"
+                                      "processed, as llama.cpp does"},
+    {O_NO_ESCAPE, 0, "no-escape", NULL, "take -p TEXT as written (no escapes)"},
     {O_FILE, 'f', "file", "FILE", "read the prompt from FILE (\"-\": stdin)"},
+    {O_KEEP_NEWLINE, 0, "keep-newline", NULL, "keep the newline that ends stdin or FILE (default: one is dropped)"},
     {O_PROMPT_IDS, 0, "prompt-ids", "LIST", "prompt as comma-separated token ids (no tokenizer needed)"},
     {O_CHAT, 0, "chat", NULL, "wrap the prompt in the model's chat template"},
     {O_INTERACTIVE, 'i', "interactive", NULL, "multi-turn chat: one user turn per line of stdin; Ctrl-C stops a\n"
@@ -101,23 +109,28 @@ static const cli_opt table[] = {
     {O_SYSTEM, 0, "system", "TEXT", "system message for --chat and -i"},
     {O_TEMPLATE, 0, "template", "NAME", "use a built-in chat template: chatml, llama3, llama3.1, llama3.2,\n"
                                         "llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7"},
+    {O_CHAT_TEMPLATE, 0, "chat-template", "NAME|JINJA", "a built-in template as --template NAME, or a Jinja template\n"
+                                                        "text (as llama.cpp's option of this name)"},
     {O_TEMPLATE_FILE, 0, "chat-template-file", "FILE", "render --chat / -i with this Jinja template instead of the model's"},
     {O_DATE, 0, "date", "\"DD Mon YYYY\"", "the date Llama 3.1+ templates print (default: as transformers)"},
     {O_TOKENIZE, 0, "tokenize", NULL, "print the prompt's token ids (as generation would see them), no weights run"},
+    {O_SHOW_PIECES, 0, "show-pieces", NULL, "with --tokenize: one line per token, its id, a tab and its text"},
     {O_DETOKENIZE, 0, "detokenize", NULL, "read comma-separated ids, print their text exactly (no newline added)"},
     {O_MAX_TOKENS, 'n', "max-tokens", "N", "tokens to generate, 1.." CLI_STR(REQUEST_MAX_TOKENS) ", or -1: until an end token or a\n"
                                            "full context (default 128)"},
+    {O_MAX_TOKENS, 0, "n-predict", "N", "the same as -n (llama.cpp's name)"},
     {O_TEMP, 0, "temp", "T", "temperature, 0..100 (default 0 = greedy)"},
     {O_TOPK, 0, "top-k", "K", "keep the K most likely tokens (0 = off)"},
     {O_TOPP, 0, "top-p", "P", "keep the most likely tokens up to mass P, 0..1 (1 = off)"},
     {O_MINP, 0, "min-p", "P", "drop tokens below P times the top probability, 0..1 (0 = off)"},
     {O_REPEAT, 0, "repeat-penalty", "R", "penalize tokens already seen, 0.01..100 (1 = off)"},
-    {O_SEED, 0, "seed", "S", "sampling seed, 0..2^64-1 (default: random when --temp > 0,\n"
-                             "reported by --json and --stats)"},
+    {O_SEED, 's', "seed", "S", "sampling seed, 0..2^64-1 (default: random below 2^53 when --temp > 0,\n"
+                               "reported by --json and --stats)"},
     CLI_OPT_THREADS,
     CLI_OPT_CTX("context size in tokens (default min(model, " CLI_STR(LLMGEN_DEFAULT_CONTEXT) "))"),
-    {O_STOP, 0, "stop", "STRING", "stop when the text contains STRING (\\n \\t escapes; repeatable, up to "
+    {O_STOP, 0, "stop", "STRING", "stop when the text contains STRING (escapes as -p; repeatable, up to "
                                   CLI_STR(REQUEST_MAX_STOPS) ")"},
+    {O_STOP, 'r', "reverse-prompt", "STRING", "the same as --stop (llama.cpp's name)"},
     {O_IGNORE_EOS, 0, "ignore-eos", NULL, "do not stop at end-of-sequence tokens"},
     {O_IDS, 0, "ids", NULL, "print generated token ids (comma-separated) instead of text"},
     {O_ECHO, 0, "echo", NULL, "print the prompt before the completion"},
@@ -240,6 +253,14 @@ int options_parse(int argc, char **argv, options *o, char *err) {
             b->draft_max = (int)v;
             break;
         case O_DRAFT_MODEL: o->draft_model = optarg; break;
+        case O_CHAT_TEMPLATE: /* llama.cpp's rule: a template text has Jinja tags, a name has none */
+            if (strstr(optarg, "{%") || strstr(optarg, "{{")) b->template_text = optarg;
+            else b->template_name = optarg;
+            o->chat_template = optarg;
+            break;
+        case O_NO_ESCAPE: o->no_escape = 1; break;
+        case O_KEEP_NEWLINE: o->keep_newline = 1; break;
+        case O_SHOW_PIECES: o->show_pieces = 1; break;
         }
     }
     if (!o->common.model && !o->tokenizer_path) return fail(err, "no model given: use -m PATH (see --help)");
@@ -247,10 +268,17 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         return fail(err, "give only one of --prompt, --file, --prompt-ids, --batch");
     if (b->date && !valid_date(b->date))
         return fail(err, "--date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'", b->date);
-    if ((b->template_name || o->template_file || b->date || b->system) && !o->chat && !o->batch && !o->interactive)
-        return fail(err, "--%s needs --chat or -i", b->template_name ? "template" : o->template_file ? "chat-template-file"
-                                                   : b->date ? "date" : "system");
-    if (b->template_name && o->template_file) return fail(err, "give only one of --template, --chat-template-file");
+    if ((b->template_name || b->template_text || o->template_file || b->date || b->system) && !o->chat && !o->batch &&
+        !o->interactive)
+        return fail(err, "--%s needs --chat or -i", o->chat_template ? "chat-template" : b->template_name ? "template"
+                                                   : o->template_file ? "chat-template-file" : b->date ? "date" : "system");
+    if (!!b->template_name + !!o->template_file + !!o->chat_template > 1 || (b->template_text && o->template_file))
+        return fail(err, "give only one of --template, --chat-template, --chat-template-file");
+    if (o->prompt && strcmp(o->prompt, "-") && !o->no_escape) unescape((char *)o->prompt);
+    if (o->no_escape && (!o->prompt || !strcmp(o->prompt, "-"))) return fail(err, "--no-escape needs -p TEXT");
+    if (o->keep_newline && o->prompt && strcmp(o->prompt, "-"))
+        return fail(err, "--keep-newline is for a prompt read from stdin or -f FILE");
+    if (o->show_pieces && !o->tokenize) return fail(err, "--show-pieces needs --tokenize");
     b->reuse_prefix = o->batch && !o->no_prefix_cache; /* a request's results do not change with it */
     if (o->draft_ngram && !b->draft_lookup) return fail(err, "--draft-ngram needs --draft-lookup");
     if (o->draft_ngram) b->draft_lookup = o->draft_ngram;

@@ -22,6 +22,8 @@ typedef struct {
     const char *prompt_cache;                       /* --prompt-cache FILE */
     const char *draft_model;                        /* --draft-model PATH */
     int draft_ngram;                                /* --draft-ngram N (0: not given) */
+    const char *chat_template;                      /* --chat-template NAME|JINJA (into base.template_name / _text) */
+    int no_escape, keep_newline, show_pieces;       /* --no-escape, --keep-newline, --show-pieces */
     request base;                                   /* the settings every request starts from */
 } options;
 
