@@ -6,22 +6,31 @@
  * result is the same bytes as in a sequential run (llmgen.h: batch invariance), so
  * only the order of the lines can differ.
  *
+ * Every line is read before anything runs: a request "id" that two lines give is an
+ * error naming both, with nothing run (a result must name one request).
+ *
  * --resume OUT: the results go to OUT, appended, each with one write() of the whole
  * line; a request whose key (its "id", else its line number) OUT already holds is
- * skipped. A line torn by a kill (no newline at the end of OUT) is cut off first, so
- * a killed run resumed gives exactly one line per request. Part of the CLI. */
+ * skipped. OUT is locked (flock) for the run, so a second run resuming into it is
+ * refused instead of writing the same requests again. A line torn by a kill (no
+ * newline at the end of OUT) is cut off first, so a killed run resumed gives exactly
+ * one line per request. Part of the CLI. */
 #include "batch_run.h"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A set of strings (request keys), open addressing. */
+#include "util.h"
+
+/* A set of strings (request keys) with the line that gave each, open addressing. */
 typedef struct {
     char **slot;
+    long *line;
     size_t cap, n;
 } key_set;
 
@@ -31,23 +40,28 @@ static size_t key_hash(const char *s) {
     return h;
 }
 
-static int key_has(const key_set *k, const char *s) {
+/* The line that gave key s, or 0 when the set does not hold it. */
+static long key_line(const key_set *k, const char *s) {
     if (!k->cap) return 0;
     for (size_t i = key_hash(s) & (k->cap - 1); k->slot[i]; i = (i + 1) & (k->cap - 1))
-        if (!strcmp(k->slot[i], s)) return 1;
+        if (!strcmp(k->slot[i], s)) return k->line[i];
     return 0;
 }
 
-/* Takes s (malloc'd); 0, or -1 out of memory (s freed). */
-static int key_add(key_set *k, char *s) {
-    if (key_has(k, s)) {
+/* Takes s (malloc'd), from line (>= 1); 0, or -1 out of memory (s freed). A key the
+ * set holds already keeps its first line. */
+static int key_add(key_set *k, char *s, long line) {
+    if (key_line(k, s)) {
         free(s);
         return 0;
     }
     if (2 * (k->n + 1) > k->cap) {
         size_t cap = k->cap ? 2 * k->cap : 256;
         char **slot = calloc(cap, sizeof *slot);
-        if (!slot) {
+        long *lines = calloc(cap, sizeof *lines);
+        if (!slot || !lines) {
+            free(slot);
+            free(lines);
             free(s);
             return -1;
         }
@@ -56,14 +70,18 @@ static int key_add(key_set *k, char *s) {
                 size_t j = key_hash(k->slot[i]) & (cap - 1);
                 while (slot[j]) j = (j + 1) & (cap - 1);
                 slot[j] = k->slot[i];
+                lines[j] = k->line[i];
             }
         free(k->slot);
+        free(k->line);
         k->slot = slot;
+        k->line = lines;
         k->cap = cap;
     }
     size_t j = key_hash(s) & (k->cap - 1);
     while (k->slot[j]) j = (j + 1) & (k->cap - 1);
     k->slot[j] = s;
+    k->line[j] = line;
     k->n++;
     return 0;
 }
@@ -71,6 +89,32 @@ static int key_add(key_set *k, char *s) {
 static void key_free(key_set *k) {
     for (size_t i = 0; i < k->cap; i++) free(k->slot[i]);
     free(k->slot);
+    free(k->line);
+}
+
+struct batch_ids {
+    key_set ids;
+};
+
+batch_ids *batch_ids_new(void) { return calloc(1, sizeof(batch_ids)); }
+
+long batch_ids_add(batch_ids *b, json_t *request, long lineno) {
+    json_t *id = json_is_object(request) ? json_object_get(request, "id") : NULL;
+    if (!id) return 0;
+    char *key = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+    if (!key) return -1;
+    long first = key_line(&b->ids, key);
+    if (first) {
+        free(key);
+        return first;
+    }
+    return key_add(&b->ids, key, lineno) ? -1 : 0;
+}
+
+void batch_ids_free(batch_ids *b) {
+    if (!b) return;
+    key_free(&b->ids);
+    free(b);
 }
 
 /* A request's key: its "id" as compact JSON, else "line N". NULL: out of memory. */
@@ -82,16 +126,25 @@ static char *request_key(json_t *o, long lineno) {
     return strdup(buf);
 }
 
+/* One non-blank input line. */
+typedef struct {
+    char *text;
+    size_t len;
+    long lineno;
+} in_line;
+
 typedef struct {
     const batch_parallel *a;
     llmgen_batch *b;
     pthread_mutex_t in_mu, out_mu;
-    long lineno, seq;          /* lines read; non-blank lines handed out (their order) */
-    int eof, stop_out, first_fail, read_err;
+    in_line *lines;            /* every non-blank line of the input, read before anything runs */
+    long n_lines, next, seq;   /* lines; the next to hand out; lines handed out (their order) */
+    int stop_out;
     json_t **held;             /* --ordered: results waiting for an earlier one, by order */
     long n_held, next_out;
     int out_fd;                /* --resume: the results file, appended to; -1 otherwise */
     key_set done;              /* --resume: keys of the requests it holds */
+    batch_summary *sum;
 } runner;
 
 typedef struct {
@@ -99,46 +152,28 @@ typedef struct {
     llmgen_session *s;
 } worker;
 
-/* The next non-blank line (a copy) and its numbers, or NULL at the end. */
-static char *next_line(runner *r, size_t *len, long *lineno, long *seq) {
-    char *line = NULL, *copy = NULL;
-    size_t cap = 0;
+/* The next line to run (skipping those --resume finds done), or NULL at the end. */
+static in_line *next_line(runner *r, long *seq) {
+    in_line *l = NULL;
     pthread_mutex_lock(&r->in_mu);
-    while (!r->eof && !*r->a->stop) {
-        errno = 0;
-        ssize_t n = getline(&line, &cap, r->a->in);
-        if (n < 0) {
-            r->eof = 1;
-            if (ferror(r->a->in)) r->read_err = errno;
-            break;
-        }
-        r->lineno++;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        if ((size_t)n <= strspn(line, " \t")) continue; /* blank lines are allowed */
+    while (!l && r->next < r->n_lines && !*r->a->stop) {
+        in_line *c = &r->lines[r->next++];
         if (r->out_fd >= 0) { /* --resume: done already? */
-            json_t *o = json_loadb(line, (size_t)n, 0, NULL);
-            char *key = request_key(o, r->lineno);
-            int done = key && key_has(&r->done, key);
+            json_t *o = json_loadb(c->text, c->len, 0, NULL);
+            char *key = request_key(o, c->lineno);
+            int done = key && key_line(&r->done, key);
             free(key);
             json_decref(o);
-            if (done) continue;
+            if (done) {
+                r->sum->skipped++;
+                continue;
+            }
         }
-        copy = malloc((size_t)n + 1);
-        if (copy) {
-            memcpy(copy, line, (size_t)n);
-            copy[n] = '\0';
-            *len = (size_t)n;
-            *lineno = r->lineno;
-            *seq = r->seq++;
-        } else {
-            r->eof = 1;
-            r->read_err = ENOMEM;
-        }
-        break;
+        l = c;
+        *seq = r->seq++;
     }
     pthread_mutex_unlock(&r->in_mu);
-    free(line);
-    return copy;
+    return l;
 }
 
 /* One result line: to the --resume file in one write() (a kill cannot leave half
@@ -161,10 +196,26 @@ static int write_result(runner *r, json_t *out) {
     return left ? -1 : 0;
 }
 
+/* Count the result in the summary: ok, or a failure (the earliest line's kept). */
+static void count(runner *r, json_t *out, long lineno, int code) {
+    batch_summary *m = r->sum;
+    m->n++;
+    if (!code) {
+        m->ok++;
+        return;
+    }
+    m->failed++;
+    if (m->first_fail_line && m->first_fail_line < lineno) return;
+    const char *why = json_string_value(json_object_get(out, "error"));
+    m->first_fail_line = lineno;
+    m->first_fail_code = code;
+    snprintf(m->first_fail_why, sizeof m->first_fail_why, "%s", why ? why : "failed");
+}
+
 /* Write one result now, or hold it until the results before it are out (--ordered). */
-static void put_result(runner *r, json_t *out, long seq, int code) {
+static void put_result(runner *r, json_t *out, long seq, long lineno, int code) {
     pthread_mutex_lock(&r->out_mu);
-    if (code && !r->first_fail) r->first_fail = code;
+    count(r, out, lineno, code);
     if (!r->a->ordered) {
         if (!r->stop_out && write_result(r, out)) r->stop_out = 1;
         json_decref(out);
@@ -200,37 +251,105 @@ static void put_result(runner *r, json_t *out, long seq, int code) {
 static void *work(void *arg) {
     worker *w = arg;
     runner *r = w->r;
-    char err[256];
-    size_t len;
-    long lineno, seq;
-    char *line;
-    while (!r->stop_out && (line = next_line(r, &len, &lineno, &seq))) {
+    char err[ERR_LEN];
+    long seq;
+    in_line *l;
+    while (!r->stop_out && (l = next_line(r, &seq))) {
         int code = 0;
         json_t *out = NULL;
         if (!r->b || !llmgen_batch_join(r->b, w->s, err, sizeof err)) {
-            out = r->a->line(r->a->user, w->s, line, len, lineno, &code);
+            out = r->a->line(r->a->user, w->s, l->text, l->len, l->lineno, &code);
             if (r->b) llmgen_batch_leave(w->s);
         }
-        free(line);
-        if (out) put_result(r, out, seq, code);
+        if (out) put_result(r, out, seq, l->lineno, code);
     }
     return NULL;
 }
 
-/* --resume: open OUT for appending, cut a torn last line, collect the keys it holds. */
-static int open_resume(runner *r, const char *path, char *err, size_t errlen) {
-    r->out_fd = open(path, O_RDWR | O_CREAT | O_APPEND, 0644);
-    if (r->out_fd < 0) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), -1;
+/* Every non-blank line of a->in into r->lines, with a request id that repeats an
+ * earlier line's refused (naming both lines). */
+static llmgen_status read_lines(runner *r, char *err, size_t errlen) {
+    const batch_parallel *a = r->a;
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0, n_cap = 0;
+    llmgen_status st = LLMGEN_OK;
+    batch_ids *ids = batch_ids_new();
+    if (!ids) return snprintf(err, errlen, "out of memory"), LLMGEN_E_NOMEM;
+    for (;;) {
+        errno = 0;
+        ssize_t n = getline(&line, &cap, a->in);
+        if (n < 0) {
+            if (ferror(a->in) && !*a->stop)
+                snprintf(err, errlen, "%s: read error: %s", a->name, strerror(errno)), st = LLMGEN_E_IO;
+            break;
+        }
+        lineno++;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+        if ((size_t)n <= strspn(line, " \t")) continue; /* blank lines are allowed */
+        json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+        long first = batch_ids_add(ids, o, lineno);
+        if (first) {
+            char *id = first > 0 ? json_dumps(json_object_get(o, "id"), JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+            if (first > 0)
+                snprintf(err, errlen, "%s:%ld: the id %.200s is also the id of line %ld: ids must be unique (nothing "
+                         "was run)", a->name, lineno, id ? id : "?", first);
+            else
+                snprintf(err, errlen, "out of memory");
+            free(id);
+            json_decref(o);
+            st = first > 0 ? LLMGEN_E_USAGE : LLMGEN_E_NOMEM;
+            break;
+        }
+        json_decref(o);
+        if (r->n_lines == n_cap) {
+            n_cap = n_cap ? 2 * n_cap : 64;
+            in_line *g = realloc(r->lines, (size_t)n_cap * sizeof *g);
+            if (!g) {
+                st = LLMGEN_E_NOMEM;
+                snprintf(err, errlen, "out of memory");
+                break;
+            }
+            r->lines = g;
+        }
+        char *copy = malloc((size_t)n + 1);
+        if (!copy) {
+            st = LLMGEN_E_NOMEM;
+            snprintf(err, errlen, "out of memory");
+            break;
+        }
+        memcpy(copy, line, (size_t)n);
+        copy[n] = '\0';
+        r->lines[r->n_lines++] = (in_line){copy, (size_t)n, lineno};
+    }
+    free(line);
+    batch_ids_free(ids);
+    return st;
+}
+
+/* --resume: open OUT for appending, lock it for the run (a second writer is refused),
+ * cut a torn last line, collect the keys it holds. */
+static llmgen_status open_resume(runner *r, const char *path, char *err, size_t errlen) {
+    r->out_fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (r->out_fd < 0) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), LLMGEN_E_IO;
+    if (flock(r->out_fd, LOCK_EX | LOCK_NB)) {
+        int e = errno;
+        if (e == EWOULDBLOCK)
+            snprintf(err, errlen, "%s: another run is writing to it (locked): not started", path);
+        else
+            snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(e));
+        return LLMGEN_E_IO;
+    }
     struct stat st;
-    if (fstat(r->out_fd, &st)) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), -1;
+    if (fstat(r->out_fd, &st)) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), LLMGEN_E_IO;
     size_t n = (size_t)st.st_size, got = 0;
     char *buf = malloc(n + 1);
-    if (!buf) return snprintf(err, errlen, "%s: out of memory", path), -1;
+    if (!buf) return snprintf(err, errlen, "%s: out of memory", path), LLMGEN_E_NOMEM;
     while (got < n) {
         ssize_t k = pread(r->out_fd, buf + got, n - got, (off_t)got);
         if (k <= 0) {
             free(buf);
-            return snprintf(err, errlen, "%s: read error", path), -1;
+            return snprintf(err, errlen, "%s: read error", path), LLMGEN_E_IO;
         }
         got += (size_t)k;
     }
@@ -238,9 +357,9 @@ static int open_resume(runner *r, const char *path, char *err, size_t errlen) {
     while (whole > 0 && buf[whole - 1] != '\n') whole--;
     if (whole < n && ftruncate(r->out_fd, (off_t)whole)) {
         free(buf);
-        return snprintf(err, errlen, "%s: cannot cut its torn last line: %s", path, strerror(errno)), -1;
+        return snprintf(err, errlen, "%s: cannot cut its torn last line: %s", path, strerror(errno)), LLMGEN_E_IO;
     }
-    int rc = 0;
+    llmgen_status rc = LLMGEN_OK;
     for (size_t i = 0; i < whole && !rc;) {
         size_t e = i;
         while (buf[e] != '\n') e++;
@@ -248,9 +367,9 @@ static int open_resume(runner *r, const char *path, char *err, size_t errlen) {
         json_t *line = json_is_object(o) ? json_object_get(o, "line") : NULL;
         if (o && (json_object_get(o, "id") || json_is_integer(line))) {
             char *key = request_key(o, json_is_integer(line) ? (long)json_integer_value(line) : 0);
-            if (!key || key_add(&r->done, key)) {
+            if (!key || key_add(&r->done, key, 1)) {
                 snprintf(err, errlen, "%s: out of memory", path);
-                rc = -1;
+                rc = LLMGEN_E_NOMEM;
             }
         }
         json_decref(o);
@@ -260,40 +379,32 @@ static int open_resume(runner *r, const char *path, char *err, size_t errlen) {
     return rc;
 }
 
-int batch_run_lines(const batch_parallel *a, int *first_fail, int *read_err, int *io, char *err, size_t errlen) {
-    runner r = {.a = a, .out_fd = -1};
+llmgen_status batch_run_lines(const batch_parallel *a, batch_summary *sum, char *err, size_t errlen) {
+    runner r = {.a = a, .out_fd = -1, .sum = sum};
     worker ws[LLMGEN_MAX_SEQUENCES];
     pthread_t th[LLMGEN_MAX_SEQUENCES];
-    int n = 0, started = 0, rc = 0;
-    *io = 0;
+    int n = 0, started = 0;
+    memset(sum, 0, sizeof *sum);
     pthread_mutex_init(&r.in_mu, NULL);
     pthread_mutex_init(&r.out_mu, NULL);
-    if (a->resume && open_resume(&r, a->resume, err, errlen)) {
-        *io = 1;
-        rc = -1;
-        goto out;
-    }
+    llmgen_status rc = read_lines(&r, err, errlen);
+    if (!rc && a->resume) rc = open_resume(&r, a->resume, err, errlen);
+    if (rc || *a->stop) goto out;
     if (a->parallel <= 1) { /* one slot, on a->s, in this thread */
         worker one = {&r, a->s};
         work(&one);
         goto out;
     }
-    if (llmgen_batch_new(a->m, a->parallel, a->ctx_len, &r.b, err, errlen)) {
-        rc = -1;
-        goto out;
-    }
+    if ((rc = llmgen_batch_new(a->m, a->parallel, a->ctx_len, &r.b, err, errlen))) goto out;
     for (; n < a->parallel; n++) {
         ws[n].r = &r;
-        if (llmgen_session_new(a->m, a->ctx_len, &ws[n].s, err, errlen)) {
-            rc = -1;
-            goto out;
-        }
+        if ((rc = llmgen_session_new(a->m, a->ctx_len, &ws[n].s, err, errlen))) goto out;
     }
     for (; started < n; started++)
         if (pthread_create(&th[started], NULL, work, &ws[started])) break;
     if (!started) {
         snprintf(err, errlen, "cannot start the --parallel threads");
-        rc = -1;
+        rc = LLMGEN_E_NOMEM;
     }
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
 out:
@@ -303,14 +414,14 @@ out:
     llmgen_batch_free(r.b);
     pthread_mutex_destroy(&r.in_mu);
     pthread_mutex_destroy(&r.out_mu);
-    if (r.out_fd >= 0 && close(r.out_fd) && !rc && !r.stop_out) r.stop_out = 1;
+    if (r.out_fd >= 0 && close(r.out_fd) && !rc && !r.stop_out) r.stop_out = 1; /* the lock goes with it */
     key_free(&r.done);
+    for (long i = 0; i < r.n_lines; i++) free(r.lines[i].text);
+    free(r.lines);
+    sum->write_failed = r.stop_out;
     if (r.stop_out && a->resume && !rc) {
         snprintf(err, errlen, "%s: write error", a->resume);
-        *io = 1;
-        rc = -1;
+        rc = LLMGEN_E_IO;
     }
-    *first_fail = r.first_fail;
-    *read_err = r.read_err;
     return rc;
 }

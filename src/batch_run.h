@@ -24,6 +24,7 @@ typedef struct {
     int parallel;                     /* requests at once, 1..LLMGEN_MAX_SEQUENCES (0: 1) */
     int ordered;                      /* 1: results in input order; 0: as they finish */
     FILE *in;
+    const char *name;                 /* names the input in messages ("stdin", a path) */
     batch_line_fn line;
     batch_emit_fn emit;
     void *user;
@@ -32,10 +33,30 @@ typedef struct {
                                          append the others' results to OUT (not through emit) */
 } batch_parallel;
 
-/* Run every line of a->in. 0, or -1 with err when the sessions cannot be set up
- * or the --resume file cannot be read or written (*io set to 1 then).
- * *first_fail: the first nonzero line code, in finishing order; *read_err: errno of
- * a read error (0: none). */
-int batch_run_lines(const batch_parallel *a, int *first_fail, int *read_err, int *io, char *err, size_t errlen);
+/* What a run did: requests run (ok + failed), skipped (--resume: OUT held them), and
+ * the failure of the earliest line (its exit code and message). */
+typedef struct {
+    long n, ok, failed, skipped;
+    long first_fail_line;   /* 0: none failed */
+    int first_fail_code;
+    char first_fail_why[256];
+    int write_failed;       /* a result could not be written (emit said so) */
+} batch_summary;
+
+/* Read every line of a->in, then run them. LLMGEN_OK (each line's outcome is in its
+ * result and in *sum), or, with nothing run, LLMGEN_E_USAGE (two lines give one "id"),
+ * LLMGEN_E_IO (the input cannot be read, or the --resume file cannot be opened, locked,
+ * read or written: a second run resuming into the same file is refused), LLMGEN_E_NOMEM
+ * or a session's status; err names the line or file. */
+llmgen_status batch_run_lines(const batch_parallel *a, batch_summary *sum, char *err, size_t errlen);
+
+/* Request ids seen, to refuse one that repeats (batch_run_lines uses it; so does the
+ * fuzz target). */
+typedef struct batch_ids batch_ids;
+batch_ids *batch_ids_new(void); /* NULL: out of memory; batch_ids_free */
+/* The "id" of request (any JSON; none: nothing to check) on lineno: 0 when new (it is
+ * kept), the earlier line that gave it, or -1 out of memory. */
+long batch_ids_add(batch_ids *b, json_t *request, long lineno);
+void batch_ids_free(batch_ids *b);
 
 #endif

@@ -360,13 +360,19 @@ static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *s
     if (!(st = llmgen_generate(s, prompt, n, &p, &r, err, sizeof err))) {
         res = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q.sp.seed);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
+        if (*code) { /* what was generated stays; the line says it is cut short, as the exit code does */
+            snprintf(err, sizeof err, "out of context after %d of %d tokens (context size %d; raise -c)", r.n_ids,
+                     q.max_tokens, llmgen_session_ctx(s));
+            json_object_set_new(res, "error", json_string(err));
+            json_object_set_new(res, "exit", json_integer(*code));
+        }
     }
 out:
     if (st) *code = exit_code(st);
     if (!res) res = error_json(json_object_get(root, "id"), 0, err, *code);
     else if (json_object_get(root, "id")) json_object_set(res, "id", json_object_get(root, "id"));
     free(prompt);
-    free(q.ids);
+    request_free(&q);
     llmgen_result_free(&r);
     return res;
 }
@@ -397,16 +403,20 @@ static int run_batch(app *A) {
     FILE *in = strcmp(name, "-") ? fopen(name, "r") : stdin;
     if (!in) return die(EXIT_IO, "%s: cannot open: %s", name, strerror(errno));
     char err[ERRLEN];
-    int first_fail = 0, read_err = 0, io;
-    batch_parallel bp = {A->m, A->s, A->o->common.ctx, A->o->parallel, A->o->ordered, in, batch_text, batch_emit, A,
-                         &interrupted, A->o->resume};
-    int rc = batch_run_lines(&bp, &first_fail, &read_err, &io, err, sizeof err);
+    batch_summary sum;
+    batch_parallel bp = {A->m, A->s, A->o->common.ctx, A->o->parallel, A->o->ordered, in, in == stdin ? "stdin" : name,
+                         batch_text, batch_emit, A, &interrupted, A->o->resume};
+    llmgen_status st = batch_run_lines(&bp, &sum, err, sizeof err);
     if (in != stdin) fclose(in);
-    if (rc) return die(io ? EXIT_IO : EXIT_NOMEM, "%s", err);
     if (A->out.failed) return sink_exit(&A->out);
+    if (st) return die(exit_code(st), "%s", err);
     if (interrupted) return EXIT_INTERRUPT;
-    if (read_err) return die(EXIT_IO, "%s: read error: %s", name, strerror(read_err));
-    return first_fail;
+    if (!sum.failed) return 0;
+    /* one line a script can read: how many failed and why the first did (each line says why) */
+    char skipped[64] = "";
+    if (sum.skipped) snprintf(skipped, sizeof skipped, ", %ld skipped (in %s already)", sum.skipped, A->o->resume);
+    return die(sum.first_fail_code, "%ld requests: %ld ok, %ld failed%s; first failure: line %ld: %s", sum.n, sum.ok,
+               sum.failed, skipped, sum.first_fail_line, sum.first_fail_why);
 }
 
 /* -i: one user turn per line of stdin, replies streamed; the KV cache is kept. */

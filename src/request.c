@@ -214,8 +214,31 @@ json_t *error_json(json_t *id, long line, const char *msg, int code) {
     return o;
 }
 
+/* "messages": [{"role": string, "content": string}, ...] (strings without NUL). */
+static int json_messages(request *q, json_t *v, char *err) {
+    size_t n = json_array_size(v), i;
+    json_t *x;
+    if (!json_is_array(v) || !n) return seterr(err, "\"messages\" must be a non-empty array of {\"role\", \"content\"}");
+    free(q->messages);
+    if (!(q->messages = calloc(n, sizeof *q->messages))) return seterr(err, "out of memory");
+    json_array_foreach(v, i, x) {
+        json_t *role = json_object_get(x, "role"), *content = json_object_get(x, "content");
+        if (!json_is_object(x) || !json_is_string(role) || !json_is_string(content) || json_object_size(x) != 2)
+            return seterr(err, "\"messages\"[%zu] must be an object {\"role\": string, \"content\": string}", i);
+        if (memchr(json_string_value(role), '\0', json_string_length(role)) ||
+            memchr(json_string_value(content), '\0', json_string_length(content)))
+            return seterr(err, "\"messages\"[%zu] contains a NUL character", i);
+        q->messages[i] = (llmgen_message){json_string_value(role), json_string_value(content)};
+    }
+    q->n_messages = n;
+    return 0;
+}
+
 static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char *err) {
-    if (!strcmp(k, "prompt")) {
+    if (!strcmp(k, "messages")) {
+        if (json_messages(q, v, err)) return -1;
+        ++*has_prompt;
+    } else if (!strcmp(k, "prompt")) {
         if (!json_is_string(v)) return seterr(err, "\"prompt\" must be a string");
         q->text = json_string_value(v);
         q->text_len = json_string_length(v);
@@ -288,13 +311,40 @@ int request_from_json(json_t *root, const request *base, request *q, char *err) 
     q->text_len = 0;
     q->ids = NULL;
     q->n_ids = 0;
+    q->messages = NULL;
+    q->n_messages = 0;
     if (!json_is_object(root)) return seterr(err, "a request must be a JSON object");
     int has_prompt = 0;
     json_object_foreach(root, k, v) if (json_key(q, k, v, &has_prompt, err)) return -1;
-    if (has_prompt != 1) return seterr(err, "give exactly one of \"prompt\" and \"prompt_ids\"");
+    if (has_prompt != 1) return seterr(err, "give exactly one of \"prompt\", \"prompt_ids\" and \"messages\"");
+    if (json_object_get(root, "system") && !q->chat && !q->messages)
+        return seterr(err, "\"system\" needs \"chat\": true (or \"messages\"), as --system needs --chat");
+    if (q->messages && q->chat) return seterr(err, "\"messages\" are rendered by the chat template: drop \"chat\"");
     char e[ERR_LEN];
     if (llmgen_sampler_check(&q->sp, e, sizeof e)) return seterr(err, "%s", e);
     return 0;
+}
+
+void request_free(request *q) {
+    free(q->ids);
+    free(q->messages);
+    q->ids = NULL;
+    q->messages = NULL;
+}
+
+/* q's conversation (a "system" first when given) through the chat template into *out. */
+static llmgen_status render_messages(llmgen_model *m, const request *q, char **out, char *err) {
+    char e[ERR_LEN];
+    int sys = q->system != NULL;
+    llmgen_message *all = malloc((q->n_messages + 1) * sizeof *all);
+    if (!all) return seterr(err, "out of memory"), LLMGEN_E_NOMEM;
+    if (sys) all[0] = (llmgen_message){"system", q->system};
+    memcpy(all + sys, q->messages, q->n_messages * sizeof *all);
+    llmgen_chat_options co = {.template_name = q->template_name, .date = q->date, .template_text = q->template_text};
+    llmgen_status st = llmgen_chat_render_messages(m, all, q->n_messages + (size_t)sys, 1, &co, out, e, sizeof e);
+    free(all);
+    if (st) seterr(err, "%s: \"messages\": %s", q->source, e);
+    return st;
 }
 
 llmgen_status request_prompt(llmgen_model *m, const request *q, int32_t **ids, int *n, char **rendered, char *err) {
@@ -303,6 +353,21 @@ llmgen_status request_prompt(llmgen_model *m, const request *q, int32_t **ids, i
     *ids = NULL;
     *n = 0;
     if (rendered) *rendered = NULL;
+    if (q->messages) {
+        if ((st = render_messages(m, q, &chat, err))) return st;
+        size_t k = 0;
+        st = llmgen_tokenize(m, chat, strlen(chat), 1, 1, ids, &k, e, sizeof e);
+        if (st || !k || k > INT_MAX / 2) {
+            llmgen_free(chat);
+            if (!st) llmgen_free(*ids), *ids = NULL;
+            return seterr(err, "%s: %s", q->source, st ? e : k ? "prompt too long" : "empty prompt"),
+                   st ? st : k ? LLMGEN_E_CONTEXT : LLMGEN_E_USAGE;
+        }
+        *n = (int)k;
+        if (rendered) *rendered = chat;
+        else llmgen_free(chat);
+        return LLMGEN_OK;
+    }
     if (q->ids) {
         if (!q->n_ids) return seterr(err, "%s: empty prompt: nothing to continue from", q->source), LLMGEN_E_USAGE;
         if (!(*ids = malloc((size_t)q->n_ids * sizeof **ids))) return seterr(err, "out of memory"), LLMGEN_E_NOMEM;

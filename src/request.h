@@ -20,6 +20,9 @@ typedef struct {
     size_t text_len;
     int32_t *ids;              /* (n_ids) prompt ids instead of text; owned when set */
     int n_ids;
+    llmgen_message *messages;  /* (n_messages) a conversation instead ("messages" of a --batch line), rendered by
+                                  the chat template; owned when set (its strings point into the JSON) */
+    size_t n_messages;
     const char *source;        /* names the prompt in messages: "stdin", a file, "--prompt", "req.jsonl:3" */
     const char *sys_source;    /* names the system message in messages */
     int chat;                  /* wrap the text in the chat template */
@@ -42,8 +45,11 @@ typedef struct {
 void request_params(const request *q, llmgen_generate_params *p);
 
 /* Fill q from one JSONL request object, starting from `base` (the command line's
- * settings). q keeps pointers into root. Returns 0, or -1 with a message. */
+ * settings). q keeps pointers into root. Returns 0, or -1 with a message; either way
+ * request_free(q) releases what it owns. */
 int request_from_json(json_t *root, const request *base, request *q, char *err);
+/* What request_from_json (or a caller) allocated in q: its ids and messages. */
+void request_free(request *q);
 
 /* The prompt ids of q: its ids, or its text (after the chat template) through the
  * tokenizer. *ids is the caller's (free). *rendered (if not NULL) gets the text that

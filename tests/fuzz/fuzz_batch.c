@@ -73,7 +73,7 @@ static void one_line(const char *line, size_t len, const request *base) {
     } else if (root && !memchr(err, '\0', sizeof err)) {
         abort();
     }
-    free(q.ids);
+    request_free(&q);
     json_decref(root);
 }
 
