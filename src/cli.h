@@ -22,11 +22,11 @@ enum {
     EXIT_OK = 0,
     EXIT_USAGE = 1,     /* bad option, bad option value, conflicting options, bad or empty prompt, bad batch
                            line, bad references (verify) or base file (perplexity); verify: a case failed */
-    EXIT_MODEL = 2,     /* bad or unsupported model file, or a chat template we cannot render */
-    EXIT_IO = 3,        /* missing / unreadable input, unwritable output */
+    EXIT_MODEL = 2,     /* bad or unsupported model file */
+    EXIT_IO = 3,        /* missing / unreadable input, unwritable output, a --resume file another run holds */
     EXIT_CONTEXT = 4,   /* the prompt does not fit, or generation stopped at a full context before -n */
     EXIT_NOMEM = 5,     /* out of memory */
-    EXIT_TEMPLATE = 6,  /* the chat template refused the messages (raise_exception) or is outside the Jinja subset */
+    EXIT_TEMPLATE = 6,  /* the chat template: none, it refused the messages, or it is outside the Jinja subset */
     EXIT_INTERRUPT = 130, /* SIGINT / SIGTERM */
 };
 

@@ -83,7 +83,7 @@ typedef enum {
     LLMGEN_E_BUSY = 6,    /* another session of the same model is running prefill / decode */
     LLMGEN_E_TOKENIZER = 7, /* no tokenizer, or text it rejects (invalid UTF-8) */
     LLMGEN_E_TEMPLATE = 8,  /* the chat template raised an error (raise_exception) for these messages,
-                               or uses Jinja outside the interpreter's subset */
+                               uses Jinja outside the interpreter's subset, or the model has none */
 } llmgen_status;
 
 /* A short lower-case name of a status ("ok", "usage", "format", ...); never NULL. */

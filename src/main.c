@@ -48,7 +48,8 @@ static int usage(FILE *f) {
     return fputs("\nExit status: 0 ok (also when stdout is closed early), 1 usage or input error or conflicting\n"
                  "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
                  "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
-                 "refused the messages or is outside the supported Jinja subset, 130 interrupted.\n", f) == EOF ? -1 : 0;
+                 "(the model has none, it refused the messages, or it is outside the supported Jinja subset),\n"
+                 "130 interrupted.\n", f) == EOF ? -1 : 0;
 }
 
 /* Print one diagnostic line on stderr and return the exit code. */
@@ -454,7 +455,7 @@ static int run_interactive(app *A) {
         p.on_piece = on_piece;
         p.user = &S;
         st = llmgen_chat_turn(chat, line, &p, &r, err, sizeof err);
-        emit(&A->out, "\n", 1);
+        if (!st || A->out.open_line) emit(&A->out, "\n", 1); /* a turn that failed before a reply prints nothing */
         interrupted = 0; /* Ctrl-C ends the reply, not the chat */
         if (o->stats && !st) cli_print_stats(A->t_load, r.n_prompt, &r, &q, &A->caps, A->s, A->ds != NULL);
         int full = !st && r.stop_reason == LLMGEN_STOP_CONTEXT;

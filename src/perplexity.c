@@ -41,8 +41,8 @@ enum { P_FILE = CLI_OWN, P_IDS_FILE, P_CHUNKS, P_BASE, P_KLD };
 
 static const cli_opt table[] = {
     CLI_OPT_MODEL("MODEL", "the model"),
-    {P_FILE, 'f', "file", "FILE", "the text (UTF-8), tokenized with the model's tokenizer"},
-    {P_IDS_FILE, 0, "ids-file", "FILE", "token ids instead (separated by commas or whitespace)"},
+    {P_FILE, 'f', "file", "FILE", "the text (UTF-8; \"-\": stdin), tokenized with the model's tokenizer"},
+    {P_IDS_FILE, 0, "ids-file", "FILE", "token ids instead (separated by commas or whitespace; \"-\": stdin)"},
     CLI_OPT_CTX("tokens per chunk, 4..model context (default 512)"),
     {P_CHUNKS, 0, "chunks", "N", "at most N chunks (default: all)"},
     {P_BASE, 0, "kl-divergence-base", "BASE", "write the log-probabilities of this run to BASE (llama-perplexity's\n"
@@ -260,12 +260,13 @@ static void on_row(void *user, int i, const float *lg, int V) {
 
 /* ---- input ----------------------------------------------------------------------------- */
 
+/* All of path ("-": stdin). */
 static char *read_file(const char *path, size_t *len, const cli_io *io, int *rc) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) return *rc = cli_fail(io, EXIT_IO, "%s: cannot open: %s", path, strerror(errno)), NULL;
     char *t = read_all_fd(fileno(f), len);
     int e = errno;
-    fclose(f);
+    if (f != stdin) fclose(f);
     if (!t) *rc = cli_fail(io, e == ENOMEM ? EXIT_NOMEM : EXIT_IO, "%s: read error: %s", path, strerror(e));
     return t;
 }
@@ -312,6 +313,8 @@ static int read_tokens(const ppl_args *a, llmgen_model *m, int32_t **tokens, int
     if (a->ids_file) {
         if (parse_id_list(t, tokens, n) || !*n)
             rc = cli_fail(io, EXIT_USAGE, "%s: expected token ids separated by commas or whitespace", path);
+    } else if (utf8_invalid_at(t, len) < len) { /* the text is at fault, not the model */
+        rc = cli_fail(io, EXIT_USAGE, "%s: invalid UTF-8 at byte %zu", path, utf8_invalid_at(t, len));
     } else {
         size_t nt = 0;
         llmgen_status st = llmgen_tokenize(m, t, len, 1, 0, tokens, &nt, err, sizeof err);

@@ -362,7 +362,7 @@ int tok_chat_render_jinja(const tokenizer *t, const char *template_text, const t
     if (!tmpl) {
         tok_errf(err,
                  "chat: the tokenizer has no chat template; give one (a template file, or a built-in name: " KNOWN ")");
-        return -1;
+        return TOK_CHAT_E_TEMPLATE;
     }
     for (size_t i = 0; i < in->n_messages; i++) {
         const char *f[2] = {in->messages[i].role, in->messages[i].content};

@@ -101,15 +101,15 @@ typedef struct {
 
 /* Return codes of the chat calls besides 0 and -1 (bad input, out of memory) */
 #define TOK_CHAT_E_ARG (-2) /* an unknown built-in template name */
-#define TOK_CHAT_E_TEMPLATE \
-    (-3) /* the template raised (raise_exception: its message; or a built-in
-                                  * template that has no system role) or is outside the Jinja subset
-                                  * (the message names the construct and the template line) */
+/* the template raised (raise_exception: its message; or a built-in template that has no
+ * system role), is outside the Jinja subset (the message names the construct and the
+ * template line), or the tokenizer has none */
+#define TOK_CHAT_E_TEMPLATE (-3)
 
 /* Render `template_text` (NULL: the tokenizer's own chat_template) with the Jinja
  * interpreter. t may be NULL when template_text is given. *out is malloc'd, caller
- * frees. Returns 0, -1 (invalid UTF-8, a bad date, vars_json not an object, no
- * template, out of memory) or TOK_CHAT_E_TEMPLATE. */
+ * frees. Returns 0, -1 (invalid UTF-8, a bad date, vars_json not an object, out of
+ * memory) or TOK_CHAT_E_TEMPLATE (also: no template given and the tokenizer has none). */
 int tok_chat_render_jinja(const tokenizer *t, const char *template_text, const tok_chat_input *in, char **out,
                           char *err);
 
