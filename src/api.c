@@ -213,6 +213,32 @@ llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_m
     return LLMGEN_OK;
 }
 
+llmgen_status llmgen_chat_template_check(const llmgen_model *lm, const char *name, char *missing, size_t n,
+                                         char *err, size_t errlen) {
+    const char *sp = tok_chat_builtin_specials(name);
+    llmgen_status st = need_tokenizer(lm, err, errlen);
+    if (st) return st;
+    if (!sp) {
+        if (err && errlen) snprintf(err, errlen, "unknown template name \"%s\"", name ? name : "(null)");
+        return LLMGEN_E_USAGE;
+    }
+    size_t w = 0;
+    if (n) missing[0] = '\0';
+    while (*sp) {
+        size_t k = strcspn(sp, " ");
+        int32_t *ids = NULL;
+        size_t nid = 0;
+        char e[TOK_ERR_LEN];
+        if (tok_encode(lm->m->tok, sp, k, 0, 1, &ids, &nid, e) || nid != 1) {
+            int wrote = snprintf(missing + w, w < n ? n - w : 0, "%s%.*s", w ? " " : "", (int)k, sp);
+            w += wrote > 0 ? (size_t)wrote : 0;
+        }
+        free(ids);
+        sp += k + (sp[k] == ' ');
+    }
+    return LLMGEN_OK;
+}
+
 llmgen_status llmgen_chat_render(const llmgen_model *lm, const char *system, const char *user, char **out,
                                  char *err, size_t errlen) {
     return llmgen_chat_render_as(lm, NULL, NULL, system, user, out, err, errlen);

@@ -162,6 +162,13 @@ llmgen_status llmgen_tokenize(const llmgen_model *m, const char *text, size_t le
 llmgen_status llmgen_detokenize(const llmgen_model *m, const int32_t *ids, size_t n, char **text,
                                 size_t *len, char *err, size_t errlen);
 
+/* The special tokens of built-in template `name` (see llmgen_chat_render_as) that
+ * are not single tokens of m's vocabulary, space-separated, into missing (empty when
+ * every one is; such a marker is tokenized as plain text and the model has not seen
+ * the format). LLMGEN_E_USAGE: an unknown name; LLMGEN_E_TOKENIZER: no tokenizer. */
+llmgen_status llmgen_chat_template_check(const llmgen_model *m, const char *name, char *missing, size_t n,
+                                         char *err, size_t errlen);
+
 /* Wrap one user message (and an optional system message, NULL = the template's
  * default) in the model's chat template, ready for generation, as transformers'
  * apply_chat_template(add_generation_prompt=True) renders it. *out is

@@ -575,6 +575,12 @@ int main(int argc, char **argv) {
     A.t_load = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     llmgen_model_capabilities(A.m, &A.caps);
     if (!o.tokenizer_path) cli_threads_note(stderr, o.common.threads, &A.caps);
+    char missing[256];
+    if (o.base.template_name && A.caps.has_tokenizer &&
+        !llmgen_chat_template_check(A.m, o.base.template_name, missing, sizeof missing, NULL, 0) && *missing)
+        fprintf(stderr, "llmgen: warning: template %s: %s %s not in this model's vocabulary: written as plain text, "
+                "in a format the model has not learned\n", o.base.template_name, missing,
+                strchr(missing, ' ') ? "are special tokens" : "is a special token");
     request q = o.base;
     int rc = 0, tokens = o.tokenize || o.detokenize;
     if (!A.caps.has_tokenizer && (tokens || o.interactive || o.base.n_stops || o.chat ||

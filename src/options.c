@@ -171,7 +171,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
     llmgen_sampler_defaults(&b->sp);
     cli_args args;
     cli_args_init(&args, argc, argv);
-    int c, taken;
+    int c, taken, templates = 0; /* --template, --chat-template, --chat-template-file given */
     double v;
     char *end;
     const char *val;
@@ -219,8 +219,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_DUMP: o->dump_logits = optarg; break;
         case O_CHAT: o->chat = b->chat = 1; break;
         case O_SYSTEM: b->system = optarg; break;
-        case O_TEMPLATE: b->template_name = optarg; break;
-        case O_TEMPLATE_FILE: o->template_file = optarg; break;
+        case O_TEMPLATE: b->template_name = optarg, templates++; break;
+        case O_TEMPLATE_FILE: o->template_file = optarg, templates++; break;
         case O_DATE: b->date = optarg; break;
         case O_STOP:
             unescape(optarg);
@@ -257,6 +257,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
             if (strstr(optarg, "{%") || strstr(optarg, "{{")) b->template_text = optarg;
             else b->template_name = optarg;
             o->chat_template = optarg;
+            templates++;
             break;
         case O_NO_ESCAPE: o->no_escape = 1; break;
         case O_KEEP_NEWLINE: o->keep_newline = 1; break;
@@ -272,7 +273,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         !o->interactive)
         return fail(err, "--%s needs --chat or -i", o->chat_template ? "chat-template" : b->template_name ? "template"
                                                    : o->template_file ? "chat-template-file" : b->date ? "date" : "system");
-    if (!!b->template_name + !!o->template_file + !!o->chat_template > 1 || (b->template_text && o->template_file))
+    if (templates > 1)
         return fail(err, "give only one of --template, --chat-template, --chat-template-file");
     if (o->prompt && strcmp(o->prompt, "-") && !o->no_escape) unescape((char *)o->prompt);
     if (o->no_escape && (!o->prompt || !strcmp(o->prompt, "-"))) return fail(err, "--no-escape needs -p TEXT");

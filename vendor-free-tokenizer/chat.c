@@ -47,23 +47,26 @@ typedef struct {
     const char *inst_open, *inst_close; /* mistral */
     int sys_mode;                       /* mistral */
     const char *date_default;           /* llama3.1: NULL = today's date */
+    const char *specials;               /* the markers that are special tokens in the family's vocabulary */
 } chat_style;
 
+#define LLAMA3_SPECIALS "<|begin_of_text|> <|start_header_id|> <|end_header_id|> <|eot_id|>"
 static const chat_style styles[] = {
-    {"chatml", CHAT_CHATML, NULL, NULL, 0, NULL},
-    {"llama3", CHAT_LLAMA3, NULL, NULL, 0, NULL},
-    {"llama3.1", CHAT_LLAMA31, NULL, NULL, 0, "26 Jul 2024"},
-    {"llama3.2", CHAT_LLAMA31, NULL, NULL, 0, NULL},
-    {"llama2", CHAT_LLAMA2, NULL, NULL, 0, NULL},
-    /* Mistral-7B-Instruct-v0.1's Hugging Face template: no system role */
-    {"mistral-v0.1", CHAT_MISTRAL, "[INST] ", " [/INST]", SYS_REFUSED, NULL},
+    {"chatml", CHAT_CHATML, NULL, NULL, 0, NULL, "<|im_start|> <|im_end|>"},
+    {"llama3", CHAT_LLAMA3, NULL, NULL, 0, NULL, LLAMA3_SPECIALS},
+    {"llama3.1", CHAT_LLAMA31, NULL, NULL, 0, "26 Jul 2024", LLAMA3_SPECIALS},
+    {"llama3.2", CHAT_LLAMA31, NULL, NULL, 0, NULL, LLAMA3_SPECIALS},
+    {"llama2", CHAT_LLAMA2, NULL, NULL, 0, NULL, "<s>"},
+    /* Mistral-7B-Instruct-v0.1's Hugging Face template: no system role ([INST] is text in its vocabulary) */
+    {"mistral-v0.1", CHAT_MISTRAL, "[INST] ", " [/INST]", SYS_REFUSED, NULL, "<s>"},
     /* mistral-common's generated templates for SentencePiece v1 / v3 (v2 renders as v3) */
-    {"mistral-v1", CHAT_MISTRAL, " [INST] ", " [/INST]", SYS_IF_NONEMPTY, NULL},
-    {"mistral-v3", CHAT_MISTRAL, "[INST] ", "[/INST]", SYS_IF_NONEMPTY, NULL},
+    {"mistral-v1", CHAT_MISTRAL, " [INST] ", " [/INST]", SYS_IF_NONEMPTY, NULL, "<s>"},
+    {"mistral-v3", CHAT_MISTRAL, "[INST] ", "[/INST]", SYS_IF_NONEMPTY, NULL, "<s> [INST] [/INST]"},
     /* Mistral-Nemo-Instruct-2407 (Tekken v3) */
-    {"mistral-v3-tekken", CHAT_MISTRAL, "[INST]", "[/INST]", SYS_ALWAYS, NULL},
+    {"mistral-v3-tekken", CHAT_MISTRAL, "[INST]", "[/INST]", SYS_ALWAYS, NULL, "<s> [INST] [/INST]"},
     /* mistral-common's generated template for SentencePiece v7 */
-    {"mistral-v7", CHAT_MISTRAL, "[INST] ", "[/INST]", SYS_BLOCK, NULL},
+    {"mistral-v7", CHAT_MISTRAL, "[INST] ", "[/INST]", SYS_BLOCK, NULL,
+     "<s> [INST] [/INST] [SYSTEM_PROMPT] [/SYSTEM_PROMPT]"},
 };
 #define N_STYLES (sizeof styles / sizeof styles[0])
 #define KNOWN                                                                            \
@@ -74,6 +77,12 @@ static const chat_style *style_named(const char *name) {
     for (size_t i = 0; i < N_STYLES; i++)
         if (!strcmp(styles[i].name, name)) return &styles[i];
     return NULL;
+}
+
+const char *tok_chat_builtin_specials(const char *name)
+{
+    const chat_style *st = name ? style_named(name) : NULL;
+    return st ? st->specials : NULL;
 }
 
 /* A built-in family and the default system message it takes from the model's template (owned). */

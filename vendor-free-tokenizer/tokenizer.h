@@ -130,6 +130,10 @@ int tok_chat_render_at(const tokenizer *t, const char *name, const char *system,
                        char **out, char *err);
 /* (tok_chat_render_at returns TOK_CHAT_E_ARG for an unknown name, else -1 on error.) */
 
+/* The markers of built-in template `name` that its family's vocabulary has as special
+ * tokens, space-separated ("<|im_start|> <|im_end|>"); NULL for an unknown name. */
+const char *tok_chat_builtin_specials(const char *name);
+
 /* A whole conversation: msgs[0..n) with roles "system" (first only), "user" and
  * "assistant"; add_gen appends the generation prompt. `name` NULL: the tokenizer's
  * own template through tok_chat_render_jinja. A built-in name: [system,] user with
