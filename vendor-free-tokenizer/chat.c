@@ -79,8 +79,7 @@ static const chat_style *style_named(const char *name) {
     return NULL;
 }
 
-const char *tok_chat_builtin_specials(const char *name)
-{
+const char *tok_chat_builtin_specials(const char *name) {
     const chat_style *st = name ? style_named(name) : NULL;
     return st ? st->specials : NULL;
 }
