@@ -58,6 +58,14 @@ help:  ## list targets
 llmgen: $(CLI_OBJ) $(LIB_OBJ)  ## the CLI binary
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The commit --version names, rewritten only when it changes (main.o is rebuilt then).
+.PHONY: FORCE
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(BUILD); v="#define LLMGEN_COMMIT \"$$(git describe --always --dirty 2>/dev/null || echo unknown)\""; \
+	  echo "$$v" | cmp -s - $@ || echo "$$v" > $@
+$(BUILD)/src/main.o: $(BUILD)/version.h
+$(BUILD)/src/main.o: CFLAGS += -I$(BUILD)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<

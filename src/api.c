@@ -30,6 +30,8 @@ const char *llmgen_status_name(llmgen_status st) {
 
 void llmgen_free(void *p) { free(p); }
 
+const char *llmgen_kernels_default(void) { return kernels_select(NULL)->name; }
+
 /* ---- model ---------------------------------------------------------------------- */
 
 llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *opt, llmgen_model **out,

@@ -59,12 +59,13 @@ void cli_print_stats(double t_load, int n_prompt, const llmgen_result *r, const 
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     int steps = r->n_ids > 1 ? r->n_ids - 1 : 0;
-    char seed[40] = "";
+    char seed[40] = "", rate[32] = "-"; /* one token: no decode step to time */
+    if (steps && r->decode_s > 0) snprintf(rate, sizeof rate, "%.1f", steps / r->decode_s);
     if (q->sp.temperature > 0) snprintf(seed, sizeof seed, " | seed %llu", (unsigned long long)q->sp.seed);
     fprintf(stderr, "llmgen: load %.3f s | %d threads (%d CPU%s: %s) | prompt %d tokens in %.3f s (%.1f tokens/s) | "
-            "first token %.3f s | generation %d tokens, %.1f tokens/s | peak RSS %.1f MiB | KV cache %.1f MiB (ring %d)%s\n",
+            "first token %.3f s | generation %d tokens, %s tokens/s | peak RSS %.1f MiB | KV cache %.1f MiB (ring %d)%s\n",
             t_load, caps->n_threads, caps->cpus, caps->cpus == 1 ? "" : "s", caps->cpus_from, n_prompt, r->prefill_s, r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0,
-            r->first_token_s, r->n_ids, r->decode_s > 0 ? steps / r->decode_s : 0.0, (double)ru.ru_maxrss / 1024.0,
+            r->first_token_s, r->n_ids, rate, (double)ru.ru_maxrss / 1024.0,
             kv, ring, seed);
     if (q->draft_lookup || drafting)
         fprintf(stderr, "llmgen: speculation: %d passes, %d drafted, %d accepted (%.1f%%)%s\n", r->n_passes,

@@ -86,6 +86,10 @@ typedef enum {
                                uses Jinja outside the interpreter's subset, or the model has none */
 } llmgen_status;
 
+/* The kernel set a model opened on this CPU uses unless told otherwise ("avx512",
+ * "avx2", "neon", "scalar"); never NULL. */
+const char *llmgen_kernels_default(void);
+
 /* A short lower-case name of a status ("ok", "usage", "format", ...); never NULL. */
 const char *llmgen_status_name(llmgen_status st);
 

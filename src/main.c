@@ -25,6 +25,7 @@
 #include "llmgen.h"
 #include "options.h"
 #include "request.h"
+#include "version.h" /* LLMGEN_COMMIT, written by the Makefile */
 
 #define ERRLEN ERR_LEN
 
@@ -507,7 +508,7 @@ static int quantize_main(int argc, char **argv, const cli_io *io) {
         if (cli_common_take(&c, id, v, err) && c.help) {
             printf("%s\nWrite an MLX affine-quantized copy of a bf16/f16/f32 safetensors model.\n"
                    "OUT_DIR must not exist.\n", use);
-            return cli_print_options(stdout, table) || fflush(stdout) ? EXIT_IO : EXIT_OK;
+            return cli_print_options(stdout, table) || fflush(stdout) || ferror(stdout) ? die(EXIT_IO, "stdout: write error") : EXIT_OK;
         }
         if (id == Q_BITS || id == Q_GROUP) {
             if (cli_number(v, 0, 1024, 1, &x))
@@ -531,7 +532,7 @@ static int chat_template_main(int argc, char **argv, const cli_io *io) {
     (void)io;
     char err[ERRLEN], *out = NULL;
     if (chat_template_parse(argc, argv, &a, err)) return die(EXIT_USAGE, "%s", err);
-    if (a.help) return chat_template_print_help(stdout) || fflush(stdout) ? EXIT_IO : EXIT_OK;
+    if (a.help) return chat_template_print_help(stdout) || fflush(stdout) || ferror(stdout) ? die(EXIT_IO, "stdout: write error") : EXIT_OK;
     llmgen_status st = chat_template_render(&a, &out, err);
     int rc = st ? die(exit_code(st), "%s", err) : 0;
     if (!st && (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout)))
@@ -556,8 +557,9 @@ int main(int argc, char **argv) {
     if (options_parse(argc, argv, &o, err)) return die(EXIT_USAGE, "%s", err);
     if (o.common.help || o.version) {
         if (o.common.help) usage(stdout);
-        else printf("llmgen %s\n", LLMGEN_VERSION);
-        return fflush(stdout) ? EXIT_IO : EXIT_OK;
+        else printf("llmgen %s (commit %s; kernels on this CPU: %s)\n", LLMGEN_VERSION, LLMGEN_COMMIT,
+                    llmgen_kernels_default());
+        return fflush(stdout) || ferror(stdout) ? die(EXIT_IO, "stdout: write error: %s", strerror(errno)) : EXIT_OK;
     }
     char *template_text = NULL;
     llmgen_status tst = o.template_file ? chat_template_read_file(o.template_file, "--chat-template-file",

@@ -64,11 +64,14 @@ static int get_matrix(model *m, const char *name, int64_t rows, int64_t cols,
     const tensor *t = find_tensor(m, name);
     if (!t) return errf(err, "%s: missing tensor %s", m->path, name);
     if (t->type == DT_U32 && !m->gguf) return get_affine(m, t, rows, cols, out, err);
-    if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
-        return errf(err, "%s: tensor %s has shape %s%lld%s%lld, expected (%lld, %lld) from the config",
-                    m->path, name, t->ndim == 2 ? "(" : "[ndim ", (long long)t->shape[0],
-                    t->ndim == 2 ? ", " : "] ", (long long)(t->ndim > 1 ? t->shape[1] : 0),
+    if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
+        char shape[96] = "(";
+        for (int d = 0; d < t->ndim && d < TENSOR_MAX_DIMS; d++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "",
+                     (long long)t->shape[d]);
+        return errf(err, "%s: tensor %s has shape %s), expected (%lld, %lld) from the config", m->path, name, shape,
                     (long long)rows, (long long)cols);
+    }
     if (!dtype_info(t->type)->weight) {
         char types[160];
         dtype_gguf_supported(types, sizeof types);

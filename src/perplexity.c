@@ -438,7 +438,7 @@ int perplexity_main(int argc, char **argv, const cli_io *io) {
     char err[ERR_LEN];
     int rc = parse(argc, argv, &a, io);
     if (rc) return rc;
-    if (a.c.help) return print_help(io->out) || fflush(io->out) ? EXIT_IO : EXIT_OK;
+    if (a.c.help) return print_help(io->out) || fflush(io->out) || ferror(io->out) ? cli_fail(io, EXIT_IO, "stdout: write error") : EXIT_OK;
     llmgen_model *m;
     llmgen_status st = cli_model_open(&a.c, NULL, 0, &m, err);
     if (st) return cli_fail(io, cli_exit_code(st), "%s", err);

@@ -41,7 +41,7 @@ int parse_id_list(const char *s, int32_t **out, int *n) {
     size_t cap = 16, k = 0;
     int32_t *ids = malloc(cap * sizeof *ids);
     if (!ids) return -1;
-    for (const char *p = s + strspn(s, SEPS); *p; p += strspn(p, SEPS)) {
+    for (const char *p = s + strspn(s, " \t\r\n"); *p;) {
         char *end;
         errno = 0;
         long v = strtol(p, &end, 10);
@@ -58,7 +58,15 @@ int parse_id_list(const char *s, int32_t **out, int *n) {
             ids = b;
         }
         ids[k++] = (int32_t)v;
-        p = end;
+        /* between two ids white space and at most one comma: "1,,3" is not a list */
+        p = end + strspn(end, " \t\r\n");
+        if (*p == ',') {
+            p += 1 + strspn(p + 1, " \t\r\n");
+            if (!*p || *p == ',') {
+                free(ids);
+                return -1;
+            }
+        }
     }
     *out = ids;
     *n = (int)k;

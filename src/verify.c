@@ -263,7 +263,7 @@ int verify_main(int argc, char **argv, const cli_io *io) {
     verify_case *cases = NULL;
     int n = 0, rc = parse(argc, argv, &a, io), passed = 0, failed = 0;
     if (rc) return rc;
-    if (a.c.help) return print_help(io->out) || fflush(io->out) ? EXIT_IO : EXIT_OK;
+    if (a.c.help) return print_help(io->out) || fflush(io->out) || ferror(io->out) ? cli_fail(io, EXIT_IO, "stdout: write error") : EXIT_OK;
     if ((rc = read_cases(a.refs, &cases, &n, io))) goto out;
     for (int i = 0; i < n; i++)
         if (!a.c.model && !cases[i].model) {
