@@ -587,9 +587,56 @@ def check_parallel_make():
         ok("`make` builds with %s (one job per online CPU); `make -j1` stays serial" % want)
 
 
+def json_lines(out):
+    try:
+        return [json.loads(l) for l in out.decode().splitlines()]
+    except ValueError:
+        return []
+
+
+def readme_claim(cmd, out, err):
+    """What a README example is there to show, checked on its output: None, or what is wrong."""
+    text = out.decode("utf-8", "replace")
+    if "warning" in err:
+        return "a warning: %r" % err
+    if not text.strip():
+        return "nothing on stdout"
+    m = re.match(r'echo "([^"]+)" \| (.*)$', cmd)
+    if m:  # stdin gives what -p gives
+        p = subprocess.run(["sh", "-c", m.group(2) + ' -p "%s"' % m.group(1)], cwd=REPO, stdout=subprocess.PIPE)
+        return None if p.stdout == out else "stdin %r != -p %r" % (out[:80], p.stdout[:80])
+    if "-n -1 -c 64" in cmd:  # runs to the full context: stop reason "context"
+        p = subprocess.run(["sh", "-c", cmd + " --json"], cwd=REPO, stdout=subprocess.PIPE)
+        j = json_lines(p.stdout)
+        return None if j and j[0].get("stop_reason") == "context" else "stop reason %s" % (j and j[0].get("stop_reason"))
+    if "--batch" in cmd:  # one result per request, none failed
+        rows, want = json_lines(out), cmd.count("\\n")
+        return None if len(rows) == want and all("error" not in r and r.get("ids") for r in rows) else \
+            "%d result lines for %d requests: %s" % (len(rows), want, text[:200])
+    if "--show-pieces" in cmd:
+        return None if text == "19556\tHello\n905\t world\n" else "pieces %r" % text
+    if "--detokenize" in cmd:
+        return None if text == "Hello world" else "text %r" % text
+    if "--tokenize" in cmd:
+        return None if text == "19556,905\n" else "ids %r" % text
+    if "--ids" in cmd:
+        return None if re.fullmatch(r"\d+(,\d+){15}\n", text) else "ids %r" % text
+    if "--json" in cmd:
+        j = json_lines(out)
+        return None if j and j[0].get("ids") and ("--logprobs" not in cmd or j[0].get("logprobs")) else "json %r" % text
+    if " -i " in cmd:  # one reply per line of stdin
+        return None if text.count("\n") >= 2 else "replies %r" % text
+    if cmd.startswith("./llmgen verify"):
+        return None if re.search(r"\b\d+ passed, 0 failed", text) else "verify %r" % text[-100:]
+    if cmd.startswith("./llmgen perplexity"):
+        return None if re.search(r"PPL = \d", text) else "perplexity %r" % text[-100:]
+    return None
+
+
 def check_readme_examples():
     """Every `./llmgen ...` command of the README's shell blocks runs as written after `make demo`
-    (the default model in .cache/models, the binary in the repository root)."""
+    (the default model in .cache/models, the binary in the repository root), and shows what it is
+    there for (readme_claim: e.g. the -n -1 example reaches the full context, stdin gives -p's text)."""
     readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
     blocks = re.findall(r"```(?:sh|bash|console)?\n(.*?)```", readme, re.S)
     cmds = []
@@ -604,13 +651,17 @@ def check_readme_examples():
     failed = []
     for c in cmds:
         p = subprocess.run(["sh", "-c", c], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        why = readme_claim(c, p.stdout, p.stderr.decode()) if p.returncode == 0 else None
         if p.returncode != 0:
             failed.append("%s -> exit %d %s" % (c, p.returncode, p.stderr.decode()[-200:]))
+        elif why:
+            failed.append("%s -> does not show what it is for: %s" % (c, why))
     plain = re.findall(r"^\s*(?:\$ )?llmgen (?!quantize)", "\n".join(blocks), re.M)
     if len(cmds) < 3 or failed or bad or plain:
         fail("README examples: %d found, failed %s, not ./llmgen: %s" % (len(cmds), failed, plain or bad))
     else:
-        ok("README: all %d ./llmgen examples on the default model run as written" % len(cmds))
+        ok("README: all %d ./llmgen examples on the default model run as written and show what they are for"
+           % len(cmds))
 
 
 def help_options():
