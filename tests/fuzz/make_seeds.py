@@ -266,6 +266,17 @@ def batch_seeds():
                                               "repeat_penalty": 1.1, "seed": 7, "chat": True, "system": "s",
                                               "stop": ["\n", "."], "ignore_eos": False}) + "\n")
     put("fuzz_batch", "bad", '{"prompt": 3}\n[1,2]\n{"max_tokens": -1, "prompt": ""}\n\n{')
+    put("fuzz_batch", "duplicate_ids", '{"id": "a", "prompt": "x"}\n{"id": 1, "prompt_ids": [1]}\n{"prompt": "y"}\n'
+                                       '{"id": "a", "prompt": "z"}\n{"id": [1, {"b": 2, "a": 1}], "prompt": "w"}\n'
+                                       '{"id": [1, {"a": 1, "b": 2}], "prompt": "v"}\n{"id": 1.0, "prompt": "u"}\n')
+    put("fuzz_batch", "messages", json.dumps({"id": "m", "messages": [{"role": "system", "content": "Be brief."},
+                                                                      {"role": "user", "content": "Hi"},
+                                                                      {"role": "assistant", "content": "Hello"},
+                                                                      {"role": "user", "content": "Bye"}],
+                                              "max_tokens": 4}) + "\n" +
+        '{"messages": [], "prompt": "x"}\n{"messages": [{"role": "user"}]}\n{"messages": [{"role": "user", '
+        '"content": "a\\u0000b"}]}\n{"messages": [{"role": "user", "content": "x"}], "chat": true}\n'
+        '{"messages": [{"role": "user", "content": "x"}], "system": "s"}\n')
 
 
 def verify_seeds():
