@@ -166,6 +166,7 @@ pub struct llmgen_result {
 }
 
 extern "C" {
+    pub fn llmgen_kernels_default() -> *const c_char;
     pub fn llmgen_status_name(st: llmgen_status) -> *const c_char;
     pub fn llmgen_free(p: *mut c_void);
 
@@ -199,6 +200,14 @@ extern "C" {
         n: usize,
         text: *mut *mut c_char,
         len: *mut usize,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> llmgen_status;
+    pub fn llmgen_chat_template_check(
+        m: *const llmgen_model,
+        name: *const c_char,
+        missing: *mut c_char,
+        n: usize,
         err: *mut c_char,
         errlen: usize,
     ) -> llmgen_status;
