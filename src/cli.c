@@ -196,9 +196,10 @@ int cli_print_options(FILE *f, const cli_opt *table) {
     enum { COL = 27 };
     for (const cli_opt *o = table; o->id; o++) {
         char head[96];
-        int n = snprintf(head, sizeof head, "  %c%c%s%s%s%s%s", o->short_name ? '-' : ' ', o->short_name ? o->short_name : ' ',
-                         o->short_name && o->long_name ? ", " : "  ", o->long_name ? "--" : "",
-                         o->long_name ? o->long_name : "", o->arg ? " " : "", o->arg ? o->arg : "");
+        int n = snprintf(head, sizeof head, "  %c%c%s%s%s%s%s", o->short_name ? '-' : ' ',
+                         o->short_name ? o->short_name : ' ', o->short_name && o->long_name ? ", " : "  ",
+                         o->long_name ? "--" : "", o->long_name ? o->long_name : "", o->arg ? " " : "",
+                         o->arg ? o->arg : "");
         if (fprintf(f, "%s%*s", head, n <= COL - 2 ? COL - n : 2, "") < 0) return -1;
         for (const char *h = o->help; *h;) {
             size_t k = strcspn(h, "\n");

@@ -113,7 +113,8 @@ enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CL
 #define CLI_OPT_HELP {CLI_HELP, 'h', "help", NULL, "this help"}
 #define CLI_OPT_MODEL(arg, help) {CLI_MODEL, 'm', "model", arg, help}
 #define CLI_OPT_THREADS                                                                                         \
-    {CLI_THREADS, 't', "threads", "N", "threads, 1.." CLI_STR(LLMGEN_MAX_THREADS) " (default: the CPUs this process may use; --stats says)"}
+    {CLI_THREADS, 't', "threads", "N",                                                                          \
+     "threads, 1.." CLI_STR(LLMGEN_MAX_THREADS) " (default: the CPUs this process may use; --stats says)"}
 #define CLI_OPT_CTX(help) {CLI_CTX, 'c', "ctx-size", "N", help}
 #define CLI_OPT_KERNELS {CLI_KERNELS, 0, "kernels", "NAME", "force a kernel set: scalar, avx2, avx512, neon"}
 #define CLI_OPT_EXACT                                                                                           \

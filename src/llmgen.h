@@ -269,7 +269,8 @@ void llmgen_session_rewind(llmgen_session *s, int pos);
  * file opened in the same mode with the same kernels: a file that is not a prompt
  * cache is LLMGEN_E_USAGE; a cache made otherwise (another model file, mode or kernel
  * set), a truncated or damaged one, or one longer than the session's context is
- * LLMGEN_E_FORMAT (the message says which); either leaves the session as it was. A loaded session continues as the saved one would, bit for bit;
+ * LLMGEN_E_FORMAT (the message says which); either leaves the session as it was. A
+ * loaded session continues as the saved one would, bit for bit;
  * with reuse_prefix, llmgen_generate keeps the part a new prompt shares with it. */
 llmgen_status llmgen_session_save(llmgen_session *s, const char *path, char *err, size_t errlen);
 llmgen_status llmgen_session_load(llmgen_session *s, const char *path, char *err, size_t errlen);

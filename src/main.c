@@ -43,14 +43,15 @@ static int usage(FILE *f) {
               "       llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [options]   check against references\n"
               "       llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N] [options]\n"
               "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, gemma3, phi3,\n"
-              "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n", f) == EOF ||
+              "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n",
+              f) == EOF ||
         options_print_help(f))
         return -1;
     return fputs("\nExit status: 0 ok (also when stdout is closed early), 1 usage or input error or conflicting\n"
-                 "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too long, or generation\n"
-                 "stopped by a full context before -n tokens; not with -n -1), 5 out of memory, 6 the chat template\n"
-                 "(the model has none, it refused the messages, or it is outside the supported Jinja subset),\n"
-                 "130 interrupted.\n", f) == EOF ? -1 : 0;
+                 "options (verify: a failed case), 2 bad model file, 3 I/O error, 4 out of context (prompt too\n"
+                 "long, or generation stopped by a full context before -n tokens; not with -n -1), 5 out of\n"
+                 "memory, 6 the chat template (the model has none, it refused the messages, or it is outside\n"
+                 "the supported Jinja subset), 130 interrupted.\n", f) == EOF ? -1 : 0;
 }
 
 /* Print one diagnostic line on stderr and return the exit code. */
@@ -281,7 +282,8 @@ static int run_single(app *A, request *q) {
     if (o->prompt_cache && !access(o->prompt_cache, F_OK)) {
         st = llmgen_session_load(A->s, o->prompt_cache, err, sizeof err);
         if (st && st != LLMGEN_E_FORMAT) {
-            rc = die(exit_code(st), "--prompt-cache %s%s", err, st == LLMGEN_E_USAGE ? " (left as it is: give another path)" : "");
+            rc = die(exit_code(st), "--prompt-cache %s%s", err,
+                     st == LLMGEN_E_USAGE ? " (left as it is: give another path)" : "");
             goto out;
         }
         if (st) fprintf(stderr, "llmgen: note: %s; not used (it will be replaced)\n", err);
@@ -508,7 +510,9 @@ static int quantize_main(int argc, char **argv, const cli_io *io) {
         if (cli_common_take(&c, id, v, err) && c.help) {
             printf("%s\nWrite an MLX affine-quantized copy of a bf16/f16/f32 safetensors model.\n"
                    "OUT_DIR must not exist.\n", use);
-            return cli_print_options(stdout, table) || fflush(stdout) || ferror(stdout) ? die(EXIT_IO, "stdout: write error") : EXIT_OK;
+            return cli_print_options(stdout, table) || fflush(stdout) || ferror(stdout)
+                       ? die(EXIT_IO, "stdout: write error")
+                       : EXIT_OK;
         }
         if (id == Q_BITS || id == Q_GROUP) {
             if (cli_number(v, 0, 1024, 1, &x))
@@ -532,7 +536,9 @@ static int chat_template_main(int argc, char **argv, const cli_io *io) {
     (void)io;
     char err[ERRLEN], *out = NULL;
     if (chat_template_parse(argc, argv, &a, err)) return die(EXIT_USAGE, "%s", err);
-    if (a.help) return chat_template_print_help(stdout) || fflush(stdout) || ferror(stdout) ? die(EXIT_IO, "stdout: write error") : EXIT_OK;
+    if (a.help && (chat_template_print_help(stdout) || fflush(stdout) || ferror(stdout)))
+        return die(EXIT_IO, "stdout: write error");
+    if (a.help) return EXIT_OK;
     llmgen_status st = chat_template_render(&a, &out, err);
     int rc = st ? die(exit_code(st), "%s", err) : 0;
     if (!st && (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout)))
@@ -592,9 +598,12 @@ int main(int argc, char **argv) {
     } else if (!A.caps.has_tokenizer && !o.prompt_ids && !o.batch) {
         rc = die(EXIT_USAGE, "%s: this model has no tokenizer: give the prompt with --prompt-ids", path);
     } else if (!tokens && (st = llmgen_session_new(A.m, o.common.ctx, &A.s, err, sizeof err))) {
-        rc = die(o.common.ctx && st == LLMGEN_E_USAGE ? EXIT_USAGE : exit_code(st), "%s%s", o.common.ctx ? "--ctx-size: " : "", err);
-    } else if (o.draft_model && (rc = cli_open_draft(o.draft_model, &(llmgen_model_options){.n_threads = o.common.threads,
-                                                             .kernels = o.common.kernels}, A.s, &A.dm, &A.ds, err))) {
+        rc = die(o.common.ctx && st == LLMGEN_E_USAGE ? EXIT_USAGE : exit_code(st), "%s%s",
+                 o.common.ctx ? "--ctx-size: " : "", err);
+    } else if (o.draft_model &&
+               (rc = cli_open_draft(o.draft_model,
+                                    &(llmgen_model_options){.n_threads = o.common.threads, .kernels = o.common.kernels},
+                                    A.s, &A.dm, &A.ds, err))) {
         die(rc, "--draft-model: %s", err);
     } else {
         rc = o.batch ? run_batch(&A) : tokens ? run_tokens(&A, &q) : o.interactive ? run_interactive(&A)

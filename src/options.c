@@ -22,7 +22,11 @@ static int fail(char *err, const char *fmt, ...) {
 
 /* ---- options ---------------------------------------------------------------------- */
 
-static int hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
+static int hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
 
 /* The escapes llama.cpp processes in -p (and llmgen in --stop, so that a newline can be
  * typed): \n \t \r \\ \' \" and \xHH; any other stays as written. Decodes in place
@@ -111,13 +115,15 @@ static const cli_opt table[] = {
                                         "llama2, mistral-v0.1, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7"},
     {O_CHAT_TEMPLATE, 0, "chat-template", "NAME|JINJA", "a built-in template as --template NAME, or a Jinja template\n"
                                                         "text (as llama.cpp's option of this name)"},
-    {O_TEMPLATE_FILE, 0, "chat-template-file", "FILE", "render --chat / -i with this Jinja template instead of the model's"},
+    {O_TEMPLATE_FILE, 0, "chat-template-file", "FILE",
+     "render --chat / -i with this Jinja template instead of the model's"},
     {O_DATE, 0, "date", "\"DD Mon YYYY\"", "the date Llama 3.1+ templates print (default: as transformers)"},
     {O_TOKENIZE, 0, "tokenize", NULL, "print the prompt's token ids (as generation would see them), no weights run"},
     {O_SHOW_PIECES, 0, "show-pieces", NULL, "with --tokenize: one line per token, its id, a tab and its text"},
     {O_DETOKENIZE, 0, "detokenize", NULL, "read comma-separated ids, print their text exactly (no newline added)"},
-    {O_MAX_TOKENS, 'n', "max-tokens", "N", "tokens to generate, 1.." CLI_STR(REQUEST_MAX_TOKENS) ", or -1: until an end token or a\n"
-                                           "full context (default 128)"},
+    {O_MAX_TOKENS, 'n', "max-tokens", "N",
+     "tokens to generate, 1.." CLI_STR(REQUEST_MAX_TOKENS) ", or -1: until an end token or a\n"
+     "full context (default 128)"},
     {O_MAX_TOKENS, 0, "n-predict", "N", "the same as -n (llama.cpp's name)"},
     {O_TEMP, 0, "temp", "T", "temperature, 0..100 (default 0 = greedy)"},
     {O_TOPK, 0, "top-k", "K", "keep the K most likely tokens (0 = off)"},
@@ -144,11 +150,13 @@ static const cli_opt table[] = {
     {O_ORDERED, 0, "ordered", NULL, "with --parallel: results in input order"},
     {O_RESUME, 0, "resume", "OUT.jsonl", "with --batch: append results to OUT, skip requests it holds"},
     {O_NO_PREFIX, 0, "no-prefix-cache", NULL, "with --batch: prefill every prompt whole (default: reuse the cache)"},
-    {O_PROMPT_CACHE, 0, "prompt-cache", "FILE", "load the cache saved in FILE (reused where the prompt starts alike), save it after"},
+    {O_PROMPT_CACHE, 0, "prompt-cache", "FILE",
+     "load the cache saved in FILE (reused where the prompt starts alike), save it after"},
     {O_DRAFT_LOOKUP, 0, "draft-lookup", NULL, "speculative greedy decoding with drafts from the text so far (prompt\n"
                                              "lookup): same ids and logits bits as without, faster on text that repeats"},
     {O_DRAFT_NGRAM, 0, "draft-ngram", "N", "with --draft-lookup: match the last N ids, or fewer (1..16, default 3)"},
-    {O_DRAFT_MODEL, 0, "draft-model", "PATH", "speculative greedy decoding with drafts of a smaller model (same vocabulary)"},
+    {O_DRAFT_MODEL, 0, "draft-model", "PATH",
+     "speculative greedy decoding with drafts of a smaller model (same vocabulary)"},
     {O_DRAFT_MAX, 0, "draft-max", "N", "most ids drafted per pass, 1..127 (default 8; shorter where drafts miss).\n"
                                        "Drafts are used with --temp 0 only (sampled runs decode one id per step)"},
     {O_STATS, 0, "stats", NULL, "print load time, tokens/s, time to first token, peak RSS, KV cache\n"
@@ -195,7 +203,10 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_VERSION: o->version = 1; return 0;
         case O_IDS: o->ids_only = 1; break;
         case O_PROMPT_IDS: o->prompt_ids = optarg; break;
-        case O_TEMP: if (cli_value("--temp", optarg, 0, 100, 0, &v, err)) return -1; b->sp.temperature = (float)v; break;
+        case O_TEMP:
+            if (cli_value("--temp", optarg, 0, 100, 0, &v, err)) return -1;
+            b->sp.temperature = (float)v;
+            break;
         case O_TOPK: if (cli_value("--top-k", optarg, 0, INT_MAX, 1, &v, err)) return -1; b->sp.top_k = (int)v; break;
         case O_TOPP: if (cli_value("--top-p", optarg, 0, 1, 0, &v, err)) return -1; b->sp.top_p = (float)v; break;
         case O_MINP: if (cli_value("--min-p", optarg, 0, 1, 0, &v, err)) return -1; b->sp.min_p = (float)v; break;
@@ -271,8 +282,12 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         return fail(err, "--date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'", b->date);
     if ((b->template_name || b->template_text || o->template_file || b->date || b->system) && !o->chat && !o->batch &&
         !o->interactive)
-        return fail(err, "--%s needs --chat or -i", o->chat_template ? "chat-template" : b->template_name ? "template"
-                                                   : o->template_file ? "chat-template-file" : b->date ? "date" : "system");
+        return fail(err, "--%s needs --chat or -i",
+                    o->chat_template    ? "chat-template"
+                    : b->template_name  ? "template"
+                    : o->template_file  ? "chat-template-file"
+                    : b->date           ? "date"
+                                        : "system");
     if (templates > 1)
         return fail(err, "give only one of --template, --chat-template, --chat-template-file");
     if (o->prompt && strcmp(o->prompt, "-") && !o->no_escape) unescape((char *)o->prompt);

@@ -59,7 +59,8 @@ static const cli_opt table[] = {
 
 static int print_help(FILE *f) {
     return fputs("usage: llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N]\n"
-                 "                         [--kl-divergence-base BASE [--kl-divergence]] [-t N] [--exact] [--kernels NAME]\n"
+                 "                         [--kl-divergence-base BASE [--kl-divergence]] [-t N] [--exact]\n"
+                 "                         [--kernels NAME]\n"
                  "Perplexity of a text as llama.cpp's llama-perplexity computes it: chunks of CTX tokens\n"
                  "(default 512), each in a fresh context with a BOS first where the model adds one, the\n"
                  "second half of each chunk scored; at least 2*CTX tokens. Progress on stderr; the last\n"
@@ -91,7 +92,8 @@ static int parse(int argc, char **argv, ppl_args *a, const cli_io *io) {
         } else if (id == P_KLD) {
             a->kld = 1;
         } else if (id == P_CHUNKS) {
-            if (cli_value("--chunks", v, 1, 1 << 30, 1, &x, err)) return cli_fail(io, EXIT_USAGE, "perplexity: %s", err);
+            if (cli_value("--chunks", v, 1, 1 << 30, 1, &x, err))
+                return cli_fail(io, EXIT_USAGE, "perplexity: %s", err);
             a->chunks = (int)x;
         } else if (id == CLI_ARG) {
             return cli_fail(io, EXIT_USAGE, "perplexity: unexpected argument '%s' (see llmgen perplexity --help)", v);
@@ -438,7 +440,9 @@ int perplexity_main(int argc, char **argv, const cli_io *io) {
     char err[ERR_LEN];
     int rc = parse(argc, argv, &a, io);
     if (rc) return rc;
-    if (a.c.help) return print_help(io->out) || fflush(io->out) || ferror(io->out) ? cli_fail(io, EXIT_IO, "stdout: write error") : EXIT_OK;
+    if (a.c.help)
+        return print_help(io->out) || fflush(io->out) || ferror(io->out) ? cli_fail(io, EXIT_IO, "stdout: write error")
+                                                                          : EXIT_OK;
     llmgen_model *m;
     llmgen_status st = cli_model_open(&a.c, NULL, 0, &m, err);
     if (st) return cli_fail(io, cli_exit_code(st), "%s", err);

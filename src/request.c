@@ -226,7 +226,8 @@ json_t *error_json(json_t *id, long line, const char *msg, int code) {
 static int json_messages(request *q, json_t *v, char *err) {
     size_t n = json_array_size(v), i;
     json_t *x;
-    if (!json_is_array(v) || !n) return seterr(err, "\"messages\" must be a non-empty array of {\"role\", \"content\"}");
+    if (!json_is_array(v) || !n)
+        return seterr(err, "\"messages\" must be a non-empty array of {\"role\", \"content\"}");
     free(q->messages);
     if (!(q->messages = calloc(n, sizeof *q->messages))) return seterr(err, "out of memory");
     json_array_foreach(v, i, x) {

@@ -46,8 +46,8 @@ static const cli_opt table[] = {
 };
 
 static int print_help(FILE *f) {
-    return fputs("usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [-c CTX] [-t N] [--exact] [--kernels NAME]\n"
-                 "                    [--no-teacher-forcing]\n"
+    return fputs("usage: llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [-c CTX] [-t N] [--exact]\n"
+                 "                    [--kernels NAME] [--no-teacher-forcing]\n"
                  "Check greedy generation against reference ids. Each line of REFS.jsonl is\n"
                  "  {\"id\": ..., \"model\"?: path, \"prompt\": text | \"prompt_ids\": [ids], \"chat\"?: bool,\n"
                  "   \"expected_ids\": [ids], \"top2_gap\"?: [floats]}\n"
@@ -263,7 +263,9 @@ int verify_main(int argc, char **argv, const cli_io *io) {
     verify_case *cases = NULL;
     int n = 0, rc = parse(argc, argv, &a, io), passed = 0, failed = 0;
     if (rc) return rc;
-    if (a.c.help) return print_help(io->out) || fflush(io->out) || ferror(io->out) ? cli_fail(io, EXIT_IO, "stdout: write error") : EXIT_OK;
+    if (a.c.help)
+        return print_help(io->out) || fflush(io->out) || ferror(io->out) ? cli_fail(io, EXIT_IO, "stdout: write error")
+                                                                          : EXIT_OK;
     if ((rc = read_cases(a.refs, &cases, &n, io))) goto out;
     for (int i = 0; i < n; i++)
         if (!a.c.model && !cases[i].model) {
