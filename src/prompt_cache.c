@@ -65,12 +65,15 @@ static const char *fingerprint_diff(const char *a, size_t na, const char *b) {
         {"kernels ", "made with other options: another kernel set (--kernels)"},
         {"act ", "made with other options: another kernel set (--kernels)"},
         {"cache ", "made with another cache layout"},
+        {"rot ", "made with another cache layout"},
+        {"ring ", "made with another cache layout"},
     };
     size_t i = 0;
     while (i < na && b[i] && a[i] == b[i]) i++;
     while (i > 0 && a[i - 1] != '|') i--; /* the start of the field that differs */
     const char *f = a + i;
     if (!strncmp(f, "fast", 4) || !strncmp(f, "exact", 5)) return "made with other options: another mode (--exact)";
+    if (*f >= '0' && *f <= '9') return "made with another cache layout"; /* layers x kv heads x head size */
     for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
         if (!strncmp(f, fields[k].field, strlen(fields[k].field))) return fields[k].why;
     return i == 0 ? "of another format version" : "made with another model (architecture, weight types or shape)";

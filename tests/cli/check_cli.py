@@ -444,6 +444,8 @@ def check_chat_template_cli():
             if c["date"]:
                 args += ["--date", c["date"]]
             rc, out, err = run(args)
+            # SmolLM2's vocabulary lacks these families' special tokens: the one warning that says so is expected
+            err = "".join(l for l in err.splitlines(True) if not l.startswith("llmgen: warning: template %s: " % name))
             if not expect_clean("--template %s %r" % (name, c["user"][:20]), rc, err):
                 continue
             if not out.decode("utf-8", "replace").startswith(c["text"]):
