@@ -152,8 +152,9 @@ static const cli_opt table[] = {
     {O_NO_PREFIX, 0, "no-prefix-cache", NULL, "with --batch: prefill every prompt whole (default: reuse the cache)"},
     {O_PROMPT_CACHE, 0, "prompt-cache", "FILE",
      "load the cache saved in FILE (reused where the prompt starts alike), save it after"},
-    {O_DRAFT_LOOKUP, 0, "draft-lookup", NULL, "speculative greedy decoding with drafts from the text so far (prompt\n"
-                                             "lookup): same ids and logits bits as without, faster on text that repeats"},
+    {O_DRAFT_LOOKUP, 0, "draft-lookup", NULL,
+     "speculative greedy decoding with drafts from the text so far (prompt\n"
+     "lookup): same ids and logits bits as without, faster on text that repeats"},
     {O_DRAFT_NGRAM, 0, "draft-ngram", "N", "with --draft-lookup: match the last N ids, or fewer (1..16, default 3)"},
     {O_DRAFT_MODEL, 0, "draft-model", "PATH",
      "speculative greedy decoding with drafts of a smaller model (same vocabulary)"},
