@@ -33,7 +33,7 @@ ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -ma
 endif
 
 # The CLI (main.c and its option parser) sits on the library; everything else is the library.
-CLI_SRC := src/main.c src/options.c src/chat_template.c src/cli.c src/verify.c src/perplexity.c
+CLI_SRC := src/main.c src/options.c src/chat_template.c src/cli.c src/verify.c src/perplexity.c src/quantize_cli.c
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard src/*.c)) $(wildcard src/kernels/*.c) \
            $(wildcard vendor-free-tokenizer/*.c)

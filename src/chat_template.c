@@ -167,3 +167,19 @@ llmgen_status chat_template_render(const chat_template_args *a, char **out, char
     free(text);
     return st;
 }
+
+/* `llmgen chat-template ...`: the rendered conversation to stdout, nothing added. */
+int chat_template_main(int argc, char **argv, const cli_io *io) {
+    chat_template_args a;
+    char err[ERR_LEN], *out = NULL;
+    if (chat_template_parse(argc, argv, &a, err)) return cli_fail(io, EXIT_USAGE, "%s", err);
+    if (a.help && (chat_template_print_help(stdout) || fflush(stdout) || ferror(stdout)))
+        return cli_fail(io, EXIT_IO, "stdout: write error");
+    if (a.help) return EXIT_OK;
+    llmgen_status st = chat_template_render(&a, &out, err);
+    int rc = st ? cli_fail(io, cli_exit_code(st), "%s", err) : 0;
+    if (!st && (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout)))
+        rc = errno == EPIPE ? EXIT_OK : cli_fail(io, EXIT_IO, "stdout: write error: %s", strerror(errno));
+    llmgen_free(out);
+    return rc;
+}

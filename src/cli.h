@@ -138,5 +138,7 @@ llmgen_status cli_model_open(const cli_common *c, const char *path, int tokenize
 
 int verify_main(int argc, char **argv, const cli_io *io);     /* verify.c */
 int perplexity_main(int argc, char **argv, const cli_io *io); /* perplexity.c */
+int quantize_main(int argc, char **argv, const cli_io *io);   /* quantize_cli.c */
+int chat_template_main(int argc, char **argv, const cli_io *io); /* chat_template.c */
 
 #endif

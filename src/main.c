@@ -486,67 +486,6 @@ static void install_signals(void) {
     signal(SIGPIPE, SIG_IGN); /* a closed stdout ends the run quietly via EPIPE */
 }
 
-/* `llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]`: write an MLX
- * affine checkpoint (llmgen_quantize does the work; this only parses and reports). */
-static int quantize_main(int argc, char **argv, const cli_io *io) {
-    static const char *use = "usage: llmgen quantize IN_DIR OUT_DIR [--bits 4|8] [--group-size 32|64|128]";
-    enum { Q_BITS = CLI_OWN, Q_GROUP };
-    static const cli_opt table[] = {
-        {Q_BITS, 0, "bits", "4|8", "bits per weight (default 4)"},
-        {Q_GROUP, 0, "group-size", "32|64|128", "weights per scale and bias (default 64)"},
-        CLI_OPT_HELP,
-        {0, 0, NULL, NULL, NULL},
-    };
-    const char *in = NULL, *out = NULL, *v;
-    int bits = 4, group = 64, id;
-    cli_common c = {0};
-    cli_args args;
-    char err[ERRLEN];
-    double x;
-    (void)io;
-    cli_args_init(&args, argc, argv);
-    while ((id = cli_next(&args, table, &v, err)) != CLI_DONE) {
-        if (id == CLI_BAD) return die(EXIT_USAGE, "quantize: %s", err);
-        if (cli_common_take(&c, id, v, err) && c.help) {
-            printf("%s\nWrite an MLX affine-quantized copy of a bf16/f16/f32 safetensors model.\n"
-                   "OUT_DIR must not exist.\n", use);
-            return cli_print_options(stdout, table) || fflush(stdout) || ferror(stdout)
-                       ? die(EXIT_IO, "stdout: write error")
-                       : EXIT_OK;
-        }
-        if (id == Q_BITS || id == Q_GROUP) {
-            if (cli_number(v, 0, 1024, 1, &x))
-                return die(EXIT_USAGE, "quantize: --%s needs a number (see llmgen quantize --help)",
-                           id == Q_BITS ? "bits" : "group-size");
-            *(id == Q_BITS ? &bits : &group) = (int)x;
-        } else if (id == CLI_ARG && (!in || !out)) {
-            *(!in ? &in : &out) = v;
-        } else if (id == CLI_ARG) {
-            return die(EXIT_USAGE, "quantize: unexpected argument '%s'", v);
-        }
-    }
-    if (!in || !out) return die(EXIT_USAGE, "%s", use);
-    llmgen_status st = llmgen_quantize(in, out, bits, group, err, sizeof err);
-    return st ? die(exit_code(st), "quantize: %s", err) : EXIT_OK;
-}
-
-/* `llmgen chat-template ...`: the rendered conversation to stdout, nothing added. */
-static int chat_template_main(int argc, char **argv, const cli_io *io) {
-    chat_template_args a;
-    (void)io;
-    char err[ERRLEN], *out = NULL;
-    if (chat_template_parse(argc, argv, &a, err)) return die(EXIT_USAGE, "%s", err);
-    if (a.help && (chat_template_print_help(stdout) || fflush(stdout) || ferror(stdout)))
-        return die(EXIT_IO, "stdout: write error");
-    if (a.help) return EXIT_OK;
-    llmgen_status st = chat_template_render(&a, &out, err);
-    int rc = st ? die(exit_code(st), "%s", err) : 0;
-    if (!st && (fwrite(out, 1, strlen(out), stdout) != strlen(out) || fflush(stdout)))
-        rc = errno == EPIPE ? EXIT_OK : die(EXIT_IO, "stdout: write error: %s", strerror(errno));
-    llmgen_free(out);
-    return rc;
-}
-
 int main(int argc, char **argv) {
     options o;
     char err[ERRLEN];
