@@ -146,7 +146,7 @@ Test(tok_chat, unknown_names_are_errors)
 {
     tokenizer *t = with_template(NULL);
     char *out, err[TOK_ERR_LEN] = "";
-    cr_expect_eq(tok_chat_render(t, NULL, NULL, "Hi", &out, err), -1);
+    cr_expect_eq(tok_chat_render(t, NULL, NULL, "Hi", &out, err), TOK_CHAT_E_TEMPLATE);
     cr_expect_not_null(strstr(err, "no chat template"), "%s", err);
     cr_expect_eq(tok_chat_render(t, "vicuna", NULL, "Hi", &out, err), TOK_CHAT_E_ARG);
     cr_expect_not_null(strstr(err, "vicuna"), "%s", err);
