@@ -408,9 +408,8 @@ static void attention_prefetch(const attn_job *j, int si, int kvh) {
 /* The cache lines post_qkv will write for the one-token sequences of j's layer (their
  * key at pos: head_dim lines, the keys' cache being transposed; their value row), for
  * the kv heads thread ith has in j's attention, requested for writing a pass ahead (the
- * down projection's, before the next layer). Cold, they made post_qkv ~4% of the CPU
- * of SmolLM2's 32 requests at --parallel 8 (1 thread, perf): now ~1%, and the requests
- * themselves ~1.5%. Plain caches only. */
+ * down projection's, before the next layer): cold, they are a visible part of post_qkv
+ * at --parallel 8 (perf record on make bench-parallel). Plain caches only. */
 static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
     const model_config *c = &j->m->cfg;
     size_t es = dtype_row_bytes(j->s->kv.type, 1), vrow = dtype_row_bytes(j->s->kv.type, c->head_dim);

@@ -83,29 +83,27 @@ static int gate_up_align(const plan_pass *down) {
     return 32 * down->act_group > MM_ALIGN_SWIGLU_Q ? 32 * down->act_group : MM_ALIGN_SWIGLU_Q;
 }
 
-/* Every pass's shape, from kernel types given per matrix by kt_of. */
-static void plan_shape(plan *p, const kernels *k, dtype (*kt_of)(const kernels *, const tensor *, int), int exact) {
+/* The type whose int8 kernel runs w, DT_COUNT on the f32 route: as the route will
+ * make it (before repacking), or as it is (settled: after repacking). */
+static dtype kernel_type(const kernels *k, const tensor *w, int exact, int settled) {
+    if (exact) return DT_COUNT;
+    if (settled) return plan_q8_weights(w) ? w->type : DT_COUNT;
+    return plan_kernel_type(plan_route_of(k, w), w);
+}
+
+/* Every pass's shape, from each matrix's kernel type. */
+static void plan_shape(plan *p, const kernels *k, int settled) {
     for (int l = 0; l < p->n_layers; l++) {
         plan_pass *ps = &p->layers[(size_t)l * PLAN_LAYER_PASSES];
         for (int i = 0; i < PLAN_LAYER_PASSES; i++) {
             dtype kt[3];
-            for (int j = 0; j < ps[i].n; j++) kt[j] = kt_of(k, ps[i].w[j], exact);
+            for (int j = 0; j < ps[i].n; j++) kt[j] = kernel_type(k, ps[i].w[j], p->exact, settled);
             pass_shape(&ps[i], k, kt);
         }
         ps[PASS_GATE_UP].align = gate_up_align(&ps[PASS_DOWN]);
     }
-    dtype kt = kt_of(k, p->lm_head.w[0], exact);
+    dtype kt = kernel_type(k, p->lm_head.w[0], p->exact, settled);
     pass_shape(&p->lm_head, k, &kt);
-}
-
-static dtype predicted_type(const kernels *k, const tensor *w, int exact) {
-    return exact ? DT_COUNT : plan_kernel_type(plan_route_of(k, w), w);
-}
-
-/* The type whose int8 kernel runs w now (after repacking), DT_COUNT on the f32 route. */
-static dtype settled_type(const kernels *k, const tensor *w, int exact) {
-    (void)k;
-    return exact || !plan_q8_weights(w) ? DT_COUNT : w->type;
 }
 
 int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor *lm_head, int head_dim,
@@ -126,11 +124,11 @@ int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor 
         ps[PASS_DOWN] = (plan_pass){.w = {L->w_down}, .n = 1, .align = MM_ALIGN};
     }
     p->lm_head = (plan_pass){.w = {lm_head}, .n = 1, .align = MM_ALIGN};
-    plan_shape(p, k, predicted_type, exact);
+    plan_shape(p, k, 0);
     return 0;
 }
 
-void plan_settle(plan *p, const kernels *k) { plan_shape(p, k, settled_type, p->exact); }
+void plan_settle(plan *p, const kernels *k) { plan_shape(p, k, 1); }
 
 void plan_free(plan *p) {
     free(p->layers);

@@ -162,11 +162,8 @@ static void release_pages(const void *p, size_t n) {
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-/* Anonymous memory for n bytes, populated in one call: page by page, the
- * first-touch faults of a 700 MB model cost more than the copy (MAP_POPULATE
- * made the 1B Q4_0 load 0.85x as long, same run). Transparent huge pages were
- * tried too: decode no faster within the noise and load 2 to 3x slower (the
- * kernel compacts memory synchronously for madvised regions). */
+/* Anonymous memory for n bytes, populated in one call: faulting it in page by page
+ * costs more than the copy, and madvised huge pages load slower (make bench: load). */
 static void *alloc_packed(size_t n) {
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
