@@ -5,7 +5,13 @@
  * matters more: a waiter that keeps its core (spinning, or sched_yield, which does not
  * move a thread queued on another core) leaves a preempted peer waiting a whole time
  * slice for a core, and the step with it; a sleeping waiter frees its core, and the
- * kernel's idle balance moves the peer onto it at once. */
+ * kernel's idle balance moves the peer onto it at once.
+ *
+ * A part no worker has started is run by the caller (stolen): a worker that sits in a
+ * run queue behind another process would otherwise hold every job for a time slice.
+ * Each part is claimed exactly once per job (a compare-and-swap of the job's number
+ * into claim[part]), so a worker that wakes late finds its part taken and skips it;
+ * parts compute the same whichever thread runs them (threads.h). */
 #include "threads.h"
 
 #include <stdatomic.h>
@@ -23,6 +29,9 @@
 /* How long a wait spins before it sleeps: longer than the gaps between a step's jobs
  * (tens of microseconds), short against a time slice (milliseconds). */
 #define SPIN_NS 50000
+/* The least time the caller waits for a worker to start its part before running it:
+ * at least as long as its own part took (so stealing costs at most twice the wait). */
+#define STEAL_MIN_NS 2000
 
 struct thread_pool {
     int n;                      /* threads including the caller */
@@ -33,6 +42,8 @@ struct thread_pool {
     atomic_int sleepers;        /* workers asleep (or going to sleep) on generation */
     atomic_int caller_asleep;   /* the caller sleeps on pending: the last worker wakes it only then */
     atomic_int parked;          /* pool_park: waiting workers sleep without spinning */
+    atomic_uint *claim;         /* claim[i]: the generation whose part i is taken (i >= 1) */
+    atomic_int *late;           /* late[i]: part i was stolen last time: steal it at once */
     pool_fn fn;
     void *ctx;
     struct worker_arg {
@@ -102,6 +113,11 @@ static void *worker_main(void *arg) {
         }
         seen = atomic_load_explicit(&p->generation, memory_order_acquire);
         if (atomic_load(&p->stop)) return NULL;
+        /* taking the part for `seen` succeeds only while that job runs (it cannot end
+         * with the part untaken), so fn and ctx are still the job's */
+        unsigned prev = seen - 1;
+        if (!atomic_compare_exchange_strong(&p->claim[wa->ith], &prev, seen)) continue; /* stolen */
+        atomic_store_explicit(&p->late[wa->ith], 0, memory_order_relaxed);
         p->fn(p->ctx, wa->ith, p->n);
         /* the same pairing with the caller's sleep: pending before caller_asleep */
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) futex_wake(&p->pending, 1);
@@ -121,7 +137,13 @@ thread_pool *pool_new(int n_threads) {
     atomic_init(&p->parked, 0);
     p->tids = calloc((size_t)n_threads, sizeof *p->tids);
     p->args = calloc((size_t)n_threads, sizeof *p->args);
-    if (!p->tids || !p->args) {
+    p->claim = calloc((size_t)n_threads, sizeof *p->claim);
+    p->late = calloc((size_t)n_threads, sizeof *p->late);
+    for (int i = 0; p->claim && p->late && i < n_threads; i++) {
+        atomic_init(&p->claim[i], 0);
+        atomic_init(&p->late[i], 0);
+    }
+    if (!p->tids || !p->args || !p->claim || !p->late) {
         pool_free(p);
         return NULL;
     }
@@ -144,10 +166,30 @@ void pool_free(thread_pool *p) {
     for (int i = 1; i < p->n && p->tids; i++) pthread_join(p->tids[i - 1], NULL);
     free(p->tids);
     free(p->args);
+    free(p->claim);
+    free(p->late);
     free(p);
 }
 
 int pool_size(const thread_pool *p) { return p->n; }
+
+/* Run the parts of job g that no worker has taken and that waited long enough (or at
+ * once, when their worker was late the time before): 1 if some part is still untaken. */
+static int steal(thread_pool *p, unsigned g, long long waited, long long own) {
+    int untaken = 0;
+    for (int i = 1; i < p->n; i++) {
+        unsigned prev = g - 1;
+        if (atomic_load_explicit(&p->claim[i], memory_order_relaxed) != prev) continue;
+        if (!atomic_load_explicit(&p->late[i], memory_order_relaxed) && waited < own) {
+            untaken = 1;
+        } else if (atomic_compare_exchange_strong(&p->claim[i], &prev, g)) {
+            p->fn(p->ctx, i, p->n);
+            atomic_store_explicit(&p->late[i], 1, memory_order_relaxed);
+            atomic_fetch_sub(&p->pending, 1);
+        }
+    }
+    return untaken;
+}
 
 void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
     if (p->n == 1) {
@@ -158,12 +200,19 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
     p->ctx = ctx;
     if (atomic_load_explicit(&p->parked, memory_order_relaxed)) atomic_store(&p->parked, 0);
     atomic_store_explicit(&p->pending, (unsigned)(p->n - 1), memory_order_relaxed); /* published by the generation */
-    atomic_fetch_add(&p->generation, 1);
+    unsigned g = atomic_fetch_add(&p->generation, 1) + 1;
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->generation, INT32_MAX); /* spinners need no wake-up */
+    long long t0 = now_ns();
     fn(ctx, 0, p->n);
+    long long t1 = now_ns(), own = t1 - t0 > STEAL_MIN_NS ? t1 - t0 : STEAL_MIN_NS;
     unsigned left;
     while ((left = atomic_load_explicit(&p->pending, memory_order_acquire)) > 0) {
-        if (spin_while(&p->pending, left, NULL)) continue;
+        if (steal(p, g, now_ns() - t1, own)) { /* a part not started: keep the core, look again soon */
+            for (int k = 0; k < 32; k++) cpu_relax();
+            continue;
+        }
+        if ((left = atomic_load_explicit(&p->pending, memory_order_acquire)) == 0) break;
+        if (spin_while(&p->pending, left, NULL)) continue; /* every part is taken: wait for them */
         /* the same pairing as the workers': caller_asleep before pending */
         atomic_store(&p->caller_asleep, 1);
         while ((left = atomic_load(&p->pending)) > 0) futex_wait(&p->pending, left);

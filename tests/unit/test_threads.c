@@ -1,5 +1,7 @@
 /* Thread pool: every thread runs, splits cover [0, n) exactly once. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -171,5 +173,49 @@ Test(threads, waits_that_spin_sleep_and_park, .timeout = 60) {
             if (us) nanosleep(&ts, NULL);
         }
         pool_free(tp);
+    }
+}
+
+typedef struct {
+    atomic_int runs[8];      /* times part i ran in this job */
+    pthread_t by[8];         /* the thread that ran it */
+} part_probe;
+
+static void part_task(void *ctx, int ith, int nth) {
+    (void)nth;
+    part_probe *p = ctx;
+    atomic_fetch_add(&p->runs[ith], 1);
+    p->by[ith] = pthread_self();
+    for (volatile int i = 0; i < 2000; i++) {
+    }
+}
+
+/* Parts a worker has not started are run by the caller: with four threads on one CPU
+ * the workers sit in the run queue while the caller runs, so some parts are stolen;
+ * every part still runs exactly once per job, and a worker that wakes late skips the
+ * part it lost (a part run twice, or a lost one, fails here; a claim that ran a
+ * later job's part hangs). */
+Test(threads, unstarted_parts_are_stolen_once, .timeout = 60) {
+    cpu_set_t old, one;
+    int pinned = !sched_getaffinity(0, sizeof old, &old);
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+    pinned = pinned && !sched_setaffinity(0, sizeof one, &one); /* the workers inherit it */
+    thread_pool *tp = pool_new(4);
+    cr_assert_not_null(tp);
+    int stolen = 0;
+    for (int rep = 0; rep < 2000; rep++) {
+        part_probe p = {0};
+        pool_run(tp, part_task, &p);
+        for (int i = 0; i < 4; i++) {
+            cr_assert_eq(atomic_load(&p.runs[i]), 1, "rep %d part %d", rep, i);
+            stolen += i > 0 && pthread_equal(p.by[i], pthread_self());
+        }
+        if (rep % 100 == 50) sleep_ms(1); /* workers asleep for the next job */
+    }
+    pool_free(tp);
+    if (pinned) {
+        sched_setaffinity(0, sizeof old, &old);
+        cr_expect_gt(stolen, 0, "no part was stolen in 2000 jobs on one CPU");
     }
 }
