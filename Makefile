@@ -48,7 +48,7 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
-        quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention
+        quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab
 
 all: llmgen  ## build ./llmgen
 
@@ -409,6 +409,10 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 
 bench-spec: peer model llmgen  ## teacher-forced verify and speculative decoding against plain decoding (.cache/bench/spec.json)
 	$(PYTHON) tests/bench/bench_spec.py $(CACHE)
+
+# BENCH_BINS="OLD=before ./llmgen=after": a change that must not change speed, interleaved A/B.
+bench-ab: model llmgen  ## interleaved A/B of llmgen builds: prefill 512 and decode 128, medians and ratios
+	$(PYTHON) tests/bench/bench_ab.py $(or $(BENCH_BINS),./llmgen)
 
 # BENCH_BINS="OLD=old ./llmgen=new" compares builds in the same run.
 bench-contention: model llmgen  ## decode with a busy core and two processes side by side, -t 1 vs -t 2
