@@ -106,7 +106,13 @@ size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int 
             at += kbytes + vbytes;
         }
     }
-    if (buf && !save) kv->written = pos;
+    if (buf && !save) {
+        /* the saved ring's slots may hold positions past pos (a pass taken back before
+         * the save): count as written every position a rewind to pos allows, so that no
+         * earlier rewind reads an overwritten slot */
+        int lo = pos + 1 - c->sliding_window, skip = lo > 0 ? lo / ATT_KBLOCK * ATT_KBLOCK : 0;
+        kv->written = kv->ring && pos > 0 && skip + kv->ring > pos ? skip + kv->ring : pos;
+    }
     return at;
 }
 

@@ -94,7 +94,9 @@ void kv_value_put(dtype type, void *vh, int slot, const float *x, int hd);
 /* The cache a sequence at position pos holds, as one flat run of bytes (per layer
  * and kv head: the key blocks, then the value rows, of positions [0, pos), or of
  * the whole ring once pos passes it, slot by slot): copied into buf (save = 1) or
- * from it (save = 0, which also sets kv->written to pos); buf NULL: only the size.
+ * from it (save = 0, which also sets kv->written to pos, or with a ring to the last
+ * position a rewind to pos allows: the saved slots may hold any of them); buf NULL:
+ * only the size.
  * Returns the size in bytes. */
 size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int save);
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "llmgen.h"
 
@@ -380,5 +381,40 @@ Test(speculate, misuse) {
     cr_expect_eq(llmgen_generate(s, ids, 2, &p, &r, err, sizeof err), LLMGEN_E_USAGE);
     llmgen_result_free(&r);
     llmgen_session_free(s);
+    llmgen_model_free(m);
+}
+
+/* A ring cache saved after a pass was taken back (its slots may hold positions past
+ * the saved one) and loaded elsewhere allows no rewind that the saved session itself
+ * refuses: a rewind into overwritten slots would change the logits after it. */
+Test(speculate, loaded_ring_cache_rewinds_no_further) {
+    int V;
+    llmgen_model *m = open_model("tests/fixtures/tiny-mistral-ring-f32", 0, 1, &V);
+    llmgen_session *a, *b;
+    cr_assert_eq(llmgen_session_new(m, 512, &a, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_assert_eq(llmgen_session_new(m, 512, &b, err, sizeof err), LLMGEN_OK, "%s", err);
+    int32_t ids[400];
+    fill_ids(ids, 400, V, 7);
+    const float *lg;
+    int n = 300, k = 60;
+    cr_assert_eq(llmgen_prefill(a, ids, n, &lg, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_assert_eq(llmgen_decode_rows(a, ids + n, k, &lg, err, sizeof err), LLMGEN_OK, "%s", err);
+    llmgen_session_rewind(a, n); /* the pass is taken back: its slots keep positions past n */
+    cr_assert_eq(llmgen_session_pos(a), n);
+    char path[] = "/tmp/llmgen-ring-cacheXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    unlink(path);
+    cr_assert_eq(llmgen_session_save(a, path, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_assert_eq(llmgen_session_load(b, path, err, sizeof err), LLMGEN_OK, "%s", err);
+    unlink(path);
+    for (int r = 1; r <= n; r++) {
+        int ka = llmgen_session_common_prefix(a, ids, r), kb = llmgen_session_common_prefix(b, ids, r);
+        cr_expect(kb <= ka, "rewind to %d: the loaded cache allows it (%d), the saved session does not (%d)", r, kb, ka);
+        if (kb > ka) break;
+    }
+    llmgen_session_free(a);
+    llmgen_session_free(b);
     llmgen_model_free(m);
 }
