@@ -122,6 +122,11 @@ static llmgen_status need_tokenizer(const llmgen_model *lm, char *err, size_t er
     return LLMGEN_E_TOKENIZER;
 }
 
+const char *llmgen_token_bytes(const llmgen_model *lm, int32_t id, size_t *len) {
+    *len = 0;
+    return lm->m->tok ? tok_piece(lm->m->tok, id, len) : NULL;
+}
+
 llmgen_status llmgen_tokenize(const llmgen_model *lm, const char *text, size_t len, int add_special,
                               int parse_special, int32_t **ids, size_t *n_ids, char *err, size_t errlen) {
     char e[TOK_ERR_LEN];

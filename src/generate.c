@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "draft.h"
+#include "constrain.h"
 #include "generate.h"
 #include "llmgen.h"
 #include "util.h"
@@ -213,6 +214,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     int32_t *hist = malloc((size_t)cap * sizeof *hist);
     r->ids = malloc((size_t)cap * sizeof *r->ids);
     llmgen_detok *dt = NULL;
+    constrain *con = NULL; /* the grammar / JSON schema of p, if any */
     size_t text_cap = 0, sent = 0; /* bytes of r->text handed to on_piece */
     if (!smp || !hist || !r->ids || (caps.has_tokenizer && text_put(r, &text_cap, "", 0))) {
         st = fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
@@ -234,6 +236,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     spec S = {.p = p, .vocab = V};
     S.on = p->sampler.temperature <= 0.0f && (p->draft_lookup || p->draft_session || p->draft_fn);
     draft_ctl_init(&S.ctl, p->draft_max ? p->draft_max : DRAFT_DEFAULT_MAX);
+    if ((st = constrain_new(m, p, &con, err, errlen))) goto out;
 
     const float *logits;
     double t0 = now_seconds();
@@ -247,7 +250,19 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
             r->stop_reason = LLMGEN_STOP_CANCELLED;
             break;
         }
-        int32_t id = llmgen_sample(smp, logits, hist, n_hist);
+        const float *from = logits;
+        if (con) {
+            if (constrain_finished(con)) { /* complete, nothing may follow: as if EOS was sampled */
+                r->stop_reason = LLMGEN_STOP_EOS;
+                break;
+            }
+            if (!(from = constrain_mask(con, logits, V, &st, err, errlen))) break;
+        }
+        int32_t id = llmgen_sample(smp, from, hist, n_hist);
+        if (con && constrain_accept(con, id)) {
+            st = fail(LLMGEN_E_USAGE, err, errlen, "grammar: the sampled id is not allowed (all allowed logits -inf?)");
+            break;
+        }
         if (r->n_ids == 0) r->first_token_s = now_seconds() - t0;
         if (!p->ignore_eos && llmgen_is_eos(m, id)) {
             r->stop_reason = LLMGEN_STOP_EOS;
@@ -344,6 +359,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     }
     if (p->on_piece && r->text_len > sent) p->on_piece(p->user, -1, r->text + sent, r->text_len - sent);
 out:
+    constrain_free(con);
     llmgen_detok_free(dt);
     llmgen_sampler_free(smp);
     free(hist);

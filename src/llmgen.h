@@ -161,6 +161,11 @@ int llmgen_is_eos(const llmgen_model *m, int32_t id);
 llmgen_status llmgen_tokenize(const llmgen_model *m, const char *text, size_t len, int add_special,
                               int parse_special, int32_t **ids, size_t *n_ids, char *err, size_t errlen);
 
+/* The bytes of one token (byte-level BPE and byte-fallback pieces decoded; a special
+ * token's text), owned by the model; NULL (*len 0) for an id outside the tokenizer's
+ * vocabulary or a model without a tokenizer. What a grammar matches tokens by. */
+const char *llmgen_token_bytes(const llmgen_model *m, int32_t id, size_t *len);
+
 /* Decode ids to text as the reference decoder does (special tokens kept).
  * *text is NUL-terminated, *len bytes without the NUL; the caller's: llmgen_free. */
 llmgen_status llmgen_detokenize(const llmgen_model *m, const int32_t *ids, size_t n, char **text,
@@ -405,6 +410,11 @@ typedef struct {
     int reuse_prefix;           /* with keep_cache 0: keep the longest prefix of the prompt that the
                                    session's cache already holds (a prefix cache: the same logits
                                    bits, only the rest is prefilled) */
+    const char *grammar;        /* GBNF text (llama.cpp's format) the output must match; NULL: none */
+    const char *json_schema;    /* or a JSON Schema (text) the output must match (README: Structured
+                                   output); NULL: none. With either, each step allows only ids whose
+                                   bytes continue the grammar, end-of-sequence exactly when it is
+                                   complete, and generation ends there (LLMGEN_STOP_EOS) */
     llmgen_piece_fn on_piece;   /* may be NULL */
     llmgen_logits_fn on_logits; /* may be NULL */
     void *user;                 /* passed to both callbacks */

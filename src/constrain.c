@@ -1,0 +1,114 @@
+/* constrain.c - see constrain.h. */
+#include "constrain.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar.h"
+#include "json_schema.h"
+#include "token_mask.h"
+#include "util.h"
+
+struct constrain {
+    grammar *g;
+    tm_vocab *v;
+    tm_matcher *mt;
+    uint32_t *mask;   /* ((V + 31) / 32) the last mask */
+    float *masked;    /* (V) logits with forbidden ids at -inf */
+    int V;
+    double compile_s;
+};
+
+static const char *piece(void *user, int32_t id, size_t *len) { return llmgen_token_bytes(user, id, len); }
+static int stop(void *user, int32_t id) { return llmgen_is_eos(user, id); }
+
+static llmgen_status fail(llmgen_status st, char *err, size_t errlen, const char *msg) {
+    if (err && errlen && msg) snprintf(err, errlen, "%s", msg);
+    return st;
+}
+
+llmgen_status constrain_new(const llmgen_model *m, const llmgen_generate_params *p, constrain **out, char *err,
+                            size_t errlen) {
+    *out = NULL;
+    if (!p->grammar && !p->json_schema) return LLMGEN_OK;
+    if (p->grammar && p->json_schema) return fail(LLMGEN_E_USAGE, err, errlen, "give a grammar or a JSON schema, not both");
+    llmgen_capabilities caps;
+    llmgen_model_capabilities(m, &caps);
+    if (!caps.has_tokenizer)
+        return fail(LLMGEN_E_USAGE, err, errlen, "a grammar needs a tokenizer (this model has none)");
+    double t0 = now_seconds();
+    constrain *c = calloc(1, sizeof *c);
+    if (!c) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    c->V = caps.vocab_size;
+    char *text = NULL;
+    if (p->json_schema && json_schema_to_gbnf(p->json_schema, strlen(p->json_schema), &text, err, errlen)) {
+        free(c);
+        return LLMGEN_E_USAGE;
+    }
+    const char *gt = text ? text : p->grammar;
+    int rc = grammar_parse(gt, strlen(gt), &c->g, err, errlen);
+    free(text);
+    if (rc) {
+        free(c);
+        return LLMGEN_E_USAGE;
+    }
+    c->v = tm_vocab_new(c->V, piece, stop, (void *)m);
+    c->mask = malloc(((size_t)c->V + 31) / 32 * sizeof *c->mask);
+    c->masked = malloc((size_t)c->V * sizeof *c->masked);
+    if (!c->v || !c->mask || !c->masked) {
+        constrain_free(c);
+        return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
+    }
+    if (tm_matcher_new(c->g, c->v, &c->mt, err, errlen)) {
+        constrain_free(c);
+        return LLMGEN_E_USAGE;
+    }
+    memset(c->mask, 0, ((size_t)c->V + 31) / 32 * sizeof *c->mask);
+    c->compile_s = now_seconds() - t0;
+    *out = c;
+    return LLMGEN_OK;
+}
+
+void constrain_free(constrain *c) {
+    if (!c) return;
+    tm_matcher_free(c->mt);
+    tm_vocab_free(c->v);
+    grammar_free(c->g);
+    free(c->mask);
+    free(c->masked);
+    free(c);
+}
+
+const float *constrain_mask(constrain *c, const float *logits, int V, llmgen_status *st, char *err, size_t errlen) {
+    int n = tm_fill_mask(c->mt, c->mask, err, errlen);
+    if (n < 0) {
+        *st = LLMGEN_E_USAGE;
+        return NULL;
+    }
+    if (n == 0) {
+        *st = fail(LLMGEN_E_USAGE, err, errlen, "grammar: no token of this vocabulary can continue the output");
+        return NULL;
+    }
+    for (int w = 0; w < (V + 31) / 32; w++) {
+        uint32_t b = c->mask[w];
+        int base = w * 32, lim = V - base < 32 ? V - base : 32;
+        if (b == 0xFFFFFFFFu && lim == 32) {
+            memcpy(c->masked + base, logits + base, 32 * sizeof *logits);
+            continue;
+        }
+        for (int k = 0; k < lim; k++) c->masked[base + k] = (b >> k & 1) ? logits[base + k] : -INFINITY;
+    }
+    *st = LLMGEN_OK;
+    return c->masked;
+}
+
+int constrain_allows(const constrain *c, int32_t id) {
+    return id >= 0 && id < c->V && (c->mask[id >> 5] >> (id & 31) & 1);
+}
+
+int constrain_accept(constrain *c, int32_t id) { return tm_accept(c->mt, id); }
+int constrain_finished(const constrain *c) { return tm_is_terminated(c->mt); }
+void constrain_rollback(constrain *c, int n) { tm_rollback(c->mt, n); }
+double constrain_compile_seconds(const constrain *c) { return c->compile_s; }
