@@ -93,7 +93,7 @@ enum {
     O_DUMP, O_VERSION, O_TOPK, O_TOPP, O_MINP, O_REPEAT, O_CHAT, O_SYSTEM, O_TEMPLATE, O_TEMPLATE_FILE, O_DATE,
     O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL,
     O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL,
-    O_CHAT_TEMPLATE, O_NO_ESCAPE, O_KEEP_NEWLINE, O_SHOW_PIECES,
+    O_CHAT_TEMPLATE, O_NO_ESCAPE, O_KEEP_NEWLINE, O_SHOW_PIECES, O_GRAMMAR, O_GRAMMAR_FILE, O_JSON_SCHEMA, O_JSON_OBJECT,
 };
 
 /* Every option of the main command, in the order --help lists them. */
@@ -162,6 +162,10 @@ static const cli_opt table[] = {
                                        "Drafts are used with --temp 0 only (sampled runs decode one id per step)"},
     {O_STATS, 0, "stats", NULL, "print load time, tokens/s, time to first token, peak RSS, KV cache\n"
                                 "size (and ring: positions a sliding-window layer keeps) on stderr"},
+    {O_GRAMMAR, 0, "grammar", "TEXT", "constrain the output to a GBNF grammar (llama.cpp's format; rule root)"},
+    {O_GRAMMAR_FILE, 0, "grammar-file", "FILE", "the same, the grammar read from FILE"},
+    {O_JSON_SCHEMA, 0, "json-schema", "SCHEMA", "constrain the output to JSON valid for SCHEMA (inline JSON, or a file)"},
+    {O_JSON_OBJECT, 0, "json-object", NULL, "constrain the output to one JSON object (any keys and values)"},
     {O_DUMP, 0, "dump-logits", "FILE", "write the logits of every generated step (f32 rows)"},
     CLI_OPT_KERNELS,
     CLI_OPT_EXACT,
@@ -181,6 +185,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
     cli_args args;
     cli_args_init(&args, argc, argv);
     int c, taken, templates = 0; /* --template, --chat-template, --chat-template-file given */
+    int n_constraints = 0;       /* --grammar, --grammar-file, --json-schema, --json-object given */
     double v;
     char *end;
     const char *val;
@@ -274,8 +279,20 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_NO_ESCAPE: o->no_escape = 1; break;
         case O_KEEP_NEWLINE: o->keep_newline = 1; break;
         case O_SHOW_PIECES: o->show_pieces = 1; break;
+        case O_GRAMMAR: b->grammar = optarg; n_constraints++; break;
+        case O_GRAMMAR_FILE: o->grammar_file = optarg; n_constraints++; break;
+        case O_JSON_SCHEMA: /* inline when it starts like JSON, else a file name */
+            if (optarg[strspn(optarg, " \t\r\n")] == '{') b->json_schema = optarg;
+            else o->json_schema_file = optarg;
+            n_constraints++;
+            break;
+        case O_JSON_OBJECT:
+            b->json_schema = "{\"type\": \"object\", \"additionalProperties\": true}";
+            n_constraints++;
+            break;
         }
     }
+    if (n_constraints > 1) return fail(err, "give only one of --grammar, --grammar-file, --json-schema, --json-object");
     if (!o->common.model && !o->tokenizer_path) return fail(err, "no model given: use -m PATH (see --help)");
     if (!!o->prompt + !!o->prompt_file + !!o->prompt_ids + !!o->batch > 1)
         return fail(err, "give only one of --prompt, --file, --prompt-ids, --batch");

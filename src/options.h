@@ -24,6 +24,8 @@ typedef struct {
     int draft_ngram;                                /* --draft-ngram N (0: not given) */
     const char *chat_template;                      /* --chat-template NAME|JINJA (into base.template_name / _text) */
     int no_escape, keep_newline, show_pieces;       /* --no-escape, --keep-newline, --show-pieces */
+    const char *grammar_file;                       /* --grammar-file FILE (main.c reads it into base.grammar) */
+    const char *json_schema_file;                   /* --json-schema FILE (main.c reads it into base.json_schema) */
     request base;                                   /* the settings every request starts from */
 } options;
 

@@ -35,6 +35,8 @@ void request_params(const request *q, llmgen_generate_params *p) {
     p->reuse_prefix = q->reuse_prefix;
     p->draft_lookup = q->draft_lookup;
     p->draft_max = q->draft_max;
+    p->grammar = q->grammar;
+    p->json_schema = q->json_schema;
 }
 
 int parse_id_list(const char *s, int32_t **out, int *n) {
@@ -306,6 +308,16 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
                 return seterr(err, "\"stop\"[%zu] must be a non-empty string", i);
             q->stops[q->n_stops++] = json_string_value(x);
         }
+    } else if (!strcmp(k, "grammar")) {
+        if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
+            return seterr(err, "\"grammar\" must be a string (GBNF) without NUL");
+        q->grammar = json_string_value(v);
+        q->json_schema = NULL;
+    } else if (!strcmp(k, "json_schema")) {
+        if (json_is_string(v) && !memchr(json_string_value(v), '\0', json_string_length(v))) q->json_schema = json_string_value(v);
+        else if (!json_is_object(v) && !json_is_boolean(v)) return seterr(err, "\"json_schema\" must be a JSON Schema (an object) or its text");
+        else q->json_schema = NULL; /* the object is written out as text after the keys are read */
+        q->grammar = NULL;
     } else if (strcmp(k, "id") != 0) { /* "id" is echoed back as is */
         return seterr(err, "unknown key \"%s\"", k);
     }
@@ -329,6 +341,16 @@ int request_from_json(json_t *root, const request *base, request *q, char *err) 
     if (json_object_get(root, "system") && !q->chat && !q->messages)
         return seterr(err, "\"system\" needs \"chat\": true (or \"messages\"), as --system needs --chat");
     if (q->messages && q->chat) return seterr(err, "\"messages\" are rendered by the chat template: drop \"chat\"");
+    if (json_object_get(root, "grammar") && json_object_get(root, "json_schema"))
+        return seterr(err, "give only one of \"grammar\" and \"json_schema\"");
+    json_t *schema = json_object_get(root, "json_schema");
+    if (schema && !json_is_string(schema)) {
+        char *t = json_dumps(schema, JSON_ENCODE_ANY | JSON_COMPACT);
+        json_t *s = t ? json_string(t) : NULL;
+        free(t);
+        if (!s || json_object_set_new(root, "json_schema", s)) return seterr(err, "out of memory");
+        q->json_schema = json_string_value(s);
+    }
     char e[ERR_LEN];
     if (llmgen_sampler_check(&q->sp, e, sizeof e)) return seterr(err, "%s", e);
     return 0;

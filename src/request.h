@@ -39,13 +39,16 @@ typedef struct {
     int seed_given;            /* 0: the caller draws a seed when sampling (temperature > 0) */
     int reuse_prefix;          /* llmgen_generate_params.reuse_prefix (--batch: on unless --no-prefix-cache) */
     int draft_lookup, draft_max; /* llmgen_generate_params' (--draft-lookup / --draft-ngram, --draft-max) */
+    const char *grammar;       /* GBNF text (--grammar, --grammar-file, "grammar"), or NULL */
+    const char *json_schema;   /* JSON Schema text (--json-schema, --json-object, "json_schema"), or NULL */
 } request;
 
 /* Generation params of q (stops point into q: q must outlive p). */
 void request_params(const request *q, llmgen_generate_params *p);
 
 /* Fill q from one JSONL request object, starting from `base` (the command line's
- * settings). q keeps pointers into root. Returns 0, or -1 with a message; either way
+ * settings). q keeps pointers into root ("json_schema" given
+ * as an object is replaced in root by its text). Returns 0, or -1 with a message; either way
  * request_free(q) releases what it owns. */
 int request_from_json(json_t *root, const request *base, request *q, char *err);
 /* What request_from_json (or a caller) allocated in q: its ids and messages. */
