@@ -67,6 +67,8 @@ int main(void) {
     FIELD(llmgen_generate_params, logprobs);
     FIELD(llmgen_generate_params, top_logprobs);
     FIELD(llmgen_generate_params, reuse_prefix);
+    FIELD(llmgen_generate_params, grammar);
+    FIELD(llmgen_generate_params, json_schema);
     FIELD(llmgen_generate_params, on_piece);
     FIELD(llmgen_generate_params, on_logits);
     FIELD(llmgen_generate_params, user);

@@ -128,6 +128,8 @@ pub struct llmgen_generate_params {
     pub logprobs: c_int,
     pub top_logprobs: c_int,
     pub reuse_prefix: c_int,
+    pub grammar: *const c_char,
+    pub json_schema: *const c_char,
     pub on_piece: llmgen_piece_fn,
     pub on_logits: llmgen_logits_fn,
     pub user: *mut c_void,
@@ -194,6 +196,7 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> llmgen_status;
+    pub fn llmgen_token_bytes(m: *const llmgen_model, id: i32, len: *mut usize) -> *const c_char;
     pub fn llmgen_detokenize(
         m: *const llmgen_model,
         ids: *const i32,
