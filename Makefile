@@ -48,7 +48,8 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
-        quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab
+        quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
+        grammars grammar-refs grammar-bench
 
 all: llmgen  ## build ./llmgen
 
@@ -155,6 +156,18 @@ chat-templates: $(CHAT_TEMPLATES)  ## fetch llama.cpp's chat templates (pinned s
 $(CHAT_TEMPLATES): tests/gen/fetch_chat_templates.py
 	$(PYTHON) tests/gen/fetch_chat_templates.py $(CACHE)
 
+# GBNF grammars llama.cpp ships (the same pinned sdist): tests/cli/check_grammar.py parses each and checks
+# the ones xgrammar accepts against tests/refs/grammar.
+GRAMMARS := $(CACHE)/grammars/llama.cpp/.ok
+grammars: $(GRAMMARS)  ## extract llama.cpp's grammars/*.gbnf (pinned sdist) into .cache/grammars
+$(GRAMMARS): tests/gen/fetch_grammars.py tests/gen/fetch_chat_templates.py
+	$(PYTHON) tests/gen/fetch_grammars.py $(CACHE)
+
+# Structured output: greedy ids of HF transformers with xgrammar's logits processor for the JSON Schemas and
+# grammars of tests/gen/grammar_cases.json and llama.cpp's grammars (tests/refs/grammar/).
+grammar-refs: $(REF_VENV)/.ok $(GRAMMARS) model  ## regenerate tests/refs/grammar with transformers + xgrammar
+	$(REF_VENV)/bin/python tests/gen/make_grammar_refs.py $(CACHE)
+
 # perplexity, --logprobs and verify references (tests/refs/quality/: the default model on the GPL-3 text
 # of Debian's base-files, two tiny fixtures); checked by tests/cli/check_quality.py in make test.
 quality-refs: $(REF_VENV)/.ok fixtures model  ## regenerate tests/refs/quality/ with HF transformers (about 10 min)
@@ -227,7 +240,7 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 
-regress: llmgen model fixtures $(CHAT_TEMPLATES) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
@@ -390,6 +403,9 @@ bench-models: fixtures $(BENCH_VENV)/.ok llmgen  ## write the 1B-config GGUFs (F
 $(BENCH_BIN)/llmgen_bench: $(BUILD)/tests/bench/llmgen_bench.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BENCH_BIN)/grammar_bench: $(BUILD)/tests/bench/grammar_bench.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BENCH_BIN)/membw $(BENCH_BIN)/int8peak $(BENCH_BIN)/tile_layout: $(BENCH_BIN)/%: tests/bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
@@ -417,6 +433,9 @@ bench-ab: model llmgen  ## interleaved A/B of llmgen builds: prefill 512 and dec
 # BENCH_BINS="OLD=old ./llmgen=new" compares builds in the same run.
 bench-contention: model llmgen  ## decode with a busy core and two processes side by side, -t 1 vs -t 2
 	$(PYTHON) tests/bench/bench_contention.py $(or $(BENCH_BINS),./llmgen)
+
+grammar-bench: model llmgen $(BENCH_BIN)/grammar_bench  ## structured output: schema vs plain decode (A/B), compile and mask time at 49k/128k/152k vocabularies
+	$(PYTHON) tests/bench/bench_grammar.py
 
 bench-parallel: peer model bench-models llmgen  ## several sequences per step and the prefix cache vs llama-batched-bench (.cache/bench/parallel.json)
 	$(PYTHON) tests/bench/bench_parallel.py $(CACHE)
