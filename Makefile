@@ -49,7 +49,8 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
-        grammars grammar-refs grammar-bench
+        grammars grammar-refs grammar-bench \
+        regress-grammar
 
 all: llmgen  ## build ./llmgen
 
@@ -433,6 +434,10 @@ bench-ab: model llmgen  ## interleaved A/B of llmgen builds: prefill 512 and dec
 # BENCH_BINS="OLD=old ./llmgen=new" compares builds in the same run.
 bench-contention: model llmgen  ## decode with a busy core and two processes side by side, -t 1 vs -t 2
 	$(PYTHON) tests/bench/bench_contention.py $(or $(BENCH_BINS),./llmgen)
+
+# --exact against tests/refs/grammar, llama.cpp's grammars parse, 34 schemas x 3 prompts validate (jsonschema).
+regress-grammar: llmgen model $(GRAMMARS) fixtures  ## structured output against transformers + xgrammar and jsonschema
+	$(PYTHON) tests/cli/regress_grammar.py
 
 grammar-bench: model llmgen $(BENCH_BIN)/grammar_bench  ## structured output: schema vs plain decode (A/B), compile and mask time at 49k/128k/152k vocabularies
 	$(PYTHON) tests/bench/bench_grammar.py
