@@ -506,20 +506,11 @@ int main(int argc, char **argv) {
                     llmgen_kernels_default());
         return fflush(stdout) || ferror(stdout) ? die(EXIT_IO, "stdout: write error: %s", strerror(errno)) : EXIT_OK;
     }
-    char *template_text = NULL;
-    llmgen_status tst = o.template_file ? chat_template_read_file(o.template_file, "--chat-template-file",
-                                                                  &template_text, err) : LLMGEN_OK;
-    if (tst) return die(exit_code(tst), "%s", err);
-    if (template_text) o.base.template_text = template_text;
-    char *constraint_text = NULL; /* --grammar-file / --json-schema FILE */
-    const char *cfile = o.grammar_file ? o.grammar_file : o.json_schema_file;
-    if (cfile && (tst = chat_template_read_file(cfile, o.grammar_file ? "--grammar-file" : "--json-schema",
-                                                &constraint_text, err))) {
-        free(template_text);
+    llmgen_status tst = options_read_files(&o, err);
+    if (tst) {
+        options_free(&o);
         return die(exit_code(tst), "%s", err);
     }
-    if (o.grammar_file) o.base.grammar = constraint_text;
-    else if (o.json_schema_file) o.base.json_schema = constraint_text;
 
     app A = {.o = &o};
     struct timespec t0, t1;
@@ -561,7 +552,6 @@ int main(int argc, char **argv) {
     llmgen_model_free(A.dm);
     llmgen_session_free(A.s);
     llmgen_model_free(A.m);
-    free(template_text);
-    free(constraint_text);
+    options_free(&o);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_template.h"
 #include "options.h"
 
 static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -326,3 +327,20 @@ int options_parse(int argc, char **argv, options *o, char *err) {
 
 
 int options_valid_date(const char *d) { return valid_date(d); }
+
+llmgen_status options_read_files(options *o, char *err) {
+    llmgen_status st = LLMGEN_OK;
+    if (o->template_file && !(st = chat_template_read_file(o->template_file, "--chat-template-file", &o->texts[0], err)))
+        o->base.template_text = o->texts[0];
+    const char *path = o->grammar_file ? o->grammar_file : o->json_schema_file;
+    if (!st && path &&
+        !(st = chat_template_read_file(path, o->grammar_file ? "--grammar-file" : "--json-schema", &o->texts[1], err)))
+        *(o->grammar_file ? &o->base.grammar : &o->base.json_schema) = o->texts[1];
+    return st;
+}
+
+void options_free(options *o) {
+    free(o->texts[0]);
+    free(o->texts[1]);
+    o->texts[0] = o->texts[1] = NULL;
+}
