@@ -10,7 +10,7 @@
 
 #include "grammar.h"
 
-#define WS "[ \\n\\t]*"
+#define WS "[ \\n\\r\\t]*"
 
 static const char basic_rules[] =
     "basic-escape ::= [\"\\\\/bfnrt] | \"u\" [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9]\n"

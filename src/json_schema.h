@@ -2,7 +2,7 @@
  *
  * The language follows xgrammar's JSON Schema converter (strict mode, its default),
  * so that constrained greedy ids can be checked against it:
- *   - whitespace: any run of space, newline and tab between the tokens of the JSON
+ *   - whitespace: any run of space, tab, CR and LF between the tokens of the JSON
  *     text (after '{' '[' ',' ':' and before ',' ':' '}' ']'), none before or after
  *     the whole value;
  *   - objects: the schema's properties in schema order, each optional one may be
