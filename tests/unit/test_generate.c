@@ -283,3 +283,51 @@ Test(generate, logprobs_are_log_softmax_of_the_raw_logits, .init = setup, .fini 
     free(k.steps);
     free(ids);
 }
+
+/* Structured output through the API: only what the grammar allows comes out, and the end-of-sequence
+ * id ends it exactly when it is complete; prompt-lookup drafts give the same ids, sampling stays in the
+ * language. Ids against transformers + xgrammar are tests/cli/check_grammar.py's. */
+Test(generate, grammar_and_json_schema_constrain_the_output, .init = setup, .fini = teardown) {
+    int n;
+    int32_t *ids = prompt_of("<|im_start|>user\nIs the sky blue? Then list two colors.<|im_end|>\n"
+                             "<|im_start|>assistant\n", &n);
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.max_tokens = 16;
+    p.grammar = "root ::= \"yes\" | \"no\"";
+    llmgen_result r;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect(!strcmp(r.text, "yes") || !strcmp(r.text, "no"), "%s", r.text);
+    cr_expect_eq(r.stop_reason, LLMGEN_STOP_EOS);
+    llmgen_result_free(&r);
+
+    p.grammar = NULL;
+    p.json_schema = "{\"type\": \"array\", \"items\": {\"enum\": [\"red\", \"green\", \"blue\"]}, \"minItems\": 2, "
+                    "\"maxItems\": 2}";
+    p.max_tokens = 24;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect_eq(r.stop_reason, LLMGEN_STOP_EOS, "%s", r.text);
+    cr_expect(r.text_len > 2 && r.text[0] == '[' && r.text[r.text_len - 1] == ']', "%s", r.text);
+    int32_t greedy[24];
+    int n_greedy = r.n_ids;
+    memcpy(greedy, r.ids, (size_t)r.n_ids * sizeof *r.ids);
+    llmgen_result_free(&r);
+    p.draft_lookup = 2; /* a draft the grammar forbids is never the picked id */
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect(r.n_ids == n_greedy && !memcmp(r.ids, greedy, (size_t)n_greedy * sizeof *greedy), "%s", r.text);
+    llmgen_result_free(&r);
+    p.draft_lookup = 0;
+    p.sampler.temperature = 1.5f;
+    p.sampler.seed = 7;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect(r.text_len >= 1 && r.text[0] == '[', "%s", r.text);
+    cr_expect(r.stop_reason != LLMGEN_STOP_EOS || r.text[r.text_len - 1] == ']', "%s", r.text);
+    llmgen_result_free(&r);
+
+    p.json_schema = NULL;
+    p.grammar = "root ::= \"a\" b";
+    cr_expect_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_E_USAGE);
+    cr_expect_not_null(strstr(err, "grammar: line 1, column 14"), "%s", err);
+    llmgen_result_free(&r);
+    llmgen_free(ids);
+}
