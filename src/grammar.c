@@ -88,6 +88,8 @@ static int perr_at(parser *p, const char *at, const char *fmt, ...) {
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         snprintf(p->err, p->errlen, "grammar: line %d, column %d: %s", line, col, msg);
+        for (char *q = p->err; *q; q++) /* one line, whatever the grammar's bytes */
+            if ((unsigned char)*q < 0x20 || *q == 0x7F) *q = '?';
     }
     return -1;
 }
@@ -238,7 +240,8 @@ static int32_t parse_char(parser *p) {
     case 't': return '\t';
     case '\\': case '"': case '[': case ']': case '-': case '^': case '\'': case '/': return c;
     }
-    return perr_at(p, at, "unknown escape '\\%c'", c);
+    if (c >= 32 && c < 127) return perr_at(p, at, "unknown escape '\\%c'", c);
+    return perr_at(p, at, "unknown escape: '\\' then byte 0x%02X", (unsigned)c & 0xFF);
 }
 
 static int parse_alternates(parser *p, int r, int depth);

@@ -111,6 +111,13 @@ typedef struct {
     int failed;
 } conv;
 
+/* Control characters of a message (from the schema's keys and patterns, or jansson's quote of the
+ * text) become '?': an error is always one line. */
+static void one_line(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7F) *s = '?';
+}
+
 static int cerr(conv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int cerr(conv *c, const char *fmt, ...) {
     if (c->failed) return -1;
@@ -122,6 +129,7 @@ static int cerr(conv *c, const char *fmt, ...) {
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         snprintf(c->err, c->errlen, "json schema: at %s: %s", c->path[0] ? c->path : "#", msg);
+        one_line(c->err);
     }
     return -1;
 }
@@ -519,6 +527,7 @@ static int gen_array(conv *c, json_t *s, int depth, sbuf *b) {
     json_t *prefix = json_object_get(s, "prefixItems"), *items = json_object_get(s, "items");
     long lo, hi;
     if (get_count(c, s, "minItems", &lo, 0) || get_count(c, s, "maxItems", &hi, -1)) return -1;
+    if (hi >= 0 && hi < lo) return cerr(c, "maxItems is below minItems");
     if (prefix && !json_is_array(prefix)) return cerr(c, "'prefixItems' must be an array");
     if (items && !json_is_object(items) && !json_is_boolean(items)) return cerr(c, "'items' must be a schema or a boolean");
     char iname[24] = "";
@@ -806,7 +815,10 @@ int json_schema_to_gbnf(const char *text, size_t len, char **gbnf, char *err, si
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        if (err && errlen) snprintf(err, errlen, "json schema: line %d, column %d: %s", je.line, je.column, je.text);
+        if (err && errlen) {
+            snprintf(err, errlen, "json schema: line %d, column %d: %s", je.line, je.column, je.text);
+            one_line(err);
+        }
         return -1;
     }
     conv c = {.root = root, .err = err, .errlen = errlen};
