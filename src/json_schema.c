@@ -397,24 +397,24 @@ static int rx_seq(rx *x, sbuf *b, int depth) {
         if (q == '*' || q == '+' || q == '?') {
             sb_add(b, &q, 1);
             x->s++;
-        } else if (q == '{') {
-            const char *close = memchr(x->s, '}', (size_t)(x->end - x->s));
-            long lo = -1, hi = -1;
-            char tail[8] = "";
-            if (close && close - x->s < 24) {
-                char tmp[32];
-                memcpy(tmp, x->s + 1, (size_t)(close - x->s - 1));
-                tmp[close - x->s - 1] = 0;
-                int k = sscanf(tmp, "%ld,%ld", &lo, &hi);
-                if (k == 1 && strchr(tmp, ',')) hi = -2; /* {m,} */
-                else if (k == 1) hi = lo;
-                (void)tail;
+        } else if (q == '{') { /* {m}, {m,} or {m,n}: digits only */
+            const char *p = x->s + 1;
+            long lo = 0, hi;
+            int nd = 0, nh = 0;
+            for (; p < x->end && *p >= '0' && *p <= '9' && lo <= GRAMMAR_MAX_REPEAT; p++, nd++)
+                lo = lo * 10 + (*p - '0');
+            hi = lo;
+            if (nd && p < x->end && *p == ',') {
+                for (p++, hi = 0; p < x->end && *p >= '0' && *p <= '9' && hi <= GRAMMAR_MAX_REPEAT; p++, nh++)
+                    hi = hi * 10 + (*p - '0');
+                if (!nh) hi = -1;
             }
-            if (lo < 0 || (hi >= 0 && hi < lo) || lo > GRAMMAR_MAX_REPEAT || hi > GRAMMAR_MAX_REPEAT)
+            if (!nd || p >= x->end || *p != '}' || lo > GRAMMAR_MAX_REPEAT || hi > GRAMMAR_MAX_REPEAT ||
+                (hi >= 0 && hi < lo))
                 return cerr(x->c, "pattern: a bad or too large {m,n} repetition");
-            if (hi == -2) sb_fmt(b, "{%ld,}", lo);
+            if (hi < 0) sb_fmt(b, "{%ld,}", lo);
             else sb_fmt(b, "{%ld,%ld}", lo, hi);
-            x->s = close + 1;
+            x->s = p + 1;
         } else {
             continue;
         }
