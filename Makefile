@@ -440,7 +440,7 @@ bench-contention: model llmgen  ## decode with a busy core and two processes sid
 regress-grammar: llmgen model $(GRAMMARS) fixtures  ## structured output against transformers + xgrammar and jsonschema, in full
 	$(PYTHON) tests/cli/check_grammar.py --full
 
-grammar-bench: model llmgen $(BENCH_BIN)/grammar_bench  ## structured output: schema vs plain decode (A/B), compile and mask time at 49k/128k/152k vocabularies
+grammar-bench: model fixtures llmgen $(BENCH_BIN)/grammar_bench  ## structured output: schema vs plain decode (A/B; default model, 1B config at 128k ids), compile and mask time
 	$(PYTHON) tests/bench/bench_grammar.py
 
 bench-parallel: peer model bench-models llmgen  ## several sequences per step and the prefix cache vs llama-batched-bench (.cache/bench/parallel.json)
