@@ -88,6 +88,13 @@ void kv_value_put(dtype type, void *vh, int slot, const float *x, int hd) {
     for (int d = 0; d < hd; d++) dst[2 * d] = kv_bf16(x[d]);
 }
 
+/* The first position a token at pos reads in a sliding layer: its window's start,
+ * down to a key block (ops_attend_block reads whole blocks). */
+static int window_block(const model_config *c, int pos) {
+    int lo = pos + 1 - c->sliding_window;
+    return lo > 0 ? lo / ATT_KBLOCK * ATT_KBLOCK : 0;
+}
+
 size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int save) {
     size_t at = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -110,8 +117,8 @@ size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int 
         /* the saved ring's slots may hold positions past pos (a pass taken back before
          * the save): count as written every position a rewind to pos allows, so that no
          * earlier rewind reads an overwritten slot */
-        int lo = pos + 1 - c->sliding_window, skip = lo > 0 ? lo / ATT_KBLOCK * ATT_KBLOCK : 0;
-        kv->written = kv->ring && pos > 0 && skip + kv->ring > pos ? skip + kv->ring : pos;
+        int last = window_block(c, pos) + kv->ring;
+        kv->written = kv->ring && pos > 0 && last > pos ? last : pos;
     }
     return at;
 }
@@ -120,6 +127,5 @@ int kv_cache_can_rewind(const kv_cache *kv, const model_config *c, int pos) {
     if (!kv->ring || pos <= 0) return 1;
     /* the next token's read starts here (ops_attend_block); a slot of a position p
      * before pos may hold p + ring (or later) once that was written */
-    int lo = pos + 1 - c->sliding_window, skip = lo > 0 ? lo / ATT_KBLOCK * ATT_KBLOCK : 0;
-    return (int64_t)skip + kv->ring >= kv->written;
+    return (int64_t)window_block(c, pos) + kv->ring >= kv->written;
 }
