@@ -27,6 +27,8 @@ struct grammar {
     uint64_t *cs_ascii;        /* (n_cs, 2) bitmap of code points 0..127 */
     uint64_t *cs_lead;         /* (n_cs) bit b - 0xC0: lead byte b starts a code point of the class */
     uint32_t *rng;             /* (total ranges, 2) sorted disjoint [lo, hi] */
+    int32_t *el_min;           /* (n_elems) fewest bytes from element e to the end of its alternative */
+    int32_t *rule_min;         /* (n_rules) fewest bytes of a string the rule matches */
 };
 
 /* ---- growable arrays ------------------------------------------------------------ */
@@ -553,6 +555,108 @@ static int check_left_recursion(parser *p, grammar *g) {
     return rc;
 }
 
+/* ---- shortest completions ------------------------------------------------------ */
+
+static int32_t sat_add(int64_t a, int64_t b) { return a + b < GRAMMAR_NO_END ? (int32_t)(a + b) : GRAMMAR_NO_END; }
+
+/* The UTF-8 length of the shortest code point in class c (surrogates never match), or
+ * GRAMMAR_NO_END for an empty class. */
+static int32_t cs_min_len(const grammar *g, int c) {
+    static const uint32_t lo[4] = {0, 0x80, 0x800, 0x10000}, hi[4] = {0x7F, 0x7FF, 0xFFFF, CP_MAX};
+    for (int L = 0; L < 4; L++) {
+        if (L == 2 ? cs_meets(g, c, 0x800, 0xD7FF) || cs_meets(g, c, 0xE000, 0xFFFF) : cs_meets(g, c, lo[L], hi[L]))
+            return L + 1;
+    }
+    return GRAMMAR_NO_END;
+}
+
+/* A binary min-heap of n keys in h. */
+static void heap_push(uint64_t *h, int *n, uint64_t key) {
+    int i = (*n)++;
+    for (; i && h[(i - 1) / 2] > key; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = key;
+}
+
+static uint64_t heap_pop(uint64_t *h, int *n) {
+    uint64_t top = h[0], x = h[--*n];
+    int i = 0;
+    for (int c; (c = 2 * i + 1) < *n; i = c) {
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (x <= h[c]) break;
+        h[i] = h[c];
+    }
+    h[i] = x;
+    return top;
+}
+
+/* el_min and rule_min: the fewest bytes of each rule is a least fixpoint over the rules
+ * (Knuth's generalization of Dijkstra's algorithm: a rule's value is final when it is the
+ * smallest candidate left, the sum of an alternative whose references are all final);
+ * rules that match no finite string keep GRAMMAR_NO_END. */
+static int min_lengths(grammar *g) {
+    int R = g->n_rules, A = 0, rc = -1;
+    for (int r = 0; r < R; r++) A += g->rule_nalt[r];
+    int32_t *base = malloc(((size_t)A + 1) * sizeof *base), *left = malloc(((size_t)A + 1) * sizeof *left);
+    int32_t *alt_rule = malloc(((size_t)A + 1) * sizeof *alt_rule), *occ_n = calloc((size_t)R + 1, sizeof *occ_n);
+    int32_t *occ = NULL;
+    uint64_t *heap = malloc(((size_t)A + 1) * sizeof *heap);
+    char *final = calloc((size_t)R + 1, 1);
+    g->el_min = malloc(((size_t)g->n_elems + 1) * sizeof *g->el_min);
+    g->rule_min = malloc(((size_t)R + 1) * sizeof *g->rule_min);
+    if (!base || !left || !alt_rule || !occ_n || !heap || !final || !g->el_min || !g->rule_min) goto out;
+    int n_ref = 0;
+    for (int r = 0; r < R; r++)
+        for (int a = g->rule_alt[r]; a < g->rule_alt[r] + g->rule_nalt[r]; a++) {
+            alt_rule[a] = r;
+            base[a] = left[a] = 0;
+            for (int e = g->alt_start[a]; g->kind[e] != EL_END; e++)
+                if (g->kind[e] == EL_CS) base[a] = sat_add(base[a], cs_min_len(g, g->arg[e]));
+                else left[a]++, occ_n[g->arg[e]]++, n_ref++;
+        }
+    /* occ: the alternatives holding each rule's references (once per reference), by rule */
+    occ = malloc(((size_t)n_ref + 1) * sizeof *occ);
+    int32_t *occ_at = malloc(((size_t)R + 1) * sizeof *occ_at);
+    if (!occ || !occ_at) {
+        free(occ_at);
+        goto out;
+    }
+    for (int r = 0, k = 0; r < R; r++) occ_at[r] = k, k += occ_n[r];
+    for (int a = 0; a < A; a++)
+        for (int e = g->alt_start[a]; g->kind[e] != EL_END; e++)
+            if (g->kind[e] == EL_REF) occ[occ_at[g->arg[e]]++] = a;
+    for (int r = 0; r < R; r++) occ_at[r] -= occ_n[r];
+    int hn = 0; /* heap of candidates (value << 32 | rule) */
+    for (int a = 0; a < A; a++)
+        if (!left[a] && base[a] < GRAMMAR_NO_END) heap_push(heap, &hn, (uint64_t)base[a] << 32 | (uint32_t)alt_rule[a]);
+    for (int r = 0; r < R; r++) g->rule_min[r] = GRAMMAR_NO_END;
+    while (hn) {
+        uint64_t top = heap_pop(heap, &hn);
+        int r = (int)(uint32_t)top;
+        if (final[r]) continue;
+        final[r] = 1;
+        g->rule_min[r] = (int32_t)(top >> 32);
+        for (int k = occ_at[r]; k < occ_at[r] + occ_n[r]; k++) {
+            int a = occ[k];
+            base[a] = sat_add(base[a], g->rule_min[r]);
+            if (!--left[a] && !final[alt_rule[a]] && base[a] < GRAMMAR_NO_END)
+                heap_push(heap, &hn, (uint64_t)base[a] << 32 | (uint32_t)alt_rule[a]);
+        }
+    }
+    free(occ_at);
+    for (int a = 0; a < A; a++) { /* suffix sums, from each alternative's END back */
+        int e = g->alt_start[a];
+        while (g->kind[e] != EL_END) e++;
+        g->el_min[e] = 0;
+        for (e--; e >= g->alt_start[a]; e--)
+            g->el_min[e] = sat_add(g->el_min[e + 1],
+                                   g->kind[e] == EL_CS ? cs_min_len(g, g->arg[e]) : g->rule_min[g->arg[e]]);
+    }
+    rc = 0;
+out:
+    free(base), free(left), free(alt_rule), free(occ_n), free(occ), free(heap), free(final);
+    return rc;
+}
+
 static void parser_free(parser *p) {
     for (int i = 0; i < p->n_rules; i++) free(p->rules[i].name), free(p->rules[i].el);
     free(p->rules);
@@ -565,6 +669,7 @@ void grammar_free(grammar *g) {
     if (!g) return;
     free(g->rule_alt), free(g->rule_nalt), free(g->alt_start), free(g->kind), free(g->arg);
     free(g->cs_off), free(g->cs_n), free(g->cs_ascii), free(g->cs_lead), free(g->rng);
+    free(g->el_min), free(g->rule_min);
     free(g);
 }
 
@@ -656,6 +761,7 @@ int grammar_parse(const char *text, size_t len, grammar **out, char *err, size_t
             if (lo <= hi && cs_meets(g, c, lo, hi)) g->cs_lead[c] |= 1ull << (b - 0xC0);
         }
     if (check_left_recursion(&p, g)) goto fail;
+    if (min_lengths(g)) goto nomem;
     parser_free(&p);
     *out = g;
     return 0;
@@ -811,6 +917,20 @@ void gm_first_bytes(const gm *m, int32_t id, uint64_t out[4]) {
     out[3] = m->g->cs_lead[c];
 }
 int32_t gm_position_node(gm *m, int pos) { return node_get(m, pos, GM_ESC, 0); }
+
+int32_t gm_min_bytes(const gm *m, const int32_t *set, int n) {
+    const int32_t *el_min = m->g->el_min;
+    int32_t best = GRAMMAR_NO_END;
+    for (int i = 0; i < n; i++) {
+        int32_t id = set[i];
+        if (id < 2) return 0; /* GM_DONE (GM_ESC: the caller's rest is not known here) */
+        uint32_t part = m->part[id];
+        int32_t c = part ? sat_add(PART_NEED(part), el_min[m->pos[id] + 1]) : el_min[m->pos[id]];
+        for (int32_t p = m->parent[id]; p >= 2 && c < best; p = m->parent[p]) c = sat_add(c, el_min[m->pos[p]]);
+        if (c < best) best = c;
+    }
+    return best;
+}
 
 gm *gm_new(const grammar *g) {
     gm *m = calloc(1, sizeof *m);

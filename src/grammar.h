@@ -32,6 +32,9 @@
 #define GRAMMAR_MAX_ELEMS (1 << 20)
 #define GRAMMAR_MAX_REPEAT 10000
 #define GRAMMAR_MAX_STACKS 4096
+/* A length no string reaches: what gm_min_bytes gives when nothing can complete
+ * (lengths saturate here). */
+#define GRAMMAR_NO_END (1 << 30)
 
 typedef struct grammar grammar;
 
@@ -75,6 +78,12 @@ int32_t gm_position_node(gm *m, int pos);
  * gm_n_nodes returned mark (scratch work), keeping ids below mark valid. */
 int32_t gm_n_nodes(const gm *m);
 void gm_truncate(gm *m, int32_t mark);
+/* The fewest bytes that complete the grammar from stack set set[0..n): 0 when it can
+ * end here, GRAMMAR_NO_END when no stack can (an empty set, a rule matching no finite
+ * string). Per stack: what its top element still needs (the rest of a character it is
+ * inside, else its class's shortest code point), the rest of that alternative, and
+ * each return position's rest below it. */
+int32_t gm_min_bytes(const gm *m, const int32_t *set, int n);
 /* 1 if the arena hit its limit (states made after that are wrong: stop). */
 int gm_failed(const gm *m);
 
