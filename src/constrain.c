@@ -16,6 +16,7 @@ struct constrain {
     tm_vocab *v;
     tm_matcher *mt;
     uint32_t *mask;   /* ((V + 31) / 32) the last mask */
+    uint32_t *fit;    /* ((V + 31) / 32) scratch: the ids of mask that fit a budget */
     float *masked;    /* (V) logits with forbidden ids at -inf */
     int V;
     double compile_s;
@@ -56,8 +57,9 @@ llmgen_status constrain_new(const llmgen_model *m, const llmgen_generate_params 
     }
     c->v = tm_vocab_new(c->V, piece, stop, (void *)m);
     c->mask = malloc(((size_t)c->V + 31) / 32 * sizeof *c->mask);
+    c->fit = malloc(((size_t)c->V + 31) / 32 * sizeof *c->fit);
     c->masked = malloc((size_t)c->V * sizeof *c->masked);
-    if (!c->v || !c->mask || !c->masked) {
+    if (!c->v || !c->mask || !c->fit || !c->masked) {
         constrain_free(c);
         return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
     }
@@ -77,6 +79,7 @@ void constrain_free(constrain *c) {
     tm_vocab_free(c->v);
     grammar_free(c->g);
     free(c->mask);
+    free(c->fit);
     free(c->masked);
     free(c);
 }
@@ -106,6 +109,23 @@ const float *constrain_mask(constrain *c, const float *logits, int V, llmgen_sta
 
 int constrain_allows(const constrain *c, int32_t id) {
     return id >= 0 && id < c->V && (c->mask[id >> 5] >> (id & 31) & 1);
+}
+
+int constrain_fits(constrain *c, int32_t id, int32_t bytes) {
+    if (!constrain_allows(c, id)) return 0;
+    int32_t need = tm_min_bytes_after(c->mt, id);
+    return need >= 0 && need <= bytes;
+}
+
+int constrain_keep_within(constrain *c, int32_t bytes) {
+    int n = tm_keep_within(c->mt, c->mask, c->fit, bytes);
+    if (n <= 0) return 0;
+    for (int w = 0; w < (c->V + 31) / 32; w++) {
+        for (uint32_t gone = c->mask[w] & ~c->fit[w]; gone; gone &= gone - 1)
+            c->masked[w * 32 + __builtin_ctz(gone)] = -INFINITY;
+        c->mask[w] = c->fit[w];
+    }
+    return n;
 }
 
 int constrain_accept(constrain *c, int32_t id) { return tm_accept(c->mt, id); }

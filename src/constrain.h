@@ -19,6 +19,13 @@ void constrain_free(constrain *c);
  * at -inf (owned by c, valid until the next call). NULL with LLMGEN_E_USAGE in *st
  * when no token can continue or a matcher limit is hit. */
 const float *constrain_mask(constrain *c, const float *logits, int V, llmgen_status *st, char *err, size_t errlen);
+/* 1 if, after id, the grammar can be complete within `bytes` more bytes (a stop id the
+ * grammar allows: always); 0 if not, or if id is not allowed. */
+int constrain_fits(constrain *c, int32_t id, int32_t bytes);
+/* Forbid (logit -inf, mask bit cleared) every id of the last mask after which the grammar
+ * cannot be complete within `bytes` bytes. Returns how many ids stay allowed; 0 (none fits,
+ * or a limit) leaves the mask and the logits as they were. */
+int constrain_keep_within(constrain *c, int32_t bytes);
 /* Follow a sampled id: 0, or -1 if the grammar does not allow it. */
 int constrain_accept(constrain *c, int32_t id);
 /* 1 if id is allowed by the last mask (a check for draft tokens). */

@@ -575,6 +575,58 @@ int tm_accept(tm_matcher *m, int32_t id) {
     return tm_accept_bytes(m, v->blob + v->off[id], n);
 }
 
+int32_t tm_min_bytes(const tm_matcher *m) { return m->terminated ? 0 : gm_min_bytes(m->gm, m->state, m->n_state); }
+
+int32_t tm_min_bytes_after(tm_matcher *m, int32_t id) {
+    const tm_vocab *v = m->v;
+    if (id < 0 || id >= v->V || m->terminated) return -1;
+    if (v->stop[id]) return tm_can_end(m) ? 0 : -1;
+    const uint8_t *p = (const uint8_t *)v->blob + v->off[id];
+    size_t n = v->off[id + 1] - v->off[id];
+    int32_t mark = gm_n_nodes(m->gm), *a = m->ta, *b = m->tb;
+    int k = m->n_state;
+    memcpy(a, m->state, (size_t)k * sizeof *a);
+    for (size_t i = 0; i < n && k > 0; i++) {
+        k = gm_advance(m->gm, a, k, p[i], b);
+        int32_t *x = a;
+        a = b, b = x;
+    }
+    int32_t mb = n && k > 0 ? gm_min_bytes(m->gm, a, k) : -1;
+    gm_truncate(m->gm, mark); /* scratch: the accepted token's nodes are made again */
+    return mb;
+}
+
+int tm_keep_within(tm_matcher *m, const uint32_t *in, uint32_t *out, int32_t budget) {
+    const tm_vocab *v = m->v;
+    memset(out, 0, (size_t)m->W * sizeof *out);
+    if (m->terminated) return 0;
+    int32_t mark = gm_n_nodes(m->gm);
+    int s0 = set_intern(m, m->state, m->n_state), count = 0;
+    for (int w = 0; w < m->W && s0 >= 0; w++)
+        for (uint32_t bits = in[w]; bits && s0 >= 0; bits &= bits - 1) {
+            int32_t id = w * 32 + __builtin_ctz(bits);
+            if (id >= v->V) break;
+            if (!v->stop[id]) { /* interned sets and cached steps: tokens sharing a prefix share the work */
+                const uint8_t *p = (const uint8_t *)v->blob + v->off[id];
+                size_t n = v->off[id + 1] - v->off[id];
+                int s = s0;
+                for (size_t i = 0; i < n && s >= 0 && m->set_len[s] > 0; i++) s = set_step(m, s, p[i]);
+                if (s < 0) s0 = -1;
+                if (s < 0 || !n || !m->set_len[s] ||
+                    gm_min_bytes(m->gm, m->set_pool + m->set_off[s], m->set_len[s]) > budget)
+                    continue;
+            } else if (!tm_can_end(m)) {
+                continue;
+            }
+            bit_set(out, id);
+            count++;
+        }
+    int failed = s0 < 0 || gm_failed(m->gm);
+    gm_truncate(m->gm, mark);
+    sets_clear(m);
+    return failed ? -1 : count;
+}
+
 int tm_can_end(const tm_matcher *m) { return !m->terminated && m->n_state > 0 && m->state[0] == GM_DONE; }
 
 int tm_is_terminated(const tm_matcher *m) {

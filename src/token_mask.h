@@ -46,6 +46,15 @@ int tm_accept_bytes(tm_matcher *m, const char *s, size_t n);
 int tm_can_end(const tm_matcher *m);
 /* 1 once a stop token was accepted, or when nothing but the end is allowed. */
 int tm_is_terminated(const tm_matcher *m);
+/* The fewest bytes that complete the grammar from here: 0 when it can end (or has
+ * ended), GRAMMAR_NO_END when nothing can (see gm_min_bytes). */
+int32_t tm_min_bytes(const tm_matcher *m);
+/* The same after token id, the state unchanged: 0 for a stop token the grammar
+ * allows, -1 when id is not allowed here or a limit is hit. */
+int32_t tm_min_bytes_after(tm_matcher *m, int32_t id);
+/* out = the ids of in (a mask as tm_fill_mask's) after which the grammar can complete
+ * within budget bytes. Returns how many, or -1 on a limit. */
+int tm_keep_within(tm_matcher *m, const uint32_t *in, uint32_t *out, int32_t budget);
 /* Undo the last n accepted tokens (n <= those accepted). */
 void tm_rollback(tm_matcher *m, int n);
 

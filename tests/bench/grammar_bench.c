@@ -4,8 +4,11 @@
  *
  * usage: grammar_bench MODEL (--json-schema TEXT | --grammar TEXT) OUTPUT_TEXT [REPEAT [steps]]
  * prints one JSON line: vocab, compile_ms, tokens, mask_us_mean, mask_us_max, mask_us_first
- * (the first mask of each position fills its cache), repeated REPEAT times (fresh matcher);
- * "steps" also prints each step's mask time and token on stderr. */
+ * (the first mask of each position fills its cache), fit_us_mean (the closing rule's check of
+ * the picked token: what it costs every step), keep_us_mean (its filter of every allowed token:
+ * what a step where the budget binds adds), repeated REPEAT times (fresh matcher); "steps" also
+ * prints each step's mask time and token on stderr. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +52,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "grammar_bench: %s\n", err);
             return 1;
         }
-        double sum = 0, mx = 0, first = 0;
+        double sum = 0, mx = 0, first = 0, fit = 0, keep = 0;
         for (size_t i = 0; i < n; i++) {
             double t = now_seconds();
             if (!constrain_mask(c, logits, V, &st, err, sizeof err)) {
@@ -62,8 +65,18 @@ int main(int argc, char **argv) {
                 const char *b = llmgen_token_bytes(m, ids[i], &bl);
                 fprintf(stderr, "%4zu %9.1f us  %.*s\n", i, dt * 1e6, (int)bl, b);
             }
-            if (!constrain_allows(c, ids[i]) || constrain_accept(c, ids[i])) {
+            if (!constrain_allows(c, ids[i])) {
                 fprintf(stderr, "grammar_bench: token %zu (id %d) of the output is not allowed\n", i, ids[i]);
+                return 1;
+            }
+            t = now_seconds();
+            int fits = constrain_fits(c, ids[i], INT32_MAX);
+            fit += now_seconds() - t;
+            t = now_seconds();
+            int kept = constrain_keep_within(c, INT32_MAX); /* every id fits: the mask stays */
+            keep += now_seconds() - t;
+            if (!fits || !kept || constrain_accept(c, ids[i])) {
+                fprintf(stderr, "grammar_bench: token %zu (id %d): the closing rule's check failed\n", i, ids[i]);
                 return 1;
             }
             sum += dt;
@@ -71,8 +84,9 @@ int main(int argc, char **argv) {
             if (!i) first = dt;
         }
         printf("{\"vocab\": %d, \"compile_ms\": %.3f, \"tokens\": %zu, \"mask_us_mean\": %.1f, \"mask_us_max\": %.1f, "
-               "\"mask_us_first\": %.1f}\n",
-               V, compile * 1e3, n, sum / (double)n * 1e6, mx * 1e6, first * 1e6);
+               "\"mask_us_first\": %.1f, \"fit_us_mean\": %.1f, \"keep_us_mean\": %.1f}\n",
+               V, compile * 1e3, n, sum / (double)n * 1e6, mx * 1e6, first * 1e6, fit / (double)n * 1e6,
+               keep / (double)n * 1e6);
         constrain_free(c);
     }
     free(logits);

@@ -144,6 +144,108 @@ Test(token_mask, tokens_spanning_symbols_and_characters) {
     grammar_free(g);
 }
 
+static char *schema(const char *s, char *err);
+
+/* gm_min_bytes after the bytes s: the fewest bytes that complete the grammar from there. */
+static int32_t min_after(const grammar *g, const char *s) {
+    gm *m = gm_new(g);
+    cr_assert_not_null(m);
+    int32_t *a = malloc(GRAMMAR_MAX_STACKS * sizeof *a), *b = malloc(GRAMMAR_MAX_STACKS * sizeof *b);
+    int k = gm_start(m, a);
+    for (size_t i = 0; s[i] && k > 0; i++) {
+        k = gm_advance(m, a, k, (uint8_t)s[i], b);
+        int32_t *t = a;
+        a = b, b = t;
+    }
+    cr_assert(k > 0, "'%s' is not a prefix", s);
+    int32_t mb = gm_min_bytes(m, a, k);
+    free(a), free(b);
+    gm_free(m);
+    return mb;
+}
+
+Test(grammar, min_bytes_of_states) {
+    /* alternatives of different lengths, and a rule reference inside one */
+    grammar *g = parse_ok("root ::= \"abc\" | \"d\" x | \"efgh\"\nx ::= \"xyz\" | \"q\" | \"rs\"");
+    cr_expect_eq(min_after(g, ""), 2);
+    cr_expect_eq(min_after(g, "d"), 1);
+    cr_expect_eq(min_after(g, "dx"), 2);
+    cr_expect_eq(min_after(g, "e"), 3);
+    cr_expect_eq(min_after(g, "ab"), 1);
+    cr_expect_eq(min_after(g, "abc"), 0);
+    grammar_free(g);
+    /* recursion: each open parenthesis adds its closing one to what is left */
+    g = parse_ok("root ::= \"(\" root \")\" | \"x\"");
+    cr_expect_eq(min_after(g, ""), 1);
+    cr_expect_eq(min_after(g, "(("), 3);
+    cr_expect_eq(min_after(g, "((x"), 2);
+    cr_expect_eq(min_after(g, "((x)"), 1);
+    grammar_free(g);
+    /* classes: the shortest UTF-8 code point; inside a character, the bytes it still needs */
+    g = parse_ok("root ::= [\\u00e9-\\u00eb] \"!!\" | [\\u4e00-\\u4e01] | [\\U0001F600] [a\\u00e9]");
+    cr_expect_eq(min_after(g, ""), 3);              /* a CJK character (3) beats é!! (4) and 😀a (5) */
+    cr_expect_eq(min_after(g, "\xc3"), 3);          /* é's last byte, then !! */
+    cr_expect_eq(min_after(g, "\xe4"), 2);          /* inside 一 */
+    cr_expect_eq(min_after(g, "\xe4\xb8"), 1);
+    cr_expect_eq(min_after(g, "\xf0\x9f\x98"), 2);  /* 😀's last byte, then a */
+    cr_expect_eq(min_after(g, "\xc3\xa9!"), 1);
+    grammar_free(g);
+    /* repetitions, and a rule that matches no finite string (saturated) */
+    g = parse_ok("root ::= \"a\"{3,5} \"b\" | \"z\" loop\nloop ::= \"c\" loop");
+    cr_expect_eq(min_after(g, ""), 4);
+    cr_expect_eq(min_after(g, "aaaa"), 1);
+    cr_expect_eq(min_after(g, "z"), GRAMMAR_NO_END);
+    cr_expect_eq(min_after(g, "zcc"), GRAMMAR_NO_END);
+    grammar_free(g);
+    /* a JSON Schema's grammar: what closes the open string, array and object */
+    char err[256] = "";
+    char *text = schema("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\", \"items\": "
+                        "{\"type\": \"string\"}}}, \"required\": [\"a\"]}", err);
+    cr_assert_not_null(text, "%s", err);
+    g = parse_ok(text);
+    cr_expect_eq(min_after(g, ""), 8);              /* {"a":[]} */
+    cr_expect_eq(min_after(g, "{\"a\": [\"xy"), 3); /* "]} */
+    cr_expect_eq(min_after(g, "{\"a\": [\"xy\\"), 4); /* the escape's character first */
+    grammar_free(g);
+    free(text);
+}
+
+/* The closing rule's view of tokens: the bytes a token leaves to complete the grammar, and the
+ * ids of a mask that fit a budget. */
+Test(token_mask, min_bytes_after_a_token_and_within_a_budget) {
+    grammar *g = parse_ok("root ::= \"{\" ws \"\\\"\" s ws \"}\"\ns ::= \"\\\"\" | [^\"\\\\] s\nws ::= [ ]*");
+    tm_vocab *v = tm_vocab_new(NV, piece, is_stop, NULL);
+    tm_matcher *m;
+    char err[256];
+    cr_assert_eq(tm_matcher_new(g, v, &m, err, sizeof err), 0);
+    cr_expect_eq(tm_min_bytes(m), 4);          /* {""} */
+    cr_expect_eq(tm_min_bytes_after(m, 9), 2); /* after {" */
+    cr_expect_eq(tm_min_bytes_after(m, 7), 3);
+    cr_expect_eq(tm_min_bytes_after(m, 1), -1); /* not allowed */
+    cr_expect_eq(tm_min_bytes_after(m, 0), -1); /* cannot end yet */
+    cr_assert_eq(tm_accept(m, 9), 0);
+    cr_expect_eq(tm_min_bytes(m), 2);
+    cr_expect_eq(tm_min_bytes_after(m, 15), 3); /* half of é: its last byte, then "} */
+    cr_expect_eq(tm_min_bytes_after(m, 19), 0); /* "} ends it */
+    cr_expect_eq(tm_min_bytes_after(m, 4), 1);
+    uint32_t mask[1], fit[1];
+    int n = tm_fill_mask(m, mask, err, sizeof err);
+    cr_expect_eq(tm_keep_within(m, mask, fit, 100), n); /* a wide budget keeps every id */
+    cr_expect_eq(fit[0], mask[0]);
+    cr_expect_eq(tm_keep_within(m, mask, fit, 1), 5); /* ", "}, and x" {" é" (a character, then ") */
+    cr_expect(allowed(m, fit, 4) && allowed(m, fit, 19) && allowed(m, fit, 6) && allowed(m, fit, 9) &&
+              allowed(m, fit, 18));
+    cr_expect_eq(tm_keep_within(m, mask, fit, 0), 1);
+    cr_expect(allowed(m, fit, 19));
+    cr_expect_eq(tm_min_bytes(m), 2); /* none of it moved the state */
+    cr_assert_eq(tm_accept(m, 19), 0);
+    cr_expect_eq(tm_min_bytes(m), 0);
+    cr_expect_eq(tm_min_bytes_after(m, 0), 0);
+    tm_matcher_free(m);
+    tm_vocab_free(v);
+    grammar_free(g);
+}
+
 static char *schema(const char *s, char *err) {
     char *out = NULL;
     if (json_schema_to_gbnf(s, strlen(s), &out, err, 256)) return NULL;
