@@ -196,6 +196,31 @@ static int spec_draft(spec *S, const int32_t *hist, int n, int room, llmgen_stat
     return k;
 }
 
+/* Ids this call may still generate, the one being picked included: what max_tokens
+ * leaves, and the context: the id picked at pos is generated even when pos is the
+ * context's end (it is never run). */
+static int ids_left(const llmgen_generate_params *p, const llmgen_result *r, const llmgen_session *s, int pos) {
+    int left = llmgen_session_ctx(s) - pos + 1;
+    if (p->max_tokens > 0 && p->max_tokens - r->n_ids < left) left = p->max_tokens - r->n_ids;
+    return left;
+}
+
+/* The closing rule (llmgen_generate_params.no_close): id, picked from `from`, stays if the
+ * grammar can be complete after it within the left - 1 ids that follow, one byte each
+ * (every byte is a token in byte-level BPE and SentencePiece byte fallback, and a token
+ * is at least a byte, so bytes bound ids from above); else every id that cannot is
+ * forbidden and the pick is made again (greedy: the best id that fits; sampling: a new
+ * draw among those that fit). When none fits (a vocabulary without byte tokens, or a
+ * budget below the grammar's shortest string), id stays. */
+static int32_t close_within(constrain *con, llmgen_sampler *smp, const float *from, const int32_t *hist, int n_hist,
+                            int32_t id, int left, llmgen_result *r) {
+    if (constrain_fits(con, id, left - 1) || !constrain_keep_within(con, left - 1)) return id;
+    int32_t again = llmgen_sample(smp, from, hist, n_hist);
+    if (!constrain_fits(con, again, left - 1)) return id;
+    r->n_closed++;
+    return again;
+}
+
 llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_prompt,
                               const llmgen_generate_params *p, llmgen_result *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
@@ -259,6 +284,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
             if (!(from = constrain_mask(con, logits, V, &st, err, errlen))) break;
         }
         int32_t id = llmgen_sample(smp, from, hist, n_hist);
+        if (con && !p->no_close) id = close_within(con, smp, from, hist, n_hist, id, ids_left(p, r, s, pos), r);
         if (con && constrain_accept(con, id)) {
             st = fail(LLMGEN_E_USAGE, err, errlen, "grammar: the sampled id is not allowed (all allowed logits -inf?)");
             break;

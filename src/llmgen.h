@@ -415,6 +415,12 @@ typedef struct {
                                    output); NULL: none. With either, each step allows only ids whose
                                    bytes continue the grammar, end-of-sequence exactly when it is
                                    complete, and generation ends there (LLMGEN_STOP_EOS) */
+    int no_close;               /* with a grammar or schema, 0 (default): close the output within the
+                                   budget: an id is picked only if the grammar can still be complete
+                                   in the ids left after it (max_tokens, or the context), counting
+                                   one byte per id; one that cannot is forbidden and the pick made
+                                   again from the same logits. 1: no such rule (xgrammar's and
+                                   llama.cpp's behaviour: the output may stop unfinished) */
     llmgen_piece_fn on_piece;   /* may be NULL */
     llmgen_logits_fn on_logits; /* may be NULL */
     void *user;                 /* passed to both callbacks */
@@ -448,6 +454,8 @@ typedef struct {
     char *text;                 /* their text, NUL-terminated, cut before a stop string; NULL without tokenizer */
     size_t text_len;
     llmgen_stop_reason stop_reason;
+    int n_closed;               /* picks the closing rule changed (see no_close): 0 unless the budget
+                                   would otherwise have cut a grammar's output short */
     llmgen_logprob *logprobs;   /* with p->logprobs: (n_ids, 1 + top_logprobs): row i is generated id i
                                    and its log-probability, then the top_logprobs most likely ids of
                                    that step, most likely first (equal ones: lower id first); else NULL */

@@ -69,6 +69,7 @@ int main(void) {
     FIELD(llmgen_generate_params, reuse_prefix);
     FIELD(llmgen_generate_params, grammar);
     FIELD(llmgen_generate_params, json_schema);
+    FIELD(llmgen_generate_params, no_close);
     FIELD(llmgen_generate_params, on_piece);
     FIELD(llmgen_generate_params, on_logits);
     FIELD(llmgen_generate_params, user);
@@ -88,6 +89,7 @@ int main(void) {
     FIELD(llmgen_result, text);
     FIELD(llmgen_result, text_len);
     FIELD(llmgen_result, stop_reason);
+    FIELD(llmgen_result, n_closed);
     FIELD(llmgen_result, logprobs);
     FIELD(llmgen_result, top_logprobs);
     FIELD(llmgen_result, n_prompt);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "llmgen.h"
 
 #define REAL_MODEL ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -328,6 +330,69 @@ Test(generate, grammar_and_json_schema_constrain_the_output, .init = setup, .fin
     p.grammar = "root ::= \"a\" b";
     cr_expect_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_E_USAGE);
     cr_expect_not_null(strstr(err, "grammar: line 1, column 14"), "%s", err);
+    llmgen_result_free(&r);
+    llmgen_free(ids);
+}
+
+/* 1 if text is a JSON object whose "at" is a string (the time schema below). */
+static int time_object(const char *text) {
+    json_t *j = json_loads(text, 0, NULL);
+    int ok = json_is_object(j) && json_is_string(json_object_get(j, "at"));
+    json_decref(j);
+    return ok;
+}
+
+/* The closing rule: a schema whose output the model would run on (digits of a time's fraction) ends
+ * complete within the ids left, whether max_tokens or the context is the tighter limit; --no-close
+ * leaves it cut; speculation gives the same ids; sampling closes too, reproducibly for a seed; where no
+ * id fits (a budget far below the schema's shortest output), the picks stay as they were. */
+Test(generate, grammar_output_closes_within_the_budget, .init = setup, .fini = teardown) {
+    int n;
+    int32_t *ids = prompt_of("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+                             "Face<|im_end|>\n<|im_start|>user\nReply with a time of day as JSON.<|im_end|>\n"
+                             "<|im_start|>assistant\n", &n);
+    llmgen_generate_params p;
+    llmgen_generate_defaults(&p);
+    p.json_schema = "{\"type\": \"object\", \"properties\": {\"at\": {\"type\": \"string\", \"format\": "
+                    "\"time\"}}, \"required\": [\"at\"]}";
+    p.max_tokens = -1; /* the session's 64 positions are the limit */
+    llmgen_result r, open, spec;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect_eq(r.stop_reason, LLMGEN_STOP_CONTEXT, "%s", r.text);
+    cr_expect_eq(r.n_ids, 64 - n + 1, "%s", r.text);
+    cr_expect_gt(r.n_closed, 0);
+    cr_expect(time_object(r.text), "incomplete: %s", r.text);
+    p.no_close = 1;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &open, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect_eq(open.n_closed, 0);
+    cr_expect_eq(open.n_ids, r.n_ids);
+    cr_expect(!time_object(open.text), "the model did not run on: %s", open.text);
+    p.no_close = 0;
+    p.draft_lookup = 2;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &spec, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect(spec.n_ids == r.n_ids && !memcmp(spec.ids, r.ids, (size_t)r.n_ids * sizeof *r.ids), "%s", spec.text);
+    cr_expect_gt(spec.n_drafted, 0);
+    llmgen_result_free(&r), llmgen_result_free(&open), llmgen_result_free(&spec);
+
+    p.draft_lookup = 0;
+    p.max_tokens = 18; /* max_tokens binds first, at the schema's shortest output: {"at":"00:00:00Z"} */
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect(r.n_ids <= 18 && r.n_closed > 0 && time_object(r.text), "%d ids: %s", r.n_ids, r.text);
+    llmgen_result_free(&r);
+
+    p.max_tokens = 20;
+    p.sampler.temperature = 0.8f;
+    p.sampler.seed = 5;
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &spec, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect(time_object(r.text), "%s", r.text);
+    cr_expect(spec.n_ids == r.n_ids && !memcmp(spec.ids, r.ids, (size_t)r.n_ids * sizeof *r.ids), "%s", spec.text);
+    llmgen_result_free(&r), llmgen_result_free(&spec);
+
+    p.sampler.temperature = 0.0f;
+    p.max_tokens = 3; /* far below the 18 bytes of the shortest output: nothing fits, the picks stay */
+    cr_assert_eq(llmgen_generate(s, ids, n, &p, &r, err, sizeof err), LLMGEN_OK, "%s", err);
+    cr_expect(r.n_ids == 3 && r.n_closed == 0 && r.stop_reason == LLMGEN_STOP_LENGTH, "%s", r.text);
     llmgen_result_free(&r);
     llmgen_free(ids);
 }

@@ -72,13 +72,13 @@ fn declared() -> Declared {
         llmgen_sampler_params { temperature, top_k, top_p, min_p, repeat_penalty, seed }
         llmgen_generate_params {
             max_tokens, ignore_eos, stops, n_stops, sampler, keep_cache, logprobs, top_logprobs, reuse_prefix,
-            grammar, json_schema, on_piece, on_logits, user, draft_lookup, draft_session, draft_max, draft_fn,
-            draft_user,
+            grammar, json_schema, no_close, on_piece, on_logits, user, draft_lookup, draft_session, draft_max,
+            draft_fn, draft_user,
         }
         llmgen_logprob { id, logprob }
         llmgen_result {
-            ids, n_ids, text, text_len, stop_reason, logprobs, top_logprobs, n_prompt, n_cached, prefill_s,
-            decode_s, first_token_s, n_drafted, n_accepted, n_passes,
+            ids, n_ids, text, text_len, stop_reason, n_closed, logprobs, top_logprobs, n_prompt, n_cached,
+            prefill_s, decode_s, first_token_s, n_drafted, n_accepted, n_passes,
         }
     );
     enums!(facts, values;
