@@ -73,6 +73,9 @@ void cli_print_stats(double t_load, int n_prompt, const llmgen_result *r, const 
         fprintf(stderr, "llmgen: speculation: %d passes, %d drafted, %d accepted (%.1f%%)%s\n", r->n_passes,
                 r->n_drafted, r->n_accepted, r->n_drafted ? 100.0 * r->n_accepted / r->n_drafted : 0.0,
                 q->sp.temperature > 0 ? " (off: sampling)" : "");
+    if (r->n_closed)
+        fprintf(stderr, "llmgen: grammar: %d pick%s changed to complete the output within the budget\n", r->n_closed,
+                r->n_closed == 1 ? "" : "s");
 }
 
 int cli_open_draft(const char *path, const llmgen_model_options *target, llmgen_session *s, llmgen_model **dm,

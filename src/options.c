@@ -95,6 +95,7 @@ enum {
     O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL,
     O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL,
     O_CHAT_TEMPLATE, O_NO_ESCAPE, O_KEEP_NEWLINE, O_SHOW_PIECES, O_GRAMMAR, O_GRAMMAR_FILE, O_JSON_SCHEMA, O_JSON_OBJECT,
+    O_NO_CLOSE,
 };
 
 /* Every option of the main command, in the order --help lists them. */
@@ -167,6 +168,8 @@ static const cli_opt table[] = {
     {O_GRAMMAR_FILE, 0, "grammar-file", "FILE", "the same, the grammar read from FILE"},
     {O_JSON_SCHEMA, 0, "json-schema", "SCHEMA", "constrain the output to JSON valid for SCHEMA (inline JSON, or a file)"},
     {O_JSON_OBJECT, 0, "json-object", NULL, "constrain the output to one JSON object (any keys and values)"},
+    {O_NO_CLOSE, 0, "no-close", NULL, "with a grammar or schema: let -n / the context cut the output short, as\n"
+                                      "llama.cpp and xgrammar do (default: each pick leaves room to complete it)"},
     {O_DUMP, 0, "dump-logits", "FILE", "write the logits of every generated step (f32 rows)"},
     CLI_OPT_KERNELS,
     CLI_OPT_EXACT,
@@ -291,9 +294,12 @@ int options_parse(int argc, char **argv, options *o, char *err) {
             b->json_schema = "{\"type\": \"object\", \"additionalProperties\": true}";
             n_constraints++;
             break;
+        case O_NO_CLOSE: b->no_close = 1; break;
         }
     }
     if (n_constraints > 1) return fail(err, "give only one of --grammar, --grammar-file, --json-schema, --json-object");
+    if (b->no_close && !n_constraints && !o->batch)
+        return fail(err, "--no-close needs --grammar, --grammar-file, --json-schema or --json-object (or --batch)");
     if (!o->common.model && !o->tokenizer_path) return fail(err, "no model given: use -m PATH (see --help)");
     if (!!o->prompt + !!o->prompt_file + !!o->prompt_ids + !!o->batch > 1)
         return fail(err, "give only one of --prompt, --file, --prompt-ids, --batch");

@@ -37,6 +37,7 @@ void request_params(const request *q, llmgen_generate_params *p) {
     p->draft_max = q->draft_max;
     p->grammar = q->grammar;
     p->json_schema = q->json_schema;
+    p->no_close = q->no_close;
 }
 
 int parse_id_list(const char *s, int32_t **out, int *n) {
@@ -194,6 +195,7 @@ json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r,
     json_object_set_new(o, "ids", json_ids(r->ids, r->n_ids));
     json_object_set_new(o, "text", has_text ? json_text(r->text ? r->text : "", r->text_len) : json_null());
     json_object_set_new(o, "stop_reason", json_string(llmgen_stop_reason_name(r->stop_reason)));
+    json_object_set_new(o, "closed_picks", json_integer(r->n_closed));
     /* jansson integers are signed 64-bit: a seed above 2^63 - 1 is written as its decimal string */
     char sd[24];
     snprintf(sd, sizeof sd, "%llu", (unsigned long long)seed);
@@ -289,9 +291,9 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         if (!json_is_integer(v) || json_integer_value(v) < 0) return seterr(err, "\"seed\" must be a non-negative integer");
         q->sp.seed = (uint64_t)json_integer_value(v);
         q->seed_given = 1;
-    } else if (!strcmp(k, "chat") || !strcmp(k, "ignore_eos")) {
+    } else if (!strcmp(k, "chat") || !strcmp(k, "ignore_eos") || !strcmp(k, "no_close")) {
         if (!json_is_boolean(v)) return seterr(err, "\"%s\" must be true or false", k);
-        *(k[0] == 'c' ? &q->chat : &q->ignore_eos) = json_is_true(v);
+        *(k[0] == 'c' ? &q->chat : k[0] == 'i' ? &q->ignore_eos : &q->no_close) = json_is_true(v);
     } else if (!strcmp(k, "system")) {
         if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
             return seterr(err, "\"system\" must be a string without NUL");

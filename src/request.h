@@ -41,6 +41,7 @@ typedef struct {
     int draft_lookup, draft_max; /* llmgen_generate_params' (--draft-lookup / --draft-ngram, --draft-max) */
     const char *grammar;       /* GBNF text (--grammar, --grammar-file, "grammar"), or NULL */
     const char *json_schema;   /* JSON Schema text (--json-schema, --json-object, "json_schema"), or NULL */
+    int no_close;              /* --no-close, "no_close": the output may stop unfinished at the budget */
 } request;
 
 /* Generation params of q (stops point into q: q must outlive p). */
