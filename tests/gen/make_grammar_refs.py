@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -89,7 +90,8 @@ def run(name, model, tok, prompts, cases, vers, source):
         try:
             cg = compiler.compile_json_schema(text) if kind == "json_schema" else compiler.compile_grammar(text)
         except Exception as e:  # xgrammar refuses it: recorded, not run
-            rec["xgrammar_error"] = str(e).strip().split("\n")[0][:300]
+            # its log prefix "[HH:MM:SS] file.cc:LINE: " holds a wall-clock time: left out
+            rec["xgrammar_error"] = re.sub(r"^\[[0-9:]+\] \S+:[0-9]+: ", "", str(e).strip().split("\n")[0])[:300]
             out.append(rec)
             continue
         runs = []
