@@ -62,12 +62,18 @@ void cli_print_stats(double t_load, int n_prompt, const llmgen_result *r, const 
     char seed[40] = "", rate[32] = "-"; /* one token: no decode step to time */
     if (steps && r->decode_s > 0) snprintf(rate, sizeof rate, "%.1f", steps / r->decode_s);
     if (q->sp.temperature > 0) snprintf(seed, sizeof seed, " | seed %llu", (unsigned long long)q->sp.seed);
+    char sync[80] = "";
+    if (steps && r->n_syncs)
+        snprintf(sync, sizeof sync, " | %.1f syncs/token", (double)r->n_syncs / steps);
+    if (steps && r->n_solo)
+        snprintf(sync + strlen(sync), sizeof sync - strlen(sync), " (%.0f%% on one thread: other work holds the CPUs)",
+                 100.0 * (double)r->n_solo / (double)r->n_syncs);
     fprintf(stderr, "llmgen: load %.3f s | %d threads (%d CPU%s: %s) | prompt %d tokens in %.3f s (%.1f tokens/s) | "
-            "first token %.3f s | generation %d tokens, %s tokens/s | peak RSS %.1f MiB | KV cache %.1f MiB "
+            "first token %.3f s | generation %d tokens, %s tokens/s%s | peak RSS %.1f MiB | KV cache %.1f MiB "
             "(ring %d)%s\n",
             t_load, caps->n_threads, caps->cpus, caps->cpus == 1 ? "" : "s", caps->cpus_from, n_prompt, r->prefill_s,
             r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0,
-            r->first_token_s, r->n_ids, rate, (double)ru.ru_maxrss / 1024.0,
+            r->first_token_s, r->n_ids, rate, sync, (double)ru.ru_maxrss / 1024.0,
             kv, ring, seed);
     if (q->draft_lookup || drafting)
         fprintf(stderr, "llmgen: speculation: %d passes, %d drafted, %d accepted (%.1f%%)%s\n", r->n_passes,

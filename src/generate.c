@@ -268,6 +268,8 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     st = llmgen_prefill(s, prompt + kept, n_prompt - kept, &logits, err, errlen);
     r->prefill_s = now_seconds() - t0;
     int pos = llmgen_session_pos(s); /* where the id picked next goes (the session may hold a pass beyond) */
+    long long syncs0, solo0;
+    llmgen_model_sync_counts(m, &syncs0, &solo0);
     double t_dec = now_seconds();
     r->stop_reason = LLMGEN_STOP_LENGTH;
     while (!st) {
@@ -377,6 +379,9 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
         llmgen_session_rewind(s, pos);
     }
     r->decode_s = now_seconds() - t_dec;
+    llmgen_model_sync_counts(m, &r->n_syncs, &r->n_solo);
+    r->n_syncs -= syncs0;
+    r->n_solo -= solo0;
     if (dt && r->stop_reason != LLMGEN_STOP_STRING) {
         const char *piece;
         size_t len;

@@ -212,6 +212,8 @@ json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r,
     json_object_set_new(t, "drafted_tokens", json_integer(r->n_drafted));
     json_object_set_new(t, "accepted_tokens", json_integer(r->n_accepted));
     json_object_set_new(t, "draft_passes", json_integer(r->n_passes));
+    json_object_set_new(t, "syncs", json_integer(r->n_syncs));
+    json_object_set_new(t, "solo_syncs", json_integer(r->n_solo));
     json_object_set_new(o, "timings", t);
     if (r->logprobs) json_object_set_new(o, "logprobs", logprobs_json(text_model, r));
     return o;

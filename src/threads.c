@@ -11,7 +11,16 @@
  * run queue behind another process would otherwise hold every job for a time slice.
  * Each part is claimed exactly once per job (a compare-and-swap of the job's number
  * into claim[part]), so a worker that wakes late finds its part taken and skips it;
- * parts compute the same whichever thread runs them (threads.h). */
+ * parts compute the same whichever thread runs them (threads.h).
+ *
+ * When the workers keep being late (their parts stolen, or the caller waiting on a
+ * part longer than running it would take) in STRIKES of the last 32 jobs, the cores are
+ * taken by other work: the caller then runs every part itself for a while (solo),
+ * the workers asleep, so the process takes one core instead of fighting for two.
+ * Each solo period that ends in more strikes soon is twice as long (up to
+ * SOLO_MAX_NS). Long jobs (prefill's) stay parallel: the caller takes over a late
+ * worker's part, or most of it, by itself. Measure with `make bench-contention` (quiet, busy core, two
+ * processes) and `make bench-ab` (quiet speed). */
 #include "threads.h"
 
 #include <stdatomic.h>
@@ -32,6 +41,20 @@
 /* The least time the caller waits for a worker to start its part before running it:
  * at least as long as its own part took (so stealing costs at most twice the wait). */
 #define STEAL_MIN_NS 2000
+/* Late jobs among the last 32 before going solo: a quiet machine has a few when the
+ * workers wake from sleep (once per token), a shared one most. */
+#define STRIKES 8
+/* A job is late when a part was stolen, or the caller waited for the others longer
+ * than its own part took per other part, plus a wake-up's worth (a worker preempted
+ * in its part holds the job up for a time slice). */
+#define LATE_SLACK_NS 20000
+#define SOLO_MIN_NS 2000000LL
+#define SOLO_MAX_NS 64000000LL
+/* Jobs whose parts took longer than this last time run in parallel even when solo: a
+ * late worker costs them little against their length (the matmuls hand out their rows
+ * in pieces, so the caller takes over most of a late worker's share). */
+#define SOLO_LONG_NS 200000
+#define FN_SLOTS 16
 
 struct thread_pool {
     int n;                      /* threads including the caller */
@@ -46,6 +69,15 @@ struct thread_pool {
     atomic_int *late;           /* late[i]: part i was stolen last time: steal it at once */
     pool_fn fn;
     void *ctx;
+    /* the caller's own state (one pool_run at a time) */
+    unsigned history;           /* bit i: the job i jobs ago was late */
+    long long solo_until;       /* run parts on the caller alone until then (ns, CLOCK_MONOTONIC) */
+    long long solo_ns;          /* the length of the last solo period */
+    pool_counts counts;
+    struct {
+        pool_fn fn;
+        long long part_ns;      /* how long a part of fn took last time */
+    } fn_time[FN_SLOTS];
     struct worker_arg {
         struct thread_pool *pool;
         int ith;
@@ -158,6 +190,7 @@ thread_pool *pool_new(int n_threads) {
     return p;
 }
 
+
 void pool_free(thread_pool *p) {
     if (!p) return;
     atomic_store(&p->stop, 1);
@@ -175,7 +208,7 @@ int pool_size(const thread_pool *p) { return p->n; }
 
 /* Run the parts of job g that no worker has taken and that waited long enough (or at
  * once, when their worker was late the time before): 1 if some part is still untaken. */
-static int steal(thread_pool *p, unsigned g, long long waited, long long own) {
+static int steal(thread_pool *p, unsigned g, long long waited, long long own, int *stole) {
     int untaken = 0;
     for (int i = 1; i < p->n; i++) {
         unsigned prev = g - 1;
@@ -184,6 +217,7 @@ static int steal(thread_pool *p, unsigned g, long long waited, long long own) {
             untaken = 1;
         } else if (atomic_compare_exchange_strong(&p->claim[i], &prev, g)) {
             p->fn(p->ctx, i, p->n);
+            *stole = 1;
             atomic_store_explicit(&p->late[i], 1, memory_order_relaxed);
             atomic_fetch_sub(&p->pending, 1);
         }
@@ -191,9 +225,33 @@ static int steal(thread_pool *p, unsigned g, long long waited, long long own) {
     return untaken;
 }
 
+/* After a parallel job that ended at t: count it late or not, and go solo after
+ * STRIKES late ones among the last 32 (twice as long as last time when the last period ended
+ * less than its own length ago: the machine is still busy). */
+static void judge(thread_pool *p, int late, long long t) {
+    p->history = p->history << 1 | (unsigned)late;
+    if (!late || __builtin_popcount(p->history) < STRIKES) return;
+    long long again = t - p->solo_until < p->solo_ns;
+    p->solo_ns = !p->solo_ns || !again ? SOLO_MIN_NS : p->solo_ns * 2 < SOLO_MAX_NS ? p->solo_ns * 2 : SOLO_MAX_NS;
+    p->solo_until = t + p->solo_ns;
+    p->history = 0;
+    p->counts.solo_periods++;
+}
+
 void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
+    p->counts.runs++;
     if (p->n == 1) {
         fn(ctx, 0, 1);
+        return;
+    }
+    long long t0 = now_ns();
+    unsigned slot = (unsigned)(((uintptr_t)fn >> 4) % FN_SLOTS);
+    if (p->fn_time[slot].fn != fn) p->fn_time[slot].fn = fn, p->fn_time[slot].part_ns = 0;
+    if (t0 < p->solo_until && p->fn_time[slot].part_ns < SOLO_LONG_NS) {
+        /* the workers sleep; every part here, as a steal would run it */
+        p->counts.solo_runs++;
+        for (int i = 0; i < p->n; i++) fn(ctx, i, p->n);
+        p->fn_time[slot].part_ns = (now_ns() - t0) / p->n;
         return;
     }
     p->fn = fn;
@@ -202,12 +260,13 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
     atomic_store_explicit(&p->pending, (unsigned)(p->n - 1), memory_order_relaxed); /* published by the generation */
     unsigned g = atomic_fetch_add(&p->generation, 1) + 1;
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->generation, INT32_MAX); /* spinners need no wake-up */
-    long long t0 = now_ns();
     fn(ctx, 0, p->n);
-    long long t1 = now_ns(), own = t1 - t0 > STEAL_MIN_NS ? t1 - t0 : STEAL_MIN_NS;
+    long long t1 = now_ns(), ran = t1 - t0, own = ran > STEAL_MIN_NS ? ran : STEAL_MIN_NS;
+    p->fn_time[slot].part_ns = ran;
     unsigned left;
+    int stole = 0;
     while ((left = atomic_load_explicit(&p->pending, memory_order_acquire)) > 0) {
-        if (steal(p, g, now_ns() - t1, own)) { /* a part not started: keep the core, look again soon */
+        if (steal(p, g, now_ns() - t1, own, &stole)) { /* a part not started: keep the core, look again soon */
             for (int k = 0; k < 32; k++) cpu_relax();
             continue;
         }
@@ -218,7 +277,11 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
         while ((left = atomic_load(&p->pending)) > 0) futex_wait(&p->pending, left);
         atomic_store(&p->caller_asleep, 0);
     }
+    long long t2 = now_ns();
+    judge(p, stole || t2 - t1 > (p->n - 1) * ran + LATE_SLACK_NS, t2);
 }
+
+pool_counts pool_get_counts(const thread_pool *p) { return p->counts; }
 
 void pool_park(thread_pool *p) {
     if (p->n > 1) atomic_store_explicit(&p->parked, 1, memory_order_relaxed);

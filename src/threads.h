@@ -25,6 +25,14 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx);
  * them as usual. */
 void pool_park(thread_pool *p);
 
+/* What the pool did since pool_new (read by the thread that calls pool_run). */
+typedef struct {
+    unsigned long long runs;         /* pool_run calls: the step's synchronizations */
+    unsigned long long solo_runs;    /* of those, run by the caller alone (workers late: other work on the cores) */
+    unsigned long long solo_periods; /* times the pool went solo */
+} pool_counts;
+pool_counts pool_get_counts(const thread_pool *p);
+
 /* Static split of [0, n) into nth parts aligned to `align`: the part of thread ith. */
 void pool_split(int n, int align, int ith, int nth, int *begin, int *end);
 

@@ -100,6 +100,8 @@ int main(void) {
     FIELD(llmgen_result, n_drafted);
     FIELD(llmgen_result, n_accepted);
     FIELD(llmgen_result, n_passes);
+    FIELD(llmgen_result, n_syncs);
+    FIELD(llmgen_result, n_solo);
 
     ENUM(llmgen_status);
     VALUE(LLMGEN_OK);

@@ -219,3 +219,48 @@ Test(threads, unstarted_parts_are_stolen_once, .timeout = 60) {
         cr_expect_gt(stolen, 0, "no part was stolen in 2000 jobs on one CPU");
     }
 }
+
+/* A pool whose workers keep starting late (all threads on one CPU) goes solo: the
+ * caller runs every part itself, each exactly once, and the counts say so. Every
+ * pool_run is counted, solo or not. */
+Test(threads, late_workers_send_the_pool_solo, .timeout = 60) {
+    cpu_set_t old, one;
+    int pinned = !sched_getaffinity(0, sizeof old, &old);
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+    pinned = pinned && !sched_setaffinity(0, sizeof one, &one);
+    thread_pool *tp = pool_new(4);
+    cr_assert_not_null(tp);
+    int alone = 0;
+    for (int rep = 0; rep < 3000; rep++) {
+        part_probe p = {0};
+        pool_run(tp, part_task, &p);
+        int mine = 0;
+        for (int i = 0; i < 4; i++) {
+            cr_assert_eq(atomic_load(&p.runs[i]), 1, "rep %d part %d", rep, i);
+            mine += pthread_equal(p.by[i], pthread_self());
+        }
+        alone += mine == 4;
+    }
+    pool_counts c = pool_get_counts(tp);
+    pool_free(tp);
+    cr_assert_eq(c.runs, 3000);
+    cr_assert_leq(c.solo_runs, (unsigned long long)alone, "a solo run is one the caller ran alone");
+    if (pinned) {
+        sched_setaffinity(0, sizeof old, &old);
+        cr_expect_gt(c.solo_periods, 0, "no solo period in 3000 jobs on one CPU");
+        cr_expect_gt(c.solo_runs, 1000, "%llu of 3000 jobs solo on one CPU", c.solo_runs);
+    }
+}
+
+/* One thread: every run counted, none solo (there is no one to wait for). */
+Test(threads, one_thread_counts_runs) {
+    thread_pool *tp = pool_new(1);
+    part_probe p = {0};
+    for (int i = 0; i < 5; i++) pool_run(tp, part_task, &p);
+    pool_counts c = pool_get_counts(tp);
+    pool_free(tp);
+    cr_assert_eq(c.runs, 5);
+    cr_assert_eq(c.solo_runs, 0);
+    cr_assert_eq(atomic_load(&p.runs[0]), 5);
+}

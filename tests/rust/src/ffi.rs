@@ -167,6 +167,8 @@ pub struct llmgen_result {
     pub n_drafted: c_int,
     pub n_accepted: c_int,
     pub n_passes: c_int,
+    pub n_syncs: i64,
+    pub n_solo: i64,
 }
 
 extern "C" {
@@ -289,6 +291,7 @@ extern "C" {
         errlen: usize,
     ) -> llmgen_status;
     pub fn llmgen_session_model(s: *const llmgen_session) -> *mut llmgen_model;
+    pub fn llmgen_model_sync_counts(m: *const llmgen_model, syncs: *mut i64, solo: *mut i64);
     pub fn llmgen_prefill(
         s: *mut llmgen_session,
         ids: *const i32,

@@ -78,7 +78,7 @@ fn declared() -> Declared {
         llmgen_logprob { id, logprob }
         llmgen_result {
             ids, n_ids, text, text_len, stop_reason, n_closed, logprobs, top_logprobs, n_prompt, n_cached,
-            prefill_s, decode_s, first_token_s, n_drafted, n_accepted, n_passes,
+            prefill_s, decode_s, first_token_s, n_drafted, n_accepted, n_passes, n_syncs, n_solo,
         }
     );
     enums!(facts, values;
