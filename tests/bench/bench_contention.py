@@ -65,18 +65,20 @@ def main():
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--prefill", type=int, default=0, help="measure prefill of a prompt of this many ids")
     ap.add_argument("--model", default=MODEL)
+    ap.add_argument("--cases", default=",".join(CASES), help="a comma-separated subset of " + ", ".join(CASES))
     a = ap.parse_args()
     bins = [(b.split("=", 1) + [b])[:2] for b in a.binaries]
     print("load average before: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
+    cases = [c for c in a.cases.split(",") if c in CASES]
     got = {label: {c: [] for c in CASES} for _, label in bins}
     for r in range(a.rounds):
-        for case in CASES:
+        for case in cases:
             for binary, label in bins:  # interleaved: each case of every binary in turn
                 got[label][case].append(run_case(binary, a.model, case, a.tokens, a.prefill))
     print("| build | " + " | ".join(CASES) + " | busy t2/t1 | pair/quiet-t2 |")
     print("|---" * (len(CASES) + 3) + "|")
     for _, label in bins:
-        med = {c: statistics.median(got[label][c]) for c in CASES}
+        med = {c: statistics.median(got[label][c]) if got[label][c] else float("nan") for c in CASES}
         print("| %s | %s | %.2f | %.2f |" % (label, " | ".join("%.1f" % med[c] for c in CASES),
                                             med["busy-t2"] / med["busy-t1"], med["pair-t2"] / med["quiet-t2"]))
     what = "prefill of %d ids" % a.prefill if a.prefill else "%d tokens decoded" % a.tokens
