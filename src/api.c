@@ -107,10 +107,10 @@ void llmgen_model_capabilities(const llmgen_model *lm, llmgen_capabilities *c) {
     };
 }
 
-void llmgen_model_sync_counts(const llmgen_model *lm, long long *syncs, long long *solo) {
+void llmgen_model_sync_counts(const llmgen_model *lm, int64_t *syncs, int64_t *solo) {
     pool_counts c = lm->m->pool ? pool_get_counts(lm->m->pool) : (pool_counts){0};
-    *syncs = (long long)c.runs;
-    *solo = (long long)c.solo_runs;
+    *syncs = (int64_t)c.runs;
+    *solo = (int64_t)c.solo_runs;
 }
 
 int llmgen_is_eos(const llmgen_model *lm, int32_t id) {

@@ -268,7 +268,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
     st = llmgen_prefill(s, prompt + kept, n_prompt - kept, &logits, err, errlen);
     r->prefill_s = now_seconds() - t0;
     int pos = llmgen_session_pos(s); /* where the id picked next goes (the session may hold a pass beyond) */
-    long long syncs0, solo0;
+    int64_t syncs0, solo0;
     llmgen_model_sync_counts(m, &syncs0, &solo0);
     double t_dec = now_seconds();
     r->stop_reason = LLMGEN_STOP_LENGTH;

@@ -286,7 +286,7 @@ llmgen_model *llmgen_session_model(const llmgen_session *s); /* the model it was
  * ran alone: when the other threads keep starting late (their CPUs held by other work),
  * the pool runs steps on one thread for a while, as -t 1 would. Results are the same
  * bits either way. Read it from the thread that runs the model. */
-void llmgen_model_sync_counts(const llmgen_model *m, long long *syncs, long long *solo);
+void llmgen_model_sync_counts(const llmgen_model *m, int64_t *syncs, int64_t *solo);
 
 /* Append n >= 1 ids at the current position and compute the logits of the last
  * one. *logits: vocab_size floats, owned by the session. Status: LLMGEN_E_CONTEXT
@@ -475,9 +475,9 @@ typedef struct {
     int n_drafted;              /* speculative decoding: ids drafted and run in passes */
     int n_accepted;             /* of them, those greedy decoding picked (the rest were taken back) */
     int n_passes;               /* passes with drafts (each a decode step of 1 + its drafts) */
-    long long n_syncs;          /* after prefill: steps of the forward pass on which the model's threads
+    int64_t n_syncs;            /* after prefill: steps of the forward pass on which the model's threads
                                    waited for one another (llmgen_model_sync_counts) */
-    long long n_solo;           /* of them, steps the calling thread ran alone */
+    int64_t n_solo;             /* of them, steps the calling thread ran alone */
 } llmgen_result;
 
 /* max_tokens 128, greedy sampler, no stops, reset first, no callbacks. */

@@ -213,6 +213,7 @@ fn rust_type(c: &str) -> String {
         "size_t" => "usize",
         "int32_t" => "i32",
         "uint32_t" => "u32",
+        "int64_t" => "i64",
         "uint64_t" => "u64",
         "float" => "f32",
         "double" => "f64",
