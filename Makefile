@@ -52,7 +52,7 @@ SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
-        grammars grammar-refs grammar-bench \
+        grammars grammar-refs grammar-bench big-model bench-big \
         regress-grammar
 
 all: llmgen  ## build ./llmgen
@@ -417,6 +417,16 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 	$(MAKE) --no-print-directory family-bench-models  # Qwen3-0.6B / Gemma-3-1B config GGUFs (converter needs the torch venv)
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
 	$(PYTHON) tests/bench/bench_spec.py $(CACHE)
+	$(if $(filter 0,$(BENCH_BIG)),,$(MAKE) --no-print-directory bench-big)  # the 8B-config file (BENCH_BIG=0 skips it)
+
+# The Llama-3.1-8B config as a Q4_K_M download holds it (random valid blocks, 4.9 GB, no tokenizer): its
+# load time, time to first token, peak RSS, prefill and decode against llama.cpp, page cache warm.
+big-model: $(TOOLS_VENV)/.ok  ## write the 8B-config Q4_K_M GGUF (random blocks, 4.9 GB) to .cache/bench; skipped when up to date
+	nice -n 10 $(TOOLS_VENV)/bin/python tests/bench/make_big_model.py $(CACHE)
+
+bench-big: peer big-model llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw  ## 8B-config Q4_K_M vs llama.cpp: first token, peak RSS, prefill, decode (.cache/bench/big.json)
+	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
+	$(PYTHON) tests/bench/bench_big.py $(BENCH_BIG_ARGS)
 
 bench-spec: peer model llmgen  ## teacher-forced verify and speculative decoding against plain decoding (.cache/bench/spec.json)
 	$(PYTHON) tests/bench/bench_spec.py $(CACHE)
