@@ -3,7 +3,9 @@
 
 Usage: python3 tests/bench/bench_spec.py [CACHE]     (make bench-spec, and the end of make bench; stdlib only)
 
-Environment: BENCH_SPEC_REPS (rounds, default 3), BENCH_THREADS_SPEC (threads, default 2).
+Environment: BENCH_SPEC_REPS (rounds, default 3), BENCH_THREADS_SPEC (threads, default 2),
+BENCH_SPEC_PARTS (default verify,lookup,model: which of the three parts below run; a subset writes
+spec-partial.json), BENCH_LLMGEN (the binary, default ./llmgen).
 
 Every comparison runs its two sides one after the other, alternating which goes first, for
 BENCH_SPEC_REPS rounds, and reports medians: other work on a shared machine then hits both alike.
@@ -30,12 +32,13 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, ".cache")
-LLMGEN = os.path.join(REPO, "llmgen")
+LLMGEN = os.environ.get("BENCH_LLMGEN", os.path.join(REPO, "llmgen"))
 DEFAULT = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 F16 = os.path.join(CACHE, "bench", "SmolLM2-135M-Instruct.F16.gguf")
 QUANTIZE = os.path.join(CACHE, "peer", "build", "bin", "llama-quantize")
 REPS = int(os.environ.get("BENCH_SPEC_REPS", "3"))
 THREADS = os.environ.get("BENCH_THREADS_SPEC", "2")
+PARTS = os.environ.get("BENCH_SPEC_PARTS", "verify,lookup,model").split(",")
 
 TEXTS = [
     "The lighthouse keeper climbed the stairs every evening at dusk, trimmed the wick, polished the lens "
@@ -194,13 +197,15 @@ def main():
                                         stdout=subprocess.PIPE).stdout.decode().strip()}
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        verify_part(tmp, results)
+        if "verify" in PARTS:
+            verify_part(tmp, results)
         copy, free = batch_file(tmp, "copy", copy_prompts()), batch_file(tmp, "free", FREE)
-        results["lookup"] = {"copy": compare("--draft-lookup, 20 copy-heavy prompts", DEFAULT, copy,
-                                             ["--draft-lookup"], 1.7),
-                             "free": compare("--draft-lookup, 20 free prompts", DEFAULT, free,
-                                             ["--draft-lookup"], 0.97)}
-        note = f16_target()
+        if "lookup" in PARTS:
+            results["lookup"] = {"copy": compare("--draft-lookup, 20 copy-heavy prompts", DEFAULT, copy,
+                                                 ["--draft-lookup"], 1.7),
+                                 "free": compare("--draft-lookup, 20 free prompts", DEFAULT, free,
+                                                 ["--draft-lookup"], 0.97)}
+        note = f16_target() if "model" in PARTS else "not asked for (BENCH_SPEC_PARTS)"
         if note:
             results["draft_model"] = {"skipped": note}
             log("--draft-model: skipped: " + note)
@@ -214,12 +219,12 @@ def main():
     print("| comparison (%s threads, medians of %d interleaved rounds) | without | with | ratio | target |" % (
         THREADS, REPS))
     print("|---|---|---|---|---|")
-    for name, v in results["verify"].items():
+    for name, v in results.get("verify", {}).items():
         print("| verify %s, %d refs (s) | %.2f | %.2f | %.2fx | >= %.1fx %s |" % (
             name, v["cases"], v["step_by_step_s"], v["teacher_forcing_s"], v["speedup"], v["target"],
             "ok" if v["speedup"] >= v["target"] and v["same_lines"] else "MISSED"))
     rows = [("--draft-lookup, copy-heavy (t/s)", results["lookup"]["copy"]),
-            ("--draft-lookup, free (t/s)", results["lookup"]["free"])]
+            ("--draft-lookup, free (t/s)", results["lookup"]["free"])] if "lookup" in results else []
     if "copy" in results["draft_model"]:
         rows += [("--draft-model Q4_1 -> F16, copy-heavy (t/s)", results["draft_model"]["copy"]),
                  ("--draft-model Q4_1 -> F16, free (t/s)", results["draft_model"]["free"])]
@@ -229,12 +234,12 @@ def main():
             label, e["plain_tokens_per_s"], e["spec_tokens_per_s"], e["speedup"],
             ("-" if tgt is None else ">= %.2fx %s" % (tgt, "ok" if e["speedup"] >= tgt else "MISSED"))
             + ("" if e["same_ids"] else " IDS DIFFER")))
-    out = os.path.join(CACHE, "bench", "spec.json")
+    out = os.path.join(CACHE, "bench", "spec.json" if len(set(PARTS)) == 3 else "spec-partial.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(results, f, indent=1)
     print("\nresults: %s (%.0f s)" % (out, results["wall_seconds"]))
-    ids_ok = all(v["same_lines"] for v in results["verify"].values()) and all(
+    ids_ok = all(v["same_lines"] for v in results.get("verify", {}).values()) and all(
         e["same_ids"] for _, e in rows)
     return 0 if ids_ok else 1
 
