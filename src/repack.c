@@ -34,6 +34,7 @@ typedef struct {
     const tensor *t;
     int row0, row1;
     uint8_t *out;
+    int populate; /* each thread faults in its share of out first (see populate) */
 } repack_job;
 
 /* Rows [r0, r1) of j's matrix, counted from j->row0, by the packer of its layout (quant.h). */
@@ -59,7 +60,7 @@ static void became_packed(const tensor *t, const void *packed) {
 }
 
 void repack_matrix(const tensor *t, void *out) {
-    repack_job j = {t, 0, (int)t->shape[0], out};
+    repack_job j = {t, 0, (int)t->shape[0], out, 0};
     repack_rows(&j, 0, j.row1);
 }
 
@@ -76,11 +77,19 @@ void repack_row_f32(const tensor *t, int64_t row, float *out) {
     DTYPE_TRAITS[t->type].pk.row_f32(t->type, pk, rows, (int)t->shape[1], (int)row, out);
 }
 
+static void populate(void *p, size_t n);
+
+/* Whole groups of 8 rows per thread: a thread's rows are one byte range of the output. */
 static void repack_task(void *ctx, int ith, int nth) {
     const repack_job *j = ctx;
     int r0, r1;
     pool_split(j->row1 - j->row0, Q8W_GROUP, ith, nth, &r0, &r1);
-    if (r0 < r1) repack_rows(j, r0, r1);
+    if (r0 >= r1) return;
+    if (j->populate) {
+        size_t a = packed_bytes(j->t, r0), b = packed_bytes(j->t, r1);
+        populate(j->out + a, b - a);
+    }
+    repack_rows(j, r0, r1);
 }
 
 /* ---- MLX affine 4-bit as Q4_1 -------------------------------------------------
@@ -162,10 +171,13 @@ static void release_pages(const void *p, size_t n) {
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-/* Anonymous memory for n bytes, populated in one call: faulting it in page by page
- * costs more than the copy, and madvised huge pages load slower (make bench: load). */
-static void *alloc_packed(size_t n) {
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+/* Anonymous memory for n bytes, populated in one call now (MAP_POPULATE) or left for the
+ * threads that write it to populate their shares (repack_task): faulting it in page by
+ * page costs more than the copy, and madvised huge pages load slower (make bench: load;
+ * make bench-big, once memory is fragmented). */
+static void *alloc_packed(size_t n, int populate_now) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate_now ? MAP_POPULATE : 0),
+                   -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -174,9 +186,9 @@ static void *alloc_packed(size_t n) {
 static int repack_tensor(model *m, const tensor *t, char *err) {
     if (t->packed || !will_pack(m, t)) return 0;
     size_t n = packed_bytes(t, (int)t->shape[0]);
-    void *p = alloc_packed(n);
+    void *p = alloc_packed(n, 0);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
-    repack_job j = {t, 0, (int)t->shape[0], p};
+    repack_job j = {t, 0, (int)t->shape[0], p, 1};
     pool_run(m->pool, repack_task, &j);
     release_pages(t->data, t->nbytes);
     became_packed(t, p);
@@ -193,7 +205,7 @@ static int repack_affine4(model *m, const tensor *t, char *err) {
     if (t->type != DT_AFFINE4 || plan_route_of(m->kern, t) != ROUTE_AFFINE_PACKED) return 0;
     dtype dt = plan_affine4_type(t);
     size_t n = (size_t)t->shape[0] * (size_t)(t->shape[1] / 32) * (size_t)q8w_block_bytes(dt);
-    void *p = alloc_packed(n);
+    void *p = alloc_packed(n, 1);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
     affine_job j = {t, dt, p, 0};
     pool_run(m->pool, affine_task, &j);
@@ -254,7 +266,9 @@ static void plan_run(void *ctx, const tensor *t, int row0, int row1) {
     p->bytes += (packed_bytes(t, row1 - row0) + 63) / 64 * 64; /* runs start on cache lines */
 }
 
-/* Fault in the pages of [p, p + n) in one call (see alloc_packed), where the kernel can. */
+/* Fault in the pages of [p, p + n) in one call (see alloc_packed), where the kernel can.
+ * Each thread does it for its own share just before writing it, so the kernel's page
+ * clearing (most of a big model's load time in the kernel) runs on every thread. */
 static void populate(void *p, size_t n) {
 #ifdef MADV_POPULATE_WRITE
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p & ~(page - 1);
@@ -272,8 +286,7 @@ static void pack_runs(model *m, const arena_plan *p, int i, packed_part *parts) 
     for (int k = i; k < p->n; k++) {
         if (p->runs[k].t != t) continue;
         uint8_t *out = (uint8_t *)m->arena + p->runs[k].off;
-        populate(out, packed_bytes(t, p->runs[k].row1 - p->runs[k].row0));
-        repack_job j = {t, p->runs[k].row0, p->runs[k].row1, out};
+        repack_job j = {t, p->runs[k].row0, p->runs[k].row1, out, 1};
         pool_run(m->pool, repack_task, &j);
         parts[np++] = (packed_part){p->runs[k].row0, out};
     }
