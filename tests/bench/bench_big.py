@@ -48,35 +48,41 @@ def warm(path):
     return time.perf_counter() - t0
 
 
-def llmgen_ttft(path, t, ids):
-    cmd = ["./llmgen", "-m", path, "--prompt-ids", ids, "-n", "1", "--ids", "--ignore-eos", "--stats", "-t", str(t)]
+def timed(cmd, name):
+    """Run cmd: (wall seconds, peak RSS MiB, user s, sys s, stdout, stderr), or an error dict."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     out, err = p.stdout.read().decode(), p.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status):
-        return {"error": "llmgen exit %d: %s" % (os.waitstatus_to_exitcode(status), err.strip()[-300:])}
+    code = os.waitstatus_to_exitcode(status)
+    if code:
+        return {"error": "%s exit %d: %s" % (name, code, err.strip()[-300:])}
+    return {"ttft_s": wall, "maxrss_mb": ru.ru_maxrss / 1024.0, "user_s": ru.ru_utime, "sys_s": ru.ru_stime}, out, err
+
+
+def llmgen_ttft(path, t, ids):
+    r = timed(["./llmgen", "-m", path, "--prompt-ids", ids, "-n", "1", "--ids", "--ignore-eos", "--stats", "-t",
+               str(t)], "llmgen")
+    if isinstance(r, dict):
+        return r
+    res, out, err = r
+    res["first_id"] = out.strip()
     m = STATS.search(err)
-    res = {"ttft_s": wall, "maxrss_mb": ru.ru_maxrss / 1024.0, "first_id": out.strip(),
-           "user_s": ru.ru_utime, "sys_s": ru.ru_stime}
     if m:
         res.update(load_s=float(m.group(1)), first_token_s=float(m.group(2)), kv_mb=float(m.group(4)))
     return res
 
 
 def peer_ttft(path, t, ids):
-    cmd = [os.path.join(B.BENCH_BIN, "peer_run"), "-m", path, "--prompt-ids", ids, "-n", "1", "-t", str(t)]
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    out, err = p.stdout.read().decode(), p.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status):
-        return {"error": "peer_run exit %d: %s" % (os.waitstatus_to_exitcode(status), err.strip()[-300:])}
+    r = timed([os.path.join(B.BENCH_BIN, "peer_run"), "-m", path, "--prompt-ids", ids, "-n", "1", "-t", str(t)],
+              "peer_run")
+    if isinstance(r, dict):
+        return r
+    res, out, _ = r
     d = json.loads(out)
-    return {"ttft_s": wall, "maxrss_mb": ru.ru_maxrss / 1024.0, "first_id": ",".join(map(str, d["ids"])),
-            "load_s": d["load_s"], "user_s": ru.ru_utime, "sys_s": ru.ru_stime}
+    res.update(first_id=",".join(map(str, d["ids"])), load_s=d["load_s"])
+    return res
 
 
 def fmt(v):
