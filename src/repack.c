@@ -351,7 +351,9 @@ int repack_weights(model *m, char *err) {
         for (int i = 0; i < LAYER_MATRICES; i++) use_in_place(m, ts[i]);
     }
     if (repack_arena(m, err)) return -1;
-    if (repack_tensor(m, m->tok_embd, err) || repack_tensor(m, m->lm_head, err) ||
+    /* An untied GGUF embedding is read one row per token (tensor_row_f32), never by a
+     * matmul: it stays in the file mapping, where only the rows looked up are paged in. */
+    if (repack_tensor(m, m->lm_head, err) ||
         repack_affine4(m, m->tok_embd, err) || repack_affine4(m, m->lm_head, err))
         return -1;
     for (int l = 0; l < m->cfg.n_layers; l++) {

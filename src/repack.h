@@ -9,7 +9,8 @@
 
 #include "model.h"
 
-/* Repack every matrix of m the plan routes so (layers, lm_head / embeddings), in
+/* Repack every matrix of m the plan routes so (layers, lm_head; an untied GGUF
+ * embedding stays in the file mapping, an MLX 4-bit one is packed too), in
  * parallel over m->pool, setting tensor.packed: the layers' and the lm_head
  * into one arena laid out in the order the threads stream them (tensor.parts,
  * see repack.c), anything else on its own. -1 with a message if memory runs
@@ -30,8 +31,8 @@ void repack_matrix(const tensor *t, void *out);
 int repack_affine4_matrix(const tensor *t, void *out);
 
 /* Row `row` of a repacked tensor dequantized to f32: the same values as
- * tensor_row_f32 gives from the file layout (embedding lookups read the
- * packed copy, so the released file pages stay released). */
+ * tensor_row_f32 gives from the file layout (lookups in a tied or MLX embedding
+ * read the packed copy, so the released file pages stay released). */
 void repack_row_f32(const tensor *t, int64_t row, float *out);
 
 #endif
