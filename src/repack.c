@@ -34,8 +34,15 @@ typedef struct {
     const tensor *t;
     int row0, row1;
     uint8_t *out;
-    int populate; /* each thread faults in its share of out first (see populate) */
+    int populate;      /* each thread faults in its share of out first (see populate) */
+    pack_rows_fn pack; /* the packer of t's layout: the kernel table's, else the type table's */
 } repack_job;
+
+/* The packer of the layout t packs as: the kernel table's if it has one (the same bytes). */
+static pack_rows_fn packer(const kernels *k, const tensor *t) {
+    dtype pt = dtype_info(t->type)->packs_as;
+    return k && k->pack_rows[pt] ? k->pack_rows[pt] : DTYPE_TRAITS[pt].pk.pack_rows;
+}
 
 /* Rows [r0, r1) of j's matrix, counted from j->row0, by the packer of its layout (quant.h). */
 static void repack_rows(const repack_job *j, int r0, int r1) {
@@ -43,7 +50,7 @@ static void repack_rows(const repack_job *j, int r0, int r1) {
     dtype pt = dtype_info(t->type)->packs_as;
     size_t rb = dtype_row_bytes(t->type, t->shape[1]);
     const uint8_t *src = (const uint8_t *)t->data + (size_t)j->row0 * rb;
-    DTYPE_TRAITS[pt].pk.pack_rows(pt, src, j->row1 - j->row0, (int)t->shape[1], r0, r1, j->out);
+    j->pack(pt, src, j->row1 - j->row0, (int)t->shape[1], r0, r1, j->out);
 }
 
 /* Bytes of rows of t in its packed layout. */
@@ -60,7 +67,7 @@ static void became_packed(const tensor *t, const void *packed) {
 }
 
 void repack_matrix(const tensor *t, void *out) {
-    repack_job j = {t, 0, (int)t->shape[0], out, 0};
+    repack_job j = {t, 0, (int)t->shape[0], out, 0, packer(NULL, t)};
     repack_rows(&j, 0, j.row1);
 }
 
@@ -188,7 +195,7 @@ static int repack_tensor(model *m, const tensor *t, char *err) {
     size_t n = packed_bytes(t, (int)t->shape[0]);
     void *p = alloc_packed(n, 0);
     if (!p) return errf(err, "%s: out of memory repacking tensor %s (%zu bytes)", m->path, t->name, n);
-    repack_job j = {t, 0, (int)t->shape[0], p, 1};
+    repack_job j = {t, 0, (int)t->shape[0], p, 1, packer(m->kern, t)};
     pool_run(m->pool, repack_task, &j);
     release_pages(t->data, t->nbytes);
     became_packed(t, p);
@@ -286,7 +293,7 @@ static void pack_runs(model *m, const arena_plan *p, int i, packed_part *parts) 
     for (int k = i; k < p->n; k++) {
         if (p->runs[k].t != t) continue;
         uint8_t *out = (uint8_t *)m->arena + p->runs[k].off;
-        repack_job j = {t, p->runs[k].row0, p->runs[k].row1, out, 1};
+        repack_job j = {t, p->runs[k].row0, p->runs[k].row1, out, 1, packer(m->kern, t)};
         pool_run(m->pool, repack_task, &j);
         parts[np++] = (packed_part){p->runs[k].row0, out};
     }

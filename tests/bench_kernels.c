@@ -15,7 +15,8 @@
  * Optional arguments filter what runs: dtype names and/or ISA names
  * (`build/bench_kernels BF16 Q4_1 avx512`; "q8" runs only the int8 part,
  * "steps" only its decode steps of 4 and 8 sequences on SmolLM2's shapes, warm
- * and streamed from DRAM).
+ * and streamed from DRAM; "pack" only the load-time packers of Q4_K and Q6_K,
+ * the type table's portable one against each table's kernels.pack_rows).
  * Not part of `make test`; numbers are for comparison within one run. */
 #include <stdint.h>
 #include <stdio.h>
@@ -369,6 +370,47 @@ static int bench_q8(int argc, char **argv, const char *const *dt_names, const ch
     return bench_q8_steps(argc, argv, dt_names, isa_names);
 }
 
+/* The load-time packers (quant.h's pack_rows_fn): the type table's portable one ("portable")
+ * and each table's own (kernels.pack_rows), one thread, as Q4_K and Q6_K, in GB/s of file
+ * bytes (thread CPU time, best over a second; the output is written once before timing, so
+ * no page faults are counted): the 14336 x 4096 FFN matrix of an 8B Llama (file and copy
+ * from DRAM, as at load), and 256 rows of it (in cache). */
+static int bench_pack(void) {
+    const int cols = 4096, row_counts[] = {14336, 256};
+    const dtype dts[] = {DT_Q4_K, DT_Q6_K};
+    const kernels *tabs[] = {kernels_avx2(), kernels_avx512(), kernels_neon()};
+    uint64_t seed = 7;
+    printf("\npackers, 1 thread, GB/s of file bytes\n%-5s %-8s %12s %12s\n", "dtype", "packer", "14336x4096",
+           "256x4096");
+    for (int d = 0; d < 2; d++) {
+        dtype dt = dts[d];
+        for (int k = -1; k < 3; k++) {
+            pack_rows_fn f = k < 0 ? DTYPE_TRAITS[dt].pk.pack_rows : tabs[k] ? tabs[k]->pack_rows[dt] : NULL;
+            if (!f) continue;
+            printf("%-5s %-8s", dtype_name(dt), k < 0 ? "portable" : tabs[k]->name);
+            for (int s = 0; s < 2; s++) {
+                int rows = row_counts[s];
+                size_t n = dtype_row_bytes(dt, cols) * (size_t)rows, np = q8w_matrix_bytes(dt, rows, cols / 32);
+                uint8_t *file = malloc(n), *out = aligned_alloc(64, (np + 63) / 64 * 64); /* as the arena */
+                if (!file || !out) return 1;
+                fill(dt, file, n, cols, &seed);
+                f(dt, file, rows, cols, 0, rows, out);
+                double best = 1e30, start = now_seconds();
+                do {
+                    double t0 = cpu_seconds();
+                    f(dt, file, rows, cols, 0, rows, out);
+                    double t = cpu_seconds() - t0;
+                    if (t < best) best = t;
+                } while (now_seconds() - start < 1.0);
+                printf(" %7.2f GB/s", (double)n / best / 1e9);
+                free(file), free(out);
+            }
+            printf("\n");
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const kernels *tables[] = {kernels_scalar(), kernels_avx2(), kernels_avx512(), kernels_neon()};
     const dtype dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1};
@@ -380,8 +422,10 @@ int main(int argc, char **argv) {
     static const char *const isa_names[] = {"scalar", "avx2", "avx512", "neon"};
     printf("streaming-sum read bandwidth, 512 MiB, 1 thread: %.1f GB/s\n", stream_bandwidth(512, 5));
     printf("auto-selected table: %s\n", kernels_select(NULL)->name);
-    int only_q8 = 0, only_steps = 0;
-    for (int i = 1; i < argc; i++) only_q8 |= !strcmp(argv[i], "q8"), only_steps |= !strcmp(argv[i], "steps");
+    int only_q8 = 0, only_steps = 0, only_pack = 0;
+    for (int i = 1; i < argc; i++)
+        only_q8 |= !strcmp(argv[i], "q8"), only_steps |= !strcmp(argv[i], "steps"), only_pack |= !strcmp(argv[i], "pack");
+    if (only_pack) return bench_pack();
     if (only_steps) return bench_q8_steps(argc, argv, dt_names, isa_names);
     if (only_q8) return bench_q8(argc, argv, dt_names, isa_names);
     printf("\n%-5s %-7s %10s %7s %10s %10s %14s %14s\n", "dtype", "isa", "2048x8192", "of", "2048x8192",

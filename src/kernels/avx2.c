@@ -16,6 +16,7 @@
 
 #include "affine_kernels.h" /* MLX affine kernels: affine_avx2.c */
 #include "inplace_kernels.h" /* GGUF types read in place: inplace_avx2.c */
+#include "pack_kernels.h"    /* Q4_K / Q6_K packers: pack_avx2.c */
 
 #if defined(__x86_64__)
 
@@ -671,6 +672,7 @@ static const kernels AVX2 = {
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
                   [DT_Q2_K] = inplace_avx2_q2_k, [DT_Q3_K] = inplace_avx2_q3_k, [DT_Q5_K] = inplace_avx2_q5_k,
                   [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs}, /* inplace_avx2.c */
+    .pack_rows = {[DT_Q4_K] = q4k_pack_rows_avx2, [DT_Q6_K] = q6k_pack_rows_avx2}, /* pack_avx2.c */
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_BF16] = att_scores_bf16_avx2},

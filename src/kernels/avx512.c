@@ -20,6 +20,7 @@
 #include "affine_kernels.h" /* MLX affine kernels: affine_avx512.c */
 #include "dequant.h"
 #include "inplace_kernels.h"
+#include "pack_kernels.h" /* Q4_K / Q6_K packers: pack_avx2.c */
 
 #if defined(__x86_64__)
 
@@ -1597,7 +1598,8 @@ static void att_values_bf16_dp(const void *v, size_t vstride, int hd, int len, c
                [DT_Q6_K] = exact_avx512_q6_k, [DT_AFFINE4] = affine4_matmul_avx512,                            \
                [DT_AFFINE8] = affine8_matmul_avx512},                                                          \
     .quantize_act = quantize_act_avx512, .dot = dot_avx512, .axpy = axpy_avx512,                               \
-    .softmax_fast = softmax_fast_avx512, .swiglu_fast = swiglu_fast_avx512, .geglu_fast = geglu_fast_avx512
+    .softmax_fast = softmax_fast_avx512, .swiglu_fast = swiglu_fast_avx512, .geglu_fast = geglu_fast_avx512,   \
+    .pack_rows = {[DT_Q4_K] = q4k_pack_rows_avx2, [DT_Q6_K] = q6k_pack_rows_avx2} /* pack_avx2.c */
 
 /* The int8 kernels of the VNNI tables but Q6_K's; Q4_K with VNNI on super-block activations too,
  * which the table asks for (act_group). The GGUF types read in place: inplace_avx512.c needs VNNI. */

@@ -330,6 +330,8 @@ typedef struct {
     unsigned char act_group[DT_COUNT]; /* Q8_ACT_SB where matmul_q8[dt] is faster on activations of
                                           that group (forward.c then quantizes them so); 0: per block */
     matmul_q8_fn matmul_q8[DT_COUNT]; /* Q4_0, Q4_1, Q8_0, Q4_1G64, Q4_1G128, Q5_0, Q5_1, Q6_K, Q4_K on repacked weights; NULL: scalar */
+    pack_rows_fn pack_rows[DT_COUNT]; /* the packer of a packed layout (quant.h) writing the same bytes as the
+                                         type table's portable one, faster (tested); NULL: that one */
     float (*dot)(const float *a, const float *b, int n);          /* f32 dot product */
     void (*axpy)(float *y, float a, const float *x, int n);       /* y += a*x */
     /* set in every table (tested), so callers need no scalar fallback: */
