@@ -344,6 +344,7 @@ $(BUILD)/fuzz/src/kernels/avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/fuzz/src/kernels/avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/fuzz/src/kernels/affine_avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/fuzz/src/kernels/inplace_avx2.o: CFLAGS += $(ISA_AVX2)
+$(BUILD)/fuzz/src/kernels/pack_avx2.o: CFLAGS += $(ISA_AVX2)
 $(BUILD)/fuzz/src/kernels/affine_avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/fuzz/src/kernels/inplace_avx512.o: CFLAGS += $(ISA_AVX512)
 .PRECIOUS: $(BUILD)/fuzz/tests/fuzz/%.o $(BUILD)/san/tests/fuzz/%.o
