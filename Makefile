@@ -45,15 +45,19 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 
 # Sanitizer build of the library and unit tests (ASan + UBSan), in its own tree.
-SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -DLLMGEN_SANITIZED
+SAN_FLAGS := -O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -DLLMGEN_SANITIZED
 SAN_LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 SAN_UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
+# The SIMD kernel objects take most of the build's compile time (the sanitized avx512.o alone
+# about a third): `make test` names them first so that two jobs start on them at once.
+SLOW_OBJ := $(filter %avx512.o,$(SAN_LIB_OBJ)) $(filter %avx512.o,$(LIB_OBJ)) \
+            $(filter %avx2.o,$(SAN_LIB_OBJ)) $(filter %avx2.o,$(LIB_OBJ))
 
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
         grammars grammar-refs grammar-bench big-model bench-big \
-        regress-grammar
+        regress-grammar regress-full
 
 all: llmgen  ## build ./llmgen
 
@@ -246,11 +250,18 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 
+# Checks run two at a time (tests/cli/run_all.py: each must hold on a shared machine).
+REGRESS_JOBS ?= 2
 regress: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
-	$(PYTHON) tests/cli/run_all.py
+	$(PYTHON) tests/cli/run_all.py -j $(REGRESS_JOBS)
+
+# What make regress trims for time, in full: every SmolLM2 f32/bf16 reference case and verify's
+# teacher forcing on every reference in .cache (minutes more).
+regress-full: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## make regress without its time trims
+	LLMGEN_REFS_ALL=1 LLMGEN_VERIFY_TF_ALL=1 $(PYTHON) tests/cli/run_all.py -j $(REGRESS_JOBS)
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
-	$(MAKE) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
+	$(MAKE) $(SLOW_OBJ) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
 	$(MAKE) fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
 	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%) rust-build
 	$(MAKE) -j1 unit unit-san fuzz-replay rust-test regress  # the test stages one at a time
