@@ -18,6 +18,7 @@ them; the GGUF-metadata files carry no weights, so they have --tokenizer only). 
   - plain (non-batch) --tokenize prints "id,id,...\\n" and --detokenize the exact bytes.
 Strings the CLI cannot take as a prompt (empty, or with a NUL byte) must be refused, and are counted.
 """
+import codecs
 import gzip
 import json
 import os
@@ -45,20 +46,12 @@ def fail(msg):
 
 
 def lossy(b):
-    """Bytes as llmgen's JSON writes them: valid UTF-8 kept, each invalid byte U+FFFD."""
-    out, i = [], 0
-    while i < len(b):
-        for k in (1, 2, 3, 4):
-            try:
-                out.append(b[i:i + k].decode("utf-8"))
-                i += k
-                break
-            except UnicodeDecodeError:
-                continue
-        else:
-            out.append("\ufffd")
-            i += 1
-    return "".join(out)
+    """Bytes as llmgen's JSON writes them: valid UTF-8 kept, each invalid byte U+FFFD. (Python's
+    decoder reports each maximal invalid run, which holds no start of a valid character.)"""
+    return b.decode("utf-8", errors="fffd_per_byte")
+
+
+codecs.register_error("fffd_per_byte", lambda e: ("\ufffd" * (e.end - e.start), e.end))
 
 
 def batch(args, lines):

@@ -319,7 +319,7 @@ def variant_args(tmp, name, man):
     d = os.path.join(tmp, "variant-" + name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump(variant_json(tj, edit), f, ensure_ascii=False)
+        f.write(json.dumps(variant_json(tj, edit), ensure_ascii=False))  # dumps: the C encoder
     return ["--json", os.path.join(d, "tokenizer.json"), "--config", os.path.join(REPO, info["config"])]
 
 

@@ -3,8 +3,8 @@
 
 Every stored greedy reference of tests/refs (each file with prompt ids and expected ids: the tiny fixtures,
 their GGUF conversions, the MLX fixtures, the SmolLM2 and 1B-config references, the quantized GGUF files,
-the family references, tests/refs/quality/verify-*.jsonl) is written as a verify file, plus a copy with one
-expected id changed in the middle of one case (a FAIL line at that step), and run by `llmgen verify` both
+the family references, tests/refs/quality/verify-*.jsonl) is written as a verify file, plus one of its longest
+case and the case after it, with one expected id changed in the middle (a FAIL line at that step), and run by `llmgen verify` both
 ways, in --exact mode and, for models with a fast route (quantized weights), in the default fast mode (the
 default model's copy with a changed id in --exact only), at 2 threads. A reference whose model file is not in .cache (made by targets outside make test) is listed as
 absent; so are, unless LLMGEN_VERIFY_TF_ALL=1, those on the large models of .cache other than the default
@@ -97,9 +97,11 @@ def main():
             files = [os.path.join(tmp, "refs.jsonl")]
             with open(files[0], "w") as f:
                 f.writelines(json.dumps(c) + "\n" for c in cases)
-            # one expected id changed half-way through the longest case
+            # one expected id changed half-way through the longest case; the copy holds that case and
+            # the case after it (the lines of the others are those of the unchanged file)
             i = max(range(len(cases)), key=lambda k: len(cases[k]["expected_ids"]))
-            bad = [dict(c) for c in cases]
+            bad = [dict(c) for c in cases[i:i + 2]]
+            i = 0
             k = len(bad[i]["expected_ids"]) // 2
             bad[i]["expected_ids"] = list(bad[i]["expected_ids"])
             bad[i]["expected_ids"][k] = (bad[i]["expected_ids"][k] + 1) % 256

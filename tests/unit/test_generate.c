@@ -216,8 +216,12 @@ Test(generate, prefill_rows_equal_prefills_of_each_prefix, .init = setup, .fini 
     cr_assert(k.calls == 50 && !k.bad_order, "%d rows, order %d", k.calls, k.bad_order);
     cr_assert_eq(memcmp(last, k.rows + (size_t)149 * V, (size_t)V * sizeof(float)), 0);
     cr_assert_eq(llmgen_session_pos(big), 150);
+#ifdef LLMGEN_SANITIZED
+    int check[] = {127, 128}; /* the two sides of the chunk boundary */
+#else
     int check[] = {100, 127, 128, 149};
-    for (int c = 0; c < 4; c++) {
+#endif
+    for (int c = 0; c < (int)(sizeof check / sizeof *check); c++) {
         int i = check[c];
         llmgen_session_reset(big);
         cr_assert_eq(llmgen_prefill(big, ids, i + 1, &last, err, sizeof err), LLMGEN_OK, "%s", err);
