@@ -134,13 +134,17 @@ $(DEFAULT_MODEL):
 	$(PYTHON) tests/gen/fetch_default_model.py $(CACHE)
 
 # Fixtures too large for git, rebuilt bit for bit (checked by sha256) with numpy/gguf/safetensors only.
+# The stamp names the requirements' content, not their time: a fresh clone (newer files) reuses
+# the venv its .cache already holds.
 TOOLS_VENV := $(CACHE)/venv-tools
-$(TOOLS_VENV)/.ok: tests/gen/requirements-tools.txt
+TOOLS_OK := $(TOOLS_VENV)/.ok-$(shell sha256sum tests/gen/requirements-tools.txt | cut -c1-16)
+$(TOOLS_OK):
 	$(PYTHON) -m venv $(TOOLS_VENV)
 	$(TOOLS_VENV)/bin/pip install -q -r tests/gen/requirements-tools.txt
+	rm -f $(TOOLS_VENV)/.ok*
 	touch $@
 
-fixtures: $(TOOLS_VENV)/.ok $(DEFAULT_MODEL)  ## rebuild large test fixtures into .cache/fixtures
+fixtures: $(TOOLS_OK) $(DEFAULT_MODEL)  ## rebuild large test fixtures into .cache/fixtures
 	$(TOOLS_VENV)/bin/python tests/gen/build_fixtures.py $(CACHE)
 
 # References come from the real implementations (torch, transformers); never run by CI.
@@ -156,7 +160,7 @@ refs: $(REF_VENV)/.ok fixtures  ## regenerate tests/refs/ with HF transformers (
 
 # Dequantization references of every GGUF block type (gguf-py, in the tools venv): tests/refs/quant.
 .PHONY: quant-refs
-quant-refs: $(TOOLS_VENV)/.ok  ## regenerate tests/refs/quant (gguf-py dequantizations) for tests/unit/test_quant.c
+quant-refs: $(TOOLS_OK)  ## regenerate tests/refs/quant (gguf-py dequantizations) for tests/unit/test_quant.c
 	$(TOOLS_VENV)/bin/python tests/gen/gen_quant_refs.py
 
 # Chat templates llama.cpp ships (in the pinned llama-cpp-python sdist, shared with `make peer`): the
@@ -215,7 +219,7 @@ ring-refs: $(REF_VENV)/.ok  ## regenerate the ring-buffer fixtures and their HF 
 
 # llama.cpp (the benchmark peer) on the family GGUF conversions, against the HF references: a report.
 .PHONY: family-peer
-family-peer: peer $(TOOLS_VENV)/.ok  ## llama.cpp's greedy ids on the family GGUF fixtures vs HF's (needs make peer)
+family-peer: peer $(TOOLS_OK)  ## llama.cpp's greedy ids on the family GGUF fixtures vs HF's (needs make peer)
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
 	$(TOOLS_VENV)/bin/python tests/gen/peer_family_gguf.py $(CACHE)
 
@@ -435,7 +439,7 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 
 # The Llama-3.1-8B config as a Q4_K_M download holds it (random valid blocks, 4.9 GB, no tokenizer): its
 # load time, time to first token, peak RSS, prefill and decode against llama.cpp, page cache warm.
-big-model: $(TOOLS_VENV)/.ok  ## write the 8B-config Q4_K_M GGUF (random blocks, 4.9 GB) to .cache/bench; skipped when up to date
+big-model: $(TOOLS_OK)  ## write the 8B-config Q4_K_M GGUF (random blocks, 4.9 GB) to .cache/bench; skipped when up to date
 	nice -n 10 $(TOOLS_VENV)/bin/python tests/bench/make_big_model.py $(CACHE)
 
 bench-big: peer big-model llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw  ## 8B-config Q4_K_M vs llama.cpp: first token, peak RSS, prefill, decode (.cache/bench/big.json)
@@ -487,7 +491,7 @@ regress-quality: llmgen model  ## check_quality.py with every chunk of the defau
 # Q5_0 Q5_1, and the 1B-config F16 file of `make bench-models` (when present) to Q4_K_M and Q6_K, into
 # .cache/quant/ with a manifest (sha256, tensor-type census, command).
 .PHONY: quant-models quant-model-refs quant-fixtures regress-quants
-quant-models: peer $(TOOLS_VENV)/.ok $(DEFAULT_MODEL)  ## write the llama-quantize test files into .cache/quant
+quant-models: peer $(TOOLS_OK) $(DEFAULT_MODEL)  ## write the llama-quantize test files into .cache/quant
 	$(TOOLS_VENV)/bin/python tests/gen/make_quant_models.py $(CACHE)
 
 # HF transformers references for those files and for the tiny committed fixtures (tests/refs/gguf-quants,
@@ -496,7 +500,7 @@ quant-model-refs: $(REF_VENV)/.ok quant-models  ## regenerate the HF references 
 	$(REF_VENV)/bin/python tests/gen/make_quant_refs.py $(CACHE)
 
 # Rebuild the committed tiny quantized GGUF fixtures (tests/fixtures/tiny-gguf/) with llama-quantize.
-quant-fixtures: peer $(TOOLS_VENV)/.ok  ## rebuild tests/fixtures/tiny-gguf (random weights, one file per type)
+quant-fixtures: peer $(TOOLS_OK)  ## rebuild tests/fixtures/tiny-gguf (random weights, one file per type)
 	$(TOOLS_VENV)/bin/python tests/gen/make_quant_fixtures.py $(CACHE)
 
 # llmgen --exact on the .cache/quant files against their HF references: ids equal per prompt, logit error.
@@ -520,7 +524,7 @@ GEMMA3_270M := $(CACHE)/models/gemma-3-270m-q4_k_m.gguf
 # Random-weight checkpoints with the exact published configs (tests/gen/<name>/config.json), rebuilt
 # bit for bit without torch (tests/gen/familylib.py) and checked against tests/refs/families/fixtures.json.
 .PHONY: family-models family-model-refs regress-families family-bench-models gemma3-vocab
-family-models: $(TOOLS_VENV)/.ok  ## random-weight Qwen3-0.6B / Qwen2.5-0.5B / Gemma-3-1B configs into .cache/families (4.2 GB)
+family-models: $(TOOLS_OK)  ## random-weight Qwen3-0.6B / Qwen2.5-0.5B / Gemma-3-1B configs into .cache/families (4.2 GB)
 	nice -n 10 $(TOOLS_VENV)/bin/python tests/gen/build_family_models.py $(CACHE)
 
 # HF transformers references of those checkpoints (tests/refs/families); slow, Gemma-3-1B needs ~8 GB of RAM.
