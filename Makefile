@@ -56,7 +56,7 @@ SLOW_OBJ := $(filter %avx512.o,$(SAN_LIB_OBJ)) $(filter %avx512.o,$(LIB_OBJ)) \
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
-        grammars grammar-refs grammar-bench big-model bench-big \
+        grammars grammar-refs grammar-bench big-model bench-big bench-threads \
         regress-grammar regress-full
 
 all: llmgen  ## build ./llmgen
@@ -467,6 +467,10 @@ grammar-bench: model fixtures llmgen $(BENCH_BIN)/grammar_bench  ## structured o
 
 bench-parallel: peer model bench-models llmgen  ## several sequences per step and the prefix cache vs llama-batched-bench (.cache/bench/parallel.json)
 	$(PYTHON) tests/bench/bench_parallel.py $(CACHE)
+
+# MODEL=path.gguf benchmarks another file; BENCH_REPS rounds (default 3).
+bench-threads: peer model llmgen $(BENCH_BIN)/llmgen_bench  ## decode, prefill, --parallel 8 vs llama.cpp at 1, 2, 4, ... threads up to the CPUs (.cache/bench/threads.json)
+	$(PYTHON) tests/bench/bench_threads.py $(or $(MODEL),$(DEFAULT_MODEL))
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
 	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py

@@ -293,6 +293,16 @@ def machine_info():
     return info
 
 
+def versions():
+    """llmgen's commit and the llama.cpp peer's BUILD-INFO (when `make peer` has built it)."""
+    v = {"llmgen_commit": subprocess.run(["git", "describe", "--always", "--dirty"],
+                                         capture_output=True, text=True).stdout.strip()}
+    if os.path.exists(PEER_INFO):
+        with open(PEER_INFO) as f:
+            v["peer_build_info"] = f.read()
+    return v
+
+
 # ---- the engines ---------------------------------------------------------------------------------
 
 def ids_csv(n, vocab, seed):
@@ -718,12 +728,8 @@ def main():
     results = {"settings": {"reps": reps, "threads": threads, "quick": quick, "pp": PP_SIZES, "tg": TG,
                             "ttft_prompt": TTFT_PROMPT, "ttft_page_cache_dropped": drop},
                "machine": machine_info(), "models": [], "skipped": {}, "probes": {}}
-    results["versions"] = {"llmgen_commit": subprocess.run(["git", "describe", "--always", "--dirty"],
-                                                           capture_output=True, text=True).stdout.strip()}
-    if os.path.exists(PEER_INFO):
-        with open(PEER_INFO) as f:
-            results["versions"]["peer_build_info"] = f.read()
-    else:
+    results["versions"] = versions()
+    if "peer_build_info" not in results["versions"]:
         log("no llama.cpp peer (%s missing): llmgen only. `make peer` builds it." % PEER_INFO)
 
     log("probes: read bandwidth and int8 peak")
