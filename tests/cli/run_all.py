@@ -4,10 +4,10 @@
 Usage: run_all.py [-v] [-j N] [NAME_SUBSTRING...]
 
 Runs N checks at a time (default 1; `make regress` passes -j 2): the longest first, from the wall
-times of the last run kept in build/check-times.json, so the last ones to finish are short. Prints
-one PASS/FAIL line per check as it ends, with its wall time and the CPU time of the check and all
-it ran; a failing check's output follows its line (-v prints every check's output). Exits 1 if
-any check failed, 0 otherwise. Standard library only. Each check runs from the repository root,
+times of the last run kept in .cache/check-times.json (a fresh clone reuses its .cache), so the
+last ones to finish are short. Prints one PASS/FAIL line per check as it ends, with its wall time
+and the CPU time of the check and all it ran; a failing check's output follows its line (-v prints
+every check's output). Exits 1 if any check failed, 0 otherwise. Standard library only. Each check runs from the repository root,
 must exit non-zero on failure, and must not depend on running alone: its temporary files are its
 own, and a time it asserts is CPU time or has room for a shared machine.
 """
@@ -22,7 +22,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT = int(os.environ.get("LLMGEN_CHECK_TIMEOUT", "900"))  # seconds per check
-TIMES = os.path.join(REPO, "build", "check-times.json")
+TIMES = os.path.join(os.environ.get("LLMGEN_CACHE", os.path.join(REPO, ".cache")), "check-times.json")
 
 
 def run(path):
