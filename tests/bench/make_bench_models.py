@@ -135,10 +135,10 @@ def tensor_plan(cfg, src):
     return plan
 
 
-def write_metadata(w, cfg, ftype):
+def write_metadata(w, cfg, ftype, name="Llama-3.2-1B-shaped random weights (llmgen bench)"):
     dim_head = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     w.add_type("model")
-    w.add_name("Llama-3.2-1B-shaped random weights (llmgen bench)")
+    w.add_name(name)
     w.add_block_count(cfg["num_hidden_layers"])
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])

@@ -36,7 +36,7 @@ import gguf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_bench_models import llama3_rope_factors  # noqa: E402
+from make_bench_models import llama3_rope_factors, write_metadata  # noqa: E402
 
 NAME = "llama-8b-random.Q4_K_M.gguf"
 CONFIG = {  # meta-llama/Llama-3.1-8B config.json (the fields the GGUF carries)
@@ -90,29 +90,6 @@ def random_blocks(rng, rows, cols, qtype):
     return b.reshape(rows, cols // bs * ts)
 
 
-def write_metadata(w, cfg):
-    hd = cfg["hidden_size"] // cfg["num_attention_heads"]
-    w.add_type("model")
-    w.add_name("Llama-3.1-8B-shaped random weights (llmgen bench)")
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_rope_freq_base(cfg["rope_theta"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_key_length(hd)
-    w.add_value_length(hd)
-    w.add_file_type(int(gguf.LlamaFileType.MOSTLY_Q4_K_M))
-    w.add_vocab_size(cfg["vocab_size"])
-    w.add_rope_dimension_count(hd)
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    w.add_tokenizer_model("none")
-    w.add_bos_token_id(cfg["bos_token_id"])
-    w.add_eos_token_id(cfg["eos_token_id"])
-
-
 def expected_bytes(plan):
     return sum(4 * s[0] if t is None else s[0] * s[1] // gguf.GGML_QUANT_SIZES[t][0] * gguf.GGML_QUANT_SIZES[t][1]
                for _, s, t in plan)
@@ -139,7 +116,7 @@ def main():
     plan = tensor_plan(cfg)
     rope = llama3_rope_factors(cfg)
     w = gguf.GGUFWriter(path + ".tmp", "llama")
-    write_metadata(w, cfg)
+    write_metadata(w, cfg, gguf.LlamaFileType.MOSTLY_Q4_K_M, "Llama-3.1-8B-shaped random weights (llmgen bench)")
     for name, shape, qt in plan:
         if qt is None:
             w.add_tensor_info(name, shape, np.float32, 4 * shape[0])
