@@ -344,7 +344,7 @@ Test(q8act, rows_packed_in_parts_equal_whole) {
             float *x = q8t_x(NT, cols, 0, &seed), *y = malloc(sizeof(float) * NT * ROWS), *y2 = malloc(sizeof(float) * NT * ROWS);
             q8_act act;
             q8t_act_new(&act, NT, cols);
-            k->quantize_act(x, cols, 0, NT, &act);
+            q8t_quant(k)(x, cols, 0, NT, &act);
             for (int nt = 1; nt <= NT; nt += NT - 1) { /* one token (GEMV) and a prefill tile */
                 act.nt = nt;
                 q8t_mm(k, dt)(whole, ROWS, cols, 0, ROWS, &act, y, ROWS);
