@@ -70,6 +70,7 @@ llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *op
         mo.kernels = opt->kernels;
         mo.no_tokenizer = opt->no_tokenizer;
         mo.exact = opt->exact;
+        mo.split_all = opt->split_all;
     }
     llmgen_model *lm = calloc(1, sizeof *lm);
     if (!lm) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");

@@ -229,6 +229,7 @@ int cli_common_take(cli_common *c, int id, const char *value, char *err) {
     case CLI_MODEL: c->model = value; return 1;
     case CLI_KERNELS: c->kernels = value; return 1;
     case CLI_EXACT: c->exact = 1; return 1;
+    case CLI_SPLIT_ALL: c->split_all = 1; return 1;
     case CLI_THREADS:
         if (cli_value("--threads", value, 1, LLMGEN_MAX_THREADS, 1, &x, err)) return -1;
         c->threads = (int)x;
@@ -243,7 +244,7 @@ int cli_common_take(cli_common *c, int id, const char *value, char *err) {
 
 llmgen_status cli_model_open(const cli_common *c, const char *path, int tokenizer_only, llmgen_model **m, char *err) {
     llmgen_model_options mo = {.n_threads = c->threads, .kernels = c->kernels, .exact = c->exact,
-                               .tokenizer_only = tokenizer_only};
+                               .tokenizer_only = tokenizer_only, .split_all = c->split_all};
     char e[ERR_LEN];
     llmgen_status st = llmgen_model_open(path ? path : c->model, &mo, m, e, sizeof e);
     if (st) snprintf(err, ERR_LEN, "%s%.500s", st == LLMGEN_E_USAGE && c->kernels ? "--" : "", e);

@@ -109,7 +109,7 @@ int cli_print_options(FILE *f, const cli_opt *table);
 /* The options every command that runs a model shares, parsed by one function. Their
  * ids come first; a command's own ids start at CLI_OWN. A command lists the rows it
  * takes (with its own help text where it means something more). */
-enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CLI_OWN };
+enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CLI_SPLIT_ALL, CLI_OWN };
 #define CLI_OPT_HELP {CLI_HELP, 'h', "help", NULL, "this help"}
 #define CLI_OPT_MODEL(arg, help) {CLI_MODEL, 'm', "model", arg, help}
 #define CLI_OPT_THREADS                                                                                         \
@@ -117,6 +117,10 @@ enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CL
      "threads, 1.." CLI_STR(LLMGEN_MAX_THREADS) " (default: the CPUs this process may use; --stats says)"}
 #define CLI_OPT_CTX(help) {CLI_CTX, 'c', "ctx-size", "N", help}
 #define CLI_OPT_KERNELS {CLI_KERNELS, 0, "kernels", "NAME", "force a kernel set: scalar, avx2, avx512, neon"}
+#define CLI_OPT_SPLIT_ALL                                                                                       \
+    {CLI_SPLIT_ALL, 0, "split-all", NULL,                                                                       \
+     "run every matmul and attention on all threads, even those too small\n"                                  \
+     "to pay for more than a few (tests of the thread split; same output)"}
 #define CLI_OPT_EXACT                                                                                           \
     {CLI_EXACT, 0, "exact", NULL,                                                                               \
      "f32 activations: greedy ids equal HF transformers' (slower); the\n"                                     \
@@ -125,6 +129,7 @@ enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CL
 typedef struct {
     const char *model, *kernels; /* -m, --kernels */
     int threads, ctx, exact;     /* -t (0: the online CPUs), -c (0: the default), --exact */
+    int split_all;               /* --split-all */
     int help;                    /* -h / --help */
 } cli_common;
 

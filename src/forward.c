@@ -87,10 +87,12 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->seq_logits = max_seqs ? malloc((size_t)max_seqs * c->vocab_size * sizeof(float)) : NULL;
     s->tok_seg = malloc((size_t)s->chunk * sizeof(int));
     s->tok_pos = malloc((size_t)s->chunk * sizeof(int));
+    s->kv_ready = malloc((size_t)c->n_kv_heads * sizeof *s->kv_ready);
     int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
     if (!kv_ok || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
-        !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos) {
+        !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos ||
+        !s->kv_ready) {
         fwd_state_free(s);
         return errf(err, "out of memory for a context of %d tokens", ctx);
     }
@@ -110,6 +112,7 @@ void fwd_state_free(fwd_state *s) {
     free(s->seq_logits);
     free(s->tok_seg);
     free(s->tok_pos);
+    free(s->kv_ready);
     free(s->xq.q);
     free(s->xq.d);
     free(s->xq.s);
@@ -133,6 +136,8 @@ typedef struct norm_job norm_job;
 static void rmsnorm_task(void *ctx, int ith, int nth);
 typedef struct attn_job attn_job;
 static void attention_prefetch_all(const attn_job *j, int ith, int nth);
+static void attention_task(void *ctx, int ith, int nth);
+static void qkv_rows_done(const matmul_job *j, int r0, int r1);
 
 /* Work a thread does on the rows [r0, r1) it has just computed, before the
  * barrier: elementwise stages need no pool_run of their own this way. */
@@ -157,6 +162,9 @@ struct matmul_job {
                             thread that completes the last rows (see FOLD_MAX_T) */
     const attn_job *kv_ahead; /* or NULL: the next layer's attention, whose new cache lines each
                                  thread requests first (attention_prefetch_all) */
+    attn_job *attn;      /* or NULL: the attention that reads this (qkv) pass's rows, run by each
+                            thread once the rows are all handed out (attention_in_qkv) */
+    int min_threads;     /* the pass runs on at least this many (the attention's) */
     pool_queue queue;    /* the row chunks, set up by run_matmuls */
     atomic_int rows_done;/* rows whose post has run (with `then`) */
 };
@@ -210,11 +218,13 @@ static void matmul_task(void *ctx, int ith, int nth) {
             }
         }
         if (j->post) j->post(j, b, e);
+        if (j->attn) qkv_rows_done(j, b, e);
         /* the release of this thread's rows and the acquire of the others': the one that
          * completes the count sees every row written */
         if (j->then && atomic_fetch_add_explicit(&j->rows_done, e - b, memory_order_acq_rel) + (e - b) == j->queue.n)
             rmsnorm_task((void *)j->then, 0, 1);
     }
+    if (j->attn) attention_task(j->attn, ith, nth);
 }
 
 static quantize_act_fn quantizer(const model *m) {
@@ -253,10 +263,11 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
             quantize_task(j, 0, 1);
         }
     }
-    int nth = pool_size(m->pool);
+    int nth = plan_pass_threads(&m->plan, pp, j->nt);
+    if (j->min_threads > nth) nth = j->min_threads;
     pool_queue_init(&j->queue, pp->rows, pp->align, nth > 1 ? MM_MIN_PIECE : 1, nth);
     atomic_init(&j->rows_done, 0);
-    pool_run(m->pool, matmul_task, j);
+    pool_run_n(m->pool, matmul_task, j, nth);
 }
 
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
@@ -357,7 +368,32 @@ struct attn_job {
     q8_act *xq;          /* or NULL: att_out quantized into it by the thread that finishes last
                             (the o projection's input, without a pass of its own) */
     atomic_int finished; /* threads done (with xq) */
+    atomic_int *ready;   /* or NULL: per kv head, the rows of q, k and v written so far (of
+                            (group + 2) * head_dim), when attention runs in the qkv pass */
+    int nth;             /* the threads its work pays for (attention_threads) */
 };
+
+/* Attention inside the qkv pass: each kv head's task starts once the rows it reads (the
+ * queries of its group, its key and value) are written and in the cache. Every row is
+ * handed out before a thread leaves the matmul for attention, and a thread with rows
+ * finishes them before it waits, so the wait ends. */
+static void qkv_rows_done(const matmul_job *j, int r0, int r1) {
+    const model_config *c = &j->m->cfg;
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    int g = -1, rows = 0;
+    for (int r = r0; r < r1; r += hd) { /* whole heads: the split's alignment */
+        int h = r < qd ? r / (group * hd) : r < qd + kvd ? (r - qd) / hd : (r - qd - kvd) / hd;
+        if (h != g && rows) atomic_fetch_add_explicit(&j->attn->ready[g], rows, memory_order_release);
+        rows = h != g ? hd : rows + hd;
+        g = h;
+    }
+    if (rows) atomic_fetch_add_explicit(&j->attn->ready[g], rows, memory_order_release);
+}
+
+static void wait_kv_head(const attn_job *j, int kvh) {
+    const model_config *c = &j->m->cfg;
+    if (j->ready) pool_wait_at_least(j->m->pool, &j->ready[kvh], (c->n_heads / c->n_kv_heads + 2) * c->head_dim);
+}
 
 /* One token of one sequence (a decode step alone): the query heads split into
  * equal contiguous ranges, and within a thread's range one ops_attend_block per kv
@@ -371,6 +407,7 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
     pool_split(c->n_heads, 1, ith, nth, &h0, &h1);
     for (int h = h0; h < h1;) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
+        wait_kv_head(j, kvh);
         ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
                          he - h, s->kv.type, kv_key_head(&kv->kv, c, j->layer, kvh), ATT_KBLOCK,
                          kv_value_head(&kv->kv, c, j->layer, kvh), (size_t)hd, kv->kv.layers[j->layer].ring, j->segs[0].pos + 1, j->win, hd, j->scale, sc,
@@ -459,6 +496,7 @@ static void attention_rows(const attn_job *j, int ith, int nth) {
                 }
             int t0 = bk / c->n_kv_heads * ATT_TOKENS, kvh = bk % c->n_kv_heads;
             int nt = g->n - t0 < ATT_TOKENS ? g->n - t0 : ATT_TOKENS;
+            wait_kv_head(j, kvh);
             /* the group's heads are adjacent in a token's q row: rows (t, g) at q + t * qd + g * hd */
             const float *q0 = s->q + (size_t)(base + t0) * qd + (size_t)kvh * group * hd;
             float *o0 = s->att_out + (size_t)(base + t0) * qd + (size_t)kvh * group * hd;
@@ -598,6 +636,8 @@ static void rope_tables(const model *m, fwd_state *s, const fwd_seg *segs, int n
 #define FOLD_MAX_T 16
 
 typedef struct {
+    int attention_in_qkv;    /* each thread runs its attention tasks in the qkv pass, each as soon
+                                as its kv head's rows are written (qkv_rows_done): no barrier between */
     int ffn_norm_in_o;       /* the ffn norm (and its int8 quantization) on the thread that
                                 completes the o pass */
     int o_input_in_attention;/* att_out quantized for o by the thread that finishes attention last */
@@ -613,6 +653,7 @@ typedef struct {
     int nseg, n;             /* sequences; token rows, sequence after sequence */
     int fold;                /* a step of a few tokens: the fusions of fwd_fusions apply */
     int attn_normed;         /* the next layer's attention norm already ran (attn_norm_in_down) */
+    int attended;            /* this layer's attention already ran (attention_in_qkv) */
     int ffn_normed;          /* this layer's ffn norm already ran (ffn_norm_in_o) */
     q8_act xq_o;             /* the buffers of s->xq shaped for the o projection's input */
 } fwd_call;
@@ -621,6 +662,7 @@ static fwd_fusions fusions_of(const fwd_call *f, int l) {
     const layer_weights *L = &f->m->layers[l];
     int last = l + 1 == f->m->cfg.n_layers;
     return (fwd_fusions){
+        .attention_in_qkv = 1,
         .ffn_norm_in_o = f->fold && !L->post_attn_norm,
         .o_input_in_attention = f->fold && plan_layer(&f->m->plan, l, PASS_O)->int8,
         .attn_norm_in_down = f->fold && !L->post_ffn_norm && !last,
@@ -651,7 +693,43 @@ static void stage_attn_norm(fwd_call *f, int l) {
     run_norm(f->m, f->s, f->m->layers[l].attn_norm, f->n, 0, qkv->int8 ? qkv->act_group : 0);
 }
 
-/* q, k, v = xb @ W^T [+ bias] -> [q/k head norm] -> RoPE; keys and values into the cache. */
+/* The threads attention pays for: the keys and values each token reads (plan_threads),
+ * no more than its tasks (a decode step's query heads, or the blocks of tokens times kv
+ * heads, attention_rows). */
+static int attention_threads(const fwd_call *f) {
+    const model_config *c = &f->m->cfg;
+    double kv_row = 2.0 * (double)dtype_row_bytes(f->s->kv.type, (int64_t)c->n_kv_heads * c->head_dim), work = 0;
+    int tasks = 0;
+    for (int i = 0; i < f->nseg; i++) {
+        const fwd_seg *g = &f->segs[i];
+        work += (double)g->n * (g->pos + g->n) * kv_row;
+        tasks += (g->n + ATT_TOKENS - 1) / ATT_TOKENS * c->n_kv_heads;
+    }
+    if (f->nseg == 1 && f->segs[0].n == 1) tasks = c->n_heads;
+    int n = plan_threads(&f->m->plan, work);
+    return n < tasks ? n : tasks;
+}
+
+/* The attention job of layer l (stage_attention), with f->xq_o shaped for the o projection
+ * when attention quantizes its input. */
+static void attention_job(fwd_call *f, int l, attn_job *j) {
+    const model_config *c = &f->m->cfg;
+    fwd_state *s = f->s;
+    int hd = c->head_dim, slide = c->layer_flags[l] & LAYER_SLIDING;
+    *j = (attn_job){.m = f->m, .s = s, .segs = f->segs, .nseg = f->nseg, .layer = l,
+                    .win = slide ? c->sliding_window : 0,
+                    .scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd)};
+    f->xq_o = s->xq;
+    if (fusions_of(f, l).o_input_in_attention) {
+        q8_act_shape(&f->xq_o, f->n, c->n_heads * hd, pass_of(f, l, PASS_O)->act_group);
+        j->xq = &f->xq_o;
+    }
+    atomic_init(&j->finished, 0);
+    j->nth = attention_threads(f);
+}
+
+/* q, k, v = xb @ W^T [+ bias] -> [q/k head norm] -> RoPE; keys and values into the cache;
+ * [attention]. */
 static void stage_qkv(fwd_call *f, int l) {
     const model_config *c = &f->m->cfg;
     const layer_weights *L = &f->m->layers[l];
@@ -661,24 +739,27 @@ static void stage_qkv(fwd_call *f, int l) {
     mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
     matmul_job j = {.m = f->m, .s = s, .out = qkv, .n_out = 3, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
                     .post = post_qkv, .layer = l, .segs = f->segs, .rope_cs = layer_rope(f, l)};
+    attn_job a;
+    if (fusions_of(f, l).attention_in_qkv) {
+        attention_job(f, l, &a);
+        a.ready = s->kv_ready;
+        for (int h = 0; h < c->n_kv_heads; h++) atomic_init(&a.ready[h], 0);
+        j.attn = &a;
+        j.min_threads = a.nth;
+    }
     run_matmuls(&j, pp->int8 ? &s->xq : NULL);
+    f->attended = j.attn != NULL;
 }
 
 /* att_out = causal GQA attention of q over each sequence's cache [in a sliding window]. */
 static void stage_attention(fwd_call *f, int l) {
-    const model_config *c = &f->m->cfg;
-    fwd_state *s = f->s;
-    int hd = c->head_dim, slide = c->layer_flags[l] & LAYER_SLIDING;
-    attn_job j = {.m = f->m, .s = s, .segs = f->segs, .nseg = f->nseg, .layer = l,
-                  .win = slide ? c->sliding_window : 0,
-                  .scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd)};
-    f->xq_o = s->xq;
-    if (fusions_of(f, l).o_input_in_attention) {
-        q8_act_shape(&f->xq_o, f->n, c->n_heads * hd, pass_of(f, l, PASS_O)->act_group);
-        j.xq = &f->xq_o;
+    if (f->attended) { /* done in the qkv pass */
+        f->attended = 0;
+        return;
     }
-    atomic_init(&j.finished, 0);
-    pool_run(f->m->pool, attention_task, &j);
+    attn_job j;
+    attention_job(f, l, &j);
+    pool_run_n(f->m->pool, attention_task, &j, j.nth);
 }
 
 /* xb = att_out @ Wo^T; x += xb unless a post-attention norm comes first. */

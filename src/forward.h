@@ -2,6 +2,8 @@
 #ifndef LLMGEN_FORWARD_H
 #define LLMGEN_FORWARD_H
 
+#include <stdatomic.h>
+
 #include "kv_cache.h"
 #include "model.h"
 
@@ -49,6 +51,8 @@ typedef struct {
                          sequence's state; NULL when max_seqs is 0 */
     int *tok_seg;     /* (chunk) sequence of each token row of the last call */
     int *tok_pos;     /* (chunk) its position */
+    atomic_int *kv_ready; /* (n_kv_heads) the qkv pass's rows written per kv head (forward.c,
+                         attention_in_qkv) */
     q8_act xq;        /* fast mode: a matmul input quantized to int8, buffers for
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
     q8_act xq_down;   /* fast mode: the down projection's input (chunk, hidden_dim),

@@ -118,6 +118,10 @@ typedef struct {
     int exact;            /* 1: exact mode, f32 activations (greedy ids equal HF transformers');
                              0 (default): fast mode, Q4_0/Q4_1/Q8_0 weights repacked at load and
                              activations quantized to int8 per block of 32 */
+    int split_all;        /* 1: every matmul and attention pass on all n_threads threads, however
+                             small (for tests of the thread split); 0 (default): each on as many
+                             threads as its work pays for, which on many cores is fewer for small
+                             matrices (the results are the same bits either way) */
 } llmgen_model_options;
 
 typedef struct {

@@ -487,7 +487,7 @@ int model_open(const char *path, const model_options *opt, model **out, int *io_
         goto fail;
     }
     if (plan_build(&m->plan, m->layers, m->cfg.n_layers, m->lm_head, m->cfg.head_dim, m->kern, pool_size(m->pool),
-                   opt->exact)) {
+                   opt->exact, opt->split_all)) {
         errf(err, "out of memory planning the matmuls");
         goto fail;
     }

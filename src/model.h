@@ -49,6 +49,7 @@ typedef struct {
     int no_tokenizer;        /* 1: do not load the tokenizer */
     int exact;               /* 1: f32 activations on the file layout (token-exact with HF);
                                 0: the matmul plan's int8 routes where a kernel exists (plan.h) */
+    int split_all;           /* 1: every pass on all n_threads (plan.h) */
 } model_options;
 
 /* Open `path` (a .gguf file, a directory with config.json and safetensors, or a

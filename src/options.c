@@ -172,6 +172,7 @@ static const cli_opt table[] = {
                                       "llama.cpp and xgrammar do (default: each pick leaves room to complete it)"},
     {O_DUMP, 0, "dump-logits", "FILE", "write the logits of every generated step (f32 rows)"},
     CLI_OPT_KERNELS,
+    CLI_OPT_SPLIT_ALL,
     CLI_OPT_EXACT,
     CLI_OPT_HELP,
     {O_VERSION, 0, "version", NULL, "print the version"},

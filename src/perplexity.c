@@ -53,6 +53,7 @@ static const cli_opt table[] = {
     CLI_OPT_THREADS,
     CLI_OPT_EXACT,
     CLI_OPT_KERNELS,
+    CLI_OPT_SPLIT_ALL,
     CLI_OPT_HELP,
     {0, 0, NULL, NULL, NULL},
 };

@@ -61,19 +61,23 @@ static int lcm16(int n) {
 }
 
 /* A pass's rows, int8 flag and act_group (the largest any int8 matrix asks for), with
- * kt[i] the kernel type of matrix i (DT_COUNT: f32 route). */
-static void pass_shape(plan_pass *pp, const kernels *k, const dtype *kt) {
+ * kt[i] the kernel type of matrix i (DT_COUNT: f32 route); its bytes unless settled (as
+ * the file has them: the threads of the arena's layout). */
+static void pass_shape(plan_pass *pp, const kernels *k, const dtype *kt, int settled) {
+    double bytes = 0;
     pp->rows = 0;
     pp->int8 = 0;
     pp->act_group = 1;
     for (int i = 0; i < pp->n; i++) {
         int r = (int)pp->w[i]->shape[0];
         pp->rows = pp->side_by_side ? r : pp->rows + r;
+        bytes += (double)pp->w[i]->nbytes;
         if (kt[i] == DT_COUNT) continue;
         pp->int8 = 1;
         int g = act_group_of(k, kt[i], pp->w[i]);
         if (g > pp->act_group) pp->act_group = g;
     }
+    if (!settled) pp->bytes = bytes;
 }
 
 /* gate and up split in whole pieces of the down projection's int8 input (post_swiglu
@@ -91,25 +95,45 @@ static dtype kernel_type(const kernels *k, const tensor *w, int exact, int settl
     return plan_kernel_type(plan_route_of(k, w), w);
 }
 
-/* Every pass's shape, from each matrix's kernel type. */
+int plan_threads(const plan *p, double work) {
+    if (p->split_all) return p->n_threads;
+    double n = work / PLAN_SLICE_BYTES;
+    return n >= p->n_threads ? p->n_threads : n <= 1 ? 1 : (int)n + (n > (int)n);
+}
+
+/* A pass's threads for nt tokens, no more than its pieces of `align` rows. */
+static int pass_threads(const plan *p, const plan_pass *pp, int nt) {
+    int n = plan_threads(p, pp->bytes * nt), units = (pp->rows + pp->align - 1) / pp->align;
+    return n < units ? n : units > 1 ? units : 1;
+}
+
+int plan_pass_threads(const plan *p, const plan_pass *pp, int nt) {
+    int n = pass_threads(p, pp, nt);
+    return n > pp->nth ? n : pp->nth;
+}
+
+/* Every pass's shape, from each matrix's kernel type, and its threads. */
 static void plan_shape(plan *p, const kernels *k, int settled) {
     for (int l = 0; l < p->n_layers; l++) {
         plan_pass *ps = &p->layers[(size_t)l * PLAN_LAYER_PASSES];
         for (int i = 0; i < PLAN_LAYER_PASSES; i++) {
             dtype kt[3];
             for (int j = 0; j < ps[i].n; j++) kt[j] = kernel_type(k, ps[i].w[j], p->exact, settled);
-            pass_shape(&ps[i], k, kt);
+            pass_shape(&ps[i], k, kt, settled);
         }
         ps[PASS_GATE_UP].align = gate_up_align(&ps[PASS_DOWN]);
+        for (int i = 0; i < PLAN_LAYER_PASSES && !settled; i++) ps[i].nth = pass_threads(p, &ps[i], 1);
     }
     dtype kt = kernel_type(k, p->lm_head.w[0], p->exact, settled);
-    pass_shape(&p->lm_head, k, &kt);
+    pass_shape(&p->lm_head, k, &kt, settled);
+    if (!settled) p->lm_head.nth = pass_threads(p, &p->lm_head, 1);
 }
 
 int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor *lm_head, int head_dim,
-               const kernels *k, int n_threads, int exact) {
+               const kernels *k, int n_threads, int exact, int split_all) {
     memset(p, 0, sizeof *p);
     p->exact = exact;
+    p->split_all = split_all;
     p->n_threads = n_threads;
     p->n_layers = n_layers;
     p->layers = calloc((size_t)n_layers * PLAN_LAYER_PASSES, sizeof *p->layers);
@@ -140,9 +164,10 @@ void plan_pass_share(const plan_pass *pp, int part, int nth, int *r0, int *r1) {
 }
 
 /* Thread part's share of pass pp, matrix by matrix (end to end, or the same rows of each). */
-static void emit_share(const plan *p, const plan_pass *pp, int part, plan_rows_fn emit, void *ctx) {
+static void emit_share(const plan_pass *pp, int part, plan_rows_fn emit, void *ctx) {
     int b, e;
-    plan_pass_share(pp, part, p->n_threads, &b, &e);
+    if (part >= pp->nth) return;
+    plan_pass_share(pp, part, pp->nth, &b, &e);
     for (int i = 0, base = 0; i < pp->n; i++) {
         int rows = (int)pp->w[i]->shape[0];
         int r0 = pp->side_by_side ? b : (b - base > 0 ? b - base : 0);
@@ -154,6 +179,6 @@ static void emit_share(const plan *p, const plan_pass *pp, int part, plan_rows_f
 
 void plan_thread_rows(const plan *p, int part, plan_rows_fn emit, void *ctx) {
     for (int l = 0; l < p->n_layers; l++)
-        for (int i = 0; i < PLAN_LAYER_PASSES; i++) emit_share(p, plan_layer(p, l, i), part, emit, ctx);
-    emit_share(p, &p->lm_head, part, emit, ctx);
+        for (int i = 0; i < PLAN_LAYER_PASSES; i++) emit_share(plan_layer(p, l, i), part, emit, ctx);
+    emit_share(&p->lm_head, part, emit, ctx);
 }

@@ -49,11 +49,20 @@ typedef struct {
     int align;           /* granularity of the split in rows */
     int int8;            /* some matrix takes int8 activations: the input is quantized once for all */
     int act_group;       /* blocks of 32 per activation scale of that input (kernels.act_group), >= 1 */
+    double bytes;        /* the weights the pass reads (file layout), per token */
+    int nth;             /* threads a one-token step runs it on (plan_threads); the arena's parts */
 } plan_pass;
+
+/* The least work worth a thread of its own, in bytes read (weights, or keys and values)
+ * times the tokens that read them: a pass spread thinner spends more on the
+ * synchronization at its end (a few microseconds on many cores) than the thread saves
+ * (64 KiB streams from L3 in ~3 us on one core). Measure with `make bench-threads`. */
+#define PLAN_SLICE_BYTES 65536.0
 
 typedef struct {
     int exact;           /* every route ROUTE_F32 */
-    int n_threads;       /* the split's parts */
+    int n_threads;       /* the pool's threads: the most a pass runs on */
+    int split_all;       /* every pass on all n_threads, whatever its size (tests of the split) */
     int n_layers;
     plan_pass *layers;   /* (n_layers, PLAN_LAYER_PASSES) */
     plan_pass lm_head;
@@ -64,7 +73,14 @@ typedef struct {
  * before any repacking; plan_settle takes the tensors' final state after it. -1 when
  * memory runs out. */
 int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor *lm_head, int head_dim,
-               const kernels *k, int n_threads, int exact);
+               const kernels *k, int n_threads, int exact, int split_all);
+
+/* The threads `work` (bytes times tokens, PLAN_SLICE_BYTES) pays for: 1 .. n_threads. */
+int plan_threads(const plan *p, double work);
+
+/* The threads pass pp runs on for nt tokens: its one-token count (the arena's parts) or
+ * more, as the work pays for. */
+int plan_pass_threads(const plan *p, const plan_pass *pp, int nt);
 void plan_free(plan *p);
 
 /* After repacking: each pass's int8 and act_group as the tensors now are (an MLX 4-bit
@@ -83,7 +99,8 @@ const void *plan_q8_weights(const tensor *w);
 void plan_pass_share(const plan_pass *pp, int part, int nth, int *r0, int *r1);
 
 /* The rows of each matrix that thread `part` starts on in a decode step (its own
- * share of each pass, before it helps with the others'), in the order the forward
+ * share of each pass over the pass's nth threads, none where part >= nth, before it
+ * helps with the others'), in the order the forward
  * pass reads them: emit(ctx, w, row0, row1) for each non-empty range. The repacker
  * lays the arena out part after part in this order, so each thread streams one
  * contiguous run of memory per token. */

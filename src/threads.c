@@ -67,8 +67,10 @@ struct thread_pool {
     atomic_int parked;          /* pool_park: waiting workers sleep without spinning */
     atomic_uint *claim;         /* claim[i]: the generation whose part i is taken (i >= 1) */
     atomic_int *late;           /* late[i]: part i was stolen last time: steal it at once */
+    atomic_int waited_late;     /* a thread of the job waited long on another's work (pool_wait_at_least) */
     pool_fn fn;
     void *ctx;
+    int nth;                    /* the parts of the job: threads 0 .. nth - 1 */
     /* the caller's own state (one pool_run at a time) */
     unsigned history;           /* bit i: the job i jobs ago was late */
     long long solo_until;       /* run parts on the caller alone until then (ns, CLOCK_MONOTONIC) */
@@ -150,7 +152,7 @@ static void *worker_main(void *arg) {
         unsigned prev = seen - 1;
         if (!atomic_compare_exchange_strong(&p->claim[wa->ith], &prev, seen)) continue; /* stolen */
         atomic_store_explicit(&p->late[wa->ith], 0, memory_order_relaxed);
-        p->fn(p->ctx, wa->ith, p->n);
+        p->fn(p->ctx, wa->ith, p->nth);
         /* the same pairing with the caller's sleep: pending before caller_asleep */
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_asleep)) futex_wake(&p->pending, 1);
     }
@@ -167,6 +169,7 @@ thread_pool *pool_new(int n_threads) {
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_asleep, 0);
     atomic_init(&p->parked, 0);
+    atomic_init(&p->waited_late, 0);
     p->tids = calloc((size_t)n_threads, sizeof *p->tids);
     p->args = calloc((size_t)n_threads, sizeof *p->args);
     p->claim = calloc((size_t)n_threads, sizeof *p->claim);
@@ -210,13 +213,13 @@ int pool_size(const thread_pool *p) { return p->n; }
  * once, when their worker was late the time before): 1 if some part is still untaken. */
 static int steal(thread_pool *p, unsigned g, long long waited, long long own, int *stole) {
     int untaken = 0;
-    for (int i = 1; i < p->n; i++) {
+    for (int i = 1; i < p->nth; i++) {
         unsigned prev = g - 1;
         if (atomic_load_explicit(&p->claim[i], memory_order_relaxed) != prev) continue;
         if (!atomic_load_explicit(&p->late[i], memory_order_relaxed) && waited < own) {
             untaken = 1;
         } else if (atomic_compare_exchange_strong(&p->claim[i], &prev, g)) {
-            p->fn(p->ctx, i, p->n);
+            p->fn(p->ctx, i, p->nth);
             *stole = 1;
             atomic_store_explicit(&p->late[i], 1, memory_order_relaxed);
             atomic_fetch_sub(&p->pending, 1);
@@ -238,29 +241,36 @@ static void judge(thread_pool *p, int late, long long t) {
     p->counts.solo_periods++;
 }
 
-void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
-    p->counts.runs++;
-    if (p->n == 1) {
+void pool_run(thread_pool *p, pool_fn fn, void *ctx) { pool_run_n(p, fn, ctx, p->n); }
+
+void pool_run_n(thread_pool *p, pool_fn fn, void *ctx, int nth) {
+    if (nth > p->n) nth = p->n;
+    if (nth <= 1) {
         fn(ctx, 0, 1);
         return;
     }
+    p->counts.runs++;
     long long t0 = now_ns();
     unsigned slot = (unsigned)(((uintptr_t)fn >> 4) % FN_SLOTS);
     if (p->fn_time[slot].fn != fn) p->fn_time[slot].fn = fn, p->fn_time[slot].part_ns = 0;
     if (t0 < p->solo_until && p->fn_time[slot].part_ns < SOLO_LONG_NS) {
         /* the workers sleep; every part here, as a steal would run it */
         p->counts.solo_runs++;
-        for (int i = 0; i < p->n; i++) fn(ctx, i, p->n);
-        p->fn_time[slot].part_ns = (now_ns() - t0) / p->n;
+        for (int i = 0; i < nth; i++) fn(ctx, i, nth);
+        p->fn_time[slot].part_ns = (now_ns() - t0) / nth;
         return;
     }
     p->fn = fn;
     p->ctx = ctx;
     if (atomic_load_explicit(&p->parked, memory_order_relaxed)) atomic_store(&p->parked, 0);
-    atomic_store_explicit(&p->pending, (unsigned)(p->n - 1), memory_order_relaxed); /* published by the generation */
-    unsigned g = atomic_fetch_add(&p->generation, 1) + 1;
+    p->nth = nth;
+    atomic_store_explicit(&p->pending, (unsigned)(nth - 1), memory_order_relaxed); /* published by the generation */
+    /* the workers without a part find theirs taken (published by the generation too) */
+    unsigned g = atomic_load_explicit(&p->generation, memory_order_relaxed) + 1;
+    for (int i = nth; i < p->n; i++) atomic_store_explicit(&p->claim[i], g, memory_order_relaxed);
+    atomic_fetch_add(&p->generation, 1);
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->generation, INT32_MAX); /* spinners need no wake-up */
-    fn(ctx, 0, p->n);
+    fn(ctx, 0, nth);
     long long t1 = now_ns(), ran = t1 - t0, own = ran > STEAL_MIN_NS ? ran : STEAL_MIN_NS;
     p->fn_time[slot].part_ns = ran;
     unsigned left;
@@ -278,7 +288,23 @@ void pool_run(thread_pool *p, pool_fn fn, void *ctx) {
         atomic_store(&p->caller_asleep, 0);
     }
     long long t2 = now_ns();
-    judge(p, stole || t2 - t1 > (p->n - 1) * ran + LATE_SLACK_NS, t2);
+    int waited = atomic_exchange_explicit(&p->waited_late, 0, memory_order_relaxed);
+    judge(p, stole || waited || t2 - t1 > (nth - 1) * ran + LATE_SLACK_NS, t2);
+}
+
+void pool_wait_at_least(thread_pool *p, atomic_int *v, int target) {
+    long long t0 = 0;
+    for (unsigned i = 1; atomic_load_explicit(v, memory_order_acquire) < target; i++) {
+        if (i & 63) {
+            cpu_relax();
+            continue;
+        }
+        long long t = now_ns();
+        if (!t0) t0 = t;
+        if (t - t0 > LATE_SLACK_NS && !atomic_load_explicit(&p->waited_late, memory_order_relaxed))
+            atomic_store_explicit(&p->waited_late, 1, memory_order_relaxed);
+        if (t - t0 > SPIN_NS) nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
 }
 
 pool_counts pool_get_counts(const thread_pool *p) { return p->counts; }

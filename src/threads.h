@@ -9,6 +9,8 @@
 #ifndef LLMGEN_THREADS_H
 #define LLMGEN_THREADS_H
 
+#include <stdatomic.h>
+
 #include "llmgen.h" /* LLMGEN_MAX_THREADS */
 
 typedef struct thread_pool thread_pool;
@@ -19,6 +21,9 @@ thread_pool *pool_new(int n_threads);
 void pool_free(thread_pool *p);
 int pool_size(const thread_pool *p);
 void pool_run(thread_pool *p, pool_fn fn, void *ctx);
+/* pool_run on the first nth threads only (fn sees nth parts; nth 1 runs fn on the
+ * caller, no synchronization): for work too small to pay for more. */
+void pool_run_n(thread_pool *p, pool_fn fn, void *ctx, int nth);
 /* A hint that no pool_run follows soon (a batch of sequences goes back to its
  * callers to sample): the workers sleep at once instead of spinning first, which
  * would take the cores from the threads that have work. The next pool_run wakes
@@ -32,6 +37,12 @@ typedef struct {
     unsigned long long solo_periods; /* times the pool went solo */
 } pool_counts;
 pool_counts pool_get_counts(const thread_pool *p);
+
+/* Inside a job of p: wait until *v >= target (acquire), spinning, then napping so that a
+ * peer preempted on this core can get it. For waits on another thread of the same job
+ * that has the work in hand (it never waits itself before finishing it). A long wait
+ * counts the job late, as a late worker does (threads.c). */
+void pool_wait_at_least(thread_pool *p, atomic_int *v, int target);
 
 /* Static split of [0, n) into nth parts aligned to `align`: the part of thread ith. */
 void pool_split(int n, int align, int ith, int nth, int *begin, int *end);

@@ -38,6 +38,7 @@ static const cli_opt table[] = {
     CLI_OPT_THREADS,
     CLI_OPT_EXACT,
     CLI_OPT_KERNELS,
+    CLI_OPT_SPLIT_ALL,
     {V_NO_TF, 0, "no-teacher-forcing", NULL,
      "one decode step per token (default: the expected ids run as drafts,\n"
      "8, 16, 32 ... per pass, which gives the same logits bits and lines, faster)"},

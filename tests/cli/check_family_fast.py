@@ -45,7 +45,7 @@ MAX_REL_F32 = 1e-4
 def run(model, prompt, steps, vocab, threads, exact, tmp):
     dump = os.path.join(tmp, "l.bin")
     cmd = [LLMGEN, "-m", model, "--prompt-ids", ",".join(map(str, prompt)), "-n", str(steps), "--ignore-eos",
-           "--ids", "--dump-logits", dump, "-t", str(threads)] + (["--exact"] if exact else [])
+           "--ids", "--dump-logits", dump, "-t", str(threads), "--split-all"] + (["--exact"] if exact else [])
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     if p.returncode != 0:
         raise RuntimeError("exit %d: %s\n%s" % (p.returncode, " ".join(cmd), p.stderr.decode().strip()))

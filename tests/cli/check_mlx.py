@@ -120,7 +120,7 @@ def check_mlx_one(path, kernels):
             for t in ("1", "2"):
                 with tempfile.TemporaryDirectory() as tmp:
                     dump = os.path.join(tmp, "l.bin")
-                    got = gen(model, ref["prompt_ids"], len(want), ["--kernels", k, "-t", t, "--exact"], dump)
+                    got = gen(model, ref["prompt_ids"], len(want), ["--kernels", k, "-t", t, "--split-all", "--exact"], dump)
                     rows = load_rows(dump, ref["vocab_size"])
                 if got != want:
                     i = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
@@ -149,7 +149,7 @@ def check_fast(name, model, ref, mlx_rows, kernels):
         for t in ("1", "2"):
             with tempfile.TemporaryDirectory() as tmp:
                 dump = os.path.join(tmp, "l.bin")
-                got = gen(model, ref["prompt_ids"], len(want), ["--kernels", k, "-t", t], dump)
+                got = gen(model, ref["prompt_ids"], len(want), ["--kernels", k, "-t", t, "--split-all"], dump)
                 runs.append((got, load_rows(dump, ref["vocab_size"])))
         (got, rows), (got2, _) = runs
         if got != got2:

@@ -36,7 +36,7 @@ MAX_REL = 0.06  # measured 1.7e-2 (IQ4_XS) to 2.6e-2 (Q2_K), 2026-11-24
 def run(model, threads, exact, tmp):
     dump = os.path.join(tmp, "l.bin")
     cmd = [LLMGEN, "-m", model, "--prompt-ids", PROMPT, "-n", str(STEPS), "--ignore-eos", "--ids",
-           "--dump-logits", dump, "-t", str(threads)] + (["--exact"] if exact else [])
+           "--dump-logits", dump, "-t", str(threads), "--split-all"] + (["--exact"] if exact else [])
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     if p.returncode != 0:
         raise RuntimeError("exit %d: %s\n%s" % (p.returncode, " ".join(cmd), p.stderr.decode()))

@@ -91,7 +91,7 @@ def run_llmgen(model, prompt_ids, n, vocab):
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "logits.bin")
         cmd = [LLMGEN, "-m", model, "--prompt-ids", ",".join(map(str, prompt_ids)), "-n", str(n),
-               "--ignore-eos", "--ids", "--dump-logits", dump, "-t", THREADS, "--exact"]
+               "--ignore-eos", "--ids", "--dump-logits", dump, "-t", THREADS, "--split-all", "--exact"]
         t = time.time()
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)

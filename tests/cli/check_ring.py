@@ -58,7 +58,7 @@ def gen(model, prompt, n, mode, tmp, threads=2, cache=None):
     if os.path.exists(dump):
         os.unlink(dump)
     args = ["-m", model, "--prompt-ids", ",".join(map(str, prompt)), "-n", str(n), "--ignore-eos", "--json",
-            "-t", str(threads), "--dump-logits", dump] + mode + (["--prompt-cache", cache] if cache else [])
+            "-t", str(threads), "--split-all", "--dump-logits", dump] + mode + (["--prompt-cache", cache] if cache else [])
     rc, out, err = run(args)
     if rc:
         raise RuntimeError("exit %d: %s" % (rc, err.strip()))

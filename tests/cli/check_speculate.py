@@ -53,7 +53,7 @@ def gen(model, prompt, extra, dump, n=48):
 
 def check_model(label, model, prompt, draft, tmp, n=48, want_drafts=True, configs=None):
     for mode, t in configs or [([], "1"), ([], "2"), (["--exact"], "1"), (["--exact"], "2")]:
-        base = mode + ["-t", t]
+        base = mode + ["-t", t, "--split-all"]
         d0 = os.path.join(tmp, "plain.bin")
         rc0, ids0, lg0, err0 = gen(model, prompt, base, d0, n)
         if rc0 != 0 or not ids0:

@@ -109,7 +109,7 @@ def main():
             with open(p, "w") as f:
                 f.writelines(json.dumps(c) + "\n" for c in bad)
             files.append(p)
-            base = ["-t", "2"] + (["-m", model] if model else [])
+            base = ["-t", "2", "--split-all"] + (["-m", model] if model else [])
             modes = [["--exact"]] + ([] if exact_only(model) else [[]])
             for f in files:
                 for mode in modes if f == files[0] or model is None or "models" not in model else modes[:1]:

@@ -67,7 +67,7 @@ def run_case(llmgen, name, path, plen, vocab, n, mode_args, t):
     prompt = ",".join(str(i) for i in ids(plen, vocab, len(name)))
     with tempfile.TemporaryDirectory() as d:
         dump = os.path.join(d, "logits.f32")
-        cmd = [llmgen, "-m", path, "--prompt-ids", prompt, "-n", str(n), "--ids", "-t", str(t),
+        cmd = [llmgen, "-m", path, "--prompt-ids", prompt, "-n", str(n), "--ids", "-t", str(t), "--split-all",
                "--dump-logits", dump] + mode_args
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if p.returncode != 0:

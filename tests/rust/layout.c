@@ -22,6 +22,7 @@ int main(void) {
     FIELD(llmgen_model_options, no_tokenizer);
     FIELD(llmgen_model_options, tokenizer_only);
     FIELD(llmgen_model_options, exact);
+    FIELD(llmgen_model_options, split_all);
 
     SIZE(llmgen_capabilities);
     FIELD(llmgen_capabilities, architecture);

@@ -27,8 +27,8 @@ static void record(void *ctx, const tensor *w, int row0, int row1) {
     e->n++;
 }
 
-static void check_arena(const char *path, int threads) {
-    model_options o = {.n_threads = threads};
+static void check_arena(const char *path, int threads, int split_all) {
+    model_options o = {.n_threads = threads, .split_all = split_all};
     model *m;
     int io;
     char err[512];
@@ -75,8 +75,39 @@ static void check_arena(const char *path, int threads) {
 
 Test(plan, arena_parts_are_the_plans_shares) {
     for (int t = 1; t <= 3; t++) {
-        check_arena(REAL_MODEL, t);
-        check_arena(TINY_Q6K, t);
+        check_arena(REAL_MODEL, t, 0);
+        check_arena(TINY_Q6K, t, t == 3);
+    }
+    check_arena(REAL_MODEL, 16, 0); /* passes on fewer threads than the pool (below) */
+}
+
+/* Each pass runs on the threads its weights pay for (PLAN_SLICE_BYTES per thread and
+ * token), 1 .. the pool's, no more than its pieces of `align` rows; more for more tokens;
+ * all of them (up to the pieces) with split_all. The default model at 16 threads: q/k/v
+ * (346 KB) on 6, o (207 KB) on 4, down (553 KB) on 9, gate/up on its 12 pieces. */
+Test(plan, pass_threads_follow_the_work) {
+    static const int want_nth[PLAN_LAYER_PASSES] = {6, 4, 12, 9};
+    for (int split_all = 0; split_all <= 1; split_all++) {
+        model_options o = {.n_threads = 16, .split_all = split_all};
+        model *m;
+        int io;
+        char err[512];
+        cr_assert_eq(model_open(REAL_MODEL, &o, &m, &io, err), 0, "%s", err);
+        for (int p = 0; p < PLAN_LAYER_PASSES; p++) {
+            const plan_pass *pp = plan_layer(&m->plan, 0, p);
+            double bytes = 0;
+            for (int i = 0; i < pp->n; i++) bytes += (double)pp->w[i]->nbytes;
+            int units = (pp->rows + pp->align - 1) / pp->align;
+            int want = split_all ? 16 : (int)((bytes + PLAN_SLICE_BYTES - 1) / PLAN_SLICE_BYTES);
+            want = want > units ? units : want > 16 ? 16 : want;
+            cr_expect_eq(pp->nth, want, "pass %d: %d threads for %.0f bytes (split_all %d)", p, pp->nth, bytes,
+                         split_all);
+            if (!split_all) cr_expect_eq(pp->nth, want_nth[p], "pass %d: %d threads", p, pp->nth);
+            cr_expect_eq(plan_pass_threads(&m->plan, pp, 128), units < 16 ? units : 16, "pass %d: prefill", p);
+        }
+        cr_expect_eq(plan_threads(&m->plan, PLAN_SLICE_BYTES), split_all ? 16 : 1);
+        cr_expect_eq(plan_threads(&m->plan, PLAN_SLICE_BYTES + 1), split_all ? 16 : 2);
+        model_free(m);
     }
 }
 

@@ -253,14 +253,49 @@ Test(threads, late_workers_send_the_pool_solo, .timeout = 60) {
     }
 }
 
-/* One thread: every run counted, none solo (there is no one to wait for). */
-Test(threads, one_thread_counts_runs) {
+/* One thread: every job runs on the caller, none counted (there is no one to wait for:
+ * no synchronization), none solo. */
+Test(threads, one_thread_counts_no_syncs) {
     thread_pool *tp = pool_new(1);
     part_probe p = {0};
     for (int i = 0; i < 5; i++) pool_run(tp, part_task, &p);
     pool_counts c = pool_get_counts(tp);
     pool_free(tp);
-    cr_assert_eq(c.runs, 5);
+    cr_assert_eq(c.runs, 0);
     cr_assert_eq(c.solo_runs, 0);
     cr_assert_eq(atomic_load(&p.runs[0]), 5);
+}
+
+/* pool_run_n: parts 0 .. nth - 1 run once each, as parts of nth, and no other; a job
+ * on one thread runs on the caller and is no synchronization; jobs on all threads
+ * between them still reach every worker (claims of the skipped parts kept in step). */
+typedef struct {
+    atomic_int runs[8];
+    atomic_int bad_nth;
+    int want_nth;
+} nth_probe;
+
+static void nth_task(void *ctx, int ith, int nth) {
+    nth_probe *p = ctx;
+    atomic_fetch_add(&p->runs[ith], 1);
+    if (nth != p->want_nth) atomic_store(&p->bad_nth, 1);
+}
+
+Test(threads, run_on_fewer_threads) {
+    thread_pool *tp = pool_new(4);
+    unsigned long long syncs = 0;
+    for (int rep = 0; rep < 300; rep++) {
+        int nth = 1 + rep % 4; /* 1, 2, 3, 4, 1, ... */
+        nth_probe p = {.want_nth = nth};
+        for (int i = 0; i < 8; i++) atomic_init(&p.runs[i], 0);
+        atomic_init(&p.bad_nth, 0);
+        pool_run_n(tp, nth_task, &p, nth);
+        syncs += nth > 1;
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(atomic_load(&p.runs[i]), i < nth, "rep %d: part %d of %d ran %d times", rep, i, nth,
+                         atomic_load(&p.runs[i]));
+        cr_assert_eq(atomic_load(&p.bad_nth), 0, "rep %d: a part saw another nth than %d", rep, nth);
+    }
+    cr_expect_eq(pool_get_counts(tp).runs, syncs);
+    pool_free(tp);
 }

@@ -49,6 +49,7 @@ pub struct llmgen_model_options {
     pub no_tokenizer: c_int,
     pub tokenizer_only: c_int,
     pub exact: c_int,
+    pub split_all: c_int,
 }
 
 #[repr(C)]

@@ -84,6 +84,7 @@ impl Model {
             no_tokenizer: opt.no_tokenizer as c_int,
             tokenizer_only: 0,
             exact: opt.exact as c_int,
+            split_all: 0,
         };
         let mut raw = ptr::null_mut();
         let mut err = ErrBuf::new();

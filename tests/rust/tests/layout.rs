@@ -62,7 +62,7 @@ struct Declared {
 fn declared() -> Declared {
     let (mut facts, mut fields, mut values) = (Vec::new(), BTreeMap::new(), BTreeMap::new());
     structs!(facts, fields;
-        llmgen_model_options { n_threads, kernels, no_tokenizer, tokenizer_only, exact }
+        llmgen_model_options { n_threads, kernels, no_tokenizer, tokenizer_only, exact, split_all }
         llmgen_capabilities {
             architecture, format, weight_types, kernels, context_length, vocab_size, n_threads, max_sequences,
             has_tokenizer, cpus, cpus_from,
