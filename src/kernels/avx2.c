@@ -652,6 +652,63 @@ static inline float hmax8(__m256 v) {
 #define av_bf_hi(p) _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(p)), _mm256_set1_epi32((int)0xffff0000u)))
 #include "attn_tiles.h"
 
+/* ---- int8 activations ------------------------------------------------------- */
+
+/* max |x| of the 32 values at x: exact in any order. */
+AI float block_amax(const float *x) {
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x), abs), _mm256_and_ps(_mm256_loadu_ps(x + 8), abs)),
+                             _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + 16), abs), _mm256_and_ps(_mm256_loadu_ps(x + 24), abs)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* The 32 values at x times 127 / amax, rounded to nearest even (vcvtps2dq), clamped to
+ * +-127: elements 0..15 to lo, 16..31 to hi (16 bytes each); their sum to *s. */
+AI void block_quant(const float *x, float amax, int8_t *lo, int8_t *hi, float *d, float *s) {
+    float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id), lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
+    __m256i v[4];
+    UNROLL for (int i = 0; i < 4; i++)
+        v[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vid), nlim), lim));
+    __m256i sum = _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    UNROLL for (int h = 0; h < 2; h++) {
+        /* packs works per 128-bit lane: 0..3 8..11 4..7 12..15, put back in order */
+        __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(v[2 * h], v[2 * h + 1]), 0xd8);
+        __m128i b = _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+        _mm_storeu_si128((__m128i *)(h ? hi : lo), b);
+    }
+    *d = amax / 127.0f;
+    *s = (float)_mm_cvtsi128_si32(s4);
+}
+
+/* Bit-identical to scalar.c's: the same max, f32 multiply, rounding and divisions, the
+ * sum in integers; each block's two halves to their places in its quad (kernels.h). */
+static void quantize_act_avx2(const float *x, int ldx, int t0, int t1, const q8_act *a) {
+    int nb = a->cols / 32, npad = a->quads * 4, gs = a->group > 1 ? a->group : 1;
+    for (int t = t0; t < t1; t++) {
+        const float *xt = x + (size_t)t * ldx;
+        int8_t *q = a->q + (size_t)t * a->quads * 128;
+        float *d = a->d + (size_t)t * npad, *s = a->s + (size_t)t * npad;
+        if (nb < npad) memset(q + 128 * (size_t)(a->quads - 1), 0, 128);
+        for (int b = nb; b < npad; b++) d[b] = s[b] = 0.0f;
+        for (int g = 0; g < nb; g += gs) {
+            int ge = g + gs < nb ? g + gs : nb;
+            float amax = 0.0f;
+            for (int b = g; b < ge; b++) amax = fmaxf(amax, block_amax(xt + 32 * b));
+            for (int b = g; b < ge; b++) {
+                int8_t *qb = q + 128 * (size_t)(b / 4) + 16 * (size_t)(b % 4);
+                block_quant(xt + 32 * b, amax, qb, qb + 64, d + b, s + b);
+            }
+        }
+    }
+}
+
 static const kernels AVX2 = {
     .name = "avx2",
     .matmul =
@@ -673,6 +730,7 @@ static const kernels AVX2 = {
                   [DT_Q2_K] = inplace_avx2_q2_k, [DT_Q3_K] = inplace_avx2_q3_k, [DT_Q5_K] = inplace_avx2_q5_k,
                   [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs}, /* inplace_avx2.c */
     .pack_rows = {[DT_Q4_K] = q4k_pack_rows_avx2, [DT_Q6_K] = q6k_pack_rows_avx2}, /* pack_avx2.c */
+    .quantize_act = quantize_act_avx2,
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .att_scores = {[DT_F32] = att_scores_f32_avx2, [DT_BF16] = att_scores_bf16_avx2},
