@@ -7,7 +7,9 @@ Runs ./llmgen --dump-logits on a fixed set of models (the default model and its 
 requantizations of `make quant-models`, an MLX 4-bit fixture, the Gemma-3 / Qwen3 / Phi-3 family
 fixtures, the tiny K-quant and IQ4 GGUFs), fast and --exact, at -t 1, 2 and 3, with prompts
 longer than one forward chunk where the model allows, and compares the sha256 of each run's
-logits dump and ids with tests/refs/same-bytes.txt. --record rewrites that list from the current
+logits dump and ids with tests/refs/same-bytes.txt. Fast mode's bytes depend on the kernel table
+(avx512.c and avx2.c sum in different orders), so its entries carry the table's name ("fast/avx2");
+--exact's are the same on every table. --record rewrites that list from the current
 build: do it only on a commit whose output is the one to keep (the list is llmgen's own output,
 a regression baseline, not a reference from another implementation).
 
@@ -63,6 +65,12 @@ MODES = [("fast", []), ("exact", ["--exact"])]
 THREADS = [1, 2, 3]
 
 
+def kernel_table(llmgen):
+    """The kernel table llmgen picks on this CPU, from --version ("kernels on this CPU: avx2")."""
+    out = subprocess.run([llmgen, "--version"], stdout=subprocess.PIPE, text=True).stdout
+    return out.rsplit(":", 1)[1].strip(" )\n")
+
+
 def run_case(llmgen, name, path, plen, vocab, n, mode_args, t):
     prompt = ",".join(str(i) for i in ids(plen, vocab, len(name)))
     with tempfile.TemporaryDirectory() as d:
@@ -94,6 +102,7 @@ def main():
                     key, h = line.rsplit(" ", 1)
                     stored[key] = h.strip()
     lines, bad, missing, checked = [], 0, 0, 0
+    table = kernel_table(llmgen)
     for name, path, plen, vocab, n in CASES:
         if only and only not in name:
             continue
@@ -103,7 +112,7 @@ def main():
             continue
         for mode, margs in MODES:
             for t in threads:
-                key = "%s %s t%d" % (name, mode, t)
+                key = "%s %s t%d" % (name, mode if mode == "exact" else mode + "/" + table, t)
                 h, err = run_case(llmgen, name, path, plen, vocab, n, margs, t)
                 if err:
                     bad += 1
