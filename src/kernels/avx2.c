@@ -477,6 +477,23 @@ AI void q4k_part_decode(const uint8_t *ck, const uint8_t *dm, int h, int p, nib_
     }
 }
 
+/* Q4_0, Q4_1 (and its 64- and 128-column groups): the nibbles and the f16 scales (and
+ * mins), addressed as part_quad addresses them. */
+AI void q4_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w) {
+    const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
+    const int gb = q8w_gb(dt), sb = q8w_sbytes(dt);
+    const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + sb * q8w_nscales(dt, &c);
+    const uint8_t *pay = ck + q8w_hdr(dt) * 32 + (size_t)h * 16 * q8w_nv(dt) * 4 + 32 * p;
+    const __m256i lo4 = _mm256_set1_epi8(0x0f);
+    w->sw = scales8(sc, gb);
+    w->mw = q8w_has_min(dt) ? scales8(mn, gb) : _mm256_setzero_ps();
+    UNROLL for (int v = 0; v < 4; v++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        w->u[v] = _mm256_and_si256(raw, lo4);
+        w->u[v + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
+    }
+}
+
 /* acc + a decoded part against one token: part_quad's operations for dt, in its order. */
 AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, const float *xd, const float *xs,
                        __m256 acc) {
@@ -488,13 +505,14 @@ AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, con
         isum = dot_u8s8(isum, w->u[v + 4], dword_bcast(x1, v));
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
+    if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
     if (dt == DT_Q5_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-16.0f), f);
     acc = _mm256_fmadd_ps(f, _mm256_mul_ps(w->sw, dx), acc);
     if (q8w_has_min(dt)) acc = _mm256_fmadd_ps(w->mw, _mm256_mul_ps(dx, s), acc);
     return acc;
 }
 
-/* Prefill of the nibble types (Q5_0, Q5_1, Q4_K): each quad decoded once for every
+/* Prefill of the nibble types (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K): each quad decoded once for every
  * token, 1.3-1.4x the GOP/s of the per-token walk at nt = 64 (`build/bench_kernels q8
  * avx2`). acc: 4 accumulators (half, part) per token. */
 static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo,
@@ -512,7 +530,8 @@ static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act
         nib_part w[2][2];
         UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) {
             if (dt == DT_Q4_K) q4k_part_decode(ck, dm, h, p, &w[h][p]);
-            else q5_part_decode(dt, ck, h, p, &w[h][p]);
+            else if (q8w_five(dt)) q5_part_decode(dt, ck, h, p, &w[h][p]);
+            else q4_part_decode(dt, ck, h, p, &w[h][p]);
         }
         for (int t = 0; t < x->nt; t++) {
             const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
@@ -568,7 +587,8 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
 AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
-    int own = dt == DT_Q6_K || dt == DT_Q4_K || q8w_five(dt); /* decoded once per quad for every token */
+    /* decoded once per quad for every token (not Q8_0: its bytes meet the activations' signs) */
+    int own = dt != DT_Q8_0;
     __m256 *acc = own && x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
