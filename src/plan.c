@@ -101,15 +101,10 @@ int plan_threads(const plan *p, double work) {
     return n >= p->n_threads ? p->n_threads : n <= 1 ? 1 : (int)n + (n > (int)n);
 }
 
-/* A pass's threads for nt tokens, no more than its pieces of `align` rows. */
-static int pass_threads(const plan *p, const plan_pass *pp, int nt) {
+/* No more than the pass's pieces of `align` rows. */
+int plan_pass_threads(const plan *p, const plan_pass *pp, int nt) {
     int n = plan_threads(p, pp->bytes * nt), units = (pp->rows + pp->align - 1) / pp->align;
     return n < units ? n : units > 1 ? units : 1;
-}
-
-int plan_pass_threads(const plan *p, const plan_pass *pp, int nt) {
-    int n = pass_threads(p, pp, nt);
-    return n > pp->nth ? n : pp->nth;
 }
 
 /* Every pass's shape, from each matrix's kernel type, and its threads. */
@@ -122,11 +117,11 @@ static void plan_shape(plan *p, const kernels *k, int settled) {
             pass_shape(&ps[i], k, kt, settled);
         }
         ps[PASS_GATE_UP].align = gate_up_align(&ps[PASS_DOWN]);
-        for (int i = 0; i < PLAN_LAYER_PASSES && !settled; i++) ps[i].nth = pass_threads(p, &ps[i], 1);
+        for (int i = 0; i < PLAN_LAYER_PASSES && !settled; i++) ps[i].nth = plan_pass_threads(p, &ps[i], 1);
     }
     dtype kt = kernel_type(k, p->lm_head.w[0], p->exact, settled);
     pass_shape(&p->lm_head, k, &kt, settled);
-    if (!settled) p->lm_head.nth = pass_threads(p, &p->lm_head, 1);
+    if (!settled) p->lm_head.nth = plan_pass_threads(p, &p->lm_head, 1);
 }
 
 int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor *lm_head, int head_dim,

@@ -78,8 +78,8 @@ int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor 
 /* The threads `work` (bytes times tokens, PLAN_SLICE_BYTES) pays for: 1 .. n_threads. */
 int plan_threads(const plan *p, double work);
 
-/* The threads pass pp runs on for nt tokens: its one-token count (the arena's parts) or
- * more, as the work pays for. */
+/* The threads pass pp runs on for nt tokens, as its work pays for: pp->nth for one token
+ * (the arena's parts), as many or more for more tokens. */
 int plan_pass_threads(const plan *p, const plan_pass *pp, int nt);
 void plan_free(plan *p);
 
