@@ -710,13 +710,12 @@ AI void block_quant(const float *x, float amax, int8_t *lo, int8_t *hi, float *d
 /* Bit-identical to scalar.c's: the same max, f32 multiply, rounding and divisions, the
  * sum in integers; each block's two halves to their places in its quad (kernels.h). */
 static void quantize_act_avx2(const float *x, int ldx, int t0, int t1, const q8_act *a) {
-    int nb = a->cols / 32, npad = a->quads * 4, gs = a->group > 1 ? a->group : 1;
+    int nb = a->cols / 32, gs = a->group > 1 ? a->group : 1;
     for (int t = t0; t < t1; t++) {
         const float *xt = x + (size_t)t * ldx;
-        int8_t *q = a->q + (size_t)t * a->quads * 128;
-        float *d = a->d + (size_t)t * npad, *s = a->s + (size_t)t * npad;
-        if (nb < npad) memset(q + 128 * (size_t)(a->quads - 1), 0, 128);
-        for (int b = nb; b < npad; b++) d[b] = s[b] = 0.0f;
+        int8_t *q;
+        float *d, *s;
+        q8_act_row(a, t, &q, &d, &s);
         for (int g = 0; g < nb; g += gs) {
             int ge = g + gs < nb ? g + gs : nb;
             float amax = 0.0f;

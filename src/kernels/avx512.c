@@ -1383,14 +1383,13 @@ AI void quantize_act_block(const float *xb, float amax, int8_t *dst, float *d, f
  * quantizes, in chunks of QA_CHUNK blocks (whole groups). */
 #define QA_CHUNK 64
 static void quantize_act_avx512(const float *x, int ldx, int t0, int t1, const q8_act *a) {
-    int nb = a->cols / 32, npad = a->quads * 4, gs = a->group > 1 ? a->group : 1;
+    int nb = a->cols / 32, gs = a->group > 1 ? a->group : 1;
     _Static_assert(QA_CHUNK % Q8_ACT_SB == 0 && QA_CHUNK % 4 == 0, "chunks of whole groups and quads");
     for (int t = t0; t < t1; t++) {
         const float *xt = x + (size_t)t * ldx;
-        int8_t *q = a->q + (size_t)t * a->quads * 128;
-        float *d = a->d + (size_t)t * npad, *s = a->s + (size_t)t * npad;
-        if (nb < npad) memset(q + 128 * (size_t)(a->quads - 1), 0, 128);
-        for (int b = nb; b < npad; b++) d[b] = s[b] = 0.0f;
+        int8_t *q;
+        float *d, *s;
+        q8_act_row(a, t, &q, &d, &s);
         for (int c0 = 0; c0 < nb; c0 += QA_CHUNK) {
             int c1 = nb - c0 < QA_CHUNK ? nb : c0 + QA_CHUNK, b;
             float am[QA_CHUNK];

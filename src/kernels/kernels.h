@@ -56,6 +56,17 @@ typedef struct {
 
 static inline int q8_quads(int cols) { return (cols / 32 + 3) / 4; }
 
+/* Token t's row of a: its int8 values, block scales and sums, with the padding of a last
+ * partial quad zeroed (every quantize_act fills the rest). */
+static inline void q8_act_row(const q8_act *a, int t, int8_t **q, float **d, float **s) {
+    int nb = a->cols / 32, npad = a->quads * 4;
+    *q = a->q + (size_t)t * a->quads * 128;
+    *d = a->d + (size_t)t * npad;
+    *s = a->s + (size_t)t * npad;
+    if (nb < npad) memset(*q + 128 * (size_t)(a->quads - 1), 0, 128);
+    for (int b = nb; b < npad; b++) (*d)[b] = (*s)[b] = 0.0f;
+}
+
 /* Fill tokens [t0, t1) of a (per block, or per a->group blocks): x is (nt, ldx)
  * f32. Every ISA gives the same bytes and floats as the scalar version (tested). */
 typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q8_act *a);

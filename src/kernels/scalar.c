@@ -147,13 +147,12 @@ DEFINE_MATMUL(matmul_iq4_xs, dot_iq4_xs_row)
 static size_t quad_pos(int b, int j) { return (size_t)(b / 4) * 128 + (size_t)(j / 16) * 64 + (size_t)(b % 4) * 16 + (size_t)(j % 16); }
 
 static void quantize_act_scalar(const float *x, int ldx, int t0, int t1, const q8_act *a) {
-    int nb = a->cols / 32, npad = a->quads * 4, gs = a->group > 1 ? a->group : 1;
+    int nb = a->cols / 32, gs = a->group > 1 ? a->group : 1;
     for (int t = t0; t < t1; t++) {
         const float *xt = x + (size_t)t * ldx;
-        int8_t *q = a->q + (size_t)t * a->quads * 128;
-        float *d = a->d + (size_t)t * npad, *s = a->s + (size_t)t * npad;
-        memset(q, 0, (size_t)a->quads * 128);
-        for (int b = nb; b < npad; b++) d[b] = s[b] = 0.0f;
+        int8_t *q;
+        float *d, *s;
+        q8_act_row(a, t, &q, &d, &s);
         float amax = 0.0f;
         for (int b = 0; b < nb; b++) {
             if (b % gs == 0) { /* max |x| over the blocks sharing a scale (order-free: exact) */
