@@ -11,13 +11,13 @@ max_tokens, an invalid line) through `--batch`, `--batch --parallel 5` and
 the ordered one line for line. Also: bad uses of --parallel / --ordered exit 1 with one
 line naming the option.
 
-Recovery and scale-out, on 24 requests: a --parallel 3 run writing with --resume OUT is
+Recovery and scale-out, on 16 requests: a --parallel 3 run writing with --resume OUT is
 killed with SIGKILL once OUT has a few lines, then rerun with --resume OUT: OUT then holds
 exactly one line per id, each equal to the uninterrupted run's (a torn last line written by
 hand before the rerun is cut off). The README's GNU parallel recipe (`parallel --pipe -N 5
 -j 2 llmgen ... --batch -`) gives the same set of results (by id) as one process.
 
-Prefix cache: 8 chat requests sharing a long system prompt give the same results (every
+Prefix cache: 4 chat requests sharing a long system prompt give the same results (every
 field but timings) with the cache (default), with --no-prefix-cache and with --parallel 3,
 and the cached runs report the shared tokens as cached_prompt_tokens.
 
@@ -91,16 +91,19 @@ def by_id(rows):
     return out
 
 
+N_MANY = 16
+
+
 def recovery(tmp):
     path = os.path.join(tmp, "many.jsonl")
     with open(path, "w") as f:
-        for i in range(24):
+        for i in range(N_MANY):
             f.write(json.dumps({"id": i, "prompt": f"Tell me fact number {i} about the sea.",
                                 "max_tokens": 12 + i % 3 * 6, "ignore_eos": True}) + "\n")
     base = ["-m", MODEL, "--batch", path, "-t", "2"]
     rc, out, _ = run(base)
     want = by_id(results(out))
-    check(rc == 0 and len(want) == 24, f"uninterrupted run: {len(want)} results, exit {rc}")
+    check(rc == 0 and len(want) == N_MANY, f"uninterrupted run: {len(want)} results, exit {rc}")
     res = os.path.join(tmp, "out.jsonl")
     p = subprocess.Popen([LLMGEN] + base + ["--parallel", "3", "--resume", res], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
@@ -115,9 +118,9 @@ def recovery(tmp):
     p.wait()
     with open(res) as f:
         before = f.read().count("\n")
-    check(killed and before < 24, f"killed with SIGKILL after {before} of 24 results")
+    check(killed and before < N_MANY, f"killed with SIGKILL after {before} of {N_MANY} results")
     with open(res, "a") as f:
-        f.write('{"id": 23, "text": "a line torn by the kill')
+        f.write('{"id": %d, "text": "a line torn by the kill' % (N_MANY - 1))
     rc, out, err = run(base + ["--parallel", "3", "--resume", res])
     with open(res) as f:
         lines = f.read().splitlines()
@@ -125,12 +128,12 @@ def recovery(tmp):
     for r in rows:
         r.pop("timings", None)
     ids = [json.dumps(r["id"]) for r in rows]
-    check(rc == 0 and not out and len(ids) == 24 and len(set(ids)) == 24,
+    check(rc == 0 and not out and len(ids) == N_MANY and len(set(ids)) == N_MANY,
           f"resumed: {len(ids)} lines, {len(set(ids))} distinct ids, exit {rc} {err.strip()}")
     check(by_id(rows) == want, "resumed results equal the uninterrupted run's")
     rc, out, _ = run(base + ["--resume", res])
     with open(res) as f:
-        check(rc == 0 and f.read().count("\n") == 24, "a second resume has nothing left to do")
+        check(rc == 0 and f.read().count("\n") == N_MANY, "a second resume has nothing left to do")
     if not shutil.which("parallel"):
         check(False, "GNU parallel is not installed (make deps installs it)")
         return
@@ -146,7 +149,7 @@ def prefix_cache(tmp):
     path = os.path.join(tmp, "sys.jsonl")
     system = " ".join(["You answer questions about rivers with one short sentence."] * 12)
     with open(path, "w") as f:
-        for i in range(8):
+        for i in range(4):
             f.write(json.dumps({"id": i, "chat": True, "system": system, "prompt": f"Name river {i}.",
                                 "max_tokens": 8, "ignore_eos": True}) + "\n")
     for mode in ([], ["--exact"]):

@@ -166,7 +166,7 @@ def main():
     gemma = os.path.join(FIX, "tiny-gemma3-ring-f32")
     rep = ",".join(str(7 + (i * 37) % 50) for i in range(25))
     with tempfile.TemporaryDirectory() as tmp:
-        check_model("default model, copy", DEFAULT, ["--chat", "-p", COPY], DEFAULT, tmp, 64)
+        check_model("default model, copy", DEFAULT, ["--chat", "-p", COPY], DEFAULT, tmp)
         check_model("default model, free", DEFAULT, ["--chat", "-p", FREE], DEFAULT, tmp, 32, want_drafts=False,
                     configs=[([], "2")])
         check_model("MLX Qwen3 4-bit", mlx, ["--prompt-ids", rep + "," + rep], qwen3, tmp)
