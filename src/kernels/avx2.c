@@ -223,6 +223,13 @@ AI __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 
+/* dot_u8s8 of two pairs, their pair sums added in int16 before one widening: exact while
+ * every u <= 63 (each pair sum at most 2 * 63 * 128 = 16128). */
+AI __m256i dot2_u8s8(__m256i acc, __m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(t, _mm256_set1_epi16(1)));
+}
+
 /* Dword v (0..3) of each 128-bit lane (a block's half) broadcast over that lane. */
 AI __m256i dword_bcast(__m256i x, int v) {
     switch (v & 3) {
@@ -267,9 +274,10 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p
     const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * q8w_nv(dt) * 4 + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
-    __m256i isum = _mm256_setzero_si256();
+    __m256i isum = _mm256_setzero_si256(), s16 = _mm256_setzero_si256();
     /* Q5_0 / Q5_1: vector v's fifth bits brought to bit 4 by one shift and a mask (kernels.h) */
     const __m256i hb = q8w_five(dt) ? _mm256_loadu_si256((const __m256i *)(pay + 64 * 4)) : _mm256_setzero_si256();
+    const int per16 = q8w_five(dt) ? 4 : 8; /* pair sums per int16 sum, as in nib_part_dot */
     UNROLL for (int v = 0; v < nv; v++) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
         if (dt == DT_Q8_0) {
@@ -284,8 +292,12 @@ AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p
                 ul = _mm256_or_si256(ul, _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), b4));
                 uh = _mm256_or_si256(uh, _mm256_and_si256(_mm256_srli_epi16(hb, v), b4));
             }
-            isum = dot_u8s8(isum, ul, dword_bcast(x0, v));
-            isum = dot_u8s8(isum, uh, dword_bcast(x1, v));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(ul, dword_bcast(x0, v)));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(uh, dword_bcast(x1, v)));
+            if ((2 * v + 2) % per16 == 0 || v == nv - 1) {
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+                s16 = _mm256_setzero_si256();
+            }
         }
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
@@ -349,9 +361,9 @@ AI __m256 q6_part_dot(const q6_part *w, int p, const int8_t *xq, const float *xd
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i is0 = q6_half_off(x0), is1 = q6_half_off(x1);
-    UNROLL for (int v = 0; v < 4; v++) {
-        is0 = dot_u8s8(is0, w->u[v], dword_bcast(x0, v));
-        is1 = dot_u8s8(is1, w->u[v + 4], dword_bcast(x1, v));
+    UNROLL for (int v = 0; v < 4; v += 2) {
+        is0 = dot2_u8s8(is0, w->u[v], dword_bcast(x0, v), w->u[v + 1], dword_bcast(x0, v + 1));
+        is1 = dot2_u8s8(is1, w->u[v + 4], dword_bcast(x1, v), w->u[v + 5], dword_bcast(x1, v + 1));
     }
     __m256 dx = part_expand(xd, p);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(w->sw[0], dx), acc);
@@ -373,13 +385,15 @@ AI __m256 q6_part_quad(const uint8_t *ck, const uint8_t *dq, int h, int p, const
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i h0 = _mm256_loadu_si256((const __m256i *)(pay + 256)), h1 = _mm256_loadu_si256((const __m256i *)(pay + 320));
-    __m256i is0 = q6_half_off(x0), is1 = q6_half_off(x1);
+    __m256i is0 = q6_half_off(x0), is1 = q6_half_off(x1), ul[4], uh[4];
     UNROLL for (int v = 0; v < 4; v++) {
         __m256i n = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
-        __m256i ul = _mm256_or_si256(_mm256_and_si256(n, lo4), q6_hbits(h0, v));
-        __m256i uh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), lo4), q6_hbits(h1, v));
-        is0 = dot_u8s8(is0, ul, dword_bcast(x0, v));
-        is1 = dot_u8s8(is1, uh, dword_bcast(x1, v));
+        ul[v] = _mm256_or_si256(_mm256_and_si256(n, lo4), q6_hbits(h0, v));
+        uh[v] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), lo4), q6_hbits(h1, v));
+    }
+    UNROLL for (int v = 0; v < 4; v += 2) {
+        is0 = dot2_u8s8(is0, ul[v], dword_bcast(x0, v), ul[v + 1], dword_bcast(x0, v + 1));
+        is1 = dot2_u8s8(is1, uh[v], dword_bcast(x1, v), uh[v + 1], dword_bcast(x1, v + 1));
     }
     __m256 dx = part_expand(xd, p);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is0), _mm256_mul_ps(sw0, dx), acc);
@@ -499,10 +513,17 @@ AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, con
                        __m256 acc) {
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
-    __m256i isum = _mm256_setzero_si256();
+    /* the pair sums added in int16 before one widening: with u <= 15 (4 bits) each is at most
+     * 2 * 15 * 128 = 3840, and 8 of them fit; 5 bits: 4 of them. The same exact integers. */
+    const int per16 = q8w_five(dt) ? 4 : 8;
+    __m256i isum = _mm256_setzero_si256(), s16 = _mm256_setzero_si256();
     UNROLL for (int v = 0; v < 4; v++) {
-        isum = dot_u8s8(isum, w->u[v], dword_bcast(x0, v));
-        isum = dot_u8s8(isum, w->u[v + 4], dword_bcast(x1, v));
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w->u[v], dword_bcast(x0, v)));
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w->u[v + 4], dword_bcast(x1, v)));
+        if ((2 * v + 2) % per16 == 0) {
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+            s16 = _mm256_setzero_si256();
+        }
     }
     __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
     if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
