@@ -230,6 +230,13 @@ AI __m256i dot2_u8s8(__m256i acc, __m256i u0, __m256i s0, __m256i u1, __m256i s1
     return _mm256_add_epi32(acc, _mm256_madd_epi16(t, _mm256_set1_epi16(1)));
 }
 
+/* The weight stream requested 16 KB ahead of the n bytes at p, into L2 (avx512.c, Q8_PF):
+ * decode steps and passes of a few tokens read weights at DRAM speed only with it (passes
+ * of 2 to 9 tokens took ~1.4 steps plus their compute without it: bench_kernels q8 avx2). */
+AI void stream_prefetch(const uint8_t *p, int n) {
+    for (int l = 0; l < n; l += 64) _mm_prefetch((const char *)p + 16384 + l, _MM_HINT_T1);
+}
+
 /* Dword v (0..3) of each 128-bit lane (a block's half) broadcast over that lane. */
 AI __m256i dword_bcast(__m256i x, int v) {
     switch (v & 3) {
@@ -439,6 +446,7 @@ static void q6_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float 
     for (int i = 0; i < 4 * x->nt; i++) acc[i] = _mm256_setzero_ps();
     for (int q = 0; 4 * q < nb; q++) {
         const uint8_t *dq, *ck = q6_chunk(g, rr, nb, q, wide, dloc, &dq);
+        if (ck != wide) stream_prefetch(ck, Q8W_GROUP * 4 * q8w_block_bytes(DT_Q6_K));
         q6_part w[2][2];
         UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) q6_part_decode(ck, dq, h, p, &w[h][p]);
         for (int t = 0; t < x->nt; t++) {
@@ -544,6 +552,7 @@ static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * q8w_block_bytes(dt);
         const uint8_t *dm = dt == DT_Q4_K ? q8w_dm_quad(g, rr, q, dml) : NULL;
+        if (rr == Q8W_GROUP) stream_prefetch(ck, Q8W_GROUP * kb * q8w_block_bytes(dt));
         if (rr < Q8W_GROUP || kb < 4) {
             q8w_widen(dt, ck, rr, kb, wide, 4);
             ck = wide;
@@ -574,8 +583,7 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
     for (int q = 0; 4 * q < nb; q++) {
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * bb;
-        if (x->nt == 1 && rr == Q8W_GROUP) /* decode: into L2, 16 KB ahead in the stream (avx512.c, Q8_PF) */
-            for (int l = 0; l < Q8W_GROUP * kb * bb; l += 64) _mm_prefetch((const char *)ck + 16384 + l, _MM_HINT_T1);
+        if (t == 0 && rr == Q8W_GROUP) stream_prefetch(ck, Q8W_GROUP * kb * bb); /* later tokens find it cached */
         if (rr < Q8W_GROUP || kb < 4) {
             q8w_widen(dt, ck, rr, kb, wide, 4);
             ck = wide;
