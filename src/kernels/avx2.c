@@ -269,24 +269,24 @@ AI __m256 q4k_scales8(const uint8_t *p, const uint8_t *dm) {
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))));
 }
 
-/* Part p of half h of a full chunk (8 rows x 4 blocks) for one token: acc plus
- * the quad's terms, as in avx512.c's half_fma (the integer sums exact). dm: Q4_K's
- * d and dmin of the group's 8 rows for this quad (NULL for the others). */
+/* Part p of half h of a chunk of 8 rows and kb = 4 blocks (or 2: part 0 only) for one
+ * token: acc plus the quad's terms, as in avx512.c's half_fma (the integer sums exact).
+ * dm: Q4_K's d and dmin of the group's 8 rows for this quad (NULL for the others). */
 AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p, const int8_t *xq, const float *xd,
-                    const float *xs, __m256 acc) {
+                    const float *xs, __m256 acc, int kb) {
     const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), sb = q8w_sbytes(dt);
-    const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
+    const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
     /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
     const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + sb * q8w_nscales(dt, &c);
-    const uint8_t *pay = ck + hdr * 32 + (size_t)h * 16 * q8w_nv(dt) * 4 + 32 * p;
+    const uint8_t *pay = ck + hdr * 8 * kb + (size_t)h * 16 * q8w_nv(dt) * kb + 32 * p;
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
     __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
     __m256i isum = _mm256_setzero_si256(), s16 = _mm256_setzero_si256();
     /* Q5_0 / Q5_1: vector v's fifth bits brought to bit 4 by one shift and a mask (kernels.h) */
-    const __m256i hb = q8w_five(dt) ? _mm256_loadu_si256((const __m256i *)(pay + 64 * 4)) : _mm256_setzero_si256();
+    const __m256i hb = q8w_five(dt) ? _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * 4)) : _mm256_setzero_si256();
     const int per16 = q8w_five(dt) ? 4 : 8; /* pair sums per int16 sum, as in nib_part_dot */
     UNROLL for (int v = 0; v < nv; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
         if (dt == DT_Q8_0) {
             __m256i w = _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80)); /* the signed weights */
             __m256i xv = dword_bcast(v < 4 ? x0 : x1, v);
@@ -471,15 +471,16 @@ typedef struct {
 } nib_part;
 
 /* Q5_0 / Q5_1: the nibbles with each vector's fifth bits at bit 4. */
-AI void q5_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w) {
-    const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
-    const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *pay = ck + q8w_hdr(dt) * 32 + (size_t)h * 320 + 32 * p;
+AI void q5_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w, int kb) {
+    const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
+    const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p);
+    const uint8_t *pay = ck + q8w_hdr(dt) * 8 * kb + (size_t)h * 80 * kb + 32 * p;
     const __m256i lo4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
-    const __m256i hb = _mm256_loadu_si256((const __m256i *)(pay + 64 * 4));
+    const __m256i hb = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * 4));
     w->sw = scales8(sc, 1);
     w->mw = q8w_has_min(dt) ? scales8(sc + 2 * q8w_nscales(dt, &c), 1) : _mm256_setzero_ps();
     UNROLL for (int v = 0; v < 4; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
         w->u[v] = _mm256_or_si256(_mm256_and_si256(raw, lo4), _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), b4));
         w->u[v + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4),
                                       _mm256_and_si256(_mm256_srli_epi16(hb, v), b4));
@@ -501,16 +502,16 @@ AI void q4k_part_decode(const uint8_t *ck, const uint8_t *dm, int h, int p, nib_
 
 /* Q4_0, Q4_1 (and its 64- and 128-column groups): the nibbles and the f16 scales (and
  * mins), addressed as part_quad addresses them. */
-AI void q4_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w) {
-    const q8w_chunk c = {0, Q8W_GROUP, 4, 0};
+AI void q4_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w, int kb) {
+    const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
     const int gb = q8w_gb(dt), sb = q8w_sbytes(dt);
     const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + sb * q8w_nscales(dt, &c);
-    const uint8_t *pay = ck + q8w_hdr(dt) * 32 + (size_t)h * 16 * q8w_nv(dt) * 4 + 32 * p;
+    const uint8_t *pay = ck + q8w_hdr(dt) * 8 * kb + (size_t)h * 16 * q8w_nv(dt) * kb + 32 * p;
     const __m256i lo4 = _mm256_set1_epi8(0x0f);
     w->sw = scales8(sc, gb);
     w->mw = q8w_has_min(dt) ? scales8(mn, gb) : _mm256_setzero_ps();
     UNROLL for (int v = 0; v < 4; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 64 * v));
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
         w->u[v] = _mm256_and_si256(raw, lo4);
         w->u[v + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
     }
@@ -541,9 +542,30 @@ AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, con
     return acc;
 }
 
+/* A whole group's short last quad of 2 blocks (a row of 32 k + 64 columns, as SmolLM2's 576) is
+ * read in place, its part 0 alone: part 1 of its 4-block widened copy would add exact zeros,
+ * and the copy cost 11% of a decode step. Other partial chunks are widened (q8w_widen). */
+AI int in_place_half(int rr, int kb) { return rr == Q8W_GROUP && kb == 2; }
+
 /* Prefill of the nibble types (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K): each quad decoded once for every
  * token, 1.3-1.4x the GOP/s of the per-token walk at nt = 64 (`build/bench_kernels q8
  * avx2`). acc: 4 accumulators (half, part) per token. */
+/* Quad q of chunk ck (8 rows, kb = 4 or 2 blocks: parts 0 and 1, or 0) for every token. */
+AI void nib_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int q, const q8_act *x, __m256 *acc, int kb) {
+    nib_part w[2][2];
+    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < kb / 2; p++) {
+        if (dt == DT_Q4_K) q4k_part_decode(ck, dm, h, p, &w[h][p]);
+        else if (q8w_five(dt)) q5_part_decode(dt, ck, h, p, &w[h][p], kb);
+        else q4_part_decode(dt, ck, h, p, &w[h][p], kb);
+    }
+    for (int t = 0; t < x->nt; t++) {
+        const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+        const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < kb / 2; p++)
+            acc[4 * t + 2 * h + p] = nib_part_dot(dt, &w[h][p], p, xq, xd, xs, acc[4 * t + 2 * h + p]);
+    }
+}
+
 static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo,
                         int hi, __m256 *acc) {
     _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dml[32];
@@ -553,22 +575,15 @@ static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act
         const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * q8w_block_bytes(dt);
         const uint8_t *dm = dt == DT_Q4_K ? q8w_dm_quad(g, rr, q, dml) : NULL;
         if (rr == Q8W_GROUP) stream_prefetch(ck, Q8W_GROUP * kb * q8w_block_bytes(dt));
+        if (in_place_half(rr, kb)) {
+            nib_quad(dt, ck, dm, q, x, acc, 2);
+            continue;
+        }
         if (rr < Q8W_GROUP || kb < 4) {
             q8w_widen(dt, ck, rr, kb, wide, 4);
             ck = wide;
         }
-        nib_part w[2][2];
-        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++) {
-            if (dt == DT_Q4_K) q4k_part_decode(ck, dm, h, p, &w[h][p]);
-            else if (q8w_five(dt)) q5_part_decode(dt, ck, h, p, &w[h][p]);
-            else q4_part_decode(dt, ck, h, p, &w[h][p]);
-        }
-        for (int t = 0; t < x->nt; t++) {
-            const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
-            const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
-            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
-                acc[4 * t + 2 * h + p] = nib_part_dot(dt, &w[h][p], p, xq, xd, xs, acc[4 * t + 2 * h + p]);
-        }
+        nib_quad(dt, ck, dm, q, x, acc, 4);
     }
     prefill_store(acc, x->nt, y0, ldy, lo, hi);
 }
@@ -584,7 +599,8 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * bb;
         if (t == 0 && rr == Q8W_GROUP) stream_prefetch(ck, Q8W_GROUP * kb * bb); /* later tokens find it cached */
-        if (rr < Q8W_GROUP || kb < 4) {
+        int half = in_place_half(rr, kb);
+        if (!half && (rr < Q8W_GROUP || kb < 4)) {
             q8w_widen(dt, ck, rr, kb, wide, 4);
             ck = wide;
         }
@@ -600,8 +616,9 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
         }
         uint8_t dml[32]; /* Q4_K: the d and -dmin of a partial group's rows, the others 0 */
         const uint8_t *dm = dt == DT_Q4_K ? q8w_dm_quad(g, rr, q, dml) : NULL;
-        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
-            acc[h][p] = part_quad(dt, ck, dm, h, p, xq, xd, xs, acc[h][p]);
+        if (half) UNROLL for (int h = 0; h < 2; h++) acc[h][0] = part_quad(dt, ck, dm, h, 0, xq, xd, xs, acc[h][0], 2);
+        else UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < 2; p++)
+            acc[h][p] = part_quad(dt, ck, dm, h, p, xq, xd, xs, acc[h][p], 4);
     }
     float out[8];
     UNROLL for (int h = 0; h < 2; h++) { /* row 4h + ii: lanes ii, 4 + ii of both parts */
