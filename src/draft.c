@@ -49,7 +49,7 @@ llmgen_status draft_from_model(llmgen_session *d, const int32_t *ids, int len, i
 }
 
 void draft_ctl_init(draft_ctl *c, int max) {
-    *c = (draft_ctl){.max = max, .len = max < 4 ? max : 4, .pause = 0, .backoff = 1};
+    *c = (draft_ctl){.max = max, .len = max < 4 ? max : 4, .backoff = 1, .row_s = -1};
 }
 
 int draft_ctl_len(draft_ctl *c) {
@@ -57,19 +57,56 @@ int draft_ctl_len(draft_ctl *c) {
         c->pause--;
         return 0;
     }
+    if (c->passes > 0 && c->step_s == 0) return 0; /* one plain step to time, once */
     return c->len;
 }
 
-void draft_ctl_update(draft_ctl *c, int drafted, int accepted) {
-    if (accepted == drafted) {
-        c->len = 2 * c->len < c->max ? 2 * c->len : c->max;
-        c->backoff = 1;
-    } else if (accepted > 0) {
-        c->len = accepted + 1 < c->max ? accepted + 1 : c->max;
-        c->backoff = 1;
-    } else {
-        c->len = 1;
-        c->pause = c->backoff;
-        c->backoff = 2 * c->backoff < DRAFT_PAUSE_MAX ? 2 * c->backoff : DRAFT_PAUSE_MAX;
+static void pause_after_miss(draft_ctl *c) {
+    c->len = 1;
+    c->pause = c->backoff;
+    c->backoff = 2 * c->backoff < DRAFT_PAUSE_MAX ? 2 * c->backoff : DRAFT_PAUSE_MAX;
+}
+
+/* The draft length with the most ids per second, from the acceptance rate a (each draft id
+ * taken with probability a once those before it were: 1 + a + ... + a^k ids a pass) and a
+ * row's cost r in steps (a pass of 1 + k ids: 1 + r k steps); 0 when none beats a step. */
+static int best_len(const draft_ctl *c) {
+    double a = c->acc / (c->acc + c->rej), r = c->row_s / c->step_s, best = 1.0, ids = 1.0, ak = 1.0;
+    int len = 0;
+    for (int k = 1; k <= c->max; k++) {
+        ak *= a;
+        ids += ak;
+        if (ids / (1.0 + r * k) > best * 1.02) best = ids / (1.0 + r * k), len = k;
     }
+    return len;
+}
+
+void draft_ctl_update(draft_ctl *c, int drafted, int accepted) {
+    c->passes++;
+    c->acc = 0.9 * c->acc + accepted;
+    c->rej = 0.9 * c->rej + (accepted < drafted);
+    if (accepted == 0) {
+        pause_after_miss(c);
+        return;
+    }
+    if (accepted == drafted) c->len = 2 * c->len < c->max ? 2 * c->len : c->max;
+    else c->len = accepted + 1 < c->max ? accepted + 1 : c->max;
+    if (c->step_s > 0 && c->row_s >= 0) {
+        int len = best_len(c);
+        if (len == 0) { /* no length pays: as a miss, the pauses growing while it lasts */
+            pause_after_miss(c);
+            return;
+        }
+        if (len < c->len) c->len = len;
+    }
+    c->backoff = 1;
+}
+
+void draft_ctl_time_step(draft_ctl *c, double s) { c->step_s = c->step_s > 0 ? 0.8 * c->step_s + 0.2 * s : s; }
+
+void draft_ctl_time_pass(draft_ctl *c, int rows, double s) {
+    if (c->step_s <= 0 || rows < 2) return;
+    double r = (s - c->step_s) / (rows - 1);
+    if (r < 0) r = 0;
+    c->row_s = c->row_s >= 0 ? 0.8 * c->row_s + 0.2 * r : r;
 }

@@ -30,19 +30,32 @@ llmgen_status draft_from_model(llmgen_session *d, const int32_t *ids, int len, i
  * to what was accepted otherwise, and a draft of which nothing was accepted pauses
  * drafting for a number of steps that doubles with each such miss in a row (1, 2, 4 ..
  * DRAFT_PAUSE_MAX), so that where guesses fail, passes become rare and the cost of
- * trying stays a few percent of the steps. */
+ * trying stays a few percent of the steps.
+ * Then what a pass costs caps it: a pass of n ids takes about a step plus n - 1 times
+ * the time of one more row, which is little where a step only streams the weights and
+ * up to half a step where it is compute-bound (AVX2 without VNNI). From the measured
+ * times and the rate at which draft ids were accepted, the length that gives the most
+ * ids per second is chosen, and drafting pauses as after a miss when no length beats
+ * plain steps. The times change only when drafts run, never the ids or logits. */
 #define DRAFT_PAUSE_MAX 64
 typedef struct {
-    int max;     /* the longest draft (draft_max) */
-    int len;     /* the next draft's length */
-    int pause;   /* steps left before the next draft */
-    int backoff; /* the next pause after a miss */
+    int max;       /* the longest draft (draft_max) */
+    int len;       /* the next draft's length */
+    int pause;     /* steps left before the next draft */
+    int backoff;   /* the next pause after a miss */
+    int passes;    /* passes so far */
+    double step_s; /* a one-id step's time, smoothed (0: none measured yet) */
+    double row_s;  /* a pass's time per id after the first, drafting included, smoothed (-1: none yet) */
+    double acc, rej; /* draft ids accepted and drafts cut short, recent ones weighing more */
 } draft_ctl;
 
 void draft_ctl_init(draft_ctl *c, int max);
-/* The length to draft at this step (0: pause; counts the pause down). */
+/* The length to draft at this step (0: pause, or a plain step to time; counts the pause down). */
 int draft_ctl_len(draft_ctl *c);
 /* After a pass: `drafted` ids run, `accepted` of them kept. */
 void draft_ctl_update(draft_ctl *c, int drafted, int accepted);
+/* The time of a plain step, and of a pass of `rows` ids (1 + its draft) with its drafting. */
+void draft_ctl_time_step(draft_ctl *c, double s);
+void draft_ctl_time_pass(draft_ctl *c, int rows, double s);
 
 #endif

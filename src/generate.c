@@ -355,6 +355,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
             S.n_draft = 0;
         }
         int k = 0;
+        double t_step = S.on ? now_seconds() : 0; /* the pass's time includes its drafting */
         if (S.on) {
             int room = llmgen_session_ctx(s) - pos - 1;
             if (p->max_tokens > 0 && p->max_tokens - r->n_ids - 1 < room) room = p->max_tokens - r->n_ids - 1;
@@ -369,8 +370,10 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
             S.row = 0;
             r->n_drafted += k;
             r->n_passes++;
+            draft_ctl_time_pass(&S.ctl, k + 1, now_seconds() - t_step);
         } else {
             st = llmgen_decode_step(s, id, &logits, err, errlen);
+            if (S.on) draft_ctl_time_step(&S.ctl, now_seconds() - t_step);
         }
         pos++;
     }

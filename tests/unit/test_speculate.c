@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "draft.h"
 #include "llmgen.h"
 
 #define REAL_MODEL ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -418,4 +419,33 @@ Test(speculate, loaded_ring_cache_rewinds_no_further) {
     llmgen_session_free(a);
     llmgen_session_free(b);
     llmgen_model_free(m);
+}
+
+/* ---- the draft length's cost rule (draft.c) ----------------------------------------------- */
+
+/* With passes that cost half a step per extra id and half the draft ids accepted, no
+ * length beats plain steps: drafting pauses. Where extra ids are nearly free the same
+ * acceptance keeps drafting at the acceptance rule's length. */
+Test(draft, cost_caps_the_length) {
+    draft_ctl c;
+    draft_ctl_init(&c, 8);
+    cr_expect_eq(draft_ctl_len(&c), 4, "the first draft before any time is known");
+    draft_ctl_update(&c, 4, 4);
+    cr_expect_eq(draft_ctl_len(&c), 0, "one plain step to time after the first pass");
+    draft_ctl_time_step(&c, 0.010);
+    for (int i = 0; i < 30; i++) {
+        draft_ctl_time_pass(&c, 3, 0.020); /* 0.5 steps a row */
+        draft_ctl_update(&c, 2, 1);
+    }
+    cr_expect_eq(draft_ctl_len(&c), 0, "costly rows, half accepted: paused");
+    cr_expect_gt(c.backoff, 8, "the pauses grow while no length pays");
+
+    draft_ctl_init(&c, 8);
+    draft_ctl_update(&c, 4, 4);
+    draft_ctl_time_step(&c, 0.010);
+    for (int i = 0; i < 6; i++) {
+        draft_ctl_time_pass(&c, 3, 0.0105); /* 0.025 steps a row */
+        draft_ctl_update(&c, 2, 1);
+    }
+    cr_expect_eq(draft_ctl_len(&c), 2, "cheap rows: the acceptance rule's length (1 accepted + 1)");
 }
