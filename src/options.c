@@ -160,8 +160,10 @@ static const cli_opt table[] = {
     {O_DRAFT_NGRAM, 0, "draft-ngram", "N", "with --draft-lookup: match the last N ids, or fewer (1..16, default 3)"},
     {O_DRAFT_MODEL, 0, "draft-model", "PATH",
      "speculative greedy decoding with drafts of a smaller model (same vocabulary)"},
-    {O_DRAFT_MAX, 0, "draft-max", "N", "most ids drafted per pass, 1..127 (default 8; shorter where drafts miss).\n"
-                                       "Drafts are used with --temp 0 only (sampled runs decode one id per step)"},
+    {O_DRAFT_MAX, 0, "draft-max", "N",
+     "most ids drafted per pass, 1..127 (default 8; shorter where drafts miss\n"
+     "or cost more than they save). Drafts are used with --temp 0 only (sampled\n"
+     "runs decode one id per step)"},
     {O_STATS, 0, "stats", NULL, "print load time, tokens/s, time to first token, peak RSS, KV cache\n"
                                 "size (and ring: positions a sliding-window layer keeps) on stderr"},
     {O_GRAMMAR, 0, "grammar", "TEXT", "constrain the output to a GBNF grammar (llama.cpp's format; rule root)"},
