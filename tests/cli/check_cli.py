@@ -17,7 +17,8 @@ Checks, on the default model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf):
   - a full context keeps what was generated (--json, --batch, text; stop_reason "context", exit 4; -n -1
     exit 0); sampling without --seed draws and reports a seed; threads default to the CPUs the process may use
     (under taskset -c 0: 1, reported by --stats and --json; -t 2 prints one note);
-  - src/main.c is under 600 lines with no generation logic; the README's ./llmgen examples run;
+  - src/main.c is under 600 lines with no generation logic; the README's ./llmgen examples run; its
+    Performance section is under 80 lines and no line names a work session;
   - valgrind (when installed) reports no leak and no error for a short generation (tiny fixture).
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
 """
@@ -666,6 +667,20 @@ def check_readme_examples():
            % len(cmds))
 
 
+def check_readme_shape():
+    """The README says what is true now: its Performance section (the method and one current table)
+    stays under 80 lines, and no paragraph is a work session's (history is tests/bench/HISTORY.md's)."""
+    lines = open(os.path.join(REPO, "README.md"), encoding="utf-8").read().split("\n")
+    start = next((i for i, l in enumerate(lines) if l.startswith("## Performance")), None)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)) if start else 0
+    sessions = [l for l in lines if re.search(r"[Ss]ession [0-9]+", l)]
+    if start is None or end - start >= 80 or sessions:
+        fail("README: Performance section %s lines (at most 79), lines naming a session: %s"
+             % ("missing" if start is None else end - start, sessions[:3]))
+    else:
+        ok("README: Performance section %d lines, no paragraph per work session" % (end - start))
+
+
 def help_options():
     out = subprocess.run([LLMGEN, "--help"], stdout=subprocess.PIPE, cwd=REPO).stdout.decode()
     return set(re.findall(r"(--[a-z][a-z-]+)", out)), out
@@ -806,6 +821,7 @@ def main():
     check_main_c()
     check_parallel_make()
     check_readme_examples()
+    check_readme_shape()
     check_bad_inputs()
     check_man_and_help()
     check_install()
