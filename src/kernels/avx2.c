@@ -550,8 +550,52 @@ AI int in_place_half(int rr, int kb) { return rr == Q8W_GROUP && kb == 2; }
 /* Prefill of the nibble types (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K): each quad decoded once for every
  * token, 1.3-1.4x the GOP/s of the per-token walk at nt = 64 (`build/bench_kernels q8
  * avx2`). acc: 4 accumulators (half, part) per token. */
+/* Q8_0 decoded once for every token: the signed weights (for the activations' signs) and
+ * their magnitudes, so that a token's dot products skip part_quad's xor and abs; the
+ * same integers and f32 operations in the same order: the same bits. */
+typedef struct {
+    __m256i a[8], w[8];
+    __m256 sw;
+} q80_part;
+
+AI void q80_part_decode(const uint8_t *ck, int h, int p, q80_part *o, int kb) {
+    const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
+    const uint8_t *sc = ck + 2 * q8w_scale_idx(DT_Q8_0, &c, 4 * h, 2 * p);
+    const uint8_t *pay = ck + q8w_hdr(DT_Q8_0) * 8 * kb + (size_t)h * 128 * kb + 32 * p;
+    o->sw = scales8(sc, 1);
+    UNROLL for (int v = 0; v < 8; v++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
+        o->w[v] = _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80));
+        o->a[v] = _mm256_abs_epi8(o->w[v]);
+    }
+}
+
+AI __m256 q80_part_dot(const q80_part *o, int p, const int8_t *xq, const float *xd, __m256 acc) {
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
+    __m256i isum = _mm256_setzero_si256();
+    UNROLL for (int v = 0; v < 8; v++)
+        isum = dot_u8s8(isum, o->a[v], _mm256_sign_epi8(dword_bcast(v < 4 ? x0 : x1, v), o->w[v]));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(o->sw, part_expand(xd, p)), acc);
+}
+
+AI void q80_quad(const uint8_t *ck, int q, const q8_act *x, __m256 *acc, int kb) {
+    q80_part w[2][2];
+    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < kb / 2; p++) q80_part_decode(ck, h, p, &w[h][p], kb);
+    for (int t = 0; t < x->nt; t++) {
+        const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
+        const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q;
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < kb / 2; p++)
+            acc[4 * t + 2 * h + p] = q80_part_dot(&w[h][p], p, xq, xd, acc[4 * t + 2 * h + p]);
+    }
+}
+
 /* Quad q of chunk ck (8 rows, kb = 4 or 2 blocks: parts 0 and 1, or 0) for every token. */
 AI void nib_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int q, const q8_act *x, __m256 *acc, int kb) {
+    if (dt == DT_Q8_0) {
+        q80_quad(ck, q, x, acc, kb);
+        return;
+    }
     nib_part w[2][2];
     UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < kb / 2; p++) {
         if (dt == DT_Q4_K) q4k_part_decode(ck, dm, h, p, &w[h][p]);
@@ -633,9 +677,8 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
 AI void run_q8(dtype dt, const void *packed, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {
     int nb = cols / 32;
     size_t grp = q8w_group_bytes(dt, Q8W_GROUP, nb);
-    /* decoded once per quad for every token (not Q8_0: its bytes meet the activations' signs) */
-    int own = dt != DT_Q8_0;
-    __m256 *acc = own && x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
+    /* several tokens: each quad decoded once for all of them */
+    __m256 *acc = x->nt > 1 ? aligned_alloc(32, sizeof(__m256) * 4 * (size_t)x->nt) : NULL;
     for (int g0 = r0 / Q8W_GROUP * Q8W_GROUP; g0 < r1; g0 += Q8W_GROUP) {
         const uint8_t *g = (const uint8_t *)packed + grp * (size_t)(g0 / Q8W_GROUP);
         int rr = rows - g0 < Q8W_GROUP ? rows - g0 : Q8W_GROUP;
