@@ -102,7 +102,10 @@ void draft_ctl_update(draft_ctl *c, int drafted, int accepted) {
     c->backoff = 1;
 }
 
-void draft_ctl_time_step(draft_ctl *c, double s) { c->step_s = c->step_s > 0 ? 0.8 * c->step_s + 0.2 * s : s; }
+void draft_ctl_time_step(draft_ctl *c, double s) {
+    if (s < 1e-9) s = 1e-9; /* a step timed at 0 must still count as timed (draft_ctl_len) */
+    c->step_s = c->step_s > 0 ? 0.8 * c->step_s + 0.2 * s : s;
+}
 
 void draft_ctl_time_pass(draft_ctl *c, int rows, double s) {
     if (c->step_s <= 0 || rows < 2) return;

@@ -448,4 +448,9 @@ Test(draft, cost_caps_the_length) {
         draft_ctl_update(&c, 2, 1);
     }
     cr_expect_eq(draft_ctl_len(&c), 2, "cheap rows: the acceptance rule's length (1 accepted + 1)");
+
+    draft_ctl_init(&c, 8); /* a clock that saw no time pass: the step still counts as timed */
+    draft_ctl_update(&c, 4, 4);
+    draft_ctl_time_step(&c, 0.0);
+    cr_expect_gt(draft_ctl_len(&c), 0, "drafting resumes after a step timed at 0 s");
 }
