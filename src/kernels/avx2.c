@@ -269,56 +269,6 @@ AI __m256 q4k_scales8(const uint8_t *p, const uint8_t *dm) {
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))));
 }
 
-/* Part p of half h of a chunk of 8 rows and kb = 4 blocks (or 2: part 0 only) for one
- * token: acc plus the quad's terms, as in avx512.c's half_fma (the integer sums exact).
- * dm: Q4_K's d and dmin of the group's 8 rows for this quad (NULL for the others). */
-AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p, const int8_t *xq, const float *xd,
-                    const float *xs, __m256 acc, int kb) {
-    const int nv = dt == DT_Q8_0 ? 8 : 4, hdr = q8w_hdr(dt), gb = q8w_gb(dt), sb = q8w_sbytes(dt);
-    const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
-    /* scales of half h, part p (blocks 2p, 2p + 1): 8 entries, or 4 shared by both blocks */
-    const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + sb * q8w_nscales(dt, &c);
-    const uint8_t *pay = ck + hdr * 8 * kb + (size_t)h * 16 * q8w_nv(dt) * kb + 32 * p;
-    __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
-    __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p));
-    __m256i isum = _mm256_setzero_si256(), s16 = _mm256_setzero_si256();
-    /* Q5_0 / Q5_1: vector v's fifth bits brought to bit 4 by one shift and a mask (kernels.h) */
-    const __m256i hb = q8w_five(dt) ? _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * 4)) : _mm256_setzero_si256();
-    const int per16 = q8w_five(dt) ? 4 : 8; /* pair sums per int16 sum, as in nib_part_dot */
-    UNROLL for (int v = 0; v < nv; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
-        if (dt == DT_Q8_0) {
-            __m256i w = _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80)); /* the signed weights */
-            __m256i xv = dword_bcast(v < 4 ? x0 : x1, v);
-            isum = dot_u8s8(isum, _mm256_abs_epi8(w), _mm256_sign_epi8(xv, w));
-        } else {
-            __m256i lo4 = _mm256_set1_epi8(0x0f), ul = _mm256_and_si256(raw, lo4);
-            __m256i uh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
-            if (q8w_five(dt)) {
-                const __m256i b4 = _mm256_set1_epi8(0x10);
-                ul = _mm256_or_si256(ul, _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), b4));
-                uh = _mm256_or_si256(uh, _mm256_and_si256(_mm256_srli_epi16(hb, v), b4));
-            }
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(ul, dword_bcast(x0, v)));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(uh, dword_bcast(x1, v)));
-            if ((2 * v + 2) % per16 == 0 || v == nv - 1) {
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
-                s16 = _mm256_setzero_si256();
-            }
-        }
-    }
-    __m256 f = _mm256_cvtepi32_ps(isum), s = part_expand(xs, p), dx = part_expand(xd, p);
-    if (dt == DT_Q4_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-8.0f), f);
-    if (dt == DT_Q5_0) f = _mm256_fmadd_ps(s, _mm256_set1_ps(-16.0f), f);
-    __m256 sw = dt == DT_Q4_K ? q4k_scales8(sc, dm + 8 * h) : scales8(sc, gb);
-    acc = _mm256_fmadd_ps(f, _mm256_mul_ps(sw, dx), acc);
-    if (q8w_has_min(dt)) {
-        __m256 mw = dt == DT_Q4_K ? q4k_scales8(mn, dm + 16 + 8 * h) : scales8(mn, gb);
-        acc = _mm256_fmadd_ps(mw, _mm256_mul_ps(dx, s), acc);
-    }
-    return acc;
-}
-
 /* Q6_K: the 2-bit field f (0..3) of each byte of h moved to bits 4-5, the rest 0. */
 AI __m256i q6_hbits(__m256i h, int f) {
     const __m256i m30 = _mm256_set1_epi8(0x30);
@@ -459,28 +409,32 @@ static void q6_prefill(const uint8_t *g, int rr, int nb, const q8_act *x, float 
     prefill_store(acc, x->nt, y0, ldy, lo, hi);
 }
 
-/* Q4_K, Q5_0 and Q5_1 prefill, as q6_prefill: part p of half h of a full chunk decoded
- * once (u[v] meets dword v of the blocks' first 16 activations, u[v + 4] of their second
- * 16; sw / mw the blocks' scales and mins as f32) and used by every token with
- * part_quad's arithmetic exactly (the same integers, the same f32 operations in the
- * same order): the same bits as the per-token walk, so a token's result does not
- * depend on nt. */
+/* The nibble types (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K): part p of half h of a chunk decoded
+ * (u[v] meets dword v of the blocks' first 16 activations, u[v + 4] of their second 16;
+ * sw / mw the blocks' scales and mins as f32), then met by tokens (nib_part_dot). A decode
+ * step and a pass of several tokens run the same two functions (part_quad, nib_quad), so
+ * a token's result does not depend on nt. */
 typedef struct {
     __m256i u[8];
     __m256 sw, mw;
 } nib_part;
 
+/* Payload vector v of part p (blocks 2p, 2p + 1) of half h of chunk c at ck: 32 bytes,
+ * dword ii + 4 bi of row 4h + ii's block 2p + bi, where the layout (kernels.h) puts it. */
+AI __m256i part_vec(dtype dt, const q8w_chunk *c, const uint8_t *ck, int h, int p, int v) {
+    return _mm256_loadu_si256((const __m256i *)(ck + q8w_byte(dt, c, 4 * h, 2 * p, 4 * v)));
+}
+
 /* Q5_0 / Q5_1: the nibbles with each vector's fifth bits at bit 4. */
 AI void q5_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w, int kb) {
     const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
     const uint8_t *sc = ck + 2 * q8w_scale_idx(dt, &c, 4 * h, 2 * p);
-    const uint8_t *pay = ck + q8w_hdr(dt) * 8 * kb + (size_t)h * 80 * kb + 32 * p;
     const __m256i lo4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
-    const __m256i hb = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * 4));
+    const __m256i hb = part_vec(dt, &c, ck, h, p, 4);
     w->sw = scales8(sc, 1);
     w->mw = q8w_has_min(dt) ? scales8(sc + 2 * q8w_nscales(dt, &c), 1) : _mm256_setzero_ps();
     UNROLL for (int v = 0; v < 4; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
+        __m256i raw = part_vec(dt, &c, ck, h, p, v);
         w->u[v] = _mm256_or_si256(_mm256_and_si256(raw, lo4), _mm256_and_si256(_mm256_slli_epi16(hb, 4 - v), b4));
         w->u[v + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4),
                                       _mm256_and_si256(_mm256_srli_epi16(hb, v), b4));
@@ -500,24 +454,22 @@ AI void q4k_part_decode(const uint8_t *ck, const uint8_t *dm, int h, int p, nib_
     }
 }
 
-/* Q4_0, Q4_1 (and its 64- and 128-column groups): the nibbles and the f16 scales (and
- * mins), addressed as part_quad addresses them. */
+/* Q4_0, Q4_1 (and its 64- and 128-column groups): the nibbles and the f16 scales (and mins). */
 AI void q4_part_decode(dtype dt, const uint8_t *ck, int h, int p, nib_part *w, int kb) {
     const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
     const int gb = q8w_gb(dt), sb = q8w_sbytes(dt);
     const uint8_t *sc = ck + sb * q8w_scale_idx(dt, &c, 4 * h, 2 * p), *mn = sc + sb * q8w_nscales(dt, &c);
-    const uint8_t *pay = ck + q8w_hdr(dt) * 8 * kb + (size_t)h * 16 * q8w_nv(dt) * kb + 32 * p;
     const __m256i lo4 = _mm256_set1_epi8(0x0f);
     w->sw = scales8(sc, gb);
     w->mw = q8w_has_min(dt) ? scales8(mn, gb) : _mm256_setzero_ps();
     UNROLL for (int v = 0; v < 4; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
+        __m256i raw = part_vec(dt, &c, ck, h, p, v);
         w->u[v] = _mm256_and_si256(raw, lo4);
         w->u[v + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
     }
 }
 
-/* acc + a decoded part against one token: part_quad's operations for dt, in its order. */
+/* acc + a decoded part against one token (the integer sums exact). */
 AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, const float *xd, const float *xs,
                        __m256 acc) {
     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
@@ -547,12 +499,8 @@ AI __m256 nib_part_dot(dtype dt, const nib_part *w, int p, const int8_t *xq, con
  * and the copy cost 11% of a decode step. Other partial chunks are widened (q8w_widen). */
 AI int in_place_half(int rr, int kb) { return rr == Q8W_GROUP && kb == 2; }
 
-/* Prefill of the nibble types (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K): each quad decoded once for every
- * token, 1.3-1.4x the GOP/s of the per-token walk at nt = 64 (`build/bench_kernels q8
- * avx2`). acc: 4 accumulators (half, part) per token. */
-/* Q8_0 decoded once for every token: the signed weights (for the activations' signs) and
- * their magnitudes, so that a token's dot products skip part_quad's xor and abs; the
- * same integers and f32 operations in the same order: the same bits. */
+/* Q8_0 decoded: the signed weights (for the activations' signs) and their magnitudes, made
+ * once for all the tokens of a pass. */
 typedef struct {
     __m256i a[8], w[8];
     __m256 sw;
@@ -561,11 +509,9 @@ typedef struct {
 AI void q80_part_decode(const uint8_t *ck, int h, int p, q80_part *o, int kb) {
     const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
     const uint8_t *sc = ck + 2 * q8w_scale_idx(DT_Q8_0, &c, 4 * h, 2 * p);
-    const uint8_t *pay = ck + q8w_hdr(DT_Q8_0) * 8 * kb + (size_t)h * 128 * kb + 32 * p;
     o->sw = scales8(sc, 1);
     UNROLL for (int v = 0; v < 8; v++) {
-        __m256i raw = _mm256_loadu_si256((const __m256i *)(pay + 16 * kb * v));
-        o->w[v] = _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x80));
+        o->w[v] = _mm256_xor_si256(part_vec(DT_Q8_0, &c, ck, h, p, v), _mm256_set1_epi8((char)0x80));
         o->a[v] = _mm256_abs_epi8(o->w[v]);
     }
 }
@@ -590,6 +536,46 @@ AI void q80_quad(const uint8_t *ck, int q, const q8_act *x, __m256 *acc, int kb)
     }
 }
 
+AI void nib_part_decode(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p, nib_part *w, int kb) {
+    if (dt == DT_Q4_K) q4k_part_decode(ck, dm, h, p, w);
+    else if (q8w_five(dt)) q5_part_decode(dt, ck, h, p, w, kb);
+    else q4_part_decode(dt, ck, h, p, w, kb);
+}
+
+/* Decode (the per-token walk of q8_group): part p of half h of a chunk of 8 rows and kb
+ * blocks against one token, through the same decode and dot functions as the passes of
+ * several tokens. dm: Q4_K's d and dmin of the group's 8 rows for this quad (NULL for
+ * the others). */
+AI __m256 part_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int h, int p, const int8_t *xq, const float *xd,
+                    const float *xs, __m256 acc, int kb) {
+    if (dt == DT_Q8_0) { /* q80_part_decode and q80_part_dot in one loop: through the struct the
+                            warm GEMV was 11% slower (`build/bench_kernels q8 avx2 Q8_0`) */
+        const q8w_chunk c = {0, Q8W_GROUP, kb, 0};
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * p));
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 64 + 32 * p)), isum = _mm256_setzero_si256();
+        UNROLL for (int v = 0; v < 8; v++) {
+            __m256i w = _mm256_xor_si256(part_vec(DT_Q8_0, &c, ck, h, p, v), _mm256_set1_epi8((char)0x80));
+            isum = dot_u8s8(isum, _mm256_abs_epi8(w), _mm256_sign_epi8(dword_bcast(v < 4 ? x0 : x1, v), w));
+        }
+        __m256 sw = scales8(ck + 2 * q8w_scale_idx(DT_Q8_0, &c, 4 * h, 2 * p), 1);
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(sw, part_expand(xd, p)), acc);
+    }
+    nib_part w;
+    nib_part_decode(dt, ck, dm, h, p, &w, kb);
+    return nib_part_dot(dt, &w, p, xq, xd, xs, acc);
+}
+
+/* The form quad q's chunk is read in: 2 blocks where it lies (in_place_half), else 4, a
+ * partial chunk first widened into `wide` (*ck then points there). */
+AI int chunk_blocks(dtype dt, const uint8_t **ck, int rr, int kb, uint8_t *wide) {
+    if (in_place_half(rr, kb)) return 2;
+    if (rr < Q8W_GROUP || kb < 4) {
+        q8w_widen(dt, *ck, rr, kb, wide, 4);
+        *ck = wide;
+    }
+    return 4;
+}
+
 /* Quad q of chunk ck (8 rows, kb = 4 or 2 blocks: parts 0 and 1, or 0) for every token. */
 AI void nib_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int q, const q8_act *x, __m256 *acc, int kb) {
     if (dt == DT_Q8_0) {
@@ -597,11 +583,7 @@ AI void nib_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int q, const q8
         return;
     }
     nib_part w[2][2];
-    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < kb / 2; p++) {
-        if (dt == DT_Q4_K) q4k_part_decode(ck, dm, h, p, &w[h][p]);
-        else if (q8w_five(dt)) q5_part_decode(dt, ck, h, p, &w[h][p], kb);
-        else q4_part_decode(dt, ck, h, p, &w[h][p], kb);
-    }
+    UNROLL for (int h = 0; h < 2; h++) UNROLL for (int p = 0; p < kb / 2; p++) nib_part_decode(dt, ck, dm, h, p, &w[h][p], kb);
     for (int t = 0; t < x->nt; t++) {
         const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
         const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
@@ -610,6 +592,9 @@ AI void nib_quad(dtype dt, const uint8_t *ck, const uint8_t *dm, int q, const q8
     }
 }
 
+/* Passes of several tokens of the plain and nibble types (Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q4_K):
+ * each quad decoded once for every token, 1.3-1.4x the GOP/s of the per-token walk at nt = 64
+ * (`build/bench_kernels q8 avx2`). acc: 4 accumulators (half, part) per token. */
 static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, float *y0, int ldy, int lo,
                         int hi, __m256 *acc) {
     _Alignas(32) uint8_t wide[Q8W_GROUP * 4 * 34], dml[32];
@@ -619,15 +604,8 @@ static void nib_prefill(dtype dt, const uint8_t *g, int rr, int nb, const q8_act
         const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * q8w_block_bytes(dt);
         const uint8_t *dm = dt == DT_Q4_K ? q8w_dm_quad(g, rr, q, dml) : NULL;
         if (rr == Q8W_GROUP) stream_prefetch(ck, Q8W_GROUP * kb * q8w_block_bytes(dt));
-        if (in_place_half(rr, kb)) {
-            nib_quad(dt, ck, dm, q, x, acc, 2);
-            continue;
-        }
-        if (rr < Q8W_GROUP || kb < 4) {
-            q8w_widen(dt, ck, rr, kb, wide, 4);
-            ck = wide;
-        }
-        nib_quad(dt, ck, dm, q, x, acc, 4);
+        if (chunk_blocks(dt, &ck, rr, kb, wide) == 2) nib_quad(dt, ck, dm, q, x, acc, 2);
+        else nib_quad(dt, ck, dm, q, x, acc, 4);
     }
     prefill_store(acc, x->nt, y0, ldy, lo, hi);
 }
@@ -643,11 +621,7 @@ AI void q8_group(dtype dt, const uint8_t *g, int rr, int nb, const q8_act *x, in
         int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
         const uint8_t *ck = g + q8w_dtab(dt, rr, nb) + (size_t)rr * 4 * q * bb;
         if (t == 0 && rr == Q8W_GROUP) stream_prefetch(ck, Q8W_GROUP * kb * bb); /* later tokens find it cached */
-        int half = in_place_half(rr, kb);
-        if (!half && (rr < Q8W_GROUP || kb < 4)) {
-            q8w_widen(dt, ck, rr, kb, wide, 4);
-            ck = wide;
-        }
+        int half = chunk_blocks(dt, &ck, rr, kb, wide) == 2;
         const int8_t *xq = x->q + (size_t)t * x->quads * 128 + 128 * (size_t)q;
         const float *xd = x->d + (size_t)t * x->quads * 4 + 4 * (size_t)q, *xs = x->s + (size_t)t * x->quads * 4 + 4 * (size_t)q;
         if (dt == DT_Q6_K) {

@@ -248,19 +248,6 @@ static inline void q8w_widen(dtype dt, const uint8_t *src, int rr, int kb, uint8
     q8w_chunk s = {0, rr, kb, 0}, d = {0, Q8W_GROUP, dkb, 0};
     int nv = q8w_nv(dt), sb = q8w_sbytes(dt);
     memset(dst, 0, (size_t)Q8W_GROUP * dkb * q8w_block_bytes(dt));
-    if (rr == Q8W_GROUP) { /* whole rows (a row's short last quad): each half's runs of scales and payload
-                              vectors are contiguous in both forms, so they move as runs */
-        int gb = q8w_gb(dt), ns = 4 * kb / gb;
-        for (int k = 0; k < 1 + q8w_two(dt); k++)
-            for (int h = 0; h < 2; h++)
-                memcpy(dst + (size_t)sb * (k * q8w_nscales(dt, &d) + q8w_scale_idx(dt, &d, 4 * h, 0)),
-                       src + (size_t)sb * (k * q8w_nscales(dt, &s) + q8w_scale_idx(dt, &s, 4 * h, 0)), (size_t)sb * ns);
-        for (int h = 0; h < 2; h++)
-            for (int v = 0; v < nv; v++) /* a block's 16 bytes a copy: not a rep movs of a run's length */
-                for (int b = 0; b < kb; b++)
-                    memcpy(dst + q8w_byte(dt, &d, 4 * h, b, 4 * v), src + q8w_byte(dt, &s, 4 * h, b, 4 * v), 16);
-        return;
-    }
     for (int i = 0; i < rr; i++)
         for (int bi = 0; bi < kb; bi++) {
             size_t si = (size_t)sb * q8w_scale_idx(dt, &s, i, bi), di = (size_t)sb * q8w_scale_idx(dt, &d, i, bi);
