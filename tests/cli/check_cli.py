@@ -672,7 +672,8 @@ def check_readme_shape():
     stays under 80 lines, and no paragraph is a work session's (history is tests/bench/HISTORY.md's)."""
     lines = open(os.path.join(REPO, "README.md"), encoding="utf-8").read().split("\n")
     start = next((i for i, l in enumerate(lines) if l.startswith("## Performance")), None)
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)) if start else 0
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)) \
+        if start is not None else 0
     sessions = [l for l in lines if re.search(r"[Ss]ession [0-9]+", l)]
     if start is None or end - start >= 80 or sessions:
         fail("README: Performance section %s lines (at most 79), lines naming a session: %s"
