@@ -423,6 +423,10 @@ bench-models: fixtures $(BENCH_VENV)/.ok llmgen  ## write the 1B-config GGUFs (F
 $(BENCH_BIN)/llmgen_bench: $(BUILD)/tests/bench/llmgen_bench.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+# What a pass of n ids costs in decode steps (speculation's draft length follows it).
+$(BENCH_BIN)/pass_cost: $(BUILD)/tests/bench/pass_cost.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(BENCH_BIN)/grammar_bench: $(BUILD)/tests/bench/grammar_bench.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
