@@ -14,6 +14,8 @@ MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 
 CC      ?= cc
+# src/ by layer, lowest first (README, "Where things are"; tests/cli/check_layers.py checks the arrows).
+SRC_DIRS := base quant kernels formats grammar model run cli
 PYTHON  ?= python3
 CACHE   := .cache
 BUILD   := build
@@ -24,7 +26,7 @@ PKGS_CFLAGS := $(shell pkg-config --cflags libpcre2-8 libutf8proc jansson 2>/dev
 # one set of objects for the binary and both libraries (calls inside stay direct).
 CFLAGS  ?= -O2
 CFLAGS  += -std=c11 -g -fno-var-tracking -fPIC -fno-semantic-interposition -Wall -Wextra -Werror -D_GNU_SOURCE \
-           -MMD -MP -pthread -Isrc -Ivendor-free-tokenizer $(PKGS_CFLAGS)
+           -MMD -MP -pthread -Isrc $(SRC_DIRS:%=-Isrc/%) -Ivendor-free-tokenizer $(PKGS_CFLAGS)
 LDLIBS  := -lpcre2-8 -lutf8proc -ljansson -lm -lpthread
 
 # One binary for any x86-64: ISA-specific kernels are compiled with their own
@@ -36,10 +38,9 @@ ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -ma
 endif
 
 # The CLI (main.c and its option parser) sits on the library; everything else is the library.
-CLI_SRC := src/main.c src/options.c src/chat_template.c src/cli.c src/verify.c src/perplexity.c src/quantize_cli.c
+CLI_SRC := $(addprefix src/cli/,main.c options.c chat_template.c cli.c verify.c perplexity.c quantize_cli.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard src/*.c)) $(wildcard src/kernels/*.c) \
-           $(wildcard vendor-free-tokenizer/*.c)
+LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard $(SRC_DIRS:%=src/%/*.c))) $(wildcard vendor-free-tokenizer/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
@@ -79,8 +80,8 @@ llmgen: $(CLI_OBJ) $(LIB_OBJ)  ## the CLI binary
 $(BUILD)/version.h: FORCE
 	@mkdir -p $(BUILD); v="#define LLMGEN_COMMIT \"$$(git describe --always --dirty 2>/dev/null || echo unknown)\""; \
 	  echo "$$v" | cmp -s - $@ || echo "$$v" > $@
-$(BUILD)/src/main.o: $(BUILD)/version.h
-$(BUILD)/src/main.o: CFLAGS += -I$(BUILD)
+$(BUILD)/src/cli/main.o: $(BUILD)/version.h
+$(BUILD)/src/cli/main.o: CFLAGS += -I$(BUILD)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -114,8 +115,8 @@ $(BUILD)/unit_tests_san: $(SAN_UNIT_OBJ) $(SAN_LIB_OBJ)
 # Tokenizer alone (no weights): used by tests/cli/check_tokenizer.py and bench.
 TOK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard vendor-free-tokenizer/*.c))
 # The type table (quant.o) names the packers of its layouts: they come with it.
-QUANT_OBJ := $(BUILD)/src/quant.o $(patsubst %,$(BUILD)/src/kernels/%.o,q8w_packed q5_packed q6k_packed q4k_packed)
-$(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/gguf.o $(BUILD)/src/util.o $(BUILD)/src/tensor.o $(QUANT_OBJ)
+QUANT_OBJ := $(BUILD)/src/quant/quant.o $(patsubst %,$(BUILD)/src/kernels/%.o,q8w_packed q5_packed q6k_packed q4k_packed)
+$(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/formats/gguf.o $(BUILD)/src/base/util.o $(BUILD)/src/base/tensor.o $(QUANT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- set-up -------------------------------------------------------------------
@@ -243,7 +244,7 @@ unit-san: $(BUILD)/unit_tests_san  ## unit tests under ASan + UBSan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/unit_tests_san
 
 # Kernel microbenchmark (GB/s per dtype and ISA, one thread); not run by `make test`.
-KERNEL_OBJ := $(filter $(BUILD)/src/kernels/%,$(LIB_OBJ)) $(BUILD)/src/util.o $(BUILD)/src/tensor.o $(BUILD)/src/quant.o
+KERNEL_OBJ := $(filter $(BUILD)/src/kernels/%,$(LIB_OBJ)) $(BUILD)/src/base/util.o $(BUILD)/src/base/tensor.o $(BUILD)/src/quant/quant.o
 $(BUILD)/bench_kernels: $(BUILD)/tests/bench_kernels.o $(KERNEL_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
@@ -256,8 +257,8 @@ $(BUILD)/kernels_selftest: $(BUILD)/tests/kernels_selftest.o $(KERNEL_OBJ)
 QEMU_A64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
 neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (with and without dotprod)
 	@mkdir -p $(BUILD)/aarch64
-	aarch64-linux-gnu-gcc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
-	  -o $(BUILD)/aarch64/kernels_selftest tests/kernels_selftest.c $(wildcard src/kernels/*.c) src/util.c src/tensor.c src/quant.c -lm
+	aarch64-linux-gnu-gcc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc $(SRC_DIRS:%=-Isrc/%) \
+	  -o $(BUILD)/aarch64/kernels_selftest tests/kernels_selftest.c $(wildcard src/kernels/*.c) src/base/util.c src/base/tensor.c src/quant/quant.c -lm
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest
 

@@ -17,7 +17,7 @@ Checks, on the default model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf):
   - a full context keeps what was generated (--json, --batch, text; stop_reason "context", exit 4; -n -1
     exit 0); sampling without --seed draws and reports a seed; threads default to the CPUs the process may use
     (under taskset -c 0: 1, reported by --stats and --json; -t 2 prints one note);
-  - src/main.c is under 600 lines with no generation logic; the README's ./llmgen examples run; its
+  - src/cli/main.c is under 600 lines with no generation logic; the README's ./llmgen examples run; its
     Performance section is under 80 lines and no line names a work session;
   - valgrind (when installed) reports no leak and no error for a short generation (tiny fixture).
 Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache).
@@ -561,16 +561,16 @@ def check_threads():
 
 
 def check_main_c():
-    """src/main.c: under 600 lines, and no generation logic (no prefill / decode / sampling / detokenizer
+    """src/cli/main.c: under 600 lines, and no generation logic (no prefill / decode / sampling / detokenizer
     calls: those are llmgen_generate's and llmgen_chat_turn's)."""
-    src = open(os.path.join(REPO, "src", "main.c")).read()
+    src = open(os.path.join(REPO, "src", "cli", "main.c")).read()
     n = src.count("\n")
     calls = sorted(set(re.findall(r"\b(llmgen_(?:prefill|decode_step|sample|sampler_new|detok_\w+|is_eos))\s*\(",
                                   src)))
     if n >= 600 or calls:
-        fail("src/main.c: %d lines (want < 600), generation calls %s" % (n, calls))
+        fail("src/cli/main.c: %d lines (want < 600), generation calls %s" % (n, calls))
     else:
-        ok("src/main.c: %d lines, no prefill / decode / sample / detokenizer calls (llmgen_generate does them)" % n)
+        ok("src/cli/main.c: %d lines, no prefill / decode / sample / detokenizer calls (llmgen_generate does them)" % n)
 
 
 def check_parallel_make():

@@ -15,7 +15,7 @@ import re
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DIRS = ["src", "src/kernels", "vendor-free-tokenizer"]
+DIRS = ["src"] + ["src/" + d for d in ("base", "quant", "kernels", "formats", "grammar", "model", "run", "cli")] + ["vendor-free-tokenizer"]
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -31,7 +31,7 @@ def files():
 def resolve(src, name, known):
     """The repository path an include of `name` from file `src` names (quotes: the file's own
     directory first, then the -I directories src and vendor-free-tokenizer), or None."""
-    for base in [os.path.dirname(src), "src", "vendor-free-tokenizer"]:
+    for base in [os.path.dirname(src)] + DIRS:
         p = os.path.normpath(os.path.join(base, name))
         if p in known:
             return p
@@ -56,16 +56,16 @@ def main():
         return seen
 
     rules = [  # (files a rule applies to, headers they must not reach, why)
-        (["src/gguf.c", "src/gguf.h", "src/safetensors.c", "src/safetensors.h"],
-         ["src/model.h", "src/plan.h", "src/forward.h", "src/repack.h", "src/kernels/kernels.h", "src/llmgen.h",
-          "src/cli.h", "src/options.h"], "formats know nothing of models, kernels or the CLI"),
+        (["src/formats/gguf.c", "src/formats/gguf.h", "src/formats/safetensors.c", "src/formats/safetensors.h"],
+         ["src/model/model.h", "src/model/plan.h", "src/model/forward.h", "src/model/repack.h", "src/kernels/kernels.h", "src/llmgen.h",
+          "src/cli/cli.h", "src/cli/options.h"], "formats know nothing of models, kernels or the CLI"),
         ([k for k in known if k.startswith("src/kernels/")],
-         ["src/model.h", "src/plan.h", "src/forward.h", "src/repack.h", "src/config.h", "src/gguf.h",
-          "src/safetensors.h", "src/llmgen.h"], "kernels see pointers, sizes and a dtype"),
-        (["src/plan.c", "src/plan.h"], ["src/model.h", "src/forward.h", "src/repack.h"],
+         ["src/model/model.h", "src/model/plan.h", "src/model/forward.h", "src/model/repack.h", "src/model/config.h", "src/formats/gguf.h",
+          "src/formats/safetensors.h", "src/llmgen.h"], "kernels see pointers, sizes and a dtype"),
+        (["src/model/plan.c", "src/model/plan.h"], ["src/model/model.h", "src/model/forward.h", "src/model/repack.h"],
          "the matmul plan sits below forward, model and repack"),
-        (["src/repack.c", "src/repack.h"], ["src/forward.h"], "the repacker walks the plan, not the forward pass"),
-        (["src/forward.c", "src/forward.h"], ["src/repack.h"], "the forward pass runs by the plan, not the repacker"),
+        (["src/model/repack.c", "src/model/repack.h"], ["src/model/forward.h"], "the repacker walks the plan, not the forward pass"),
+        (["src/model/forward.c", "src/model/forward.h"], ["src/model/repack.h"], "the forward pass runs by the plan, not the repacker"),
         ([k for k in known if k.startswith("vendor-free-tokenizer/")], [k for k in known if k.startswith("src/")],
          "the tokenizer library includes nothing from src/"),
     ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The C weight readers against an independent reading of the same real files.
 
-Builds a small C driver (embedded below) against build/src/{gguf,safetensors,config,util,tensor}.o,
+Builds a small C driver (embedded below) against the objects of src/formats, src/model, src/base and src/quant,
 then checks, for each file:
   - the default model GGUF (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf, needs `make model`):
     every metadata key/value (ints, floats, strings, every element of every string array, numeric
@@ -23,7 +23,8 @@ import zlib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-OBJS = ["build/src/%s.o" % m for m in ("gguf", "safetensors", "config", "config_json", "config_gguf", "arch", "util", "tensor", "quant")]
+OBJS = ["build/src/%s.o" % m for m in ("formats/gguf", "formats/safetensors", "model/config", "model/config_json",
+                                       "model/config_gguf", "model/arch", "base/util", "base/tensor", "quant/quant")]
 # quant.o's type table names the packers of its layouts
 OBJS += ["build/src/kernels/%s.o" % m for m in ("q8w_packed", "q5_packed", "q6k_packed", "q4k_packed")]
 
@@ -176,7 +177,7 @@ def build_driver(tmp):
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson"], stdout=subprocess.PIPE,
                            universal_newlines=True).stdout.split()
     exe = os.path.join(tmp, "drv")
-    subprocess.run(["cc", "-std=c11", "-O1", "-D_GNU_SOURCE", "-Wall", "-Isrc", "-o", exe, src] + OBJS
+    subprocess.run(["cc", "-std=c11", "-O1", "-D_GNU_SOURCE", "-Wall", "-Isrc"] + ["-Isrc/" + d for d in ("base", "quant", "formats", "model", "kernels")] + ["-o", exe, src] + OBJS
                    + flags + ["-ljansson", "-lm"], check=True)
     return exe
 
