@@ -26,7 +26,7 @@ PKGS_CFLAGS := $(shell pkg-config --cflags libpcre2-8 libutf8proc jansson 2>/dev
 # one set of objects for the binary and both libraries (calls inside stay direct).
 CFLAGS  ?= -O2
 CFLAGS  += -std=c11 -g -fno-var-tracking -fPIC -fno-semantic-interposition -Wall -Wextra -Werror -D_GNU_SOURCE \
-           -MMD -MP -pthread -Isrc $(SRC_DIRS:%=-Isrc/%) -Ivendor-free-tokenizer $(PKGS_CFLAGS)
+           -MMD -MP -pthread -Isrc -Ivendor-free-tokenizer $(PKGS_CFLAGS)
 LDLIBS  := -lpcre2-8 -lutf8proc -ljansson -lm -lpthread
 
 # One binary for any x86-64: ISA-specific kernels are compiled with their own
@@ -257,7 +257,7 @@ $(BUILD)/kernels_selftest: $(BUILD)/tests/kernels_selftest.o $(KERNEL_OBJ)
 QEMU_A64 := qemu-aarch64 -L /usr/aarch64-linux-gnu
 neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (with and without dotprod)
 	@mkdir -p $(BUILD)/aarch64
-	aarch64-linux-gnu-gcc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc $(SRC_DIRS:%=-Isrc/%) \
+	aarch64-linux-gnu-gcc -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Isrc \
 	  -o $(BUILD)/aarch64/kernels_selftest tests/kernels_selftest.c $(wildcard src/kernels/*.c) src/base/util.c src/base/tensor.c src/quant/quant.c -lm
 	$(QEMU_A64) -cpu max $(BUILD)/aarch64/kernels_selftest
 	$(QEMU_A64) -cpu cortex-a57 $(BUILD)/aarch64/kernels_selftest

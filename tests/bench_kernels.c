@@ -25,8 +25,8 @@
 #include <time.h>
 
 #include "kernels/kernels.h"
-#include "tensor.h"
-#include "util.h"
+#include "base/tensor.h"
+#include "base/util.h"
 
 #if defined(__x86_64__)
 const kernels *kernels_avx512_table(int level);

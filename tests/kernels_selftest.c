@@ -51,8 +51,8 @@
 
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 #if defined(__x86_64__)
 const kernels *kernels_avx512_table(int level); /* avx512.c: the table without VNNI (0), with (1), with GFNI too (2),

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 #include "jinja.h"
 #include "tokenizer.h"
 

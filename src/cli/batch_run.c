@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* A set of strings (request keys) with the line that gave each, open addressing. */
 typedef struct {

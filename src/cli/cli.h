@@ -12,7 +12,7 @@
 
 #include "llmgen.h"
 #include "request.h"
-#include "util.h" /* ERR_LEN */
+#include "base/util.h" /* ERR_LEN */
 
 /* A limit as text in a help string: CLI_STR(LLMGEN_MAX_THREADS) is "256". */
 #define CLI_STR_(x) #x

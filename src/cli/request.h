@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "llmgen.h"
-#include "util.h" /* ERR_LEN: the size of every err buffer */
+#include "base/util.h" /* ERR_LEN: the size of every err buffer */
 
 #define REQUEST_MAX_STOPS 16
 #define REQUEST_MAX_TOKENS LLMGEN_MAX_CONTEXT /* a generation cannot outgrow a context */

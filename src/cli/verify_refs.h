@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "llmgen.h" /* LLMGEN_MAX_CONTEXT */
-#include "util.h"   /* ERR_LEN */
+#include "base/util.h"   /* ERR_LEN */
 
 #define VERIFY_MAX_IDS LLMGEN_MAX_CONTEXT
 

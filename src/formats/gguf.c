@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 #define GGUF_MAGIC 0x46554747u          /* "GGUF" read as a little-endian u32 */
 #define GGUF_DEFAULT_ALIGNMENT 32

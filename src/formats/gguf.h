@@ -8,7 +8,7 @@
 #define LLMGEN_GGUF_H
 
 #include <stdint.h>
-#include "tensor.h"
+#include "base/tensor.h"
 
 typedef enum {
     GGUF_UINT8 = 0, GGUF_INT8 = 1, GGUF_UINT16 = 2, GGUF_INT16 = 3,

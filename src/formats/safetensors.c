@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* The format's own reference implementation caps headers at 100 MB. */
 #define ST_MAX_HEADER (100u * 1000u * 1000u)

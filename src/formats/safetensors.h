@@ -8,7 +8,7 @@
 #ifndef LLMGEN_SAFETENSORS_H
 #define LLMGEN_SAFETENSORS_H
 
-#include "tensor.h"
+#include "base/tensor.h"
 
 typedef struct st_file st_file;
 

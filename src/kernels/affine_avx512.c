@@ -17,7 +17,7 @@
 
 #include <immintrin.h>
 
-#include "util.h"
+#include "base/util.h"
 
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")

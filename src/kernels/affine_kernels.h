@@ -16,7 +16,7 @@
 #define LLMGEN_AFFINE_KERNELS_H
 
 #include "kernels.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Scale or bias i of a (rows, cols/group) array in dtype sdt (F32, F16, BF16), as f32. */
 static inline float affine_param(const void *p, int sdt, size_t i) {

@@ -20,7 +20,7 @@
 #include <arm_neon.h>
 #include <sys/auxv.h>
 
-#include "util.h"
+#include "base/util.h"
 
 #define AI static inline __attribute__((always_inline))
 

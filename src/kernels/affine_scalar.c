@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* avx512.c's reduce16: halves, then quarters, then pairs. */
 static float reduce16(const float l[16]) {

@@ -8,7 +8,7 @@
 #include <math.h>
 
 #include "kernels.h"
-#include "util.h"
+#include "base/util.h"
 
 /* x as kv_bf16 rounds it, back in f32 (the value a BF16 pair product uses). */
 static inline float kv_bf16_round(float x) { return bf16_to_f32(kv_bf16(x)); }

@@ -4,7 +4,7 @@
  * compared with these bit for bit. */
 #include "attn_kernels.h"
 
-#include "util.h"
+#include "base/util.h"
 
 void att_scores_f32_scalar(const void *kt, int kb, int hd, int len, const float *q, int ldq, int nt, float *s,
                            int lds) {

@@ -22,7 +22,7 @@
 
 #include <immintrin.h>
 
-#include "util.h"
+#include "base/util.h"
 
 const kernels *kernels_avx2_table(void);
 

@@ -28,7 +28,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "util.h"
+#include "base/util.h"
 
 const kernels *kernels_avx512_table(int level);
 

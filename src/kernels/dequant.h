@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 /* Bytes per block, and log2 of the sub-blocks of 32 in one (0 or 3): constants
  * for the types the ISA files decode themselves, the table for the others. */

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include "quant.h"
-#include "tensor.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/tensor.h"
+#include "base/util.h"
 
 /* Matrix times activations, for one weight dtype:
  *   y[t*ldy + r] = sum_c W[r][c] * x[t*ldx + c]   for r in [r0, r1), t in [0, nt)

@@ -24,7 +24,7 @@
 #include <arm_neon.h>
 #include <sys/auxv.h>
 
-#include "util.h"
+#include "base/util.h"
 
 const kernels *kernels_neon_table(void);
 

@@ -9,7 +9,7 @@
  * inside a group) go to the portable packer. */
 #include "pack_kernels.h"
 
-#include "quant.h"
+#include "quant/quant.h"
 
 #if defined(__x86_64__)
 

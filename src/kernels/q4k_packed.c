@@ -12,8 +12,8 @@
  * where both are exact (11-bit by 6-bit products). */
 #include "kernels.h"
 
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 /* Sub-block j (0..7) of the super-block at blk as 16 nibble bytes in Q4_1's order
  * (byte k: value k low, value k + 16 high). The file keeps sub-block j's 32 values in

@@ -14,8 +14,8 @@
  * them to bit 4. The size is the file's (22 / 24 bytes per 32 values). */
 #include "kernels.h"
 
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 /* The fifth-bit dword of a block from the file's qh (bit l = fifth bit of value l):
  * byte k, bit f = value 4f + k; bit 4 + f = value 16 + 4f + k. Each 16-bit half of

@@ -15,8 +15,8 @@
  * file + KV cache + 10% on an all-Q6_K model. */
 #include "kernels.h"
 
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 /* Block j (0..7) of the super-block at blk in its packed payload form (kernels.h):
  * 16 nibble bytes, then 8 high-bit bytes. Values v of a super-block: half h = v /

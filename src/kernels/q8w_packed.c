@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 /* The chunk of (row r, block b) and, in it, the offsets of that block's scale
  * and of its first payload dword (the others follow every kb * rh * 4 bytes). */

@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* Dot product of one stored row with f32 activations, one per weight dtype. */
 typedef float (*row_dot_fn)(const uint8_t *w, const float *x, int cols);

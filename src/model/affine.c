@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#include "util.h"
+#include "base/util.h"
 
 typedef struct affine_node {
     tensor t;          /* the assembled view; t.data == &aw. First member: a tensor of

@@ -9,7 +9,7 @@
 
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
-#include "tensor.h"
+#include "base/tensor.h"
 
 /* The assembled views of one model; freed with affine_store_free (NULL is fine). */
 typedef struct affine_store affine_store;

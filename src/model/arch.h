@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "tensor.h"
+#include "base/tensor.h"
 
 /* Feature flags of a family (arch_info.flags, copied into model_config.flags). */
 enum {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "llmgen.h" /* LLMGEN_MAX_CONTEXT */
-#include "util.h"
+#include "base/util.h"
 
 /* Upper bounds for config_validate: far above any Llama checkpoint, low enough
  * that products such as layers * kv_heads * head_dim * max_pos stay in 64 bits. */

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "arch.h"
-#include "gguf.h"
+#include "formats/gguf.h"
 
 #define CONFIG_MAX_EOS 8
 #define CONFIG_MAX_LAYERS 1024  /* low enough that layers * kv_heads * head_dim * max_pos stays in 64 bits */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* Integer key in [1, INT32_MAX]; `dflt` <= 0 means required. */
 static int gguf_pos_int(const gguf_file *g, const char *key, int dflt, int *out, char *err) {

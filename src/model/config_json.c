@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "llmgen.h" /* LLMGEN_MAX_CONTEXT */
-#include "util.h"
+#include "base/util.h"
 
 /* A JSON value is "absent" when missing or null: transformers treats both alike. */
 static const json_t *get(const json_t *obj, const char *key) {

@@ -28,7 +28,7 @@
 
 #include "affine.h"
 #include "ops.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Fast mode: some matrix takes the int8-activation kernels. */
 static int weights_packed(const model *m) {

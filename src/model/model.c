@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "affine.h"
-#include "quant.h"
+#include "quant/quant.h"
 #include "repack.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- tensor access --------------------------------------------------------------- */
 

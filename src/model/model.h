@@ -5,12 +5,12 @@
 #define LLMGEN_MODEL_H
 
 #include "config.h"
-#include "gguf.h"
+#include "formats/gguf.h"
 #include "kernels/kernels.h"
 #include "plan.h"
-#include "safetensors.h"
-#include "tensor.h"
-#include "threads.h"
+#include "formats/safetensors.h"
+#include "base/tensor.h"
+#include "base/threads.h"
 #include "tokenizer.h"
 
 typedef struct model {

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "affine.h"
-#include "quant.h"
-#include "threads.h"
+#include "quant/quant.h"
+#include "base/threads.h"
 
 /* Row split granularity of the matmuls: whole 16-row panels; gate and up when the
  * down projection takes int8: whole 128-column quads of its input, which the

@@ -10,7 +10,7 @@
 
 #include "arch.h"
 #include "kernels/kernels.h"
-#include "tensor.h"
+#include "base/tensor.h"
 
 /* How one matrix is multiplied. */
 typedef enum {

@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "llmgen.h"
-#include "safetensors.h"
-#include "util.h"
+#include "formats/safetensors.h"
+#include "base/util.h"
 
 /* One output tensor: a copy (maybe cast) of an input one, or one of the three
  * parts of a quantized one. */

@@ -22,8 +22,8 @@
 #include "plan.h"
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 /* Whether t is to be repacked (the plan's route; without an int8 kernel for its packed
  * type in this table, a matrix keeps the file layout and the f32 route). */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 const int8_t IQ4_KVALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 

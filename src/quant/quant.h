@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "base/tensor.h"
 
 #define QK_K 256 /* values per K-quant (and IQ4_XS) super-block */
 

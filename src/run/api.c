@@ -8,7 +8,7 @@
 
 #include "session.h"
 #include "tokenizer.h"
-#include "util.h"
+#include "base/util.h"
 
 struct llmgen_detok {
     tok_stream *ts;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "session.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Sessions stepping together (see llmgen.h). The step runs when every joined
  * session is waiting in one (the last to arrive, or to leave, runs it). */

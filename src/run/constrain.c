@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar.h"
-#include "json_schema.h"
-#include "token_mask.h"
-#include "util.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar/token_mask.h"
+#include "base/util.h"
 
 struct constrain {
     grammar *g;

@@ -26,7 +26,7 @@
 #include "constrain.h"
 #include "generate.h"
 #include "llmgen.h"
-#include "util.h"
+#include "base/util.h"
 
 const char *llmgen_stop_reason_name(llmgen_stop_reason r) {
     switch (r) {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "session.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- the cache in a file (--prompt-cache) ---------------------------------------------
  *

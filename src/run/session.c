@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "session.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- sessions --------------------------------------------------------------------- */
 

@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "cpus.h"
-#include "forward.h"
+#include "base/cpus.h"
+#include "model/forward.h"
 #include "llmgen.h"
 
 /* llmgen_model wraps the internal model with the one piece of mutable state the

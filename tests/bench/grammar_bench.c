@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "constrain.h"
+#include "run/constrain.h"
 #include "llmgen.h"
-#include "util.h"
+#include "base/util.h"
 
 int main(int argc, char **argv) {
     if (argc < 5) {

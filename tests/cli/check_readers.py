@@ -32,10 +32,10 @@ DRIVER = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
-#include "gguf.h"
-#include "safetensors.h"
-#include "util.h"
+#include "model/config.h"
+#include "formats/gguf.h"
+#include "formats/safetensors.h"
+#include "base/util.h"
 
 static unsigned long crc_table[256];
 static void crc_init(void) {
@@ -177,7 +177,7 @@ def build_driver(tmp):
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson"], stdout=subprocess.PIPE,
                            universal_newlines=True).stdout.split()
     exe = os.path.join(tmp, "drv")
-    subprocess.run(["cc", "-std=c11", "-O1", "-D_GNU_SOURCE", "-Wall", "-Isrc"] + ["-Isrc/" + d for d in ("base", "quant", "formats", "model", "kernels")] + ["-o", exe, src] + OBJS
+    subprocess.run(["cc", "-std=c11", "-O1", "-D_GNU_SOURCE", "-Wall", "-Isrc", "-o", exe, src] + OBJS
                    + flags + ["-ljansson", "-lm"], check=True)
     return exe
 

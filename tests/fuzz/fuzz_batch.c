@@ -13,10 +13,10 @@
  * --batch (batch_ids_add), against a shadow list kept here. */
 #include "fuzz_util.h"
 
-#include "batch_run.h"
-#include "generate.h"
+#include "cli/batch_run.h"
+#include "run/generate.h"
 #include "llmgen.h"
-#include "request.h"
+#include "cli/request.h"
 
 #define TINY "tests/fixtures/tiny-mha-f32"
 

@@ -1,8 +1,8 @@
 /* fuzz_config.c - libFuzzer target: config.json parser and validation. */
 #include "fuzz_util.h"
 
-#include "config.h"
-#include "util.h"
+#include "model/config.h"
+#include "base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_file f;

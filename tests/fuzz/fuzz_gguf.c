@@ -5,10 +5,10 @@
  * block bytes are valid: a decoder must stay inside its row whatever they hold). */
 #include "fuzz_util.h"
 
-#include "config.h"
-#include "gguf.h"
-#include "quant.h"
-#include "util.h"
+#include "model/config.h"
+#include "formats/gguf.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_file f;

@@ -8,8 +8,8 @@
  * (tm_min_bytes_after, tm_keep_within) must agree with it. */
 #include "fuzz_util.h"
 
-#include "grammar.h"
-#include "token_mask.h"
+#include "grammar/grammar.h"
+#include "grammar/token_mask.h"
 
 static const char *const VOCAB[] = {"</s>", "a", "b", "{", "}", "\"", " ", "\n", "ab", "\":", "x\"", "12",
                                     "\xc3", "\xa9", "\xc3\xa9", "\xe6\x97\xa5", "root", "-", "\\", ""};

@@ -3,8 +3,8 @@
  * naming the problem, or becomes a grammar that parses. */
 #include "fuzz_util.h"
 
-#include "grammar.h"
-#include "json_schema.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[256], *text;

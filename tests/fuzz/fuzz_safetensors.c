@@ -3,8 +3,8 @@
  * end to end and must not overlap (the reader promises it). */
 #include "fuzz_util.h"
 
-#include "safetensors.h"
-#include "util.h"
+#include "formats/safetensors.h"
+#include "base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_file f;

@@ -6,7 +6,7 @@
 
 #include "fuzz_util.h"
 
-#include "verify_refs.h"
+#include "cli/verify_refs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *p = (const char *)data, *end = p + size;

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "affine.h"
-#include "config.h"
+#include "model/affine.h"
+#include "model/config.h"
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
-#include "util.h"
+#include "base/util.h"
 
 /* ---- random affine matrices ------------------------------------------------------- */
 

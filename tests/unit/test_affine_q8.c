@@ -7,11 +7,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "affine.h"
+#include "model/affine.h"
 #include "kernels/affine_kernels.h"
 #include "kernels/kernels.h"
-#include "repack.h"
-#include "util.h"
+#include "model/repack.h"
+#include "base/util.h"
 
 #define KERNELS_SELFTEST_NO_MAIN
 #pragma GCC diagnostic push

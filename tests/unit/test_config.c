@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "util.h"
+#include "model/config.h"
+#include "base/util.h"
 
 typedef struct {
     char dir[64];

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <unistd.h>
 
-#include "cpus.h"
+#include "base/cpus.h"
 
 #define TREES "tests/fixtures/cgroup/"
 

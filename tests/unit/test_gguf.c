@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "gguf.h"
-#include "util.h"
+#include "model/config.h"
+#include "formats/gguf.h"
+#include "base/util.h"
 
 #define REAL_MODEL ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar.h"
-#include "json_schema.h"
-#include "token_mask.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar/token_mask.h"
 
 /* 1 if s is a prefix of the language, *done 1 if it is a whole sentence. */
 static int match(const grammar *g, const char *s, size_t n, int *done) {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 
 #include "kernels/attn_kernels.h"
-#include "ops.h"
-#include "util.h"
+#include "model/ops.h"
+#include "base/util.h"
 
 Test(ops, rmsnorm_hand_checked) {
     /* x = (1, 2, 3, 4): mean(x^2) = 7.5; eps 0.5 -> 1/sqrt(8) */

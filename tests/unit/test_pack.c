@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "quant.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "base/util.h"
 
 static uint64_t next(uint64_t *s) { /* xorshift64* */
     *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;

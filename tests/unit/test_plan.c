@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "model.h"
-#include "plan.h"
+#include "model/model.h"
+#include "model/plan.h"
 
 #define REAL_MODEL ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 #define TINY_Q6K "tests/fixtures/tiny-gguf/tiny-gguf.Q6_K.gguf"

@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "repack.h"
-#include "util.h"
+#include "model/repack.h"
+#include "base/util.h"
 
 #if defined(__x86_64__)
 const kernels *kernels_avx512_table(int level);

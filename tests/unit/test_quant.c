@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "quant.h"
-#include "repack.h"
-#include "util.h"
+#include "quant/quant.h"
+#include "model/repack.h"
+#include "base/util.h"
 
 typedef struct {
     uint32_t ggml, nblocks, elems, bytes;

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "safetensors.h"
-#include "util.h"
+#include "formats/safetensors.h"
+#include "base/util.h"
 
 /* ---- writer ---------------------------------------------------------------------- */
 

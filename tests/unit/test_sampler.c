@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "sampler.h"
+#include "run/sampler.h"
 
 static void fill_logits(float *l, int n) {
     for (int i = 0; i < n; i++) l[i] = sinf((float)i * 0.37f) * 3.0f;

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "sampler.h"
+#include "run/sampler.h"
 
 #define REF_PATH "tests/refs/sampler/sampler_ref.json"
 

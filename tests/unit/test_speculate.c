@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "draft.h"
+#include "run/draft.h"
 #include "llmgen.h"
 
 #define REAL_MODEL ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "threads.h"
+#include "base/threads.h"
 
 typedef struct {
     atomic_int hits[8];
