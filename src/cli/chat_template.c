@@ -1,5 +1,4 @@
-/* chat_template.c - `llmgen chat-template` and the template text of --chat-template-file
- * (see chat_template.h). */
+/* chat_template.c - `llmgen chat-template` (see chat_template.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +9,6 @@
 
 #include "chat_template.h"
 #include "cli.h"
-#include "options.h"
 
 const char chat_template_help[] =
     "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json\n"
@@ -71,46 +69,10 @@ int chat_template_parse(int argc, char **argv, chat_template_args *a, char *err)
     a->model = c.model;
     if (!!a->model + !!a->template_file != 1 || !a->messages_file)
         return fail(-1, err, "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json"), -1;
-    if (a->co.date && !options_valid_date(a->co.date))
+    if (a->co.date && !cli_valid_date(a->co.date))
         return fail(-1, err, "chat-template: --date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'",
                     a->co.date), -1;
     return 0;
-}
-
-llmgen_status chat_template_read_file(const char *path, const char *what, char **out, char *err) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(LLMGEN_E_IO, err, "%s: cannot open %s: %s", what, path, strerror(errno));
-    char *p = NULL;
-    size_t n = 0, cap = 0;
-    int nomem = 0;
-    for (;;) {
-        if (cap - n < 65536) {
-            char *q = realloc(p, cap = cap * 2 + 65536);
-            if (!q) { nomem = 1; break; }
-            p = q;
-        }
-        size_t k = fread(p + n, 1, cap - n - 1, f);
-        n += k;
-        if (!k) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (nomem) {
-        free(p);
-        return fail(LLMGEN_E_NOMEM, err, "%s: out of memory reading %s", what, path);
-    }
-    if (bad) {
-        free(p);
-        return fail(LLMGEN_E_IO, err, "%s: read error on %s", what, path);
-    }
-    p[n] = '\0';
-    if (strlen(p) != n) {
-        free(p);
-        return fail(LLMGEN_E_USAGE, err, "%s: %s contains a NUL byte", what, path);
-    }
-    *out = p;
-    return LLMGEN_OK;
 }
 
 /* MESSAGES.json: a JSON array of {"role": "...", "content": "..."} objects. The
@@ -147,7 +109,7 @@ llmgen_status chat_template_render(const chat_template_args *a, char **out, char
     llmgen_model *m = NULL;
     size_t n = 0;
     *out = NULL;
-    llmgen_status st = a->template_file ? chat_template_read_file(a->template_file, "--template-file", &text, err)
+    llmgen_status st = a->template_file ? cli_read_file(a->template_file, "--template-file", &text, err)
                                         : LLMGEN_OK;
     if (!st) st = read_messages(a->messages_file, &root, &msgs, &n, err);
     if (!st && a->model) {

@@ -1,6 +1,5 @@
 /* chat_template.h - `llmgen chat-template`: render a conversation (a JSON file of
- * messages) with a model's chat template or a Jinja template file, and the template
- * file --chat-template-file reads. Part of the CLI, not of the library; never prints
+ * messages) with a model's chat template or a Jinja template file. Part of the CLI, not of the library; never prints
  * (main.c prints the text and the errors). */
 #ifndef LLMGEN_CHAT_TEMPLATE_H
 #define LLMGEN_CHAT_TEMPLATE_H
@@ -28,10 +27,5 @@ int chat_template_parse(int argc, char **argv, chat_template_args *a, char *err)
 /* Render the conversation; *out (the caller's: llmgen_free) is the text exactly as the
  * template gives it. A failure is its status with one line in err (512 bytes). */
 llmgen_status chat_template_render(const chat_template_args *a, char **out, char *err);
-
-/* The whole of a text file, NUL-terminated, into *out (malloc'd, the caller's: free);
- * `what` names the option in the message. LLMGEN_E_IO, LLMGEN_E_NOMEM or LLMGEN_E_USAGE
- * (a NUL byte in the file). */
-llmgen_status chat_template_read_file(const char *path, const char *what, char **out, char *err);
 
 #endif

@@ -1,4 +1,5 @@
 /* cli.c - helpers the subcommands share (see cli.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -249,4 +250,61 @@ llmgen_status cli_model_open(const cli_common *c, const char *path, int tokenize
     llmgen_status st = llmgen_model_open(path ? path : c->model, &mo, m, e, sizeof e);
     if (st) snprintf(err, ERR_LEN, "%s%.500s", st == LLMGEN_E_USAGE && c->kernels ? "--" : "", e);
     return st;
+}
+
+static llmgen_status read_fail(llmgen_status st, char *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static llmgen_status read_fail(llmgen_status st, char *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, ERR_LEN, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+llmgen_status cli_read_file(const char *path, const char *what, char **out, char *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return read_fail(LLMGEN_E_IO, err, "%s: cannot open %s: %s", what, path, strerror(errno));
+    char *p = NULL;
+    size_t n = 0, cap = 0;
+    int nomem = 0;
+    for (;;) {
+        if (cap - n < 65536) {
+            char *q = realloc(p, cap = cap * 2 + 65536);
+            if (!q) { nomem = 1; break; }
+            p = q;
+        }
+        size_t k = fread(p + n, 1, cap - n - 1, f);
+        n += k;
+        if (!k) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (nomem) {
+        free(p);
+        return read_fail(LLMGEN_E_NOMEM, err, "%s: out of memory reading %s", what, path);
+    }
+    if (bad) {
+        free(p);
+        return read_fail(LLMGEN_E_IO, err, "%s: read error on %s", what, path);
+    }
+    p[n] = '\0';
+    if (strlen(p) != n) {
+        free(p);
+        return read_fail(LLMGEN_E_USAGE, err, "%s: %s contains a NUL byte", what, path);
+    }
+    *out = p;
+    return LLMGEN_OK;
+}
+
+int cli_valid_date(const char *d) {
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    if (strlen(d) != 11 || d[2] != ' ' || d[6] != ' ') return 0;
+    for (int i = 0; i < 11; i++)
+        if ((i < 2 || i > 6) && (d[i] < '0' || d[i] > '9')) return 0;
+    int day = (d[0] - '0') * 10 + (d[1] - '0'), month = 0;
+    for (int m = 0; m < 12; m++)
+        if (!strncmp(d + 3, months[m], 3)) month = m + 1;
+    return month && day >= 1 && day <= 31;
 }

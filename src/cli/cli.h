@@ -146,4 +146,12 @@ int perplexity_main(int argc, char **argv, const cli_io *io); /* perplexity.c */
 int quantize_main(int argc, char **argv, const cli_io *io);   /* quantize_cli.c */
 int chat_template_main(int argc, char **argv, const cli_io *io); /* chat_template.c */
 
+/* The whole of a text file, NUL-terminated, into *out (malloc'd, the caller's: free);
+ * `what` names the option in the message. LLMGEN_E_IO, LLMGEN_E_NOMEM or LLMGEN_E_USAGE
+ * (a NUL byte in the file), with one line in err (ERR_LEN bytes). */
+llmgen_status cli_read_file(const char *path, const char *what, char **out, char *err);
+
+/* "DD Mon YYYY" as the Llama 3.1+ templates print it (e.g. "02 Jan 2025"): 1, else 0. */
+int cli_valid_date(const char *d);
+
 #endif

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_template.h"
 #include "options.h"
 
 static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -48,18 +47,6 @@ static void unescape(char *s) {
 }
 
 /* "%d %b %Y" as the Llama 3.1+ templates print it: "02 Jan 2025". */
-static int valid_date(const char *d) {
-    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    if (strlen(d) != 11 || d[2] != ' ' || d[6] != ' ') return 0;
-    for (int i = 0; i < 11; i++)
-        if ((i < 2 || i > 6) && (d[i] < '0' || d[i] > '9')) return 0;
-    int day = (d[0] - '0') * 10 + (d[1] - '0'), month = 0;
-    for (int m = 0; m < 12; m++)
-        if (!strncmp(d + 3, months[m], 3)) month = m + 1;
-    return month && day >= 1 && day <= 31;
-}
-
 /* Pairs of options that cannot be combined: the first set needs none of the second. */
 static int conflicts(const options *o, char *err) {
     request b = o->base;
@@ -306,7 +293,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
     if (!o->common.model && !o->tokenizer_path) return fail(err, "no model given: use -m PATH (see --help)");
     if (!!o->prompt + !!o->prompt_file + !!o->prompt_ids + !!o->batch > 1)
         return fail(err, "give only one of --prompt, --file, --prompt-ids, --batch");
-    if (b->date && !valid_date(b->date))
+    if (b->date && !cli_valid_date(b->date))
         return fail(err, "--date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'", b->date);
     if ((b->template_name || b->template_text || o->template_file || b->date || b->system) && !o->chat && !o->batch &&
         !o->interactive)
@@ -335,15 +322,13 @@ int options_parse(int argc, char **argv, options *o, char *err) {
 }
 
 
-int options_valid_date(const char *d) { return valid_date(d); }
-
 llmgen_status options_read_files(options *o, char *err) {
     llmgen_status st = LLMGEN_OK;
-    if (o->template_file && !(st = chat_template_read_file(o->template_file, "--chat-template-file", &o->texts[0], err)))
+    if (o->template_file && !(st = cli_read_file(o->template_file, "--chat-template-file", &o->texts[0], err)))
         o->base.template_text = o->texts[0];
     const char *path = o->grammar_file ? o->grammar_file : o->json_schema_file;
     if (!st && path &&
-        !(st = chat_template_read_file(path, o->grammar_file ? "--grammar-file" : "--json-schema", &o->texts[1], err)))
+        !(st = cli_read_file(path, o->grammar_file ? "--grammar-file" : "--json-schema", &o->texts[1], err)))
         *(o->grammar_file ? &o->base.grammar : &o->base.json_schema) = o->texts[1];
     return st;
 }

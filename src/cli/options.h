@@ -36,7 +36,7 @@ int options_parse(int argc, char **argv, options *o, char *err);
 
 /* Read the files the options name (--chat-template-file, --grammar-file, --json-schema
  * FILE) into o->base's template_text, grammar and json_schema; o keeps the texts until
- * options_free. LLMGEN_OK, or the status of chat_template_read_file with one line in err. */
+ * options_free. LLMGEN_OK, or the status of cli_read_file with one line in err. */
 llmgen_status options_read_files(options *o, char *err);
 
 /* Free what options_read_files read (o itself is the caller's). */
@@ -44,8 +44,5 @@ void options_free(options *o);
 
 /* The option lines of --help on f (0, or -1 on a write error). */
 int options_print_help(FILE *f);
-
-/* "DD Mon YYYY" as the Llama 3.1+ templates print it (e.g. "02 Jan 2025"): 1, else 0. */
-int options_valid_date(const char *d);
 
 #endif
