@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "handles.h"
 #include "tokenizer.h"
 #include "base/util.h"
 

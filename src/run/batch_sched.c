@@ -5,7 +5,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "session.h"
+#include "handles.h"
 #include "base/util.h"
 
 /* Sessions stepping together (see llmgen.h). The step runs when every joined

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "handles.h"
 #include "base/util.h"
 
 /* ---- the cache in a file (--prompt-cache) ---------------------------------------------

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "session.h"
+#include "handles.h"
 #include "base/util.h"
 
 /* ---- sessions --------------------------------------------------------------------- */
