@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "batch_sched.h"
 #include "handles.h"
 #include "base/util.h"
 

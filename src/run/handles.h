@@ -1,10 +1,10 @@
-/* session.h - what the library's API files share (internal, not installed): the
+/* handles.h - what the library's API files share (internal, not installed): the
  * structs behind the opaque llmgen_model and llmgen_session of llmgen.h, and the
- * one step of a session in a batch. api.c opens models and wraps the tokenizer,
- * session.c runs sessions, batch_sched.c steps several sessions together,
- * prompt_cache.c saves and loads a session's cache. */
-#ifndef LLMGEN_SESSION_H
-#define LLMGEN_SESSION_H
+ * API's error return. api.c opens models and wraps the tokenizer, session.c runs
+ * sessions, batch_sched.c steps several sessions together, prompt_cache.c saves and
+ * loads a session's cache; each includes this, none of them includes another. */
+#ifndef LLMGEN_HANDLES_H
+#define LLMGEN_HANDLES_H
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,9 +33,6 @@ struct llmgen_session {
     const int32_t *want_ids;
     int want_n, pending;
 };
-
-/* One step of a joined session: wait until it has run (maybe run it). batch_sched.c */
-void batch_step(llmgen_session *s, const int32_t *ids, int n);
 
 /* The API's error return: msg into err (when given), st returned. */
 static inline llmgen_status fail(llmgen_status st, char *err, size_t errlen, const char *msg) {

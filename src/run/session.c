@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "batch_sched.h"
 #include "handles.h"
 #include "base/util.h"
 

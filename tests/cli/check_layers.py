@@ -1,37 +1,117 @@
 #!/usr/bin/env python3
-"""The arrows that must never exist between llmgen's modules, checked on the #include graph.
+"""The layer rules of src/ (README, "Where things are"), checked on the source text.
 
-Every "..." include of src/, src/kernels/ and vendor-free-tokenizer/ is followed transitively;
-a file may not reach a header of a layer above it:
-  - formats (gguf, safetensors) know nothing of models, plans, kernels' tables or the CLI;
-  - kernels know nothing of models, plans, configs or files;
-  - the matmul plan sits below the forward pass, the model and the repacker (reaches none of them);
-  - the repacker does not reach the forward pass, nor the forward pass the repacker;
-  - the tokenizer library includes nothing from src/;
-and the header graph has no cycle. Exits 1 with one line per violation. Standard library only.
+src/ is a stack of folders, lowest first (the Makefile's SRC_DIRS):
+
+    base  <  quant, grammar  <  kernels, formats  <  model  <  run  <  cli
+
+with the tokenizer library (vendor-free-tokenizer/) beside quant. A file may include a header of, or
+call a function defined in, its own folder or a folder of a lower rank; never a folder of its own
+rank or above. On top of that:
+  - the public header src/llmgen.h is not reached by quant, kernels or formats (they see pointers,
+    sizes and a dtype, not the API's types);
+  - the tokenizer library includes nothing of src/;
+  - inside model/: the matmul plan reaches neither the model, the forward pass nor the repacker; the
+    repacker does not reach the forward pass, nor the forward pass the repacker;
+  - only cli/ prints or exits: no file outside it names stdout, stderr or stdin, or calls printf,
+    puts, putchar, perror, exit, _exit, abort or getenv;
+  - no circle: a unit is a file's stem (foo.c with foo.h); an edge is an include of the unit's
+    header or a call of a function a header declares and the unit's .c defines (a name followed by "(" inside a body,
+    outside comments and strings; a prototype, or a function pointer stored in a table, is not a
+    call). No set of units under src/
+    reaches itself.
+Exits 1 with one line per violation. Standard library only.
 """
 import os
 import re
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DIRS = ["src"] + ["src/" + d for d in ("base", "quant", "kernels", "formats", "grammar", "model", "run", "cli")] + ["vendor-free-tokenizer"]
+TOK = "vendor-free-tokenizer"
+RANK = {"base": 0, "quant": 1, "grammar": 1, TOK: 1, "kernels": 2, "formats": 2, "model": 3, "run": 4, "cli": 5}
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+OUTPUT = re.compile(r"\b(stdout|stderr|stdin)\b|\b(printf|puts|putchar|perror|exit|_exit|abort|getenv)\s*\(")
+KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "defined", "_Static_assert", "static_assert"}
+
+
+def blank(text):
+    """The text with comments, string and character literals replaced by spaces (lines kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def scoped(code):
+    """(name, brace depth, is a definition) of each name followed by "(": at depth 0 a prototype or
+    a definition (its ")" followed by "{"), inside braces a call. An `extern "C" {` opens no scope."""
+    code = re.sub(r'extern\s*"\s*"\s*\{', " ", code)
+    depth, at, out = 0, 0, []
+    for m in CALL.finditer(code):
+        seg = code[at:m.start()]
+        depth += seg.count("{") - seg.count("}")
+        at = m.start()
+        body = False
+        if depth == 0:
+            i, level = m.end(), 1
+            while i < len(code) and level:
+                level += {"(": 1, ")": -1}.get(code[i], 0)
+                i += 1
+            rest = code[i:i + 200].lstrip()
+            body = rest.startswith("{") or rest.startswith("__attribute__") and "{" in rest.split(";")[0]
+        if m.group(1) not in KEYWORDS:
+            out.append((m.group(1), depth, body))
+    return out
+
+
+def called(code):
+    """Names called inside braces (function bodies, and inline functions of headers)."""
+    return {n for n, depth, _ in scoped(code) if depth > 0}
+
+
+def folder(rel):
+    """The layer of a repository path: the folder under src/, TOK, or "api" for src/llmgen.h."""
+    parts = rel.split("/")
+    if parts[0] == TOK:
+        return TOK
+    return parts[1] if len(parts) > 2 else "api"
 
 
 def files():
     out = {}
-    for d in DIRS:
-        for n in sorted(os.listdir(os.path.join(REPO, d))):
-            if n.endswith((".c", ".h")):
-                out[os.path.join(d, n)] = os.path.join(REPO, d, n)
+    for top in ("src", TOK):
+        for d, _, names in os.walk(os.path.join(REPO, top)):
+            for n in sorted(names):
+                if n.endswith((".c", ".h")):
+                    p = os.path.join(d, n)
+                    out[os.path.relpath(p, REPO)] = p
     return out
 
 
 def resolve(src, name, known):
-    """The repository path an include of `name` from file `src` names (quotes: the file's own
-    directory first, then the -I directories src and vendor-free-tokenizer), or None."""
-    for base in [os.path.dirname(src)] + DIRS:
+    """The repository path a quoted include names: the including file's folder first, then the
+    -I directories (src and the tokenizer library), as the compiler looks; None if not ours."""
+    for base in (os.path.dirname(src), "src", TOK):
         p = os.path.normpath(os.path.join(base, name))
         if p in known:
             return p
@@ -40,46 +120,116 @@ def resolve(src, name, known):
 
 def main():
     known = files()
-    edges = {}
+    text = {}
     for rel, path in known.items():
         with open(path, encoding="utf-8") as f:
-            text = f.read()
-        edges[rel] = [r for r in (resolve(rel, n, known) for n in INC.findall(text)) if r]
+            text[rel] = f.read()
+    code = {rel: blank(t) for rel, t in text.items()}
+    includes = {rel: [r for r in (resolve(rel, n, known) for n in INC.findall(text[rel])) if r] for rel in known}
+    unit = {rel: os.path.splitext(rel)[0] for rel in known}
+
+    declared = set()  # functions a header declares at file scope: what other files may call
+    for rel in known:
+        if rel.endswith(".h"):
+            declared.update(n for n, depth, body in scoped(code[rel]) if depth == 0 and not body)
+    definer = {}  # declared function name -> the unit whose .c defines it
+    for rel in known:
+        if rel.endswith(".c"):
+            for n, depth, body in scoped(code[rel]):
+                if depth == 0 and body and n in declared:
+                    definer.setdefault(n, unit[rel])
+    calls = {rel: sorted({definer[n] for n in called(code[rel]) if n in definer and definer[n] != unit[rel]})
+             for rel in known}
+
+    bad = []
 
     def reach(rel):
-        seen, todo = set(), list(edges.get(rel, []))
+        seen, todo = set(), list(includes[rel])
         while todo:
             x = todo.pop()
             if x not in seen:
                 seen.add(x)
-                todo.extend(edges.get(x, []))
+                todo.extend(includes[x])
         return seen
 
+    # 1. folder ranks, on includes and calls
+    for rel in sorted(known):
+        me = folder(rel)
+        if me == "api":
+            continue
+        targets = [(h, "includes") for h in includes[rel]] + [(u + ".c", "calls into") for u in calls[rel]]
+        for t, how in targets:
+            other = folder(t)
+            if other == me or other == "api":
+                continue
+            if me == TOK or other == TOK and RANK[me] <= RANK[TOK] or other != TOK and RANK[other] >= RANK[me]:
+                bad.append("%s %s %s: %s/ may not reach %s/ (ranks %d, %d)" % (rel, how, t, me, other, RANK[me],
+                                                                                 RANK[other]))
+    # 2. the specific arrows
+    api_banned = [k for k in known if folder(k) in ("quant", "kernels", "formats")]
     rules = [  # (files a rule applies to, headers they must not reach, why)
-        (["src/formats/gguf.c", "src/formats/gguf.h", "src/formats/safetensors.c", "src/formats/safetensors.h"],
-         ["src/model/model.h", "src/model/plan.h", "src/model/forward.h", "src/model/repack.h", "src/kernels/kernels.h", "src/llmgen.h",
-          "src/cli/cli.h", "src/cli/options.h"], "formats know nothing of models, kernels or the CLI"),
-        ([k for k in known if k.startswith("src/kernels/")],
-         ["src/model/model.h", "src/model/plan.h", "src/model/forward.h", "src/model/repack.h", "src/model/config.h", "src/formats/gguf.h",
-          "src/formats/safetensors.h", "src/llmgen.h"], "kernels see pointers, sizes and a dtype"),
+        (api_banned, ["src/llmgen.h"], "quant, kernels and formats see pointers, sizes and a dtype, not the API"),
         (["src/model/plan.c", "src/model/plan.h"], ["src/model/model.h", "src/model/forward.h", "src/model/repack.h"],
          "the matmul plan sits below forward, model and repack"),
-        (["src/model/repack.c", "src/model/repack.h"], ["src/model/forward.h"], "the repacker walks the plan, not the forward pass"),
-        (["src/model/forward.c", "src/model/forward.h"], ["src/model/repack.h"], "the forward pass runs by the plan, not the repacker"),
-        ([k for k in known if k.startswith("vendor-free-tokenizer/")], [k for k in known if k.startswith("src/")],
-         "the tokenizer library includes nothing from src/"),
+        (["src/model/repack.c", "src/model/repack.h"], ["src/model/forward.h"],
+         "the repacker walks the plan, not the forward pass"),
+        (["src/model/forward.c", "src/model/forward.h"], ["src/model/repack.h"],
+         "the forward pass runs by the plan, not the repacker"),
     ]
-    bad = 0
     for who, banned, why in rules:
         for f in who:
             for h in sorted(reach(f) & set(banned)):
-                print("%s reaches %s: %s" % (f, h, why))
-                bad += 1
-    for h in (k for k in known if k.endswith(".h")):
-        if h in reach(h):
-            print("%s includes itself through a cycle" % h)
-            bad += 1
-    print("layers: %d files, %d violations" % (len(known), bad))
+                bad.append("%s reaches %s: %s" % (f, h, why))
+    # 3. only the CLI prints or exits
+    for rel in sorted(known):
+        if folder(rel) in ("cli", "api"):
+            continue
+        for m in OUTPUT.finditer(code[rel]):
+            line = code[rel].count("\n", 0, m.start()) + 1
+            bad.append("%s:%d names %s: only src/cli/ prints, reads the environment or exits" %
+                       (rel, line, m.group(1) or m.group(2)))
+    # 4. no circle among the units under src/ (Tarjan's strongly connected components)
+    edges = {}
+    for rel in known:
+        if rel.startswith("src/"):
+            e = edges.setdefault(unit[rel], set())
+            e.update(unit[h] for h in includes[rel] if h.startswith("src/"))
+            e.update(u for u in calls[rel] if u.startswith("src/"))
+            e.discard(unit[rel])
+    index, low, stack, on, sccs = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    for comp in sccs:
+        bad.append("circle among %s" % ", ".join(comp))
+
+    for line in bad:
+        print(line)
+    n_edges = sum(len(e) for e in edges.values())
+    print("layers: %d files, %d units under src/, %d edges, %d violations" % (len(known), len(edges), n_edges, len(bad)))
     return 1 if bad else 0
 
 
