@@ -20,6 +20,7 @@
  * in an order that does not depend on the split, so results do not depend on
  * the thread count. */
 #include "forward.h"
+#include "loader.h"
 
 #include <math.h>
 #include <stdatomic.h>

@@ -1,8 +1,8 @@
-/* model.c - from a file to a weight table: find each tensor by name, check its
+/* loader.c - from a file to a weight table: find each tensor by name, check its
  * shape against the config, keep views into the mapping (no copies of
  * matrices), copy the small norm vectors to f32, precompute RoPE frequencies
  * and load the tokenizer. */
-#include "model.h"
+#include "loader.h"
 
 #include <errno.h>
 #include <math.h>

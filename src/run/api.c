@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "handles.h"
+#include "model/loader.h"
 #include "tokenizer.h"
 #include "base/util.h"
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "model/loader.h"
 #include "model/plan.h"
 
 #define REAL_MODEL ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "model/loader.h"
 #include "model/repack.h"
 #include "base/util.h"
 
