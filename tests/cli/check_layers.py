@@ -118,12 +118,9 @@ def resolve(src, name, known):
     return None
 
 
-def main():
-    known = files()
-    text = {}
-    for rel, path in known.items():
-        with open(path, encoding="utf-8") as f:
-            text[rel] = f.read()
+def check(text):
+    """The violations in a tree given as {repository path: file text}, and a summary line."""
+    known = text
     code = {rel: blank(t) for rel, t in text.items()}
     includes = {rel: [r for r in (resolve(rel, n, known) for n in INC.findall(text[rel])) if r] for rel in known}
     unit = {rel: os.path.splitext(rel)[0] for rel in known}
@@ -226,11 +223,45 @@ def main():
     for comp in sccs:
         bad.append("circle among %s" % ", ".join(comp))
 
+    n_edges = sum(len(e) for e in edges.values())
+    return bad, "%d files, %d units under src/, %d edges" % (len(known), len(edges), n_edges)
+
+
+# Violations planted in a copy of the tree, each of which the check must report (or it checks nothing):
+# ({file: text appended}, a part of the line expected)
+PLANTS = [
+    ({"src/formats/gguf.c": '\n#include "cli/cli.h"\n'}, "formats/ may not reach cli/"),
+    ({"src/kernels/scalar.c": '\n#include "llmgen.h"\n'}, "reaches src/llmgen.h"),
+    ({"src/model/plan.c": '\n#include "forward.h"\n'}, "the matmul plan sits below"),
+    ({"src/model/arch.c": '\nvoid planted(void) { printf("x"); }\n'}, "names printf"),
+    ({"src/run/sampler.c": '\nvoid planted(void) { exit(1); }\n'}, "names exit"),
+    ({"vendor-free-tokenizer/bpe.c": '\n#include "base/util.h"\n'}, "may not reach base/"),
+    ({"src/base/util.c": '\n#include "threads.h"\n', "src/base/threads.c": '\n#include "util.h"\n'},
+     "circle among src/base/threads, src/base/util"),
+    ({"src/run/draft.c": '\nvoid planted(void) { llmgen_generate(0, 0, 0, 0, 0, 0); }\n'},
+     "circle among src/run/draft, src/run/generate"),
+]
+
+
+def main():
+    text = {}
+    for rel, path in files().items():
+        with open(path, encoding="utf-8") as f:
+            text[rel] = f.read()
+    bad, summary = check(text)
     for line in bad:
         print(line)
-    n_edges = sum(len(e) for e in edges.values())
-    print("layers: %d files, %d units under src/, %d edges, %d violations" % (len(known), len(edges), n_edges, len(bad)))
-    return 1 if bad else 0
+    missed = 0
+    for adds, want in PLANTS:
+        planted = dict(text)
+        for rel, add in adds.items():
+            planted[rel] = text[rel] + add
+        if not any(want in line for line in check(planted)[0]):
+            print("planted %s and not reported: want a line with %r" % (adds, want))
+            missed += 1
+    print("layers: %s, %d violations; %d of %d planted violations reported" %
+          (summary, len(bad), len(PLANTS) - missed, len(PLANTS)))
+    return 1 if bad or missed else 0
 
 
 if __name__ == "__main__":
