@@ -571,7 +571,7 @@ static int st_q8_file_bb(dtype dt) { return dtype_block_bytes(q8w_gb(dt) > 1 ? D
 
 /* A (rows, cols) matrix in the file layout (blocks of 32, rows back to back)
  * written in the repacked layout of kernels.h, placed by its own offset helpers
- * (q8w_chunk_at, q8w_scale_idx, q8w_byte): an independent copy of src/repack.c,
+ * (q8w_chunk_at, q8w_scale_idx, q8w_byte): an independent copy of src/model/repack.c,
  * which this program cannot link (it needs the model loader). */
 static void st_q8_repack(dtype dt, const uint8_t *file, int rows, int cols, uint8_t *out) {
     int nb = cols / 32, bb = st_q8_file_bb(dt), pay = dt == DT_Q8_0 ? 32 : 16, hdr = bb - pay;

@@ -1,4 +1,8 @@
-/* util.h - small helpers shared by every module: error messages, fp16/bf16
+/* src/base/: what every layer may use (errors, fp16 / bf16, file mapping, clocks, the
+ * thread pool, the CPUs the process may use, the tensor view). Knows nothing of dtypes' layouts,
+ * files, models or the API.
+ *
+ * util.h - small helpers shared by every module: error messages, fp16/bf16
  * conversion, file mapping, timing. No global state. */
 #ifndef LLMGEN_UTIL_H
 #define LLMGEN_UTIL_H

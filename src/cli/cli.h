@@ -1,4 +1,7 @@
-/* cli.h - what the command line's subcommands share: the exit codes (documented in
+/* src/cli/: the command line, the one front end that prints and exits (main.c), its option
+ * parser, subcommands and --batch files; it reaches the library only through llmgen.h.
+ *
+ * cli.h - what the command line's subcommands share: the exit codes (documented in
  * --help and the man page), the status-to-exit-code mapping, and the streams and
  * interrupt flag main.c hands a subcommand. Part of the CLI, not of the library: a
  * subcommand (verify.c, perplexity.c) writes only to the streams it is given, and

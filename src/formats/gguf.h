@@ -1,4 +1,7 @@
-/* gguf.h - read-only GGUF v2/v3 reader over one mmap.
+/* src/formats/: the file formats (gguf.c, safetensors.c): mmap, validate, hand out metadata
+ * and tensor views. Knows nothing of models, kernels or the API.
+ *
+ * gguf.h - read-only GGUF v2/v3 reader over one mmap.
  *
  * Validates the header, every metadata key/value, every tensor info (type,
  * dims, offset, size, alignment) against the file size before handing out

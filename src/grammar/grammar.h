@@ -1,4 +1,7 @@
-/* grammar.h - GBNF grammars (llama.cpp's format) and a byte-level matcher for them.
+/* src/grammar/: structured output's languages: GBNF, JSON Schema to GBNF, a byte matcher
+ * and the allowed-token mask. Knows nothing of models, files or sessions.
+ *
+ * grammar.h - GBNF grammars (llama.cpp's format) and a byte-level matcher for them.
  *
  * grammar_parse compiles GBNF text into an immutable grammar: rules of
  * alternatives, each a sequence of elements (a character class over Unicode code

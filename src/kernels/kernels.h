@@ -1,4 +1,7 @@
-/* kernels.h - the table of compute kernels, filled once at start-up by CPUID.
+/* src/kernels/: compute kernels, one table per ISA plus the scalar reference, chosen by
+ * CPUID in dispatch.c. Knows nothing of models, files or the API.
+ *
+ * kernels.h - the table of compute kernels, filled once at start-up by CPUID.
  *
  * Kernels know nothing of models or files: they see pointers, sizes and a
  * dtype. Every kernel has a portable scalar version in scalar.c; the ISA files
@@ -71,7 +74,7 @@ static inline void q8_act_row(const q8_act *a, int t, int8_t **q, float **d, flo
  * f32. Every ISA gives the same bytes and floats as the scalar version (tested). */
 typedef void (*quantize_act_fn)(const float *x, int ldx, int t0, int t1, const q8_act *a);
 
-/* Repacked weights (src/repack.c) of a (rows, cols) Q4_0 / Q4_1 / Q8_0 matrix,
+/* Repacked weights (src/model/repack.c) of a (rows, cols) Q4_0 / Q4_1 / Q8_0 matrix,
  * nb = cols / 32 blocks per row, in one allocation of exactly the file's size;
  * also Q4_1G64 / Q4_1G128 (an MLX 4-bit matrix of group 64 / 128: Q4_1 whose
  * scale and min are shared by gb = 2 / 4 consecutive blocks, stored once), and

@@ -1,4 +1,8 @@
-/* model.h - a loaded model of any family in arch.h: config, weight views into the file
+/* src/model/: one model's facts and forward pass: the architecture table, config readers,
+ * loader, matmul plan, repacker, forward pass and KV cache. Knows nothing of sessions, sampling,
+ * generation loops or the CLI.
+ *
+ * model.h - a loaded model of any family in arch.h: config, weight views into the file
  * mapping, the tokenizer (if the file has one), kernels and threads. loader.h opens one;
  * read-only after that: one model serves many sessions. */
 #ifndef LLMGEN_MODEL_H

@@ -1,4 +1,7 @@
-/* quant.h - the quantization-type table: one row of facts per dtype (GGUF id,
+/* src/quant/: the quantization types, one table of facts and reference dequantizers. Knows
+ * nothing of files, models or kernels' ISAs (it names the portable packers of its layouts).
+ *
+ * quant.h - the quantization-type table: one row of facts per dtype (GGUF id,
  * name, block size and bytes, reference dequantizer, fast-mode packed form and
  * the packed layout's facts) and the GGUF block layouts as structs.
  *

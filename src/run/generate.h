@@ -1,4 +1,4 @@
-/* generate.h - internals of the generation loop (src/generate.c) that tests and
+/* generate.h - internals of the generation loop (src/run/generate.c) that tests and
  * the fuzz targets reach directly; the loop itself is llmgen_generate in llmgen.h. */
 #ifndef LLMGEN_GENERATE_H
 #define LLMGEN_GENERATE_H

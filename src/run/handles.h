@@ -1,4 +1,7 @@
-/* handles.h - what the library's API files share (internal, not installed): the
+/* src/run/: the library behind llmgen.h: sessions, batches, the generation loop, sampler,
+ * drafts, constraints, prompt cache. Never prints or exits; knows nothing of the CLI.
+ *
+ * handles.h - what the library's API files share (internal, not installed): the
  * structs behind the opaque llmgen_model and llmgen_session of llmgen.h, and the
  * API's error return. api.c opens models and wraps the tokenizer, session.c runs
  * sessions, batch_sched.c steps several sessions together, prompt_cache.c saves and

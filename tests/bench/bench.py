@@ -154,7 +154,7 @@ def drop_caches():
 # ---- model files: bytes per token and ops per token ----------------------------------------------
 
 # ggml type id -> (block size, bytes per block)
-# ggml type id: (values per block, bytes per block), as src/quant.c's table (Q8_0 was 36 here before
+# ggml type id: (values per block, bytes per block), as src/quant/quant.c's table (Q8_0 was 36 here before
 # 2026-11-24: the SmolLM2 floors of earlier runs counted its Q8_0 embedding 6% too large).
 GGML_TYPES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
               10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 20: (32, 18),

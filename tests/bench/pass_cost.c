@@ -1,5 +1,5 @@
 /* pass_cost.c - what a pass of n ids costs against a decode step (llmgen_decode_rows against
- * llmgen_decode_step), the figure speculation's draft length follows (src/draft.c).
+ * llmgen_decode_step), the figure speculation's draft length follows (src/run/draft.c).
  *
  * Usage: build/bench/pass_cost MODEL [THREADS]   (make build/bench/pass_cost)
  *

@@ -132,7 +132,7 @@ def drop_key(key):
 
 
 def set_arch(cfg):
-    cfg["model_type"] = "gpt2"  # mistral, qwen2, ... are supported now (src/arch.c)
+    cfg["model_type"] = "gpt2"  # mistral, qwen2, ... are supported now (src/model/arch.c)
     cfg["architectures"] = ["GPT2LMHeadModel"]
 
 

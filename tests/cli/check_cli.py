@@ -716,8 +716,8 @@ def check_man_and_help():
         fail("man page lacks: %s" % ", ".join(missing))
     else:
         ok("man page documents all %d long options of --help and every required section" % len(opts))
-    src = open(os.path.join(REPO, "src", "options.c")).read()
-    shared = dict(re.findall(r'#define (CLI_OPT_[A-Z]+)\b.*?"([a-z-]+)"', open(os.path.join(REPO, "src", "cli.h")).read(),
+    src = open(os.path.join(REPO, "src", "cli", "options.c")).read()
+    shared = dict(re.findall(r'#define (CLI_OPT_[A-Z]+)\b.*?"([a-z-]+)"', open(os.path.join(REPO, "src", "cli", "cli.h")).read(),
                              re.S))
     table = set("--" + n for n in re.findall(r'\{O_[A-Z_]+, (?:\'.\'|0), "([a-z-]+)"', src))
     table |= set("--" + shared[m] for m in re.findall(r'\b(CLI_OPT_[A-Z]+)\b', src))

@@ -414,7 +414,7 @@ def check_exit_codes(tmp):
     para = para[:para.index("\n\n")]
     readme_codes = sorted(int(c) for c in re.findall(r"(?:^|[ :,])(\d+) (?:ok|usage|bad|I/O|out of|the chat|interr)",
                                                      para, re.M))
-    header = read(os.path.join(REPO, "src", "cli.h")).decode()
+    header = read(os.path.join(REPO, "src", "cli", "cli.h")).decode()
     enum_codes = sorted(int(c) for c in re.findall(r"EXIT_[A-Z]+ = (\d+)", header))
     if not (man_codes == help_codes == readme_codes == enum_codes == sorted(EXIT.values())):
         fail("exit codes: man %s, --help %s, README %s, cli.h %s, this test %s" % (

@@ -11,6 +11,8 @@ rank or above. On top of that:
   - the public header src/llmgen.h is not reached by quant, kernels or formats (they see pointers,
     sizes and a dtype, not the API's types);
   - the tokenizer library includes nothing of src/;
+  - cli/ reaches the library only through src/llmgen.h: of src/ it includes nothing but llmgen.h,
+    base/ and its own folder;
   - inside model/: the matmul plan reaches neither the model, the forward pass nor the repacker; the
     repacker does not reach the forward pass, nor the forward pass the repacker;
   - only cli/ prints or exits: no file outside it names stdout, stderr or stdin, or calls printf,
@@ -173,6 +175,8 @@ def check(text):
         (["src/model/forward.c", "src/model/forward.h"], ["src/model/repack.h"],
          "the forward pass runs by the plan, not the repacker"),
     ]
+    cli_banned = [k for k in known if k.startswith("src/") and k.endswith(".h") and folder(k) not in ("cli", "base", "api")]
+    rules.append(([k for k in known if folder(k) == "cli"], cli_banned, "the CLI reaches the library only through llmgen.h"))
     for who, banned, why in rules:
         for f in who:
             for h in sorted(reach(f) & set(banned)):
@@ -233,6 +237,7 @@ PLANTS = [
     ({"src/formats/gguf.c": '\n#include "cli/cli.h"\n'}, "formats/ may not reach cli/"),
     ({"src/kernels/scalar.c": '\n#include "llmgen.h"\n'}, "reaches src/llmgen.h"),
     ({"src/model/plan.c": '\n#include "forward.h"\n'}, "the matmul plan sits below"),
+    ({"src/cli/verify.c": '\n#include "run/generate.h"\n'}, "only through llmgen.h"),
     ({"src/model/arch.c": '\nvoid planted(void) { printf("x"); }\n'}, "names printf"),
     ({"src/run/sampler.c": '\nvoid planted(void) { exit(1); }\n'}, "names exit"),
     ({"vendor-free-tokenizer/bpe.c": '\n#include "base/util.h"\n'}, "may not reach base/"),

@@ -1,5 +1,5 @@
-/* fuzz_grammar.c - libFuzzer target: the GBNF parser and matcher (src/grammar.c) and the token
- * mask (src/token_mask.c) on untrusted grammar text. Input: the grammar text, then optionally a
+/* fuzz_grammar.c - libFuzzer target: the GBNF parser and matcher (src/grammar/grammar.c) and the token
+ * mask (src/grammar/token_mask.c) on untrusted grammar text. Input: the grammar text, then optionally a
  * NUL byte and text to match, fed byte by byte and as the tokens of a small fixed vocabulary
  * (single bytes, pairs, a multi-byte character and a stop token). Parsing must fail with one
  * line or give a grammar whose states stay within the limits; masks must agree with the bytes;

@@ -1,4 +1,4 @@
-/* fuzz_json_schema.c - libFuzzer target: JSON Schema to GBNF (src/json_schema.c) on untrusted
+/* fuzz_json_schema.c - libFuzzer target: JSON Schema to GBNF (src/grammar/json_schema.c) on untrusted
  * schema text, then the GBNF parser on what it wrote. A schema is either refused with one line
  * naming the problem, or becomes a grammar that parses. */
 #include "fuzz_util.h"

@@ -5,7 +5,7 @@ transformers references (make ring-refs; never run by CI).
 Usage: make_ring_refs.py CACHE [NAME...]      (the venv of requirements-ref.txt)
 
 llmgen keeps a sliding-window layer's cache in a ring of window + 190 positions rounded up to 64
-(src/forward.c fwd_ring_size) once the context is longer than that. The family fixtures of
+(src/model/forward.c fwd_ring_size) once the context is longer than that. The family fixtures of
 make_family_refs.py have a 256-position context and 12 + 32 tokens, so their rings never fill. These
 have a 1024-position context, a window of 70 or 100 (a ring of 320) and a 600-token random prompt
 with 48 greedy steps: prefill runs past the wrap at 320 in the chunk [256, 384) (llmgen prefills 128

@@ -1,5 +1,5 @@
-/* test_config.c - the architecture table (src/arch.c), config_from_json (src/config_json.c),
- * the layer rule and config_validate (src/config.c).
+/* test_config.c - the architecture table (src/model/arch.c), config_from_json (src/model/config_json.c),
+ * the layer rule and config_validate (src/model/config.c).
  *
  * The two JSON shapes are the ones transformers really writes: 5.x (5.23)
  * writes "rope_parameters": {"rope_theta", "rope_type", ...} and no top-level

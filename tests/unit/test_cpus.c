@@ -1,4 +1,4 @@
-/* test_cpus.c - cpus_detect (src/cpus.c) on the cgroup trees of tests/fixtures/cgroup/
+/* test_cpus.c - cpus_detect (src/base/cpus.c) on the cgroup trees of tests/fixtures/cgroup/
  * (see its README): v1, v2, a container's view, no limit, no files at all; quotas
  * below and above the affinity mask. Run from the repository root. */
 #include <criterion/criterion.h>

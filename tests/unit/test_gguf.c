@@ -1,4 +1,4 @@
-/* test_gguf.c - the GGUF reader (src/gguf.c) and config_from_gguf (src/config_gguf.c)
+/* test_gguf.c - the GGUF reader (src/formats/gguf.c) and config_from_gguf (src/model/config_gguf.c)
  * on files written by a tiny in-test writer: a good file parses with the right
  * shapes, values and data pointers; each kind of damage is refused with a
  * one-line message that names the file; random damage never crashes. */

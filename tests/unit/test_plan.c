@@ -1,4 +1,4 @@
-/* test_plan.c - the matmul plan (src/plan.h) and the weight arena laid out by it: every
+/* test_plan.c - the matmul plan (src/model/plan.h) and the weight arena laid out by it: every
  * repacked matrix's runs of rows (tensor.parts) are the plan's thread shares, in the
  * plan's order (each thread's share of every pass, thread after thread), at ascending
  * addresses; the routes match what the repacker did. On the default model (Q4_1 layers,

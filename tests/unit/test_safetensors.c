@@ -1,4 +1,4 @@
-/* test_safetensors.c - the safetensors reader (src/safetensors.c) on files the
+/* test_safetensors.c - the safetensors reader (src/formats/safetensors.c) on files the
  * test writes itself: single files and sharded checkpoints that parse with the
  * right shapes, values and pointers, and each kind of damage refused with a
  * one-line message naming the file. */
