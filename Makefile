@@ -307,7 +307,8 @@ lib: libllmgen.a libllmgen.so libllmgen.so.$(SO_MAJOR)  ## build libllmgen.a and
 $(BUILD)/lib_client: tests/lib_client.c libllmgen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< libllmgen.a $(LDLIBS)
-$(BUILD)/lib_client_so: tests/lib_client.c libllmgen.so
+# (it runs against the SONAME, libllmgen.so.0, so that link comes with it)
+$(BUILD)/lib_client_so: tests/lib_client.c libllmgen.so libllmgen.so.$(SO_MAJOR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -L. -l:libllmgen.so -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)
 
