@@ -113,6 +113,10 @@ static void st_fill_row(dtype dt, uint8_t *row, int cols, uint64_t *s) {
     for (int b = 0; b < cols / st_block_elems(dt); b++) {
         uint8_t *blk = row + (size_t)b * bb;
         for (int j = 0; j < bb; j++) blk[j] = (uint8_t)st_next(s);
+        if (dt == DT_MXFP4) { /* an E8M0 byte: 2^-10 .. 2^-3 (times the grid's 12 at most) */
+            blk[0] = (uint8_t)(118 + st_next(s) % 8);
+            continue;
+        }
         int nf = st_scale_fields(dt, off);
         uint16_t d = f32_to_f16(0.001f + 0.03f * fabsf(st_unit(s)));
         memcpy(blk + off[0], &d, 2);

@@ -39,6 +39,7 @@ typedef enum {
     DT_Q6_K,
     DT_IQ4_NL,
     DT_IQ4_XS,
+    DT_MXFP4,
     DT_COUNT
 } dtype;
 

@@ -88,7 +88,7 @@ enum {
 /* Every option of the main command, in the order --help lists them. */
 static const cli_opt table[] = {
     CLI_OPT_MODEL("PATH", "a .gguf file (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K\n"
-                          "Q6_K IQ4_NL IQ4_XS tensors) or a Hugging Face / MLX model directory"),
+                          "Q6_K IQ4_NL IQ4_XS MXFP4 tensors) or a Hugging Face / MLX model directory"),
     {O_TOKENIZER, 0, "tokenizer", "PATH", "load only a tokenizer (tokenizer.json, model directory or GGUF)"},
     {O_PROMPT, 'p', "prompt", "TEXT", "prompt text (\"-\": read stdin); \\n \\t \\r \\\\ \\' \\\" \\xHH escapes are\n"
                                       "processed, as llama.cpp does"},

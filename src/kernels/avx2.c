@@ -810,7 +810,8 @@ static const kernels AVX2 = {
                   [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q4_K] = matmul_q8_q4_k,
                   [DT_AFFINE4] = affine4_q8_avx2, [DT_AFFINE8] = affine8_q8_avx2, /* affine_avx2.c */
                   [DT_Q2_K] = inplace_avx2_q2_k, [DT_Q3_K] = inplace_avx2_q3_k, [DT_Q5_K] = inplace_avx2_q5_k,
-                  [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs}, /* inplace_avx2.c */
+                  [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs,
+                  [DT_MXFP4] = inplace_avx2_mxfp4}, /* inplace_avx2.c */
     .pack_rows = {[DT_Q4_K] = q4k_pack_rows_avx2, [DT_Q6_K] = q6k_pack_rows_avx2}, /* pack_avx2.c */
     .quantize_act = quantize_act_avx2,
     .dot = dot_avx2,

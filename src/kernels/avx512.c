@@ -1592,7 +1592,7 @@ static void att_values_bf16_dp(const void *v, size_t vstride, int hd, int len, c
                [DT_Q4_0] = matmul_q4_0, [DT_Q4_1] = matmul_q4_1,                                               \
                /* the GGUF types read through dequant.h: inplace_avx512.c */                                   \
                [DT_Q2_K] = exact_avx512_q2_k, [DT_Q3_K] = exact_avx512_q3_k, [DT_Q5_K] = exact_avx512_q5_k,    \
-               [DT_IQ4_NL] = exact_avx512_iq4_nl, [DT_IQ4_XS] = exact_avx512_iq4_xs,                           \
+               [DT_IQ4_NL] = exact_avx512_iq4_nl, [DT_IQ4_XS] = exact_avx512_iq4_xs, [DT_MXFP4] = exact_avx512_mxfp4, \
                [DT_Q4_K] = exact_avx512_q4_k, [DT_Q5_0] = exact_avx512_q5_0, [DT_Q5_1] = exact_avx512_q5_1,    \
                [DT_Q6_K] = exact_avx512_q6_k, [DT_AFFINE4] = affine4_matmul_avx512,                            \
                [DT_AFFINE8] = affine8_matmul_avx512},                                                          \
@@ -1607,7 +1607,8 @@ static void att_values_bf16_dp(const void *v, size_t vstride, int hd, int len, c
     [DT_Q4_1G64] = matmul_q8v_q4_1g64, [DT_Q4_1G128] = matmul_q8v_q4_1g128, [DT_Q5_0] = matmul_q8v_q5_0, \
     [DT_Q5_1] = matmul_q8v_q5_1, [DT_Q4_K] = matmul_q8v_q4_k_act, [DT_AFFINE4] = affine4_q8v_avx512,     \
     [DT_AFFINE8] = affine8_q8v_avx512, [DT_Q2_K] = inplace_avx512_q2_k, [DT_Q3_K] = inplace_avx512_q3_k, \
-    [DT_Q5_K] = inplace_avx512_q5_k, [DT_IQ4_NL] = inplace_avx512_iq4_nl, [DT_IQ4_XS] = inplace_avx512_iq4_xs
+    [DT_Q5_K] = inplace_avx512_q5_k, [DT_IQ4_NL] = inplace_avx512_iq4_nl, [DT_IQ4_XS] = inplace_avx512_iq4_xs, \
+    [DT_MXFP4] = inplace_avx512_mxfp4
 
 /* int8 dot products by vpmaddubsw + vpmaddwd; the GGUF types read in place by inplace_avx2.c's kernels */
 static const kernels AVX512 = {
@@ -1617,7 +1618,8 @@ static const kernels AVX512 = {
                   [DT_Q5_0] = matmul_q8b_q5_0, [DT_Q5_1] = matmul_q8b_q5_1, [DT_Q4_K] = matmul_q8b_q4_k,
                   [DT_AFFINE4] = affine4_q8b_avx512, [DT_AFFINE8] = affine8_q8b_avx512, /* affine_avx512.c */
                   [DT_Q2_K] = inplace_avx2_q2_k, [DT_Q3_K] = inplace_avx2_q3_k, [DT_Q5_K] = inplace_avx2_q5_k,
-                  [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs}, /* inplace_avx2.c */
+                  [DT_IQ4_NL] = inplace_avx2_iq4_nl, [DT_IQ4_XS] = inplace_avx2_iq4_xs,
+                  [DT_MXFP4] = inplace_avx2_mxfp4}, /* inplace_avx2.c */
     .att_scores = {[DT_F32] = att_scores_f32_avx512, [DT_BF16] = att_scores_bf16_avx512},
     .att_values = {[DT_F32] = att_values_f32_avx512, [DT_BF16] = att_values_bf16_avx512},
 };

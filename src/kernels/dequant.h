@@ -42,7 +42,7 @@ static inline void dq_ref32(dtype dt, const uint8_t *blk, int j, float *out) {
  * values) h of sub-block j is decoded to unsigned integers u (0..255), a scale f
  * and a min mn with weight = f * u + mn: an offset (Q5_0 -16, Q3_K -4,
  * IQ4 -128 after mapping kvalues to kvalues + 128) is folded into mn = -offset * f,
- * a K-quant's min is mn = -(dmin * m). f is the exact f32 scale of the exact
+ * a K-quant's min is mn = -(dmin * m) (IQ4 and MXFP4 map their grids to kvalues + 128). f is the exact f32 scale of the exact
  * route; with int8 activations x = dx * q (kernels.h), a half contributes
  *   dx * (f * sum(u q) + mn * sum(q)),
  * the integer sums exact. Scales are per half in Q2_K / Q3_K, per
@@ -113,6 +113,14 @@ static inline void dq_int8_decode(dtype dt, const uint8_t *blk, int j, dq_int8 *
         o->mn[0] = o->mn[1] = -128.0f * d;
         return;
     }
+    case DT_MXFP4: {
+        const uint8_t *qs = blk + 1;
+        d = mxfp4_scale(blk[0]);
+        for (int l = 0; l < 32; l++) o->u[l] = (uint8_t)(MXFP4_KVALUES[l < 16 ? qs[l] & 15 : qs[l - 16] >> 4] + 128);
+        o->f[0] = o->f[1] = d;
+        o->mn[0] = o->mn[1] = -128.0f * d;
+        return;
+    }
     default: memset(o, 0, sizeof *o); return;
     }
 }
@@ -122,6 +130,6 @@ static inline void dq_int8_decode(dtype dt, const uint8_t *blk, int j, dq_int8 *
 #define DQ_MATMULS                                                                                   \
     [DT_Q5_0] = matmul_q5_0, [DT_Q5_1] = matmul_q5_1, [DT_Q2_K] = matmul_q2_k, [DT_Q3_K] = matmul_q3_k, \
     [DT_Q4_K] = matmul_q4_k, [DT_Q5_K] = matmul_q5_k, [DT_Q6_K] = matmul_q6_k,                       \
-    [DT_IQ4_NL] = matmul_iq4_nl, [DT_IQ4_XS] = matmul_iq4_xs
+    [DT_IQ4_NL] = matmul_iq4_nl, [DT_IQ4_XS] = matmul_iq4_xs, [DT_MXFP4] = matmul_mxfp4
 
 #endif

@@ -1,5 +1,5 @@
 /* inplace_avx2.c - fast mode's int8-activation matmuls (AVX2) for the GGUF types
- * read in place: Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the contract
+ * read in place: Q2_K Q3_K Q5_K IQ4_NL IQ4_XS MXFP4 (the contract
  * and the decoding are in dequant.h; scalar.c has the reference; Q6_K and
  * Q4_K are packed in fast mode, avx2.c).
  *
@@ -66,10 +66,10 @@ typedef struct {
 } ip_w;
 
 AI int ip_halves(dtype dt) { return dt == DT_Q2_K || dt == DT_Q3_K; }
-AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
+AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS || dt == DT_MXFP4; }
 /* The offset the types without a min subtract from u (dequant.h folds it into mn). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q3_K ? 4 : ip_iq4(dt) ? 128 : 0;
 }
 
 /* 4 f32 (one per sub-block of the quad) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
@@ -263,15 +263,26 @@ AI __m256i iq4_lut(__m256i idx) {
     return _mm256_shuffle_epi8(t, idx);
 }
 
-/* IQ4_NL (full quads: the caller widens a last partial one). */
-AI ip_w dec_iq4_nl(const uint8_t *b0) {
-    __m256i z01 = load2x16(b0 + 2, b0 + 18 + 2), z23 = load2x16(b0 + 36 + 2, b0 + 54 + 2);
+/* MXFP4's doubled E2M1 grid, signed as IQ4's. */
+AI __m256i mxfp4_lut(__m256i idx) {
+    const __m256i t = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4, 6, 8,
+                                       12, 0, -1, -2, -3, -4, -6, -8, -12);
+    return _mm256_shuffle_epi8(t, idx);
+}
+
+/* IQ4_NL (an f16 scale) or MXFP4 (an E8M0 byte), 16 bytes of nibbles after it (full quads:
+ * the caller widens a last partial one). */
+AI ip_w dec_small(dtype dt, const uint8_t *b0) {
+    int mx = dt == DT_MXFP4, bb = mx ? 17 : 18, o = mx ? 1 : 2;
+    __m256i z01 = load2x16(b0 + o, b0 + bb + o), z23 = load2x16(b0 + 2 * bb + o, b0 + 3 * bb + o);
     ip_w w;
-    w.a01 = iq4_lut(lo_nib(z01));
-    w.b01 = iq4_lut(hi_nib(z01));
-    w.a23 = iq4_lut(lo_nib(z23));
-    w.b23 = iq4_lut(hi_nib(z23));
-    w.fa = w.fb = expand4(h2f4(b0, 18));
+    w.a01 = mx ? mxfp4_lut(lo_nib(z01)) : iq4_lut(lo_nib(z01));
+    w.b01 = mx ? mxfp4_lut(hi_nib(z01)) : iq4_lut(hi_nib(z01));
+    w.a23 = mx ? mxfp4_lut(lo_nib(z23)) : iq4_lut(lo_nib(z23));
+    w.b23 = mx ? mxfp4_lut(hi_nib(z23)) : iq4_lut(hi_nib(z23));
+    w.fa = w.fb = expand4(mx ? _mm_setr_ps(mxfp4_scale(b0[0]), mxfp4_scale(b0[17]), mxfp4_scale(b0[34]),
+                                           mxfp4_scale(b0[51]))
+                             : h2f4(b0, 18));
     w.ma = w.mb = v16_mul(w.fa, v16_set1(-128.0f));
     return w;
 }
@@ -301,8 +312,8 @@ AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
 /* Types of 32-value blocks: a last partial quad is copied after its kb blocks into a
  * zeroed buffer of 4 (absent blocks: scale 0, against zero activations), so no byte past
  * the row is read and the decoders need no masks. */
-AI int ip_small_block(dtype dt) { return dt == DT_IQ4_NL; }
-AI int ip_bb(dtype dt) { (void)dt; return 18; }
+AI int ip_small_block(dtype dt) { return dt == DT_IQ4_NL || dt == DT_MXFP4; }
+AI int ip_bb(dtype dt) { return dt == DT_MXFP4 ? 17 : 18; }
 
 AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     if (ip_small_block(dt)) {
@@ -314,7 +325,7 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
             memcpy(part, b0, (size_t)kb * (size_t)bb);
             b0 = part;
         }
-        return dec_iq4_nl(b0);
+        return dec_small(dt, b0);
     }
     switch (dt) {
     case DT_Q5_K: return dec_q45_k(dt, row, q);
@@ -444,6 +455,7 @@ IP_MATMUL(inplace_avx2_q3_k, DT_Q3_K)
 IP_MATMUL(inplace_avx2_q5_k, DT_Q5_K)
 IP_MATMUL(inplace_avx2_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_avx2_iq4_xs, DT_IQ4_XS)
+IP_MATMUL(inplace_avx2_mxfp4, DT_MXFP4)
 
 #else
 typedef int inplace_avx2_not_built; /* keeps the translation unit non-empty */

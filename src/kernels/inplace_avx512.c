@@ -1,5 +1,5 @@
 /* inplace_avx512.c - fast mode's int8-activation matmuls (AVX-512 VNNI) for the
- * GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the
+ * GGUF types read in place: Q5_0 Q5_1 Q2_K Q3_K Q5_K IQ4_NL IQ4_XS MXFP4 (the
  * contract and the decoding are in dequant.h; scalar.c has the reference), and
  * exact mode's kernels for those, Q4_K and Q6_K (fast mode packs both: avx512.c).
  *
@@ -45,7 +45,7 @@ typedef struct {
 /* The offset the types without a min subtract from u (dequant.h folds it into mn for
  * the reference; here the integer sums start at -offset * sum(q) instead, exact). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q5_0 ? 16 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q5_0 ? 16 : dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS || dt == DT_MXFP4 ? 128 : 0;
 }
 
 /* One quad of one row, decoded: unsigned weights of the halves, scale and min per lane. */
@@ -253,6 +253,26 @@ AI ip_w dec_iq4_nl(const uint8_t *row, int q, int nb) {
     return w;
 }
 
+/* MXFP4: IQ4_NL's decoding with the doubled E2M1 grid (+ 128) and an E8M0 scale byte per block. */
+AI ip_w dec_mxfp4(const uint8_t *row, int q, int nb) {
+    int kb = nb - 4 * q < 4 ? nb - 4 * q : 4;
+    const uint8_t *b0 = row + (size_t)q * 4 * 17;
+    __m128 f4 = _mm_setr_ps(mxfp4_scale(b0[0]), kb > 1 ? mxfp4_scale(b0[17]) : 0.0f,
+                            kb > 2 ? mxfp4_scale(b0[34]) : 0.0f, kb > 3 ? mxfp4_scale(b0[51]) : 0.0f);
+    __m512i z = nibbles4(b0, 17, 1, kb);
+    const __m512i lo4 = _mm512_set1_epi8(0x0f);
+    const __m512i t = _mm512_broadcast_i32x4(_mm_setr_epi8((char)128, (char)129, (char)130, (char)131, (char)132,
+                                                           (char)134, (char)136, (char)140, (char)128, 127, 126, 125,
+                                                           124, 122, 120, 116));
+    __mmask64 live = kb == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * kb)) - 1);
+    ip_w w; /* absent blocks: u = 0 */
+    w.wa = _mm512_maskz_mov_epi8(live, _mm512_shuffle_epi8(t, _mm512_and_si512(z, lo4)));
+    w.wb = _mm512_maskz_mov_epi8(live, _mm512_shuffle_epi8(t, _mm512_and_si512(_mm512_srli_epi16(z, 4), lo4)));
+    w.fa = w.fb = expand4(f4);
+    w.ma = w.mb = _mm512_mul_ps(w.fa, _mm512_set1_ps(-128.0f));
+    return w;
+}
+
 /* IQ4_XS: sub-block j's 16 bytes at qs + 16 j, so quad qq is 64 contiguous bytes. */
 AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
     const uint8_t *blk = row + (size_t)(q / 2) * 136;
@@ -354,6 +374,7 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     case DT_Q3_K: return dec_q23_k(dt, row, q);
     case DT_IQ4_NL: return dec_iq4_nl(row, q, nb);
     case DT_IQ4_XS: return dec_iq4_xs(row, q);
+    case DT_MXFP4: return dec_mxfp4(row, q, nb);
     default: return dec_generic(dt, row, q, nb);
     }
 }
@@ -545,6 +566,7 @@ XT_MATMUL(exact_avx512_q5_k, DT_Q5_K)
 XT_MATMUL(exact_avx512_q6_k, DT_Q6_K)
 XT_MATMUL(exact_avx512_iq4_nl, DT_IQ4_NL)
 XT_MATMUL(exact_avx512_iq4_xs, DT_IQ4_XS)
+XT_MATMUL(exact_avx512_mxfp4, DT_MXFP4)
 
 #define IP_MATMUL(NAME, DT)                                                                                      \
     void NAME(const void *w, int rows, int cols, int r0, int r1, const q8_act *x, float *y, int ldy) {          \
@@ -556,6 +578,7 @@ IP_MATMUL(inplace_avx512_q3_k, DT_Q3_K)
 IP_MATMUL(inplace_avx512_q5_k, DT_Q5_K)
 IP_MATMUL(inplace_avx512_iq4_nl, DT_IQ4_NL)
 IP_MATMUL(inplace_avx512_iq4_xs, DT_IQ4_XS)
+IP_MATMUL(inplace_avx512_mxfp4, DT_MXFP4)
 
 #else
 typedef int inplace_avx512_not_built; /* keeps the translation unit non-empty */

@@ -15,16 +15,19 @@ IP_DECLARE(inplace_avx512_q3_k)
 IP_DECLARE(inplace_avx512_q5_k)
 IP_DECLARE(inplace_avx512_iq4_nl)
 IP_DECLARE(inplace_avx512_iq4_xs)
+IP_DECLARE(inplace_avx512_mxfp4)
 IP_DECLARE(inplace_avx2_q2_k)
 IP_DECLARE(inplace_avx2_q3_k)
 IP_DECLARE(inplace_avx2_q5_k)
 IP_DECLARE(inplace_avx2_iq4_nl)
 IP_DECLARE(inplace_avx2_iq4_xs)
+IP_DECLARE(inplace_avx2_mxfp4)
 IP_DECLARE(inplace_neon_q2_k)
 IP_DECLARE(inplace_neon_q3_k)
 IP_DECLARE(inplace_neon_q5_k)
 IP_DECLARE(inplace_neon_iq4_nl)
 IP_DECLARE(inplace_neon_iq4_xs)
+IP_DECLARE(inplace_neon_mxfp4)
 #undef IP_DECLARE
 
 /* The NEON in-place kernel of dt without the dot-product extension, whatever this CPU
@@ -43,6 +46,7 @@ XT_DECLARE(exact_avx512_q5_k)
 XT_DECLARE(exact_avx512_q6_k)
 XT_DECLARE(exact_avx512_iq4_nl)
 XT_DECLARE(exact_avx512_iq4_xs)
+XT_DECLARE(exact_avx512_mxfp4)
 #undef XT_DECLARE
 
 #endif

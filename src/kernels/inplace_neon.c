@@ -1,5 +1,5 @@
 /* inplace_neon.c - fast mode's int8-activation matmuls (AArch64 Advanced SIMD) for
- * the GGUF types read in place: Q2_K Q3_K Q5_K IQ4_NL IQ4_XS (the
+ * the GGUF types read in place: Q2_K Q3_K Q5_K IQ4_NL IQ4_XS MXFP4 (the
  * contract and the decoding are in dequant.h; scalar.c has the reference; fast
  * mode packs Q6_K and Q4_K, neon.c).
  *
@@ -65,10 +65,10 @@ typedef struct {
 } ip_w;
 
 AI int ip_halves(dtype dt) { return dt == DT_Q2_K || dt == DT_Q3_K; }
-AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS; }
+AI int ip_iq4(dtype dt) { return dt == DT_IQ4_NL || dt == DT_IQ4_XS || dt == DT_MXFP4; }
 /* The offset the types without a min subtract from u (dequant.h folds it into mn). */
 AI int ip_off(dtype dt) {
-    return dt == DT_Q3_K ? 4 : dt == DT_IQ4_NL || dt == DT_IQ4_XS ? 128 : 0;
+    return dt == DT_Q3_K ? 4 : ip_iq4(dt) ? 128 : 0;
 }
 
 /* 4 f32 (one per sub-block) spread over 16 lanes: lanes 4b..4b+3 = v[b]. */
@@ -282,15 +282,28 @@ AI int8x16_t iq4_lut(uint8x16_t idx) {
     return vqtbl1q_s8(t, idx);
 }
 
-/* IQ4_NL (full quads: the caller widens a last partial one). */
-AI ip_w dec_iq4_nl(const uint8_t *b0) {
+/* MXFP4's doubled E2M1 grid, signed as IQ4's. */
+AI int8x16_t mxfp4_lut(uint8x16_t idx) {
+    const int8x16_t t = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    return vqtbl1q_s8(t, idx);
+}
+
+/* IQ4_NL (an f16 scale) or MXFP4 (an E8M0 byte), 16 bytes of nibbles after it (full quads:
+ * the caller widens a last partial one). */
+AI ip_w dec_small(dtype dt, const uint8_t *b0) {
+    int mx = dt == DT_MXFP4, bb = mx ? 17 : 18, o = mx ? 1 : 2;
     ip_w w;
     UNROLL for (int bi = 0; bi < 4; bi++) {
-        uint8x16_t z = vld1q_u8(b0 + 18 * bi + 2);
-        w.a[bi] = iq4_lut(lo_nib(z));
-        w.b[bi] = iq4_lut(vshrq_n_u8(z, 4));
+        uint8x16_t z = vld1q_u8(b0 + bb * bi + o);
+        w.a[bi] = mx ? mxfp4_lut(lo_nib(z)) : iq4_lut(lo_nib(z));
+        w.b[bi] = mx ? mxfp4_lut(vshrq_n_u8(z, 4)) : iq4_lut(vshrq_n_u8(z, 4));
     }
-    w.fa = w.fb = expand4(h2f4(b0, 18));
+    if (mx) {
+        const float s[4] = {mxfp4_scale(b0[0]), mxfp4_scale(b0[17]), mxfp4_scale(b0[34]), mxfp4_scale(b0[51])};
+        w.fa = w.fb = expand4(vld1q_f32(s));
+    } else {
+        w.fa = w.fb = expand4(h2f4(b0, 18));
+    }
     w.ma = w.mb = v16_muln(w.fa, -128.0f);
     return w;
 }
@@ -321,8 +334,8 @@ AI ip_w dec_iq4_xs(const uint8_t *row, int q) {
 /* Types of 32-value blocks: a last partial quad is copied after its kb blocks into a
  * zeroed buffer of 4 (absent blocks: scale 0, against zero activations), so no byte past
  * the row is read and the decoders need no masks. */
-AI int ip_small_block(dtype dt) { return dt == DT_IQ4_NL; }
-AI int ip_bb(dtype dt) { (void)dt; return 18; }
+AI int ip_small_block(dtype dt) { return dt == DT_IQ4_NL || dt == DT_MXFP4; }
+AI int ip_bb(dtype dt) { return dt == DT_MXFP4 ? 17 : 18; }
 
 AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
     if (ip_small_block(dt)) {
@@ -334,7 +347,7 @@ AI ip_w ip_decode(dtype dt, const uint8_t *row, int q, int nb) {
             memcpy(part, b0, (size_t)kb * (size_t)bb);
             b0 = part;
         }
-        return dec_iq4_nl(b0);
+        return dec_small(dt, b0);
     }
     switch (dt) {
     case DT_Q5_K: return dec_q45_k(dt, row, q);
@@ -468,6 +481,7 @@ IP_MATMUL(inplace_neon_q3_k, inplace_neon_q3_k_sdot, inplace_neon_q3_k_plain, DT
 IP_MATMUL(inplace_neon_q5_k, inplace_neon_q5_k_sdot, inplace_neon_q5_k_plain, DT_Q5_K)
 IP_MATMUL(inplace_neon_iq4_nl, inplace_neon_iq4_nl_sdot, inplace_neon_iq4_nl_plain, DT_IQ4_NL)
 IP_MATMUL(inplace_neon_iq4_xs, inplace_neon_iq4_xs_sdot, inplace_neon_iq4_xs_plain, DT_IQ4_XS)
+IP_MATMUL(inplace_neon_mxfp4, inplace_neon_mxfp4_sdot, inplace_neon_mxfp4_plain, DT_MXFP4)
 
 matmul_q8_fn inplace_neon_plain(dtype dt) {
     switch (dt) {
@@ -476,6 +490,7 @@ matmul_q8_fn inplace_neon_plain(dtype dt) {
     case DT_Q5_K: return inplace_neon_q5_k_plain;
     case DT_IQ4_NL: return inplace_neon_iq4_nl_plain;
     case DT_IQ4_XS: return inplace_neon_iq4_xs_plain;
+    case DT_MXFP4: return inplace_neon_mxfp4_plain;
     default: return NULL;
     }
 }

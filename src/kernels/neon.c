@@ -640,7 +640,8 @@ static const kernels NEON = {
                   [DT_Q5_0] = matmul_q8_q5_0, [DT_Q5_1] = matmul_q8_q5_1, [DT_Q4_K] = matmul_q8_q4_k,
                   [DT_AFFINE4] = affine4_q8_neon, [DT_AFFINE8] = affine8_q8_neon, /* affine_neon.c */
                   [DT_Q2_K] = inplace_neon_q2_k, [DT_Q3_K] = inplace_neon_q3_k, [DT_Q5_K] = inplace_neon_q5_k,
-                  [DT_IQ4_NL] = inplace_neon_iq4_nl, [DT_IQ4_XS] = inplace_neon_iq4_xs}, /* inplace_neon.c */
+                  [DT_IQ4_NL] = inplace_neon_iq4_nl, [DT_IQ4_XS] = inplace_neon_iq4_xs,
+                  [DT_MXFP4] = inplace_neon_mxfp4}, /* inplace_neon.c */
     .dot = dot_neon,
     .axpy = axpy_neon,
     .att_scores = {[DT_F32] = att_scores_f32_neon, [DT_BF16] = att_scores_bf16_neon},

@@ -110,6 +110,7 @@ DEFINE_DQ_DOT(dot_q5_k_row, DT_Q5_K)
 DEFINE_DQ_DOT(dot_q6_k_row, DT_Q6_K)
 DEFINE_DQ_DOT(dot_iq4_nl_row, DT_IQ4_NL)
 DEFINE_DQ_DOT(dot_iq4_xs_row, DT_IQ4_XS)
+DEFINE_DQ_DOT(dot_mxfp4_row, DT_MXFP4)
 
 static void matmul_rows(row_dot_fn dot, const void *w, size_t row_bytes, int cols, int r0, int r1,
                         const float *x, int ldx, int nt, float *y, int ldy) {
@@ -140,6 +141,7 @@ DEFINE_MATMUL(matmul_q5_k, dot_q5_k_row)
 DEFINE_MATMUL(matmul_q6_k, dot_q6_k_row)
 DEFINE_MATMUL(matmul_iq4_nl, dot_iq4_nl_row)
 DEFINE_MATMUL(matmul_iq4_xs, dot_iq4_xs_row)
+DEFINE_MATMUL(matmul_mxfp4, dot_mxfp4_row)
 
 /* ---- int8 activations, repacked weights (the contract in kernels.h) --------- */
 
@@ -285,6 +287,7 @@ DEFINE_Q8_INPLACE(q8in_q3_k, DT_Q3_K)
 DEFINE_Q8_INPLACE(q8in_q5_k, DT_Q5_K)
 DEFINE_Q8_INPLACE(q8in_iq4_nl, DT_IQ4_NL)
 DEFINE_Q8_INPLACE(q8in_iq4_xs, DT_IQ4_XS)
+DEFINE_Q8_INPLACE(q8in_mxfp4, DT_MXFP4)
 
 static float dot_scalar(const float *a, const float *b, int n) {
     float s = 0.0f;
@@ -315,7 +318,7 @@ static const kernels SCALAR = {
                   [DT_Q4_1G64] = matmul_q8_q4_1g64, [DT_Q4_1G128] = matmul_q8_q4_1g128, [DT_Q5_0] = matmul_q8_q5_0,
                   [DT_Q5_1] = matmul_q8_q5_1, [DT_Q6_K] = matmul_q8_q6_k, [DT_Q4_K] = matmul_q8_q4_k,
                   [DT_Q2_K] = q8in_q2_k, [DT_Q3_K] = q8in_q3_k, [DT_Q5_K] = q8in_q5_k, [DT_IQ4_NL] = q8in_iq4_nl,
-                  [DT_IQ4_XS] = q8in_iq4_xs},
+                  [DT_IQ4_XS] = q8in_iq4_xs, [DT_MXFP4] = q8in_mxfp4},
     .dot = dot_scalar,
     .axpy = axpy_scalar,
     .att_scores = {[DT_F32] = att_scores_f32_scalar, [DT_BF16] = att_scores_bf16_scalar},

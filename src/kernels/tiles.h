@@ -46,6 +46,7 @@ TILES(quant_tile, DT_Q5_K, q5_k_tiles, q5_k_gemv, q5_k_rt, q5_k_r1, q5_k_ot, q5_
 TILES(quant_tile, DT_Q6_K, q6_k_tiles, q6_k_gemv, q6_k_rt, q6_k_r1, q6_k_ot, q6_k_o1)
 TILES(quant_tile, DT_IQ4_NL, iq4_nl_tiles, iq4_nl_gemv, iq4_nl_rt, iq4_nl_r1, iq4_nl_ot, iq4_nl_o1)
 TILES(quant_tile, DT_IQ4_XS, iq4_xs_tiles, iq4_xs_gemv, iq4_xs_rt, iq4_xs_r1, iq4_xs_ot, iq4_xs_o1)
+TILES(quant_tile, DT_MXFP4, mxfp4_tiles, mxfp4_gemv, mxfp4_rt, mxfp4_r1, mxfp4_ot, mxfp4_o1)
 #endif
 
 static void run_rows(tile_fn tt, tile_fn t1, const uint8_t *w, size_t rb, int cols, const float *x,
@@ -92,6 +93,7 @@ MATMUL(matmul_q5_k, q5_k_tiles)
 MATMUL(matmul_q6_k, q6_k_tiles)
 MATMUL(matmul_iq4_nl, iq4_nl_tiles)
 MATMUL(matmul_iq4_xs, iq4_xs_tiles)
+MATMUL(matmul_mxfp4, mxfp4_tiles)
 #endif
 
 #endif

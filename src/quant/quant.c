@@ -12,6 +12,7 @@
 #include "base/util.h"
 
 const int8_t IQ4_KVALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+const int8_t MXFP4_KVALUES[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 /* Byte offset of a field in a block: blocks in a mapping need not be aligned as the
  * structs are, so fields are read through byte pointers, never struct members. */
@@ -59,6 +60,13 @@ void dq32_iq4_nl(const uint8_t *blk, int j, float *out) {
     (void)j;
     float d = f16_to_f32(rd_u16(blk));
     for (int l = 0; l < 32; l++) out[l] = d * (float)IQ4_KVALUES[nib(blk + 2, l)];
+}
+
+/* gguf-py: kvalues[q] * 2^(e - 128), a product with a power of two (exact unless it underflows). */
+void dq32_mxfp4(const uint8_t *blk, int j, float *out) {
+    (void)j;
+    float d = mxfp4_scale(blk[0]);
+    for (int l = 0; l < 32; l++) out[l] = d * (float)MXFP4_KVALUES[nib(blk + 1, l)];
 }
 
 /* ---- super-blocks of 256 ---------------------------------------------------------------- */

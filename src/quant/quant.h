@@ -18,6 +18,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/tensor.h"
 
@@ -36,6 +37,7 @@ typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t q
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } block_q6_K; /* per 16: d*sc*(q-32) */
 typedef struct { uint16_t d; uint8_t qs[16]; } block_iq4_nl;                           /* x = d*kv[q] */
 typedef struct { uint16_t d, scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } block_iq4_xs;
+typedef struct { uint8_t e; uint8_t qs[16]; } block_mxfp4;                              /* x = 2^(e-128)*kv[q] */
 
 static_assert(sizeof(block_q8_0) == 34, "Q8_0 block");
 static_assert(sizeof(block_q4_0) == 18, "Q4_0 block");
@@ -49,6 +51,7 @@ static_assert(sizeof(block_q5_K) == 176, "Q5_K block");
 static_assert(sizeof(block_q6_K) == 210, "Q6_K block");
 static_assert(sizeof(block_iq4_nl) == 18, "IQ4_NL block");
 static_assert(sizeof(block_iq4_xs) == 136, "IQ4_XS block");
+static_assert(sizeof(block_mxfp4) == 17, "MXFP4 block");
 
 /* Q4_K / Q5_K: the 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */
 static inline void q4k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
@@ -78,6 +81,19 @@ static inline int q2k_crumb(const uint8_t *qs, int v) {
 /* The IQ4_NL / IQ4_XS non-linear grid: a 4-bit index q stands for kvalues[q]. */
 extern const int8_t IQ4_KVALUES[16];
 
+/* MXFP4's grid: E2M1 (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives) doubled into integers,
+ * the factor 2 taken back by the scale (ggml's kvalues_mxfp4). */
+extern const int8_t MXFP4_KVALUES[16];
+
+/* MXFP4's E8M0 scale byte e as the f32 2^(e - 128) (ggml's E8M0_TO_FP32_HALF: half of 2^(e - 127),
+ * which the doubled grid asks for); e < 2 gives the subnormals 2^-128 and 2^-127, e = 255 2^127. */
+static inline float mxfp4_scale(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 /* The 32 values of sub-block j (0 .. block_elems/32 - 1) of one block at `blk`,
  * dequantized to f32 exactly as gguf-py does. Every quantized weight type has
  * one; the exact-mode kernels of every ISA fall back to it. */
@@ -96,6 +112,7 @@ void dq32_q5_k(const uint8_t *blk, int j, float *out);
 void dq32_q6_k(const uint8_t *blk, int j, float *out);
 void dq32_iq4_nl(const uint8_t *blk, int j, float *out);
 void dq32_iq4_xs(const uint8_t *blk, int j, float *out);
+void dq32_mxfp4(const uint8_t *blk, int j, float *out);
 
 /* Rows [r0, r1) of a (rows, cols) matrix in the file layout at `file` (rows back to back;
  * for Q4_1G64 / Q4_1G128, Q4_1 blocks whose scale and min repeat over each group) written
@@ -173,6 +190,7 @@ static const dtype_traits DTYPE_TRAITS[DT_COUNT] = {
     [DT_Q6_K] = {"Q6_K", 14, QK_K, 210, dq32_q6_k, 1, DT_Q6_K, {1, 0, 1, 0, 1, 6, 2, q6k_pack_rows, q6k_packed_row_f32}},
     [DT_IQ4_NL] = {"IQ4_NL", 20, 32, 18, dq32_iq4_nl, 1, DT_COUNT, {0}},
     [DT_IQ4_XS] = {"IQ4_XS", 23, QK_K, 136, dq32_iq4_xs, 1, DT_COUNT, {0}},
+    [DT_MXFP4] = {"MXFP4", 39, 32, 17, dq32_mxfp4, 1, DT_COUNT, {0}},
     /* F64 is a GGUF type llmgen does not accept as a weight; the integer types are safetensors' */
     [DT_F64] = {"F64", 28, 1, 8, NULL, 0, DT_COUNT, {0}},
     [DT_I64] = {"I64", -1, 1, 8, NULL, 0, DT_COUNT, {0}},

@@ -26,6 +26,9 @@ SCALES = {
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
     T.IQ4_NL: [0], T.IQ4_XS: [0],
 }
+# type -> byte offsets of its E8M0 scale bytes (MXFP4: 2^(e - 128), kept to 2^-12 .. 2^-1 as real
+# weights have; random bytes reach 2^127, whose products overflow)
+E8M0 = {T.MXFP4: [0]}
 NBLOCKS = 6
 
 
@@ -34,11 +37,16 @@ def main():
     out_dir = os.path.join(root, "tests", "refs", "quant")
     os.makedirs(out_dir, exist_ok=True)
     rng = np.random.default_rng(20261124)
-    for t, offs in SCALES.items():
+    # the types in order, each drawing from the one generator (a type added at the end leaves the
+    # others' blocks as they were)
+    for t, offs in list(SCALES.items()) + list(E8M0.items()):
         be, bb = GGML_QUANT_SIZES[t]
         blocks = rng.integers(0, 256, size=(NBLOCKS, bb), dtype=np.uint8)
         for i in range(NBLOCKS):
             for o in offs:
+                if t in E8M0:
+                    blocks[i, o] = rng.integers(116, 128)
+                    continue
                 # sizes a real file has (1e-4 .. 0.05), one block with a negative scale
                 v = np.float16(rng.uniform(1e-4, 0.05) * (-1 if i == 1 else 1))
                 blocks[i, o:o + 2] = np.frombuffer(v.tobytes(), dtype=np.uint8)
@@ -52,9 +60,10 @@ def main():
         f.write("# Dequantization references\n\n"
                 f"Written by `tests/gen/gen_quant_refs.py` (`make quant-refs`) with gguf {version('gguf')}\n"
                 f"(gguf-py, pinned in tests/gen/requirements-tools.txt) and numpy {np.__version__}: {NBLOCKS} random blocks per\n"
-                "type (f16 scales set to finite values, one negative) and the f32 values `gguf.quants.dequantize`\n"
+                "type (f16 scales set to finite values, one negative; MXFP4's E8M0 bytes to 2^-12 .. 2^-1) and the\n"
+                "f32 values `gguf.quants.dequantize`\n"
                 "gives for them. Read by tests/unit/test_quant.c. Never edit by hand.\n")
-    print(f"wrote {len(SCALES)} types to {out_dir}", file=sys.stderr)
+    print(f"wrote {len(SCALES) + len(E8M0)} types to {out_dir}", file=sys.stderr)
 
 
 if __name__ == "__main__":

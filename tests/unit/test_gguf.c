@@ -421,7 +421,7 @@ Test(gguf, unsupported_tensor_types_are_named) {
     gspec s = good_spec();
     s.types[1] = 16;
     expect_bad(&s, "tensor 'blk.0.attn_q.weight' has ggml type 16 (IQ2_XXS); supported: F32 F16 BF16 Q8_0 Q4_0 "
-                   "Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS");
+                   "Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS MXFP4");
     s.types[1] = 99;
     expect_bad(&s, "ggml type 99 (unknown)");
     s = good_spec();

@@ -62,6 +62,7 @@ static void check_table_attn(const char *isa) {
     Test(kernels_##ISA, q6_k) { check_table_dtype(#ISA, DT_Q6_K); }             \
     Test(kernels_##ISA, iq4_nl) { check_table_dtype(#ISA, DT_IQ4_NL); }         \
     Test(kernels_##ISA, iq4_xs) { check_table_dtype(#ISA, DT_IQ4_XS); }         \
+    Test(kernels_##ISA, mxfp4) { check_table_dtype(#ISA, DT_MXFP4); }           \
     Test(kernels_##ISA, dot_axpy) { check_table_vectors(#ISA); }                \
     Test(kernels_##ISA, int8_in_place) { check_table_inplace(#ISA); }           \
     Test(kernels_##ISA, attention) { check_table_attn(#ISA); }

@@ -44,7 +44,7 @@ static int qref_load(const char *name, qref *r) {
 }
 
 static const char *const GGUF_QUANTS[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K",
-                                          "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
+                                          "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4"};
 #define NQ (int)(sizeof GGUF_QUANTS / sizeof GGUF_QUANTS[0])
 
 /* The table's facts agree with the reference file's (type id, block size and bytes). */
@@ -149,7 +149,7 @@ Test(quant, unsupported_ids_and_supported_list) {
     cr_expect_str_eq(ggml_type_name(16), "IQ2_XXS");
     char list[160];
     dtype_gguf_supported(list, sizeof list);
-    cr_expect_str_eq(list, "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS");
+    cr_expect_str_eq(list, "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS MXFP4");
 }
 
 /* Packs `rows` rows of `cols` values from r's blocks (data: file_bytes) as dt,
