@@ -44,7 +44,10 @@ CONFIG = dict(vocab_size=128, hidden_size=256, intermediate_size=96, num_hidden_
               rms_norm_eps=1e-5, rope_theta=10000.0, bos_token_id=1, eos_token_id=2,
               tie_word_embeddings=False)
 # (file type given to llama-quantize, what it shows)
-TYPES = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "Q5_0", "Q5_1", "IQ4_NL"]
+TYPES = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "Q5_0", "Q5_1", "IQ4_NL", "MXFP4_MOE"]
+# the file's name says its tensors' type: MXFP4_MOE with --pure makes every matrix MXFP4 (without
+# --pure only 3-D expert tensors are)
+FILE_TYPE = {"MXFP4_MOE": "MXFP4"}
 LIMIT = 1 << 20  # every file must stay under 1 MiB
 
 
@@ -119,7 +122,7 @@ def main():
         peer = next((l.split(":", 1)[1].strip() for l in open(info) if l.startswith("llama_cpp_commit:")), "")
     rows = []
     for t in TYPES:
-        name = "tiny-gguf.%s.gguf" % t
+        name = "tiny-gguf.%s.gguf" % FILE_TYPE.get(t, t)
         dst = os.path.join(OUT, name)
         cmd = [quantize, "--pure", src, dst, t, "1"]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
