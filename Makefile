@@ -15,12 +15,14 @@ endif
 
 CC      ?= cc
 # src/ by layer, lowest first (README, "Where things are"; tests/cli/check_layers.py checks the arrows).
-SRC_DIRS := base quant kernels formats grammar model run cli
+SRC_DIRS := base quant kernels formats grammar model run cli serve
 PYTHON  ?= python3
 CACHE   := .cache
 BUILD   := build
 
 PKGS_CFLAGS := $(shell pkg-config --cflags libpcre2-8 libutf8proc jansson 2>/dev/null)
+# libmicrohttpd (HTTP for `llmgen serve`): linked into ./llmgen only, never into libllmgen.
+SERVE_LIBS  := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 # -fno-var-tracking: debug info with lines but no variable locations; the same code, and
 # about two thirds of the compile time (avx512.c). -fPIC -fno-semantic-interposition:
 # one set of objects for the binary and both libraries (calls inside stay direct).
@@ -37,8 +39,11 @@ ISA_AVX2   := -mavx2 -mfma -mf16c
 ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 endif
 
-# The CLI (main.c and its option parser) sits on the library; everything else is the library.
-CLI_SRC := $(addprefix src/cli/,main.c options.c chat_template.c cli.c verify.c perplexity.c quantize_cli.c)
+# The CLI (main.c and its option parser) and the server (src/serve/) sit on the library; everything
+# else is the library. The server's JSON mapping (openai.c) is also linked by its fuzz target.
+SERVE_SRC := $(wildcard src/serve/*.c)
+CLI_SRC := $(addprefix src/cli/,main.c options.c chat_template.c cli.c verify.c perplexity.c quantize_cli.c) \
+           $(SERVE_SRC)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard $(SRC_DIRS:%=src/%/*.c))) $(wildcard vendor-free-tokenizer/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -61,6 +66,7 @@ endif
 SLOW_OBJ := $(sort $(filter %avx512.o,$(SAN_LIB_OBJ) $(LIB_OBJ))) \
             $(filter %avx2.o,$(SAN_LIB_OBJ)) $(filter %avx2.o,$(LIB_OBJ))
 
+.PHONY: serve-venv
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
@@ -73,7 +79,7 @@ help:  ## list targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
 
 llmgen: $(CLI_OBJ) $(LIB_OBJ)  ## the CLI binary
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(SERVE_LIBS)
 
 # The commit --version names, rewritten only when it changes (main.o is rebuilt then).
 .PHONY: FORCE
@@ -123,7 +129,7 @@ $(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/formats
 
 # Debian packages the build and the tests need; installed only when missing.
 DEB_PKGS := build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev \
-            libcriterion-dev python3 python3-venv unzip time groff-base parallel
+            libcriterion-dev python3 python3-venv unzip time groff-base parallel libmicrohttpd-dev curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 deps:  ## install missing Debian packages
@@ -154,6 +160,17 @@ $(TOOLS_OK):
 
 fixtures: $(TOOLS_OK) $(DEFAULT_MODEL)  ## rebuild large test fixtures into .cache/fixtures
 	$(TOOLS_VENV)/bin/python tests/gen/build_fixtures.py $(CACHE)
+
+# The official openai client (pinned) for tests/cli/check_serve.py, in a small venv of its own.
+SERVE_VENV := $(CACHE)/venv-serve
+SERVE_OK := $(SERVE_VENV)/.ok-$(shell sha256sum tests/gen/requirements-serve.txt | cut -c1-16)
+serve-venv: $(SERVE_OK)  ## the openai client venv check_serve.py uses (.cache/venv-serve)
+$(SERVE_OK):
+	$(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/pip install -q --no-deps -r tests/gen/requirements-serve.txt
+	$(SERVE_VENV)/bin/pip check
+	rm -f $(SERVE_VENV)/.ok*
+	touch $@
 
 # References come from the real implementations (torch, transformers); never run by CI.
 REF_VENV := $(CACHE)/venv-ref
@@ -264,7 +281,7 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 
 # Checks run two at a time (tests/cli/run_all.py: each must hold on a shared machine).
 REGRESS_JOBS ?= 2
-regress: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(SERVE_OK) $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py -j $(REGRESS_JOBS)
 
 # What make regress trims for time, in full: every SmolLM2 f32/bf16 reference case and verify's
@@ -274,7 +291,7 @@ regress-full: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_c
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
 	$(MAKE) $(SLOW_OBJ) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
-	$(MAKE) fixtures $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
+	$(MAKE) fixtures $(SERVE_OK) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
 	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%) rust-build
 	$(MAKE) -j1 unit unit-san fuzz-replay rust-test regress  # the test stages one at a time
 
@@ -376,6 +393,9 @@ $(BUILD)/fuzz/libllmgen.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(BUILD)/fuzz/libllmgen.a
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+# fuzz_openai reads the server's request bodies: the server's JSON mapping comes with it.
+$(BUILD)/fuzz/fuzz_openai: $(BUILD)/fuzz/src/serve/openai.o
+$(BUILD)/replay/fuzz_openai: $(BUILD)/san/src/serve/openai.o
 fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)  ## run each libFuzzer target for FUZZ_SECONDS (needs clang)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t; \

@@ -148,6 +148,9 @@ int verify_main(int argc, char **argv, const cli_io *io);     /* verify.c */
 int perplexity_main(int argc, char **argv, const cli_io *io); /* perplexity.c */
 int quantize_main(int argc, char **argv, const cli_io *io);   /* quantize_cli.c */
 int chat_template_main(int argc, char **argv, const cli_io *io); /* chat_template.c */
+/* `llmgen serve` (src/serve/serve.c): the HTTP server, a front end above the CLI. The
+ * subcommand table only stores it (the CLI never calls up into serve/). */
+int serve_main(int argc, char **argv, const cli_io *io);
 
 /* The whole of a text file, NUL-terminated, into *out (malloc'd, the caller's: free);
  * `what` names the option in the message. LLMGEN_E_IO, LLMGEN_E_NOMEM or LLMGEN_E_USAGE

@@ -42,6 +42,7 @@ static int usage(FILE *f) {
               "       llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json [options]\n"
               "       llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [options]   check against references\n"
               "       llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N] [options]\n"
+              "       llmgen serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N]   OpenAI HTTP API\n"
               "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, gemma3, phi3,\n"
               "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n",
               f) == EOF ||
@@ -491,7 +492,7 @@ int main(int argc, char **argv) {
     char err[ERRLEN];
     static const struct { const char *name; cli_main_fn run; int signals; } subcommands[] = {
         {"quantize", quantize_main, 0}, {"chat-template", chat_template_main, 0}, {"verify", verify_main, 1},
-        {"perplexity", perplexity_main, 1}}; /* signals: Ctrl-C stops it between steps (exit 130) */
+        {"perplexity", perplexity_main, 1}, {"serve", serve_main, 1}}; /* signals: Ctrl-C stops it between steps (exit 130) */
     cli_io io = {stdout, stderr, &interrupted};
     for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof *subcommands; i++)
         if (!strcmp(argv[1], subcommands[i].name)) {

@@ -271,14 +271,15 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         }
         q->n_ids = (int)n;
         ++*has_prompt;
-    } else if (!strcmp(k, "max_tokens")) {
+    } else if (!strcmp(k, "max_tokens") || !strcmp(k, "max_completion_tokens")) { /* the second: OpenAI's chat */
         json_int_t n = json_integer_value(v);
         if (!json_is_integer(v) || (n != -1 && (n < 1 || n > REQUEST_MAX_TOKENS)))
-            return seterr(err, "\"max_tokens\" must be -1 or an integer from 1 to %d", REQUEST_MAX_TOKENS);
+            return seterr(err, "\"%s\" must be -1 or an integer from 1 to %d", k, REQUEST_MAX_TOKENS);
         q->max_tokens = (int)n;
-    } else if (!strcmp(k, "temp") || !strcmp(k, "top_p") || !strcmp(k, "min_p") || !strcmp(k, "repeat_penalty")) {
+    } else if (!strcmp(k, "temp") || !strcmp(k, "temperature") || !strcmp(k, "top_p") || !strcmp(k, "min_p") ||
+               !strcmp(k, "repeat_penalty")) { /* "temperature": OpenAI's name */
         if (!json_is_number(v)) return seterr(err, "\"%s\" must be a number", k);
-        *(!strcmp(k, "temp") ? &q->sp.temperature : !strcmp(k, "top_p") ? &q->sp.top_p
+        *(k[0] == 't' && k[1] == 'e' ? &q->sp.temperature : !strcmp(k, "top_p") ? &q->sp.top_p
           : !strcmp(k, "min_p") ? &q->sp.min_p : &q->sp.repeat_penalty) = (float)json_number_value(v);
     } else if (!strcmp(k, "top_k")) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT_MAX)
@@ -303,9 +304,16 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
     } else if (!strcmp(k, "stop")) {
         size_t i;
         json_t *x;
-        if (!json_is_array(v) || json_array_size(v) > REQUEST_MAX_STOPS)
-            return seterr(err, "\"stop\" must be an array of at most %d strings", REQUEST_MAX_STOPS);
         q->n_stops = 0;
+        if (json_is_string(v)) { /* one stop string, as OpenAI's "stop" may be */
+            if (json_string_length(v) == 0 || memchr(json_string_value(v), '\0', json_string_length(v)))
+                return seterr(err, "\"stop\" must be a non-empty string or an array of them");
+            q->stops[q->n_stops++] = json_string_value(v);
+            return 0;
+        }
+        if (json_is_null(v)) return 0; /* OpenAI's "no stop strings" */
+        if (!json_is_array(v) || json_array_size(v) > REQUEST_MAX_STOPS)
+            return seterr(err, "\"stop\" must be a string or an array of at most %d strings", REQUEST_MAX_STOPS);
         json_array_foreach(v, i, x) {
             if (!json_is_string(x) || json_string_length(x) == 0 ||
                 memchr(json_string_value(x), '\0', json_string_length(x)))
@@ -322,7 +330,7 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         else if (!json_is_object(v) && !json_is_boolean(v)) return seterr(err, "\"json_schema\" must be a JSON Schema (an object) or its text");
         else q->json_schema = NULL; /* the object is written out as text after the keys are read */
         q->grammar = NULL;
-    } else if (strcmp(k, "id") != 0) { /* "id" is echoed back as is */
+    } else if (strcmp(k, "id") != 0 && !q->lenient) { /* "id" is echoed back as is */
         return seterr(err, "unknown key \"%s\"", k);
     }
     return 0;

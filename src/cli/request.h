@@ -42,6 +42,8 @@ typedef struct {
     const char *grammar;       /* GBNF text (--grammar, --grammar-file, "grammar"), or NULL */
     const char *json_schema;   /* JSON Schema text (--json-schema, --json-object, "json_schema"), or NULL */
     int no_close;              /* --no-close, "no_close": the output may stop unfinished at the budget */
+    int lenient;               /* unknown keys of a JSON request are ignored (the server, as llama-server does),
+                                  not refused (--batch) */
 } request;
 
 /* Generation params of q (stops point into q: q must outlive p). */

@@ -3,7 +3,7 @@
 
 src/ is a stack of folders, lowest first (the Makefile's SRC_DIRS):
 
-    base  <  quant, grammar  <  kernels, formats  <  model  <  run  <  cli
+    base  <  quant, grammar  <  kernels, formats  <  model  <  run  <  cli  <  serve
 
 with the tokenizer library (vendor-free-tokenizer/) beside quant. A file may include a header of, or
 call a function defined in, its own folder or a folder of a lower rank; never a folder of its own
@@ -30,7 +30,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOK = "vendor-free-tokenizer"
-RANK = {"base": 0, "quant": 1, "grammar": 1, TOK: 1, "kernels": 2, "formats": 2, "model": 3, "run": 4, "cli": 5}
+RANK = {"base": 0, "quant": 1, "grammar": 1, TOK: 1, "kernels": 2, "formats": 2, "model": 3, "run": 4, "cli": 5, "serve": 6}
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 OUTPUT = re.compile(r"\b(stdout|stderr|stdin)\b|\b(printf|puts|putchar|perror|exit|_exit|abort|getenv)\s*\(")

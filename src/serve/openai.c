@@ -1,0 +1,411 @@
+/* openai.c - OpenAI's request and response JSON (openai.h). A body is copied and
+ * rewritten into the request format of --batch (request.c), which then reads it with
+ * its unknown keys ignored: OpenAI's names that mean what request.c's mean pass
+ * through ("prompt", "messages", "max_tokens", "temperature", "top_p", "seed", "stop",
+ * ...); the others are mapped here ("n", "stream", "response_format", chat's boolean
+ * "logprobs", content given as parts). */
+#include "openai.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int openai_fail(openai_error *e, int status, const char *type, const char *param, const char *code, const char *fmt,
+                ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    e->status = status;
+    e->type = type;
+    e->param = param;
+    e->code = code;
+    return status;
+}
+
+#define BAD(param, ...) (openai_fail(e, 400, "invalid_request_error", param, NULL, __VA_ARGS__), -1)
+#define UNSUPPORTED(param, ...) (openai_fail(e, 400, "invalid_request_error", param, "unsupported_parameter", __VA_ARGS__), -1)
+
+json_t *openai_error_json(const openai_error *e) {
+    json_t *o = json_object(), *in = json_object();
+    json_object_set_new(in, "message", json_text(e->message, strlen(e->message)));
+    json_object_set_new(in, "type", json_string(e->type ? e->type : "invalid_request_error"));
+    json_object_set_new(in, "param", e->param ? json_string(e->param) : json_null());
+    json_object_set_new(in, "code", e->code ? json_string(e->code) : json_null());
+    json_object_set_new(o, "error", in);
+    return o;
+}
+
+void openai_req_free(openai_req *r) {
+    request_free(&r->q);
+    json_decref(r->prompts);
+    json_decref(r->root);
+    memset(r, 0, sizeof *r);
+}
+
+/* The text of a message's "content": a string, or a list of {"type": "text", "text"} parts
+ * (joined), as a new string value; NULL with *e filled. */
+static json_t *content_text(json_t *c, size_t i, openai_error *e) {
+    const char *param = "messages";
+    if (json_is_string(c)) return json_incref(c);
+    if (!json_is_array(c)) {
+            (void)BAD(param, "'messages[%zu].content' must be a string or a list of text parts", i);
+            return NULL;
+        }
+    size_t n = 0, k;
+    json_t *part;
+    json_array_foreach(c, k, part) {
+        json_t *t = json_object_get(part, "text"), *type = json_object_get(part, "type");
+        if (!json_is_object(part) || !json_is_string(type) || strcmp(json_string_value(type), "text"))
+            {
+            (void)UNSUPPORTED(param, "'messages[%zu].content[%zu]': only parts of type \"text\" are supported", i, k);
+            return NULL;
+        }
+        if (!json_is_string(t)) {
+            (void)BAD(param, "'messages[%zu].content[%zu].text' must be a string", i, k);
+            return NULL;
+        }
+        n += json_string_length(t);
+    }
+    char *buf = malloc(n + 1);
+    if (!buf) {
+            (void)BAD(param, "out of memory");
+            return NULL;
+        }
+    size_t w = 0;
+    json_array_foreach(c, k, part) {
+        json_t *t = json_object_get(part, "text");
+        memcpy(buf + w, json_string_value(t), json_string_length(t));
+        w += json_string_length(t);
+    }
+    json_t *s = json_stringn(buf, w);
+    free(buf);
+    return s;
+}
+
+/* "messages" as request.c takes them: [{"role", "content"}] with string contents. */
+static int map_messages(json_t *root, openai_error *e) {
+    json_t *v = json_object_get(root, "messages"), *x, *out;
+    size_t i;
+    if (!v) return BAD("messages", "'messages' is required");
+    if (!json_is_array(v) || !json_array_size(v)) return BAD("messages", "'messages' must be a non-empty list");
+    if (json_array_size(v) > OPENAI_MAX_MESSAGES)
+        return BAD("messages", "'messages' has more than %d messages", OPENAI_MAX_MESSAGES);
+    out = json_array();
+    json_array_foreach(v, i, x) {
+        json_t *role = json_object_get(x, "role"), *c = json_object_get(x, "content");
+        if (!json_is_object(x) || !json_is_string(role)) {
+            json_decref(out);
+            return BAD("messages", "'messages[%zu]' must be an object with a string 'role'", i);
+        }
+        const char *r = json_string_value(role);
+        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool") &&
+            strcmp(r, "developer")) {
+            json_decref(out);
+            return BAD("messages", "'messages[%zu].role' must be system, developer, user, assistant or tool", i);
+        }
+        json_t *tc = json_object_get(x, "tool_calls");
+        if ((tc && !json_is_null(tc) && json_array_size(tc)) || json_object_get(x, "function_call")) {
+            json_decref(out);
+            return UNSUPPORTED("messages", "'messages[%zu].tool_calls': tool calls are not supported yet", i);
+        }
+        json_t *text = !c || json_is_null(c) ? (!strcmp(r, "assistant") ? json_string("") : NULL)
+                                             : content_text(c, i, e);
+        if (!text) {
+            json_decref(out);
+            return c && !json_is_null(c) ? -1 : BAD("messages", "'messages[%zu].content' is required", i);
+        }
+        json_t *m = json_object();
+        json_object_set_new(m, "role", json_string(!strcmp(r, "developer") ? "system" : r));
+        json_object_set_new(m, "content", text);
+        json_array_append_new(out, m);
+    }
+    json_object_set_new(root, "messages", out);
+    return 0;
+}
+
+/* A completions "prompt": a string, a list of strings (several prompts), or token ids. */
+static int map_prompt(json_t *root, openai_req *r, openai_error *e) {
+    json_t *p = json_object_get(root, "prompt"), *x;
+    size_t i;
+    if (!p) return BAD("prompt", "'prompt' is required");
+    if (json_is_string(p)) return 0;
+    if (!json_is_array(p) || !json_array_size(p))
+        return BAD("prompt", "'prompt' must be a string, a list of strings or a list of token ids");
+    json_t *first = json_array_get(p, 0);
+    if (json_is_integer(first)) { /* token ids: request.c's "prompt_ids" */
+        json_object_set(root, "prompt_ids", p);
+        json_object_del(root, "prompt");
+        return 0;
+    }
+    if (json_array_size(p) > OPENAI_MAX_PROMPTS) return BAD("prompt", "'prompt' has more than %d strings", OPENAI_MAX_PROMPTS);
+    json_array_foreach(p, i, x) if (!json_is_string(x))
+        return BAD("prompt", "'prompt[%zu]' must be a string (lists of token-id lists are not supported)", i);
+    r->prompts = json_incref(p);
+    r->n_prompts = (int)json_array_size(p);
+    json_object_set(root, "prompt", first);
+    return 0;
+}
+
+/* "response_format": {"type": "text" | "json_object" | "json_schema", "json_schema": {"schema"}}. */
+static int map_response_format(json_t *root, openai_error *e) {
+    json_t *f = json_object_get(root, "response_format");
+    if (!f) return 0;
+    json_t *type = json_object_get(f, "type");
+    if (!json_is_object(f) || !json_is_string(type)) return BAD("response_format", "'response_format' must be an object with a 'type'");
+    const char *t = json_string_value(type);
+    if (!strcmp(t, "text")) return 0;
+    if (json_object_get(root, "json_schema") || json_object_get(root, "grammar"))
+        return BAD("response_format", "give only one of 'response_format', 'json_schema' and 'grammar'");
+    if (!strcmp(t, "json_object")) {
+        json_object_set_new(root, "json_schema", json_string("{\"type\": \"object\", \"additionalProperties\": true}"));
+        return 0;
+    }
+    if (strcmp(t, "json_schema")) return BAD("response_format", "'response_format.type' must be text, json_object or json_schema");
+    json_t *js = json_object_get(f, "json_schema"), *schema = json_object_get(js, "schema");
+    if (!json_is_object(js)) return BAD("response_format", "'response_format.json_schema' must be an object");
+    if (!schema) schema = json_object_get(js, "json_schema"); /* as llama-server also takes it */
+    if (!json_is_object(schema) && !json_is_boolean(schema))
+        return BAD("response_format", "'response_format.json_schema.schema' must be a JSON Schema");
+    json_object_set(root, "json_schema", schema);
+    return 0;
+}
+
+static int is_zero_number(json_t *v) { return json_is_number(v) && json_number_value(v) == 0; }
+
+/* Fields llmgen knows but cannot honour (a 400 naming them), and those it takes only in one shape. */
+static int refuse(json_t *root, openai_kind kind, openai_error *e) {
+    static const char *const penalties[] = {"presence_penalty", "frequency_penalty"};
+    for (int i = 0; i < 2; i++) {
+        json_t *v = json_object_get(root, penalties[i]);
+        if (v && !json_is_number(v)) return BAD(penalties[i], "'%s' must be a number", penalties[i]);
+        if (v && !is_zero_number(v)) return UNSUPPORTED(penalties[i], "'%s' is not supported yet (only 0)", penalties[i]);
+    }
+    json_t *v = json_object_get(root, "logit_bias");
+    if (v && (!json_is_object(v) || json_object_size(v))) return UNSUPPORTED("logit_bias", "'logit_bias' is not supported");
+    v = json_object_get(root, "tools");
+    if (v && (!json_is_array(v) || json_array_size(v))) return UNSUPPORTED("tools", "'tools' is not supported yet");
+    v = json_object_get(root, "tool_choice");
+    if (v && !(json_is_string(v) && (!strcmp(json_string_value(v), "none") || !strcmp(json_string_value(v), "auto"))))
+        return UNSUPPORTED("tool_choice", "'tool_choice' is not supported yet");
+    if (json_object_get(root, "functions") || json_object_get(root, "function_call"))
+        return UNSUPPORTED("functions", "'functions' is not supported");
+    if (kind == OPENAI_COMPLETIONS) {
+        v = json_object_get(root, "best_of");
+        if (v && !(json_is_integer(v) && json_integer_value(v) == 1)) return UNSUPPORTED("best_of", "'best_of' must be 1");
+        v = json_object_get(root, "echo");
+        if (v && !json_is_false(v)) return UNSUPPORTED("echo", "'echo' is not supported");
+        v = json_object_get(root, "suffix");
+        if (v && !(json_is_string(v) && !json_string_length(v))) return UNSUPPORTED("suffix", "'suffix' is not supported");
+    }
+    v = json_object_get(root, "model");
+    if (v && !json_is_string(v)) return BAD("model", "'model' must be a string");
+    return 0;
+}
+
+/* The key a request.c message names first ("\"key\" must be ..."), or NULL. */
+static const char *quoted_key(const char *msg, char *buf, size_t n) {
+    const char *a = strchr(msg, '"'), *b = a ? strchr(a + 1, '"') : NULL;
+    if (!b || (size_t)(b - a) >= n || b == a + 1) return NULL;
+    memcpy(buf, a + 1, (size_t)(b - a - 1));
+    buf[b - a - 1] = '\0';
+    return buf;
+}
+
+int openai_parse(json_t *body, openai_kind kind, const request *base, openai_req *r, openai_error *e) {
+    static const char *const consumed[] = {"n", "stream", "stream_options", "response_format", "top_logprobs",
+                                           "tools", "tool_choice", "presence_penalty", "frequency_penalty", "user",
+                                           "logit_bias", "best_of", "echo", "suffix", "parallel_tool_calls"};
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->n = 1;
+    r->n_prompts = 1;
+    if (!json_is_object(body)) return BAD(NULL, "the request body must be a JSON object");
+    json_t *root = r->root = json_deep_copy(body), *v;
+    if (!root) return BAD(NULL, "out of memory");
+    const char *k;
+    void *tmp;
+    json_object_foreach_safe(root, tmp, k, v) if (json_is_null(v)) json_object_del(root, k); /* null: not given */
+    if (refuse(root, kind, e)) return -1;
+    if ((v = json_object_get(root, "n"))) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > OPENAI_MAX_N)
+            return BAD("n", "'n' must be an integer from 1 to %d", OPENAI_MAX_N);
+        r->n = (int)json_integer_value(v);
+    }
+    if ((v = json_object_get(root, "stream"))) {
+        if (!json_is_boolean(v)) return BAD("stream", "'stream' must be true or false");
+        r->stream = json_is_true(v);
+    }
+    if ((v = json_object_get(root, "stream_options"))) {
+        json_t *u = json_object_get(v, "include_usage");
+        if (!json_is_object(v) || (u && !json_is_boolean(u)))
+            return BAD("stream_options", "'stream_options' must be an object {\"include_usage\": boolean}");
+        r->include_usage = json_is_true(u);
+    }
+    json_t *lp = json_object_get(root, "logprobs"), *top = json_object_get(root, "top_logprobs");
+    if (kind == OPENAI_CHAT) {
+        if (lp && !json_is_boolean(lp)) return BAD("logprobs", "'logprobs' must be true or false");
+        if (top && (!json_is_integer(top) || json_integer_value(top) < 0 || json_integer_value(top) > 20))
+            return BAD("top_logprobs", "'top_logprobs' must be an integer from 0 to 20");
+        if (top && !json_is_true(lp)) return BAD("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        r->logprobs = json_is_true(lp);
+        if (r->logprobs) json_object_set_new(root, "logprobs", json_integer(top ? json_integer_value(top) : 0));
+        else json_object_del(root, "logprobs");
+        if (map_messages(root, e)) return -1;
+        json_object_del(root, "prompt"); /* chat takes messages only */
+        json_object_del(root, "prompt_ids");
+    } else {
+        if (lp && (!json_is_integer(lp) || json_integer_value(lp) < 0 || json_integer_value(lp) > 5))
+            return BAD("logprobs", "'logprobs' must be an integer from 0 to 5");
+        r->logprobs = lp != NULL;
+        if (json_object_get(root, "messages")) return BAD("messages", "'messages' is for /v1/chat/completions");
+        if (map_prompt(root, r, e)) return -1;
+    }
+    if (r->stream && r->logprobs) return UNSUPPORTED("logprobs", "'logprobs' with 'stream' is not supported yet");
+    if (map_response_format(root, e)) return -1;
+    if ((v = json_object_get(root, "model"))) r->model = json_string_value(v); /* request.c ignores it */
+    for (size_t i = 0; i < sizeof consumed / sizeof *consumed; i++) json_object_del(root, consumed[i]);
+    request b = *base;
+    b.lenient = 1;
+    if (kind == OPENAI_COMPLETIONS) b.max_tokens = 16; /* OpenAI's default there; chat: the server's */
+    char err[ERR_LEN], key[64];
+    if (request_from_json(root, &b, &r->q, err)) {
+        const char *param = quoted_key(err, key, sizeof key);
+        static const char *const known[] = {"messages", "prompt", "prompt_ids", "max_tokens", "max_completion_tokens",
+                                            "temperature", "temp", "top_p", "top_k", "min_p", "repeat_penalty",
+                                            "logprobs", "seed", "stop", "grammar", "json_schema", "system", "chat",
+                                            "ignore_eos", "no_close"};
+        const char *p = NULL;
+        for (size_t i = 0; param && i < sizeof known / sizeof *known; i++)
+            if (!strcmp(param, known[i])) p = known[i];
+        return BAD(p, "%s", err);
+    }
+    r->q.source = r->q.sys_source = "request";
+    return 0;
+}
+
+const char *openai_finish_reason(llmgen_stop_reason r) {
+    return r == LLMGEN_STOP_LENGTH || r == LLMGEN_STOP_CONTEXT ? "length" : "stop";
+}
+
+static json_t *token_text(const llmgen_model *m, int32_t id) {
+    size_t len = 0;
+    const char *b = m ? llmgen_token_bytes(m, id, &len) : NULL;
+    return json_text(b ? b : "", len);
+}
+
+static json_t *token_bytes(const llmgen_model *m, int32_t id) {
+    size_t len = 0;
+    const char *b = m ? llmgen_token_bytes(m, id, &len) : NULL;
+    json_t *a = json_array();
+    for (size_t i = 0; i < len; i++) json_array_append_new(a, json_integer((unsigned char)b[i]));
+    return a;
+}
+
+/* chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]} */
+static json_t *chat_logprobs(const llmgen_model *m, const llmgen_result *r) {
+    json_t *content = json_array(), *o = json_object();
+    int w = 1 + r->top_logprobs;
+    for (int i = 0; i < r->n_ids; i++) {
+        const llmgen_logprob *row = r->logprobs + (size_t)i * (size_t)w;
+        json_t *t = json_object(), *tops = json_array();
+        json_object_set_new(t, "token", token_text(m, row[0].id));
+        json_object_set_new(t, "logprob", json_real(row[0].logprob));
+        json_object_set_new(t, "bytes", token_bytes(m, row[0].id));
+        for (int k = 1; k < w; k++) {
+            json_t *a = json_object();
+            json_object_set_new(a, "token", token_text(m, row[k].id));
+            json_object_set_new(a, "logprob", json_real(row[k].logprob));
+            json_object_set_new(a, "bytes", token_bytes(m, row[k].id));
+            json_array_append_new(tops, a);
+        }
+        json_object_set_new(t, "top_logprobs", tops);
+        json_array_append_new(content, t);
+    }
+    json_object_set_new(o, "content", content);
+    return o;
+}
+
+/* completions: {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"} */
+static json_t *completion_logprobs(const llmgen_model *m, const llmgen_result *r) {
+    json_t *o = json_object(), *toks = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    int w = 1 + r->top_logprobs;
+    size_t off = 0;
+    for (int i = 0; i < r->n_ids; i++) {
+        const llmgen_logprob *row = r->logprobs + (size_t)i * (size_t)w;
+        size_t len = 0;
+        if (m) llmgen_token_bytes(m, row[0].id, &len);
+        json_array_append_new(toks, token_text(m, row[0].id));
+        json_array_append_new(lps, json_real(row[0].logprob));
+        json_array_append_new(offs, json_integer((json_int_t)off));
+        off += len;
+        json_t *t = json_object();
+        for (int k = 1; k < w; k++) {
+            json_t *s = token_text(m, row[k].id);
+            if (!json_object_get(t, json_string_value(s))) json_object_set_new(t, json_string_value(s), json_real(row[k].logprob));
+            json_decref(s);
+        }
+        json_array_append_new(tops, t);
+    }
+    json_object_set_new(o, "tokens", toks);
+    json_object_set_new(o, "token_logprobs", lps);
+    json_object_set_new(o, "top_logprobs", tops);
+    json_object_set_new(o, "text_offset", offs);
+    return o;
+}
+
+json_t *openai_choice(openai_kind kind, const llmgen_model *m, int index, const llmgen_result *r, int logprobs) {
+    json_t *c = json_object(), *text = json_text(r->text ? r->text : "", r->text_len);
+    json_object_set_new(c, "index", json_integer(index));
+    if (kind == OPENAI_CHAT) {
+        json_t *msg = json_object();
+        json_object_set_new(msg, "role", json_string("assistant"));
+        json_object_set_new(msg, "content", text);
+        json_object_set_new(c, "message", msg);
+    } else {
+        json_object_set_new(c, "text", text);
+    }
+    json_object_set_new(c, "logprobs", !logprobs || !r->logprobs ? json_null()
+                                        : kind == OPENAI_CHAT ? chat_logprobs(m, r) : completion_logprobs(m, r));
+    json_object_set_new(c, "finish_reason", json_string(openai_finish_reason(r->stop_reason)));
+    return c;
+}
+
+json_t *openai_usage(long prompt, long completion, long cached) {
+    json_t *u = json_object(), *d = json_object();
+    json_object_set_new(u, "prompt_tokens", json_integer(prompt));
+    json_object_set_new(u, "completion_tokens", json_integer(completion));
+    json_object_set_new(u, "total_tokens", json_integer(prompt + completion));
+    json_object_set_new(d, "cached_tokens", json_integer(cached));
+    json_object_set_new(u, "prompt_tokens_details", d);
+    return u;
+}
+
+json_t *openai_envelope(openai_kind kind, int chunk, const char *id, long created, const char *model) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "object", json_string(kind == OPENAI_COMPLETIONS ? "text_completion"
+                                                 : chunk ? "chat.completion.chunk" : "chat.completion"));
+    json_object_set_new(o, "created", json_integer(created));
+    json_object_set_new(o, "model", json_text(model, strlen(model)));
+    json_object_set_new(o, "system_fingerprint", json_string("llmgen-" LLMGEN_VERSION));
+    return o;
+}
+
+json_t *openai_chunk_choice(openai_kind kind, int index, const char *text, size_t len, int role,
+                            const char *finish_reason) {
+    json_t *c = json_object();
+    json_object_set_new(c, "index", json_integer(index));
+    if (kind == OPENAI_CHAT) {
+        json_t *d = json_object();
+        if (role) json_object_set_new(d, "role", json_string("assistant"));
+        if (text) json_object_set_new(d, "content", json_text(text, len));
+        json_object_set_new(c, "delta", d);
+    } else {
+        json_object_set_new(c, "text", json_text(text ? text : "", text ? len : 0));
+    }
+    json_object_set_new(c, "logprobs", json_null());
+    json_object_set_new(c, "finish_reason", finish_reason ? json_string(finish_reason) : json_null());
+    return c;
+}

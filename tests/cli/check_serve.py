@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""`llmgen serve` against the official openai Python client (pinned, .cache/venv-serve: make serve-venv).
+
+Usage: check_serve.py        (run by `make regress`; it re-runs itself under the venv's python)
+
+On the default model, loopback only, 2 threads, 3 slots of 512 tokens, an API key: the server's answers
+are compared with the CLI's `--batch` results for the same requests (one CLI run): greedy completions
+and chat, streamed and not (the streamed deltas joined equal the whole answer), n = 2 with a seed
+(choice i is the CLI's run with seed + i), a stop string, chat logprobs with top_logprobs (ids' texts and
+log-probabilities equal the CLI's), response_format with a JSON schema (the output parses and has the
+schema's keys and types), usage counts (prompt and completion tokens equal the CLI's ids). Raw SSE
+framing through curl: every event is "data: " + JSON or a comment, [DONE] last, text/event-stream.
+Errors as OpenAI's error object: a wrong key (401), malformed JSON (400), a bad field value (400 naming
+it), an unsupported field (presence_penalty: 400 naming it), a prompt longer than the context (400
+context_length_exceeded), an oversize body (413), an unknown route (404). /tokenize and /detokenize
+against --tokenize; /v1/models; /metrics counters. A client that closes a stream after its first
+chunk frees its slot (slots_busy back to 0). A slowloris client (headers a byte a second) is dropped
+after --timeout while a normal request is served meanwhile. SIGTERM during a stream: the stream
+still ends with [DONE], new connections are refused, the server exits 0. Every wait is bounded; the
+server is killed at the end whatever happens.
+
+Environment: LLMGEN (binary, default ./llmgen), LLMGEN_CACHE (default .cache). Exits 1 on any failure.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
+CACHE = os.environ.get("LLMGEN_CACHE", os.path.join(REPO, ".cache"))
+MODEL = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+VENV_PY = os.path.join(CACHE, "venv-serve", "bin", "python")
+KEY = "sk-test-0123456789"
+CTX = 512
+
+if os.path.realpath(sys.prefix) != os.path.realpath(os.path.join(CACHE, "venv-serve")):
+    if not os.path.exists(VENV_PY):
+        print("FAIL  %s missing: run `make serve-venv`" % VENV_PY)
+        sys.exit(1)
+    os.execv(VENV_PY, [VENV_PY, os.path.abspath(__file__)] + sys.argv[1:])
+
+import openai  # noqa: E402  (the venv's)
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok    " if ok else "FAIL  ") + what)
+    sys.stdout.flush()
+    failures += not ok
+
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"], "additionalProperties": False}
+CHAT = [{"role": "user", "content": "What is the capital of France?"}]
+CLI_REQUESTS = [
+    {"id": "greedy", "prompt": "The capital of France is", "max_tokens": 16},
+    {"id": "chat", "messages": CHAT, "max_tokens": 24},
+    {"id": "seed0", "prompt": "Once upon a time", "max_tokens": 12, "temperature": 0.8, "seed": 11},
+    {"id": "seed1", "prompt": "Once upon a time", "max_tokens": 12, "temperature": 0.8, "seed": 12},
+    {"id": "stop", "prompt": "Count: one, two, three,", "max_tokens": 30, "stop": [" six"]},
+    {"id": "logprobs", "messages": CHAT, "max_tokens": 6, "logprobs": 2},
+    {"id": "schema", "messages": [{"role": "user", "content": "Describe a person as JSON."}], "max_tokens": 40,
+     "json_schema": SCHEMA},
+]
+
+
+def cli_results():
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for r in CLI_REQUESTS:
+            f.write(json.dumps(r) + "\n")
+        path = f.name
+    try:
+        p = subprocess.run([LLMGEN, "-m", MODEL, "-t", "2", "-c", str(CTX), "--batch", path], capture_output=True,
+                           text=True, timeout=300)
+    finally:
+        os.unlink(path)
+    check(p.returncode == 0, "CLI --batch of the reference requests exits 0 (%s)" % p.stderr.strip()[-200:])
+    return {r["id"]: r for r in map(json.loads, p.stdout.splitlines())}
+
+
+def start_server(extra=()):
+    cmd = [LLMGEN, "serve", "-m", MODEL, "--port", "0", "-t", "2", "--parallel", "3", "-c", str(CTX),
+           "--api-key", KEY, "--timeout", "3", "--max-body", "65536", "--keepalive", "0.5"] + list(extra)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    port, deadline = None, time.time() + 30
+    while port is None and time.time() < deadline:
+        line = p.stderr.readline()
+        if not line:
+            break
+        if "listening on http://127.0.0.1:" in line:
+            port = int(line.split("127.0.0.1:")[1].split()[0])
+    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()  # never let its pipe fill
+    return p, port
+
+
+def http(port, method, path, body=None, key=KEY, raw=None, timeout=60):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data, method=method)
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+def is_error_object(text):
+    try:
+        e = json.loads(text)["error"]
+        return all(k in e for k in ("message", "type", "param", "code"))
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+def metric(port, name):
+    _, text, _ = http(port, "GET", "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.split()[-1])
+    return None
+
+
+def client_checks(port, cli):
+    c = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key=KEY, max_retries=0, timeout=120)
+    # completions, greedy: the CLI's bytes and counts
+    r = c.completions.create(model="m", prompt="The capital of France is", max_tokens=16, temperature=0)
+    g = cli["greedy"]
+    check(r.choices[0].text == g["text"], "completions greedy text equals the CLI's (%r)" % r.choices[0].text)
+    check(r.usage.completion_tokens == len(g["ids"]) and r.usage.prompt_tokens == len(g["prompt_ids"]),
+          "completions usage: %d prompt, %d completion tokens (CLI %d, %d)" % (
+              r.usage.prompt_tokens, r.usage.completion_tokens, len(g["prompt_ids"]), len(g["ids"])))
+    check(r.model == "m" and r.object == "text_completion", "completions reports the model asked for and its object")
+    # the same streamed
+    parts = [ch.choices[0].text for ch in c.completions.create(model="m", prompt="The capital of France is",
+                                                              max_tokens=16, temperature=0, stream=True)
+             if ch.choices]
+    check("".join(parts) == g["text"] and len(parts) > 2, "completions streamed: %d chunks join to the CLI's text" %
+          len(parts))
+    # chat, greedy, whole and streamed
+    r = c.chat.completions.create(model="m", messages=CHAT, max_tokens=24, temperature=0)
+    ch = cli["chat"]
+    check(r.choices[0].message.content == ch["text"] and r.choices[0].message.role == "assistant",
+          "chat greedy content equals the CLI's (%r)" % r.choices[0].message.content)
+    check(r.usage.prompt_tokens == len(ch["prompt_ids"]) and r.usage.completion_tokens == len(ch["ids"]),
+          "chat usage counts equal the CLI's prompt and generated ids")
+    fin = {"eos": "stop", "stop": "stop", "length": "length"}[ch["stop_reason"]]
+    check(r.choices[0].finish_reason == fin, "chat finish_reason %s (CLI stop reason %s)" % (
+        r.choices[0].finish_reason, ch["stop_reason"]))
+    deltas, usage, roles = [], None, 0
+    for chunk in c.chat.completions.create(model="m", messages=CHAT, max_tokens=24, temperature=0, stream=True,
+                                           stream_options={"include_usage": True}):
+        if chunk.usage:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            roles += choice.delta.role == "assistant"
+            if choice.delta.content:
+                deltas.append(choice.delta.content)
+    check("".join(deltas) == ch["text"] and roles == 1, "chat streamed: deltas join to the CLI's text, one role chunk")
+    check(usage is not None and usage.completion_tokens == len(ch["ids"]),
+          "chat streamed: the usage chunk counts the CLI's ids")
+    # n = 2 with a seed: choice i is seed + i
+    r = c.completions.create(model="m", prompt="Once upon a time", max_tokens=12, temperature=0.8, seed=11, n=2)
+    texts = [x.text for x in sorted(r.choices, key=lambda x: x.index)]
+    check(texts == [cli["seed0"]["text"], cli["seed1"]["text"]],
+          "n=2, seed 11: the choices equal the CLI's runs with seeds 11 and 12")
+    check(r.usage.completion_tokens == len(cli["seed0"]["ids"]) + len(cli["seed1"]["ids"]),
+          "n=2: completion_tokens counts both choices")
+    # stop
+    r = c.completions.create(model="m", prompt="Count: one, two, three,", max_tokens=30, temperature=0, stop=" six")
+    check(r.choices[0].text == cli["stop"]["text"] and r.choices[0].finish_reason ==
+          {"stop": "stop", "eos": "stop", "length": "length"}[cli["stop"]["stop_reason"]],
+          "stop string: text and finish_reason equal the CLI's (%r)" % r.choices[0].text)
+    # logprobs
+    r = c.chat.completions.create(model="m", messages=CHAT, max_tokens=6, temperature=0, logprobs=True,
+                                  top_logprobs=2)
+    lp = cli["logprobs"]["logprobs"]
+    got = r.choices[0].logprobs.content
+    same = len(got) == len(lp) and all(
+        abs(a.logprob - b["logprob"]) == 0 and bytes(a.bytes).decode("utf-8", "replace") == b["text"] and
+        [t.logprob for t in a.top_logprobs] == [t["logprob"] for t in b["top"]] for a, b in zip(got, lp))
+    check(same, "chat logprobs (top 2): every token, log-probability and alternative equals the CLI's")
+    # response_format json_schema
+    r = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "Describe a person as JSON."}],
+                                  max_tokens=40, temperature=0,
+                                  response_format={"type": "json_schema",
+                                                   "json_schema": {"name": "person", "schema": SCHEMA}})
+    text = r.choices[0].message.content
+    try:
+        obj = json.loads(text)
+        valid = set(obj) == {"name", "age"} and isinstance(obj["name"], str) and type(obj["age"]) is int
+    except ValueError:
+        valid = False
+    check(valid and text == cli["schema"]["text"], "json_schema: the output validates and equals the CLI's (%r)" % text)
+    # errors through the client
+    bad = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key="wrong", max_retries=0, timeout=30)
+    try:
+        bad.models.list()
+        check(False, "a wrong API key is refused")
+    except openai.AuthenticationError as e:
+        check(e.status_code == 401, "a wrong API key: 401")
+    for kw, param in (({"temperature": "hot"}, "temperature"), ({"presence_penalty": 0.5}, "presence_penalty")):
+        try:
+            c.completions.create(model="m", prompt="x", max_tokens=2, **kw)
+            check(False, "%s refused" % param)
+        except openai.BadRequestError as e:
+            check(e.status_code == 400 and (e.body or {}).get("param") == param, "%s: 400 naming it (%s)" % (
+                param, (e.body or {}).get("message")))
+    try:
+        c.completions.create(model="m", prompt="word " * (CTX + 10), max_tokens=2)
+        check(False, "a prompt over the context is refused")
+    except openai.BadRequestError as e:
+        check((e.body or {}).get("code") == "context_length_exceeded", "a prompt over the context: 400 "
+              "context_length_exceeded")
+    models = c.models.list()
+    check([m.id for m in models.data] == ["SmolLM2-135M-Instruct.Q4_1.gguf"], "/v1/models lists the served model")
+
+
+def raw_checks(port, cli):
+    st, text, _ = http(port, "POST", "/v1/chat/completions", raw=b'{"messages": [')
+    check(st == 400 and is_error_object(text), "malformed JSON: 400 with an error object")
+    st, text, _ = http(port, "POST", "/v1/completions", raw=json.dumps({"prompt": "x" * 70000}).encode())
+    check(st == 413 and is_error_object(text), "a body over --max-body: 413 (%d)" % st)
+    st, text, _ = http(port, "GET", "/v1/nothing")
+    check(st == 404 and is_error_object(text), "an unknown route: 404")
+    st, text, _ = http(port, "POST", "/tokenize", {"content": "The capital of France is"})
+    check(st == 200 and json.loads(text)["tokens"] == cli["greedy"]["prompt_ids"], "/tokenize equals the CLI's ids")
+    st, text, _ = http(port, "POST", "/detokenize", {"tokens": cli["greedy"]["ids"]})
+    check(st == 200 and json.loads(text)["content"] == cli["greedy"]["text"], "/detokenize gives the CLI's text")
+    # raw SSE through curl
+    body = json.dumps({"model": "m", "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0,
+                       "stream": True, "stream_options": {"include_usage": True}})
+    p = subprocess.run(["curl", "-sS", "-N", "-i", "--max-time", "60", "-H", "Authorization: Bearer " + KEY,
+                        "-H", "Content-Type: application/json", "-d", body,
+                        "http://127.0.0.1:%d/v1/completions" % port], capture_output=True, text=True, timeout=90)
+    head, _, events = p.stdout.replace("\r\n", "\n").partition("\n\n")
+    blocks = [b for b in events.split("\n\n") if b.strip()]
+    datas = [b[6:] for b in blocks if b.startswith("data: ")]
+    framed = all(b.startswith("data: ") or b.startswith(":") for b in blocks)
+    parsed = True
+    for d in datas[:-1]:
+        try:
+            json.loads(d)
+        except ValueError:
+            parsed = False
+    check(p.returncode == 0 and "text/event-stream" in head.lower() and framed and parsed and datas and
+          datas[-1] == "[DONE]", "curl: SSE framing (%d events, data: JSON, [DONE] last, text/event-stream)" %
+          len(datas))
+    usage = json.loads(datas[-2]).get("usage") if len(datas) > 1 else None
+    check(usage is not None and usage["completion_tokens"] == 8, "curl: the usage chunk before [DONE]")
+    check((metric(port, 'llmgen_requests_total{status="200"}') or 0) >= 10 and
+          (metric(port, "llmgen_generated_tokens_total") or 0) > 0, "/metrics counts responses and tokens")
+
+
+def disconnect_check(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    body = json.dumps({"prompt": "Tell me a long story.", "max_tokens": 400, "temperature": 0, "stream": True,
+                       "ignore_eos": True}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
+              b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    got = b""
+    while got.count(b"data: ") < 3:
+        k = s.recv(4096)
+        if not k:
+            break
+        got += k
+    busy_during = metric(port, "llmgen_slots_busy")
+    s.close()
+    deadline, busy = time.time() + 10, None
+    while time.time() < deadline:
+        busy = metric(port, "llmgen_slots_busy")
+        if busy == 0:
+            break
+        time.sleep(0.05)
+    gen = metric(port, "llmgen_generated_tokens_total")
+    check(busy_during == 1 and busy == 0, "a client gone mid-stream frees its slot (busy %s, then %s)" % (
+        busy_during, busy))
+    time.sleep(0.5)
+    check(metric(port, "llmgen_generated_tokens_total") == gen, "its generation stopped (no tokens after)")
+
+
+def slowloris_check(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    t0, closed = time.time(), False
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 64
+    served = None
+    for i, b in enumerate(head):
+        try:
+            s.send(bytes([b]))
+        except OSError:
+            closed = True
+            break
+        if i == 5:
+            served = http(port, "GET", "/health")[0]  # another client meanwhile
+        s.settimeout(0.25)
+        try:
+            if s.recv(1) == b"":
+                closed = True
+                break
+        except socket.timeout:
+            pass
+        except OSError:
+            closed = True
+            break
+        if time.time() - t0 > 12:
+            break
+    s.close()
+    check(closed and time.time() - t0 < 8 and served == 200,
+          "slowloris: dropped after %.1f s (--timeout 3), others served meanwhile (%s)" % (time.time() - t0, served))
+
+
+def sigterm_check(p, port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 40, "temperature": 0, "stream": True,
+                       "ignore_eos": True}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " +
+              KEY.encode() + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    got = b""
+    while b"data: {" not in got:
+        k = s.recv(4096)
+        if not k:
+            break
+        got += k
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        refused = False
+    except OSError:
+        refused = True
+    s.settimeout(30)
+    while True:
+        try:
+            k = s.recv(4096)
+        except OSError:
+            break
+        if not k:
+            break
+        got += k
+    s.close()
+    try:
+        rc = p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(b"data: [DONE]" in got and got.count(b'"text"') >= 40, "SIGTERM: the running stream still finishes")
+    check(refused, "SIGTERM: new connections are refused")
+    check(rc == 0, "SIGTERM: the server exits 0 (%s)" % rc)
+
+
+def main():
+    if not os.path.exists(MODEL):
+        print("FAIL  %s missing (make model)" % MODEL)
+        return 1
+    cli = cli_results()
+    p, port = start_server()
+    try:
+        check(port is not None, "the server logs its port")
+        if port is None:
+            return 1
+        deadline, st = time.time() + 60, None
+        while time.time() < deadline:
+            try:
+                st = http(port, "GET", "/health", key=None, timeout=5)[0]
+            except OSError:
+                st = None
+            if st == 200:
+                break
+            time.sleep(0.05)
+        check(st == 200, "/health answers 200 once the model is loaded")
+        client_checks(port, cli)
+        raw_checks(port, cli)
+        disconnect_check(port)
+        slowloris_check(port)
+        sigterm_check(p, port)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+    print("serve: %d failure(s)" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
