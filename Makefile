@@ -236,6 +236,12 @@ family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fix
 	$(REF_VENV)/bin/python tests/gen/make_family_refs.py $(CACHE)
 	$(MLX_VENV)/bin/python tests/gen/make_family_mlx_refs.py $(CACHE)
 
+# Hybrid fixtures (Gated DeltaNet beside gated attention, tests/fixtures/tiny-qwen35-*), their HF references of
+# three prompts up to 300 ids (tests/refs/tiny-qwen35-*, tests/refs/hybrid-fixtures.json); never run by CI.
+.PHONY: hybrid-refs
+hybrid-refs: $(REF_VENV)/.ok  ## regenerate the hybrid fixtures and their HF references
+	$(REF_VENV)/bin/python tests/gen/make_hybrid_refs.py $(CACHE)
+
 # Sliding-window fixtures whose 600 + 48 tokens outgrow llmgen's ring of the window (tests/fixtures/tiny-*-ring-f32,
 # tests/refs/tiny-*-ring-f32.*, tests/refs/ring-fixtures.json); never run by CI.
 .PHONY: ring-refs

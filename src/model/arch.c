@@ -13,7 +13,10 @@
  *   phi3     fused qkv and gate_up tensors; partial rotary; LongRoPE
  *   smollm3  llama with layers that skip RoPE (no_rope_layers)
  *   granite  llama with four scalars: embedding, residual and attention multipliers
- *            and a logit divisor */
+ *            and a logit divisor
+ *   qwen35   Qwen3.5 / 3.6 dense (qwen3_5_text): Gated DeltaNet layers (linear_attention)
+ *            beside full-attention layers with an output gate in q_proj, q/k norms and
+ *            partial rotary; (1 + w) norms (GGUF stores 1 + w) */
 #include "arch.h"
 
 #include <stdio.h>
@@ -41,6 +44,9 @@ static const arch_info ARCHES[] = {
      1e-6, 0, SLIDE_NO_ROPE, 0, KEY_USE_SW | KEY_LAYER_TYPES | KEY_NO_ROPE},
     {"granite", "granite", "GraniteForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 2048, 1, 2, 0, 1e4, 1e-6, 0,
      SLIDE_NONE, 0, KEY_MULTIPLIERS},
+    {"qwen35", "qwen3_5_text", "Qwen3_5ForCausalLM",
+     ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_GATED_DELTANET | ARCH_ATTN_GATE, ACT_SILU, 0, 32768, -1, -1, 256, 1e4,
+     1e-6, 0, SLIDE_NONE, 0, KEY_LAYER_TYPES | KEY_PARTIAL_ROTARY | KEY_LINEAR_ATTN},
 };
 #define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
 
@@ -80,16 +86,39 @@ void arch_list(char *buf, size_t n) {
 /* In the order the loader reports a missing tensor: the file's order of a layer. */
 const layer_slot LAYER_SLOTS[] = {
     {"blk.%d.attn_norm.weight", HF "input_layernorm.weight", F(attn_norm), SZ_DIM, VEC, 0, 0, 1},
-    {"blk.%d.attn_q.weight", HF "self_attn.q_proj.weight", F(wq), SZ_Q, SZ_DIM, 0, ARCH_FUSED_QKV, 0},
-    {"blk.%d.attn_k.weight", HF "self_attn.k_proj.weight", F(wk), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV, 0},
-    {"blk.%d.attn_v.weight", HF "self_attn.v_proj.weight", F(wv), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV, 0},
+    {"blk.%d.attn_q.weight", HF "self_attn.q_proj.weight", F(wq), SZ_Q, SZ_DIM, 0,
+     ARCH_FUSED_QKV | ARCH_ATTN_GATE | SLOT_LINEAR, 0},
+    {"blk.%d.attn_q.weight", HF "self_attn.q_proj.weight", F(wq), SZ_Q2, SZ_DIM, ARCH_ATTN_GATE, SLOT_LINEAR, 0},
+    {"blk.%d.attn_k.weight", HF "self_attn.k_proj.weight", F(wk), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV | SLOT_LINEAR, 0},
+    {"blk.%d.attn_v.weight", HF "self_attn.v_proj.weight", F(wv), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV | SLOT_LINEAR, 0},
     {"blk.%d.attn_qkv.weight", HF "self_attn.qkv_proj.weight", F(w_qkv), SZ_QKV, SZ_DIM, ARCH_FUSED_QKV, 0, 0},
     {"blk.%d.attn_q.bias", HF "self_attn.q_proj.bias", F(q_bias), SZ_Q, VEC, ARCH_QKV_BIAS, 0, 0},
     {"blk.%d.attn_k.bias", HF "self_attn.k_proj.bias", F(k_bias), SZ_KV, VEC, ARCH_QKV_BIAS, 0, 0},
     {"blk.%d.attn_v.bias", HF "self_attn.v_proj.bias", F(v_bias), SZ_KV, VEC, ARCH_QKV_BIAS, 0, 0},
-    {"blk.%d.attn_q_norm.weight", HF "self_attn.q_norm.weight", F(q_norm), SZ_HEAD, VEC, ARCH_QK_NORM, 0, 1},
-    {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm), SZ_HEAD, VEC, ARCH_QK_NORM, 0, 1},
-    {"blk.%d.attn_output.weight", HF "self_attn.o_proj.weight", F(wo), SZ_DIM, SZ_Q, 0, 0, 0},
+    {"blk.%d.attn_q_norm.weight", HF "self_attn.q_norm.weight", F(q_norm), SZ_HEAD, VEC, ARCH_QK_NORM, SLOT_LINEAR,
+     1},
+    {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm), SZ_HEAD, VEC, ARCH_QK_NORM, SLOT_LINEAR,
+     1},
+    {"blk.%d.attn_output.weight", HF "self_attn.o_proj.weight", F(wo), SZ_DIM, SZ_Q, 0, SLOT_LINEAR, 0},
+    /* a Gated DeltaNet layer's mixer (arch.h: wq, wk and wo hold its projections) */
+    {"blk.%d.attn_qkv.weight", HF "linear_attn.in_proj_qkv.weight", F(wq), SZ_LIN_CONV, SZ_DIM,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, 0},
+    {"blk.%d.attn_gate.weight", HF "linear_attn.in_proj_z.weight", F(wk), SZ_LIN_V, SZ_DIM,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, 0},
+    {"blk.%d.ssm_beta.weight", HF "linear_attn.in_proj_b.weight", F(lin_b), SZ_LIN_HEADS, SZ_DIM,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, 0},
+    {"blk.%d.ssm_alpha.weight", HF "linear_attn.in_proj_a.weight", F(lin_a), SZ_LIN_HEADS, SZ_DIM,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, 0},
+    {"blk.%d.ssm_conv1d.weight", HF "linear_attn.conv1d.weight", F(lin_conv), SZ_LIN_TAPS, VEC,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, SLOT_AS_IS},
+    {"blk.%d.ssm_dt.bias", HF "linear_attn.dt_bias", F(lin_dt_bias), SZ_LIN_HEADS, VEC,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, SLOT_AS_IS},
+    {"blk.%d.ssm_a", HF "linear_attn.A_log", F(lin_decay), SZ_LIN_HEADS, VEC, ARCH_GATED_DELTANET | SLOT_LINEAR, 0,
+     SLOT_NEG_EXP},
+    {"blk.%d.ssm_norm.weight", HF "linear_attn.norm.weight", F(lin_norm), SZ_LIN_DV, VEC,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, SLOT_AS_IS},
+    {"blk.%d.ssm_out.weight", HF "linear_attn.out_proj.weight", F(wo), SZ_DIM, SZ_LIN_V,
+     ARCH_GATED_DELTANET | SLOT_LINEAR, 0, 0},
     {"blk.%d.post_attention_norm.weight", HF "post_attention_layernorm.weight", F(post_attn_norm), SZ_DIM, VEC,
      ARCH_POST_NORMS, 0, 1},
     /* Llama's MLP input norm is HF's post_attention_layernorm; Gemma's is pre_feedforward_layernorm */

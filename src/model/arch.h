@@ -30,7 +30,15 @@ enum {
     ARCH_FUSED_GATE_UP = 1 << 6,  /* one gate_up tensor, gate rows then up (Phi-3) */
     ARCH_GGUF_ROPE_PAIRS = 1 << 7,/* llama.cpp's converter permutes Q/K rows so rotary pairs
                                      are (2i, 2i+1) (its "norm" rope); others keep HF's halves */
+    ARCH_GATED_DELTANET = 1 << 8, /* the config's linear_attention layers mix with a Gated DeltaNet
+                                     (LAYER_LINEAR; forward.c, stage_deltanet) instead of attention */
+    ARCH_ATTN_GATE = 1 << 9,      /* q_proj yields per head the query and then a gate: attention's
+                                     output times sigmoid(gate) before o_proj (Qwen3.5) */
 };
+
+/* In a layer_slot's need / without: the slot belongs to (need) or is absent from (without)
+ * the LAYER_LINEAR layers of an ARCH_GATED_DELTANET family. Never a family flag. */
+#define SLOT_LINEAR (1u << 31)
 
 typedef enum { ACT_SILU = 0, ACT_GELU_TANH = 1 } arch_act;
 
@@ -57,6 +65,11 @@ enum {
                                     rope_parameters.{full,sliding}_attention; GGUF rope.freq_base_swa */
     KEY_QUERY_SCALE = 1 << 8,    /* attention scale query_pre_attn_scalar^-0.5; GGUF files have no such
                                     key: head_dim^-0.5 (hidden / heads in a 62-layer model), as llama.cpp */
+    KEY_LINEAR_ATTN = 1 << 9,    /* layer_types may say linear_attention (else every
+                                    full_attention_interval-th layer is full); linear_conv_kernel_dim,
+                                    linear_{key,value}_head_dim, linear_num_{key,value}_heads, and
+                                    partial_rotary_factor 0.25 by default (Qwen3_5TextConfig's defaults);
+                                    GGUF ssm.* and attention.recurrent_layers */
 };
 
 /* One family. Rows are positional, so a row that leaves a field out does not compile
@@ -115,9 +128,19 @@ typedef struct {
     float *post_ffn_norm;    /* (dim) ARCH_POST_NORMS only */
     const tensor *w_qkv;     /* ARCH_FUSED_QKV: the file's fused tensor; wq, wk, wv are views of its rows */
     const tensor *w_gate_up; /* ARCH_FUSED_GATE_UP: likewise for w_gate and w_up */
+    /* A LAYER_LINEAR (Gated DeltaNet) layer has no attention weights: its wq is in_proj_qkv
+     * (conv channels C = 2 * Hk * dk + Hv * dv, dim), wk in_proj_z (Hv * dv, dim), wo out_proj
+     * (dim, Hv * dv), wv NULL; and these (config.h's lin_* sizes): */
+    const tensor *lin_b;     /* (Hv, dim) in_proj_b: beta = sigmoid(b) */
+    const tensor *lin_a;     /* (Hv, dim) in_proj_a: the decay's input */
+    float *lin_conv;         /* (C, K) f32 causal depthwise conv taps, channel after channel */
+    float *lin_dt_bias;      /* (Hv) f32 */
+    float *lin_decay;        /* (Hv) f32 -exp(A_log): g = lin_decay * softplus(a + dt_bias) */
+    float *lin_norm;         /* (dv) f32 the gated RMSNorm's plain weight, shared by the heads */
 } layer_weights;
 
-/* A layer's weight matrices, in one order for every loop that visits them all. */
+/* A layer's weight matrices, in one order for every loop that visits them all (wv NULL on a
+ * Gated DeltaNet layer). */
 #define LAYER_MATRICES 7
 static inline void layer_matrices(const layer_weights *L, const tensor *out[LAYER_MATRICES]) {
     const tensor *ts[LAYER_MATRICES] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
@@ -125,7 +148,22 @@ static inline void layer_matrices(const layer_weights *L, const tensor *out[LAYE
 }
 
 /* Sizes a slot's shape is made of (model_config fields). */
-typedef enum { SZ_DIM, SZ_Q, SZ_KV, SZ_QKV, SZ_HEAD, SZ_FF, SZ_FF2 } slot_size;
+typedef enum {
+    SZ_DIM, SZ_Q, SZ_KV, SZ_QKV, SZ_HEAD, SZ_FF, SZ_FF2,
+    SZ_Q2,       /* 2 * n_heads * head_dim: the query and gate heads of ARCH_ATTN_GATE */
+    SZ_LIN_CONV, /* the DeltaNet's conv channels C */
+    SZ_LIN_V,    /* Hv * dv */
+    SZ_LIN_HEADS,/* Hv */
+    SZ_LIN_DV,   /* dv */
+    SZ_LIN_TAPS, /* C * K: the conv weight, any shape holding that many (HF (C, 1, K), GGUF {K, C}) */
+} slot_size;
+
+/* What the loader does to a vector slot's values (layer_slot.norm). */
+enum {
+    SLOT_AS_IS = 0,
+    SLOT_NORM = 1,    /* a norm weight: (1 + w) for ARCH_NORM_PLUS_ONE from HF and MLX files */
+    SLOT_NEG_EXP = 2, /* -exp(w) in f32 from HF files (A_log); GGUF stores -exp(A_log) (ssm_a) */
+};
 
 /* One tensor of a layer: its names (with %d for the layer index), where it goes in
  * layer_weights, its shape, and when a family has it. A vector slot (cols < 0) is
@@ -137,7 +175,7 @@ typedef struct {
     int cols;                /* a slot_size, or -1 for a vector */
     unsigned need;           /* ARCH_* flags the family must have (0: every family) */
     unsigned without;        /* ARCH_* flags the family must not have */
-    int norm;                /* 1: a norm weight ((1 + w) for ARCH_NORM_PLUS_ONE from HF files) */
+    int norm;                /* SLOT_AS_IS, SLOT_NORM or SLOT_NEG_EXP */
 } layer_slot;
 
 extern const layer_slot LAYER_SLOTS[];

@@ -42,6 +42,7 @@ void config_set_family(model_config *c, const arch_info *a) {
 
 void config_set_layers(model_config *c, const config_layer_spec *s) {
     const arch_info *a = c->family;
+    c->n_linear = 0;
     if (a->slide == SLIDE_NONE) c->sliding_window = 0;
     for (int l = 0; l < c->n_layers && l < CONFIG_MAX_LAYERS; l++) {
         int no_rope = s->no_rope ? s->no_rope[l] != 0 : (a->keys & KEY_NO_ROPE) && (l + 1) % s->no_rope_interval == 0;
@@ -57,7 +58,12 @@ void config_set_layers(model_config *c, const config_layer_spec *s) {
             case SLIDE_NO_ROPE: slide = no_rope; break;
             }
         }
-        c->layer_flags[l] = (uint8_t)((slide && c->sliding_window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0));
+        int linear = 0;
+        if (a->flags & ARCH_GATED_DELTANET)
+            linear = s->linear ? s->linear[l] != 0 : (l + 1) % (s->full_interval > 0 ? s->full_interval : 4) != 0;
+        c->layer_flags[l] = (uint8_t)((slide && c->sliding_window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0) |
+                                      (linear ? LAYER_LINEAR : 0));
+        c->n_linear += linear;
     }
 }
 
@@ -108,6 +114,22 @@ int config_validate(const model_config *c, const char *source, char *err) {
           isfinite(c->rope_high_freq_factor) && c->rope_orig_max_pos > 0))
         return errf(err, "%s: llama3 rope scaling needs factor > 0, 0 < low_freq_factor < "
                     "high_freq_factor and original_max_position_embeddings > 0", source);
+    if (c->n_linear) {
+        const struct {
+            const char *name;
+            int v, hi;
+        } lin[] = {
+            {"linear conv kernel", c->lin_conv, 64},     {"linear key head dim", c->lin_dk, MAX_HEAD_DIM},
+            {"linear value head dim", c->lin_dv, MAX_HEAD_DIM}, {"linear key heads", c->lin_hk, MAX_HEADS},
+            {"linear value heads", c->lin_hv, MAX_HEADS},
+        };
+        for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++)
+            if (!in_range(lin[i].v, lin[i].hi))
+                return errf(err, "%s: %s %d out of range, expected 1..%d", source, lin[i].name, lin[i].v, lin[i].hi);
+        if (c->lin_hv % c->lin_hk)
+            return errf(err, "%s: %d linear value heads are not a multiple of %d linear key heads", source, c->lin_hv,
+                        c->lin_hk);
+    }
     if (c->bos_id < -1 || c->bos_id >= c->vocab_size)
         return errf(err, "%s: bos token id %d outside the vocabulary of %d", source, c->bos_id,
                     c->vocab_size);

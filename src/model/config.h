@@ -25,6 +25,8 @@ typedef enum {
 enum {
     LAYER_SLIDING = 1,  /* attends only the last sliding_window positions */
     LAYER_NO_ROPE = 2,  /* q and k are not rotated (SmolLM3) */
+    LAYER_LINEAR = 4,   /* a Gated DeltaNet layer (ARCH_GATED_DELTANET): no attention, no KV cache;
+                           a conv and a recurrent state per sequence instead (kv_cache.h) */
 };
 
 typedef struct {
@@ -70,7 +72,18 @@ typedef struct {
                              Per-layer overrides are validated here; the weights' shapes then
                              tell each layer's bits and group (affine.c) */
     int quant_group;      /* its default group_size: 32, 64 or 128; 0 if none */
+    /* The Gated DeltaNet layers (LAYER_LINEAR; 0 when the model has none) */
+    int n_linear;         /* LAYER_LINEAR layers */
+    int lin_conv;         /* K: linear_conv_kernel_dim, the conv taps per channel */
+    int lin_dk, lin_dv;   /* linear_key_head_dim, linear_value_head_dim */
+    int lin_hk, lin_hv;   /* linear_num_key_heads, linear_num_value_heads (a multiple of lin_hk:
+                             value head h reads key head h / (lin_hv / lin_hk)) */
 } model_config;
+
+/* The conv channels of a DeltaNet layer: q and k of every key head, then v of every value head. */
+static inline int config_lin_channels(const model_config *c) {
+    return 2 * c->lin_hk * c->lin_dk + c->lin_hv * c->lin_dv;
+}
 
 /* Parse a Hugging Face config.json of a family in the architecture table (by
  * model_type, else an architectures entry); config_json.c. Missing required keys are an
@@ -97,6 +110,10 @@ typedef struct {
     const uint8_t *slides;  /* (n_layers) 1 = slides, the file's own list (layer_types, GGUF's
                                pattern flags); NULL: the family's slide rule */
     const uint8_t *no_rope; /* (n_layers) 1 = no RoPE, the file's own list; NULL: the interval */
+    const uint8_t *linear;  /* (n_layers) 1 = a Gated DeltaNet layer, the file's own list; NULL: every
+                               layer but each full_interval-th (KEY_LINEAR_ATTN families) */
+    int full_interval;      /* KEY_LINEAR_ATTN without a list: layer l is full attention iff
+                               (l + 1) % full_interval == 0 */
 } config_layer_spec;
 
 /* The one rule for which layers slide and which skip RoPE, from the family's row and

@@ -285,7 +285,8 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
     c->rope_theta = (float)theta;
     c->rope_theta_swa = (float)theta_swa;
     double prf;
-    if (json_num_key(root, "partial_rotary_factor", 0, 1.0, &prf, "", path, err) ||
+    /* Qwen3_5TextConfig sets 0.25 when the config leaves it out */
+    if (json_num_key(root, "partial_rotary_factor", 0, d->keys & KEY_LINEAR_ATTN ? 0.25 : 1.0, &prf, "", path, err) ||
         json_num_key(rp, "partial_rotary_factor", 0, prf, &prf, where, path, err))
         return -1;
     /* of these families only Phi-3's attention slices the rotated part off the head */
@@ -331,6 +332,14 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
             return -1;
         c->embed_mult = (float)em, c->residual_mult = (float)rm, c->attn_scale = (float)am, c->logit_div = (float)ls;
     }
+    /* the Gated DeltaNet's sizes, Qwen3_5TextConfig's defaults */
+    if ((d->keys & KEY_LINEAR_ATTN) &&
+        (json_int_key(root, "linear_conv_kernel_dim", 1, 4, &c->lin_conv, path, err) ||
+         json_int_key(root, "linear_key_head_dim", 1, 128, &c->lin_dk, path, err) ||
+         json_int_key(root, "linear_value_head_dim", 1, 128, &c->lin_dv, path, err) ||
+         json_int_key(root, "linear_num_key_heads", 1, 16, &c->lin_hk, path, err) ||
+         json_int_key(root, "linear_num_value_heads", 1, 32, &c->lin_hv, path, err)))
+        return -1;
     return json_bool_key(root, "tie_word_embeddings", d->tied, &c->tied_embeddings, path, err);
 }
 
@@ -341,7 +350,8 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
     const arch_info *a = c->family;
     int use_sw = 1, window = 0;
     config_layer_spec ls = {.max_window_layers = 28, .pattern = 6, .no_rope_interval = 4};
-    uint8_t slides[CONFIG_MAX_LAYERS], no_rope[CONFIG_MAX_LAYERS];
+    uint8_t slides[CONFIG_MAX_LAYERS], no_rope[CONFIG_MAX_LAYERS], linear[CONFIG_MAX_LAYERS];
+    int lin = (a->keys & KEY_LINEAR_ATTN) != 0;
     if ((a->keys & KEY_USE_SW) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
     const json_t *sw = json_object_get(root, "sliding_window");
     if (sw && !json_is_null(sw)) {
@@ -352,7 +362,8 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
     c->sliding_window = use_sw ? window : 0;
     if (json_int_key(root, "max_window_layers", 0, 28, &ls.max_window_layers, path, err) ||
         json_int_key(root, "sliding_window_pattern", 1, 6, &ls.pattern, path, err) ||
-        json_int_key(root, "no_rope_layer_interval", 1, 4, &ls.no_rope_interval, path, err))
+        json_int_key(root, "no_rope_layer_interval", 1, 4, &ls.no_rope_interval, path, err) ||
+        (lin && json_int_key(root, "full_attention_interval", 1, 4, &ls.full_interval, path, err)))
         return -1;
     const json_t *types = a->keys & KEY_LAYER_TYPES ? get(root, "layer_types") : NULL;
     const json_t *norope = a->keys & KEY_NO_ROPE ? get(root, "no_rope_layers") : NULL;
@@ -369,11 +380,15 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
     for (int l = 0; types && l < c->n_layers; l++) {
         const json_t *v = json_array_get(types, (size_t)l);
         const char *t = json_is_string(v) ? json_string_value(v) : "";
-        if (strcmp(t, "full_attention") && strcmp(t, "sliding_attention"))
-            return errf(err, "%s: key 'layer_types' entry %d must be full_attention or sliding_attention", path, l);
+        if (lin ? strcmp(t, "full_attention") && strcmp(t, "linear_attention")
+                : strcmp(t, "full_attention") && strcmp(t, "sliding_attention"))
+            return errf(err, "%s: key 'layer_types' entry %d must be full_attention or %s", path, l,
+                        lin ? "linear_attention" : "sliding_attention");
         slides[l] = !strcmp(t, "sliding_attention");
+        linear[l] = !strcmp(t, "linear_attention");
     }
-    ls.slides = types ? slides : NULL;
+    ls.slides = types && !lin ? slides : NULL;
+    ls.linear = types && lin ? linear : NULL;
     ls.no_rope = norope ? no_rope : NULL;
     config_set_layers(c, &ls);
     return 0;

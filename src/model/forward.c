@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "affine.h"
+#include "deltanet.h"
 #include "ops.h"
 #include "base/util.h"
 
@@ -41,6 +42,9 @@ static int weights_packed(const model *m) {
 }
 
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+/* Rows of q_proj's output per token: twice the query heads with ARCH_ATTN_GATE (query, gate). */
+static int q_rows(const model_config *c) { return (c->flags & ARCH_ATTN_GATE ? 2 : 1) * c->n_heads * c->head_dim; }
 
 /* Buffers of a q8_act for up to nt tokens of up to cols columns; 1 on success. */
 static int q8_act_alloc(q8_act *a, int nt, int cols) {
@@ -84,14 +88,22 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
     s->scores = malloc(att * s->score_ld * sizeof(float));
     s->att_rows = malloc(att * 3 * c->head_dim * sizeof(float));
+    int gated = (c->flags & ARCH_ATTN_GATE) != 0, vd = c->lin_hv * c->lin_dv;
+    if (gated) s->q_gate = malloc(ch * 2 * qd * sizeof(float));
+    if (c->n_linear) {
+        s->lin_ld = config_lin_channels(c) + vd + 2 * c->lin_hv;
+        s->lin_in = malloc(ch * s->lin_ld * sizeof(float));
+        s->lin_out = malloc(ch * vd * sizeof(float));
+    }
+    int lin_ok = (!gated || s->q_gate) && (!c->n_linear || (s->lin_in && s->lin_out));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
     s->seq_logits = max_seqs ? malloc((size_t)max_seqs * c->vocab_size * sizeof(float)) : NULL;
     s->tok_seg = malloc((size_t)s->chunk * sizeof(int));
     s->tok_pos = malloc((size_t)s->chunk * sizeof(int));
     s->kv_ready = malloc((size_t)c->n_kv_heads * sizeof *s->kv_ready);
-    int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd, c->hidden_dim)) &&
+    int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd > vd ? (int)qd : vd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
-    if (!kv_ok || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
+    if (!kv_ok || !lin_ok || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
         !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos ||
         !s->kv_ready) {
         fwd_state_free(s);
@@ -105,6 +117,9 @@ void fwd_state_free(fwd_state *s) {
     free(s->x);
     free(s->xb);
     free(s->shared);
+    free(s->q_gate);
+    free(s->lin_in);
+    free(s->lin_out);
     free(s->rope_cs);
     free(s->hb);
     free(s->scores);
@@ -334,24 +349,32 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
     const model_config *c = &j->m->cfg;
     const layer_weights *L = &j->m->layers[j->layer];
     fwd_state *s = j->s;
-    int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, gated = s->q_gate != NULL;
+    int q_end = q_rows(c);
     for (int t = 0; t < j->nt; t++) {
         const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * c->rot_dim : NULL;
         const fwd_state *kv = j->segs[s->tok_seg[t]].kv;
         int slot = kv_slot(&kv->kv, j->layer, s->tok_pos[t]);
-        for (int r = r0; r < r1 && r < qd; r += hd)
-            head_in(s->q + (size_t)t * qd + r, L->q_bias ? L->q_bias + r : NULL, L->q_norm, cs, c);
-        for (int r = r0 > qd ? r0 : qd; r < r1 && r < qd + kvd; r += hd) {
-            int h = (r - qd) / hd;
+        for (int r = r0; r < r1 && r < q_end; r += hd) {
+            float *q = s->q + (size_t)t * qd + r;
+            if (gated) { /* query head r / (2 hd) into q; a gate head stays where it is */
+                if (r / hd % 2) continue;
+                q = s->q + (size_t)t * qd + r / 2;
+                memcpy(q, s->q_gate + (size_t)t * q_end + r, (size_t)hd * sizeof(float));
+            }
+            head_in(q, L->q_bias ? L->q_bias + r : NULL, L->q_norm, cs, c);
+        }
+        for (int r = r0 > q_end ? r0 : q_end; r < r1 && r < q_end + kvd; r += hd) {
+            int h = (r - q_end) / hd;
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
-            head_in(k, L->k_bias ? L->k_bias + (r - qd) : NULL, L->k_norm, cs, c);
+            head_in(k, L->k_bias ? L->k_bias + (r - q_end) : NULL, L->k_norm, cs, c);
             kv_key_put(s->kv.type, kv_key_head(&kv->kv, c, j->layer, h), slot, k, hd);
         }
         /* rows of V are (kv head, dim) in order: whole heads, as the split is */
-        for (int r = r0 > qd + kvd ? r0 : qd + kvd; r < r1; r += hd) {
-            int h = (r - qd - kvd) / hd;
+        for (int r = r0 > q_end + kvd ? r0 : q_end + kvd; r < r1; r += hd) {
+            int h = (r - q_end - kvd) / hd;
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
-            if (L->v_bias) head_in(v, L->v_bias + (r - qd - kvd), NULL, NULL, c);
+            if (L->v_bias) head_in(v, L->v_bias + (r - q_end - kvd), NULL, NULL, c);
             kv_value_put(s->kv.type, kv_value_head(&kv->kv, c, j->layer, h), slot, v, hd);
         }
     }
@@ -380,10 +403,10 @@ struct attn_job {
  * finishes them before it waits, so the wait ends. */
 static void qkv_rows_done(const matmul_job *j, int r0, int r1) {
     const model_config *c = &j->m->cfg;
-    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    int hd = c->head_dim, qd = q_rows(c), kvd = c->n_kv_heads * hd, qg = qd / c->n_kv_heads;
     int g = -1, rows = 0;
     for (int r = r0; r < r1; r += hd) { /* whole heads: the split's alignment */
-        int h = r < qd ? r / (group * hd) : r < qd + kvd ? (r - qd) / hd : (r - qd - kvd) / hd;
+        int h = r < qd ? r / qg : r < qd + kvd ? (r - qd) / hd : (r - qd - kvd) / hd;
         if (h != g && rows) atomic_fetch_add_explicit(&j->attn->ready[g], rows, memory_order_release);
         rows = h != g ? hd : rows + hd;
         g = h;
@@ -393,7 +416,19 @@ static void qkv_rows_done(const matmul_job *j, int r0, int r1) {
 
 static void wait_kv_head(const attn_job *j, int kvh) {
     const model_config *c = &j->m->cfg;
-    if (j->ready) pool_wait_at_least(j->m->pool, &j->ready[kvh], (c->n_heads / c->n_kv_heads + 2) * c->head_dim);
+    if (j->ready) pool_wait_at_least(j->m->pool, &j->ready[kvh], q_rows(c) / c->n_kv_heads + 2 * c->head_dim);
+}
+
+/* ARCH_ATTN_GATE: attention's output of token row t, heads h0 .. h0 + nh - 1, times
+ * sigmoid(gate) (transformers: attn_output * torch.sigmoid(gate)). */
+static void output_gate(const fwd_state *s, const model_config *c, int t, int h0, int nh) {
+    if (!s->q_gate) return;
+    int hd = c->head_dim, qd = c->n_heads * hd;
+    for (int h = h0; h < h0 + nh; h++) {
+        float *o = s->att_out + (size_t)t * qd + (size_t)h * hd;
+        const float *g = s->q_gate + (size_t)t * 2 * qd + (size_t)(2 * h + 1) * hd;
+        for (int d = 0; d < hd; d++) o[d] = o[d] * (1.0f / (1.0f + expf(-g[d])));
+    }
 }
 
 /* One token of one sequence (a decode step alone): the query heads split into
@@ -413,6 +448,7 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
                          he - h, s->kv.type, kv_key_head(&kv->kv, c, j->layer, kvh), ATT_KBLOCK,
                          kv_value_head(&kv->kv, c, j->layer, kvh), (size_t)hd, kv->kv.layers[j->layer].ring, j->segs[0].pos + 1, j->win, hd, j->scale, sc,
                          s->score_ld, wrap);
+        output_gate(s, c, 0, h, he - h);
         h = he;
     }
 }
@@ -506,8 +542,10 @@ static void attention_rows(const attn_job *j, int ith, int nth) {
             ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv.type,
                              kv_key_head(&g->kv->kv, c, j->layer, kvh), ATT_KBLOCK,
                              kv_value_head(&g->kv->kv, c, j->layer, kvh), (size_t)hd, g->kv->kv.layers[j->layer].ring, g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld, wrap);
-            for (int t = 0; t < nt; t++)
+            for (int t = 0; t < nt; t++) {
                 memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
+                output_gate(s, c, base + t0 + t, kvh * group, group);
+            }
         }
     }
 }
@@ -661,13 +699,14 @@ typedef struct {
 
 static fwd_fusions fusions_of(const fwd_call *f, int l) {
     const layer_weights *L = &f->m->layers[l];
-    int last = l + 1 == f->m->cfg.n_layers;
+    const uint8_t *lf = f->m->cfg.layer_flags;
+    int last = l + 1 == f->m->cfg.n_layers, linear = lf[l] & LAYER_LINEAR;
     return (fwd_fusions){
-        .attention_in_qkv = 1,
+        .attention_in_qkv = !linear,
         .ffn_norm_in_o = f->fold && !L->post_attn_norm,
-        .o_input_in_attention = f->fold && plan_layer(&f->m->plan, l, PASS_O)->int8,
+        .o_input_in_attention = f->fold && !linear && plan_layer(&f->m->plan, l, PASS_O)->int8,
         .attn_norm_in_down = f->fold && !L->post_ffn_norm && !last,
-        .kv_ahead_in_down = f->fold && !last,
+        .kv_ahead_in_down = f->fold && !last && !(lf[l + 1 < f->m->cfg.n_layers ? l + 1 : l] & LAYER_LINEAR),
     };
 }
 
@@ -735,9 +774,9 @@ static void stage_qkv(fwd_call *f, int l) {
     const model_config *c = &f->m->cfg;
     const layer_weights *L = &f->m->layers[l];
     fwd_state *s = f->s;
-    int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    int kvd = c->n_kv_heads * c->head_dim;
     const plan_pass *pp = pass_of(f, l, PASS_QKV);
-    mm_out qkv[] = {{L->wq, s->q, qd}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
+    mm_out qkv[] = {{L->wq, s->q_gate ? s->q_gate : s->q, q_rows(c)}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
     matmul_job j = {.m = f->m, .s = s, .out = qkv, .n_out = 3, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
                     .post = post_qkv, .layer = l, .segs = f->segs, .rope_cs = layer_rope(f, l)};
     attn_job a;
@@ -763,6 +802,61 @@ static void stage_attention(fwd_call *f, int l) {
     pool_run_n(f->m->pool, attention_task, &j, j.nth);
 }
 
+/* A Gated DeltaNet layer's input projections: lin_in = xb @ [in_proj_qkv; in_proj_z; in_proj_b;
+ * in_proj_a]^T, one pass. */
+static void stage_deltanet_in(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    const layer_weights *L = &f->m->layers[l];
+    fwd_state *s = f->s;
+    int C = config_lin_channels(c), vd = c->lin_hv * c->lin_dv, ld = s->lin_ld;
+    const plan_pass *pp = pass_of(f, l, PASS_QKV);
+    mm_out in[] = {{L->wq, s->lin_in, ld}, {L->wk, s->lin_in + C, ld}, {L->lin_b, s->lin_in + C + vd, ld},
+                   {L->lin_a, s->lin_in + C + vd + c->lin_hv, ld}};
+    matmul_job j = {.m = f->m, .s = s, .out = in, .n_out = pp->n, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n};
+    run_matmuls(&j, pp->int8 ? &s->xq : NULL);
+}
+
+typedef struct {
+    const fwd_call *f;
+    int layer, tasks;
+    deltanet_dims d;
+    deltanet_weights w;
+} deltanet_job;
+
+/* Tasks (sequence, key head), dealt round-robin: each runs its sequence's tokens in order
+ * (deltanet_head), so a token's bits do not depend on the split, the batch or the chunk. */
+static void deltanet_task(void *ctx, int ith, int nth) {
+    const deltanet_job *j = ctx;
+    const fwd_call *f = j->f;
+    fwd_state *s = f->s;
+    int hk = j->d.hk, vd = j->d.hv * j->d.dv;
+    for (int task = ith; task < j->tasks; task += nth) {
+        int si = task / hk, g = task % hk, base = 0;
+        for (int i = 0; i < si; i++) base += f->segs[i].n;
+        const fwd_seg *sg = &f->segs[si];
+        kv_cache *kv = &sg->kv->kv;
+        deltanet_head(&j->d, &j->w, g, s->lin_in + (size_t)base * s->lin_ld, (size_t)s->lin_ld, sg->n,
+                      kv_lin_conv(kv, j->layer), kv_lin_state(kv, &f->m->cfg, j->layer),
+                      s->lin_out + (size_t)base * vd, (size_t)vd);
+    }
+}
+
+/* lin_out = the Gated DeltaNet over each sequence's tokens, from the states its earlier
+ * positions left (zero at position 0). */
+static void stage_deltanet(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    const layer_weights *L = &f->m->layers[l];
+    deltanet_job j = {.f = f, .layer = l, .tasks = f->nseg * c->lin_hk,
+                      .d = {c->lin_conv, c->lin_dk, c->lin_dv, c->lin_hk, c->lin_hv, config_lin_channels(c), c->rms_eps},
+                      .w = {L->lin_conv, L->lin_dt_bias, L->lin_decay, L->lin_norm}};
+    size_t floats = (size_t)(c->lin_conv - 1) * config_lin_channels(c) + (size_t)c->lin_hv * c->lin_dk * c->lin_dv;
+    for (int i = 0; i < f->nseg; i++)
+        if (f->segs[i].pos == 0) memset(kv_lin_conv(&f->segs[i].kv->kv, l), 0, floats * sizeof(float));
+    double work = (double)f->n * c->lin_hv * c->lin_dk * c->lin_dv * 4.0 * sizeof(float);
+    int nth = plan_threads(&f->m->plan, work);
+    pool_run_n(f->m->pool, deltanet_task, &j, nth < j.tasks ? nth : j.tasks);
+}
+
 /* xb = att_out @ Wo^T; x += xb unless a post-attention norm comes first. */
 static void stage_o(fwd_call *f, int l) {
     const model_config *c = &f->m->cfg;
@@ -774,8 +868,10 @@ static void stage_o(fwd_call *f, int l) {
     if (gu->int8) q8_act_shape(&s->xq, f->n, c->dim, gu->act_group);
     norm_job nf = {f->m, s, L->ffn_norm, f->n, 0, gu->int8 ? &s->xq : NULL};
     mm_out o[] = {{L->wo, s->xb, c->dim}};
-    matmul_job j = {.m = f->m, .s = s, .out = o, .n_out = 1, .pass = pp, .x = s->att_out,
-                    .ldx = c->n_heads * c->head_dim, .nt = f->n, .post = L->post_attn_norm ? NULL : post_residual,
+    int linear = c->layer_flags[l] & LAYER_LINEAR;
+    matmul_job j = {.m = f->m, .s = s, .out = o, .n_out = 1, .pass = pp, .x = linear ? s->lin_out : s->att_out,
+                    .ldx = linear ? c->lin_hv * c->lin_dv : c->n_heads * c->head_dim, .nt = f->n,
+                    .post = L->post_attn_norm ? NULL : post_residual,
                     .then = fu.ffn_norm_in_o ? &nf : NULL};
     run_matmuls(&j, fu.o_input_in_attention ? &f->xq_o : NULL);
     f->ffn_normed = fu.ffn_norm_in_o;
@@ -858,9 +954,11 @@ static void stage_embed(fwd_call *f) {
         }
     f->n = n;
     rope_tables(m, s, f->segs, n);
-    for (int i = 0; i < f->nseg; i++)
-        if (f->segs[i].pos + f->segs[i].n > f->segs[i].kv->kv.written)
-            f->segs[i].kv->kv.written = f->segs[i].pos + f->segs[i].n;
+    for (int i = 0; i < f->nseg; i++) {
+        kv_cache *kv = &f->segs[i].kv->kv;
+        if (kv->lin && (f->segs[i].n > 1 || f->segs[i].pos == 0)) kv_lin_snapshot(kv, f->segs[i].pos);
+        if (f->segs[i].pos + f->segs[i].n > kv->written) kv->written = f->segs[i].pos + f->segs[i].n;
+    }
 }
 
 /* logits = rmsnorm(x) @ lm_head^T [/ scale] [soft-cap]: every token's when the caller asked
@@ -898,8 +996,13 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
     f.fold = f.n >= 2 * pool_size(m->pool) && f.n <= FOLD_MAX_T;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         stage_attn_norm(&f, l);
-        stage_qkv(&f, l);
-        stage_attention(&f, l);
+        if (m->cfg.layer_flags[l] & LAYER_LINEAR) {
+            stage_deltanet_in(&f, l);
+            stage_deltanet(&f, l);
+        } else {
+            stage_qkv(&f, l);
+            stage_attention(&f, l);
+        }
         stage_o(&f, l);
         stage_post_attn_norm(&f, l);
         stage_ffn_norm(&f, l);
@@ -907,7 +1010,7 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         stage_down(&f, l);
         stage_post_ffn_norm(&f, l);
     }
-    stage_logits(&f);
+    if (!s->no_logits) stage_logits(&f);
 }
 
 void forward(const model *m, fwd_state *s, const int32_t *ids, int n, int pos) {

@@ -35,6 +35,12 @@ typedef struct {
                          the last token of the whole run (LongRoPE picks its factors by it);
                          0: each call's own end */
     float *att_out;   /* (chunk, n_heads * head_dim) attention output before wo */
+    float *q_gate;    /* ARCH_ATTN_GATE: (chunk, 2 * n_heads * head_dim) q_proj's output, per head the
+                         query (copied to q once normed and rotated) then the output gate; else NULL */
+    float *lin_in;    /* LAYER_LINEAR layers: (chunk, lin_ld) the input projections (conv channels, z,
+                         b, a; deltanet.h), the conv's output in place of its inputs; else NULL */
+    float *lin_out;   /* (chunk, lin_hv * lin_dv) the DeltaNet's output before out_proj */
+    int lin_ld;
     float *hb;        /* (chunk, hidden_dim) gate, then silu(gate) * up */
     float *hb2;       /* (chunk, hidden_dim) up; overlaps q .. v_new (see shared) */
     float *scores;    /* (n_threads, ATT_TOKENS * group, score_ld) attention scores, one block
@@ -43,6 +49,8 @@ typedef struct {
                          queries gathered (token, head of the group), its outputs, and the
                          part of the outputs after a ring's wrap (ops_attend_block) */
     float *logits;    /* (vocab) logits of the last token of the last call */
+    int no_logits;    /* set by the caller: forward() leaves logits as they are (a rerun that only
+                         rebuilds the states, kv_cache.h's snapshot) */
     float *logits_all; /* (chunk, vocab) or NULL (the default): when set by the caller (who
                          owns it), forward() writes the logits of every token of the call
                          here, row t for token t, and s->logits as well */

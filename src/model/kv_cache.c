@@ -28,19 +28,29 @@ int kv_cache_init(kv_cache *kv, const model_config *c, int ctx, dtype type) {
     kv->ring = ring && ring < ctx ? ring : 0;
     kv->layers = malloc((size_t)c->n_layers * sizeof *kv->layers);
     if (!kv->layers) return -1;
-    size_t k_elems = 0, v_elems = 0;
+    size_t k_elems = 0, v_elems = 0, lin = 0;
+    size_t lin_layer = (size_t)(c->lin_conv - 1) * config_lin_channels(c) + (size_t)c->lin_hv * c->lin_dk * c->lin_dv;
     for (int l = 0; l < c->n_layers; l++) {
         int r = c->layer_flags[l] & LAYER_SLIDING ? kv->ring : 0, cap = r ? r : ctx;
-        kv->layers[l] = (kv_layer){r, k_elems, v_elems};
+        kv->layers[l] = (kv_layer){r, k_elems, v_elems, lin};
+        if (c->layer_flags[l] & LAYER_LINEAR) {
+            lin += lin_layer;
+            continue;
+        }
         k_elems += kvd * (size_t)((cap + ATT_KBLOCK - 1) / ATT_KBLOCK * ATT_KBLOCK);
         v_elems += kvd * (size_t)kv_value_cap(type, cap);
     }
     /* calloc of large blocks maps zero pages lazily: the cache costs memory as it fills */
     size_t esz = dtype_row_bytes(type, 1);
-    kv->bytes = (k_elems + v_elems) * esz;
-    kv->k = calloc(k_elems, esz);
-    kv->v = calloc(v_elems, esz);
-    if (!kv->k || !kv->v) {
+    kv->bytes = (k_elems + v_elems) * esz + lin * sizeof(float);
+    kv->k = calloc(k_elems ? k_elems : 1, esz);
+    kv->v = calloc(v_elems ? v_elems : 1, esz);
+    kv->lin_floats = lin;
+    kv->lin = lin ? calloc(lin, sizeof(float)) : NULL;
+    kv->lin_snap = lin ? calloc(lin, sizeof(float)) : NULL;
+    kv->snap_pos = -1;
+    kv->bytes += lin * sizeof(float);
+    if (!kv->k || !kv->v || (lin && (!kv->lin || !kv->lin_snap))) {
         kv_cache_free(kv);
         return -1;
     }
@@ -51,7 +61,25 @@ void kv_cache_free(kv_cache *kv) {
     free(kv->layers);
     free(kv->k);
     free(kv->v);
+    free(kv->lin);
+    free(kv->lin_snap);
     memset(kv, 0, sizeof *kv);
+}
+
+void kv_lin_snapshot(kv_cache *kv, int pos) {
+    memcpy(kv->lin_snap, kv->lin, kv->lin_floats * sizeof(float));
+    kv->snap_pos = pos;
+}
+
+int kv_lin_restore(kv_cache *kv) {
+    if (kv->snap_pos >= 0) memcpy(kv->lin, kv->lin_snap, kv->lin_floats * sizeof(float));
+    return kv->snap_pos;
+}
+
+float *kv_lin_conv(const kv_cache *kv, int l) { return kv->lin + kv->layers[l].lin_off; }
+
+float *kv_lin_state(const kv_cache *kv, const model_config *c, int l) {
+    return kv->lin + kv->layers[l].lin_off + (size_t)(c->lin_conv - 1) * config_lin_channels(c);
 }
 
 /* Positions layer l's cache holds, and its key blocks per head. */
@@ -98,6 +126,17 @@ static int window_block(const model_config *c, int pos) {
 size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int save) {
     size_t at = 0;
     for (int l = 0; l < c->n_layers; l++) {
+        if (c->layer_flags[l] & LAYER_LINEAR) {
+            size_t nb = ((size_t)(c->lin_conv - 1) * config_lin_channels(c) +
+                         (size_t)c->lin_hv * c->lin_dk * c->lin_dv) * sizeof(float);
+            if (buf) {
+                char *b = (char *)buf + at;
+                if (save) memcpy(b, kv_lin_conv(kv, l), nb);
+                else memcpy(kv_lin_conv(kv, l), b, nb);
+            }
+            at += nb;
+            continue;
+        }
         /* a ring past its length holds its every slot; before, as a plain cache, [0, pos) */
         int held = kv->layers[l].ring && pos > kv->layers[l].ring ? kv->layers[l].ring : pos;
         int kb = (held + ATT_KBLOCK - 1) / ATT_KBLOCK;
@@ -113,6 +152,7 @@ size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int 
             at += kbytes + vbytes;
         }
     }
+    if (buf && !save) kv->snap_pos = -1;
     if (buf && !save) {
         /* the saved ring's slots may hold positions past pos (a pass taken back before
          * the save): count as written every position a rewind to pos allows, so that no
@@ -124,7 +164,9 @@ size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int 
 }
 
 int kv_cache_can_rewind(const kv_cache *kv, const model_config *c, int pos) {
-    if (!kv->ring || pos <= 0) return 1;
+    if (pos <= 0) return 1;
+    if (kv->lin) return pos >= kv->written || (kv->snap_pos >= 0 && pos >= kv->snap_pos);
+    if (!kv->ring) return 1;
     /* the next token's read starts here (ops_attend_block); a slot of a position p
      * before pos may hold p + ring (or later) once that was written */
     return (int64_t)window_block(c, pos) + kv->ring >= kv->written;

@@ -23,6 +23,7 @@ typedef struct {
                          layer): a ring buffer of `ring` positions, position p in slot p % ring */
     size_t k_off;     /* elements of k before this layer's keys */
     size_t v_off;     /* elements of v before this layer's values */
+    size_t lin_off;   /* a LAYER_LINEAR layer (no keys, no values): floats of lin before its states */
 } kv_layer;
 
 typedef struct {
@@ -45,7 +46,15 @@ typedef struct {
     int ring;         /* positions a sliding-window layer keeps (kv_ring_size), 0 when every
                          layer keeps ctx (no sliding layers, or a context no longer than that) */
     kv_layer *layers; /* (n_layers) each layer's place in k and v */
-    size_t bytes;     /* bytes of k and v together */
+    float *lin;       /* the LAYER_LINEAR layers' states, f32 in every mode (kv_lin_conv, kv_lin_state);
+                         NULL without such layers. They hold what the sequence's positions [0, written)
+                         left, so the sequence can go back only to 0 (kv_cache_can_rewind) */
+    size_t lin_floats;
+    float *lin_snap;  /* (lin_floats) the states as they stood at position snap_pos: taken by every
+                         forward call of several tokens (and at position 0), so that a sequence can go
+                         back to any position from snap_pos on by running its ids from there again */
+    int snap_pos;     /* -1: no snapshot */
+    size_t bytes;     /* bytes of k, v and lin together */
     int written;      /* 1 + the last position written since the cache was empty (the
                          caller resets it with its position): what a ring may have overwritten */
 } kv_cache;
@@ -61,6 +70,16 @@ void kv_cache_free(kv_cache *kv);
  * model without sliding layers. A constant of the model, so that a sequence's bits
  * (where a read wraps) do not depend on its context size or batch. */
 int kv_ring_size(const model_config *c);
+
+/* A LAYER_LINEAR layer's conv state, (lin_conv - 1, conv channels) oldest input first, and its
+ * recurrent state, (lin_hv, lin_dk, lin_dv). */
+float *kv_lin_conv(const kv_cache *kv, int l);
+float *kv_lin_state(const kv_cache *kv, const model_config *c, int l);
+
+/* The LAYER_LINEAR states into the snapshot, as position pos has them; back from it (returns
+ * its position, -1 when there is none). */
+void kv_lin_snapshot(kv_cache *kv, int pos);
+int kv_lin_restore(kv_cache *kv);
 
 /* Layer l's keys of kv head h: (blocks, head_dim, ATT_KBLOCK); values: (ctx or ring,
  * rounded up to even for BF16's position pairs, head_dim). */
@@ -93,7 +112,8 @@ void kv_value_put(dtype type, void *vh, int slot, const float *x, int hd);
 
 /* The cache a sequence at position pos holds, as one flat run of bytes (per layer
  * and kv head: the key blocks, then the value rows, of positions [0, pos), or of
- * the whole ring once pos passes it, slot by slot): copied into buf (save = 1) or
+ * the whole ring once pos passes it, slot by slot; per LAYER_LINEAR layer its conv and
+ * recurrent states, as position pos left them): copied into buf (save = 1) or
  * from it (save = 0, which also sets kv->written to pos, or with a ring to the last
  * position a rewind to pos allows: the saved slots may hold any of them); buf NULL:
  * only the size.
@@ -102,7 +122,10 @@ size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int 
 
 /* 1 if the cache still holds every position a token at position pos reads (its
  * window), so that a sequence can go back to pos and continue: always without a
- * ring; with one, unless a later position has overwritten a slot in that window. */
+ * ring; with one, unless a later position has overwritten a slot in that window.
+ * With LAYER_LINEAR layers (whose states cannot be rolled back) pos 0, pos >= written,
+ * and the positions from the snapshot's on (the caller restores it and runs the ids
+ * from snap_pos to pos again). */
 int kv_cache_can_rewind(const kv_cache *kv, const model_config *c, int pos);
 
 #endif

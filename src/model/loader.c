@@ -82,12 +82,14 @@ static int get_matrix(model *m, const char *name, int64_t rows, int64_t cols,
     return 0;
 }
 
-/* A 1-D vector of n elements, copied to f32 (norm weights are tiny). */
-static int get_vector(const model *m, const char *name, int64_t n, float **out, char *err) {
+/* A 1-D vector of n elements, copied to f32 (norm weights are tiny); any_shape: any tensor of
+ * n elements (a conv weight). */
+static int get_vector(const model *m, const char *name, int64_t n, int any_shape, float **out, char *err) {
     const tensor *t = find_tensor(m, name);
     if (!t) return errf(err, "%s: missing tensor %s", m->path, name);
-    if (t->ndim != 1 || t->shape[0] != n)
-        return errf(err, "%s: tensor %s should be a vector of %lld elements", m->path, name, (long long)n);
+    if (any_shape ? tensor_numel(t) != n : t->ndim != 1 || t->shape[0] != n)
+        return errf(err, "%s: tensor %s should %s %lld elements", m->path, name, any_shape ? "hold" : "be a vector of",
+                    (long long)n);
     if (t->type != DT_F32 && t->type != DT_F16 && t->type != DT_BF16)
         return errf(err, "%s: tensor %s has dtype %s; expected F32, F16 or BF16", m->path, name,
                     dtype_name(t->type));
@@ -116,13 +118,21 @@ static int64_t slot_dim(const model_config *c, slot_size s) {
     case SZ_HEAD: return c->head_dim;
     case SZ_FF: return c->hidden_dim;
     case SZ_FF2: return 2 * (int64_t)c->hidden_dim;
+    case SZ_Q2: return 2 * (int64_t)c->n_heads * c->head_dim;
+    case SZ_LIN_CONV: return config_lin_channels(c);
+    case SZ_LIN_V: return (int64_t)c->lin_hv * c->lin_dv;
+    case SZ_LIN_HEADS: return c->lin_hv;
+    case SZ_LIN_DV: return c->lin_dv;
+    case SZ_LIN_TAPS: return (int64_t)config_lin_channels(c) * c->lin_conv;
     }
     return 0;
 }
 
-/* The family of c has this slot (two slots may fill one field, in different families). */
-static int slot_used(const model_config *c, const layer_slot *sl) {
-    return (c->flags & sl->need) == sl->need && !(c->flags & sl->without);
+/* Layer l of c has this slot: its family has it (two slots may fill one field, in different
+ * families), and SLOT_LINEAR matches the layer's kind. */
+static int slot_used(const model_config *c, int l, const layer_slot *sl) {
+    unsigned f = c->flags | (c->layer_flags[l] & LAYER_LINEAR ? SLOT_LINEAR : 0);
+    return (f & sl->need) == sl->need && !(f & sl->without);
 }
 
 /* A norm weight as the forward pass multiplies by it: Gemma's (1 + w) from HF and
@@ -154,13 +164,15 @@ static int load_layer(model *m, int l, char *err) {
     char name[128];
     for (int i = 0; i < N_LAYER_SLOTS; i++) {
         const layer_slot *sl = &LAYER_SLOTS[i];
-        if (!slot_used(c, sl)) continue;
+        if (!slot_used(c, l, sl)) continue;
         snprintf(name, sizeof name, m->gguf ? sl->gguf : sl->hf, l);
         void *field = (char *)L + sl->field;
         int64_t rows = slot_dim(c, sl->rows);
         if (sl->cols < 0) {
-            if (get_vector(m, name, rows, (float **)field, err)) return -1;
-            if (sl->norm) norm_plus_one(m, *(float **)field, rows);
+            if (get_vector(m, name, rows, sl->rows == SZ_LIN_TAPS, (float **)field, err)) return -1;
+            if (sl->norm == SLOT_NORM) norm_plus_one(m, *(float **)field, rows);
+            if (sl->norm == SLOT_NEG_EXP && !m->gguf)
+                for (int64_t i = 0; i < rows; i++) (*(float **)field)[i] = -expf((*(float **)field)[i]);
         } else if (get_matrix(m, name, rows, slot_dim(c, (slot_size)sl->cols), (const tensor **)field, err)) {
             return -1;
         }
@@ -193,7 +205,7 @@ static int load_weights(model *m, char *err) {
     if (get_matrix(m, g ? "token_embd.weight" : "model.embed_tokens.weight", c->vocab_size, c->dim, &m->tok_embd,
                    err))
         return -1;
-    if (get_vector(m, g ? "output_norm.weight" : "model.norm.weight", c->dim, &m->out_norm, err)) return -1;
+    if (get_vector(m, g ? "output_norm.weight" : "model.norm.weight", c->dim, 0, &m->out_norm, err)) return -1;
     norm_plus_one(m, m->out_norm, c->dim);
     if (c->tied_embeddings) {
         m->lm_head = m->tok_embd;
@@ -219,7 +231,8 @@ static int load_weights(model *m, char *err) {
     for (int l = 0; l < c->n_layers; l++) {
         const tensor *ts[LAYER_MATRICES];
         layer_matrices(&m->layers[l], ts);
-        for (int i = 0; i < LAYER_MATRICES; i++) note_type(m, ts[i]->type);
+        for (int i = 0; i < LAYER_MATRICES; i++)
+            if (ts[i]) note_type(m, ts[i]->type);
     }
     return 0;
 }
@@ -556,7 +569,7 @@ void model_free(model *m) {
     if (m->layers) {
         for (int l = 0; l < m->cfg.n_layers; l++)
             for (int i = 0; i < N_LAYER_SLOTS; i++)
-                if (slot_used(&m->cfg, &LAYER_SLOTS[i]) && LAYER_SLOTS[i].cols < 0)
+                if (slot_used(&m->cfg, l, &LAYER_SLOTS[i]) && LAYER_SLOTS[i].cols < 0)
                     free(*(float **)((char *)&m->layers[l] + LAYER_SLOTS[i].field));
         free(m->layers);
     }

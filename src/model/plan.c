@@ -112,7 +112,7 @@ static void plan_shape(plan *p, const kernels *k, int settled) {
     for (int l = 0; l < p->n_layers; l++) {
         plan_pass *ps = &p->layers[(size_t)l * PLAN_LAYER_PASSES];
         for (int i = 0; i < PLAN_LAYER_PASSES; i++) {
-            dtype kt[3];
+            dtype kt[4];
             for (int j = 0; j < ps[i].n; j++) kt[j] = kernel_type(k, ps[i].w[j], p->exact, settled);
             pass_shape(&ps[i], k, kt, settled);
         }
@@ -138,6 +138,8 @@ int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor 
         plan_pass *ps = &p->layers[(size_t)l * PLAN_LAYER_PASSES];
         /* q, k and v split in whole heads (the rope and cache write after each piece) */
         ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->wv}, .n = 3, .align = lcm16(head_dim)};
+        if (!L->wv) /* a Gated DeltaNet layer: in_proj_qkv and in_proj_z (arch.h) */
+            ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->lin_b, L->lin_a}, .n = 4, .align = MM_ALIGN};
         ps[PASS_O] = (plan_pass){.w = {L->wo}, .n = 1, .align = MM_ALIGN};
         ps[PASS_GATE_UP] = (plan_pass){.w = {L->w_gate, L->w_up}, .n = 2, .side_by_side = 1};
         ps[PASS_DOWN] = (plan_pass){.w = {L->w_down}, .n = 1, .align = MM_ALIGN};

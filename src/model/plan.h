@@ -40,7 +40,8 @@ dtype plan_kernel_type(plan_route r, const tensor *w);
 enum { PASS_QKV, PASS_O, PASS_GATE_UP, PASS_DOWN, PLAN_LAYER_PASSES };
 
 typedef struct {
-    const tensor *w[3];  /* q, k, v / o / gate, up / down / lm_head */
+    const tensor *w[4];  /* q, k, v / o / gate, up / down / lm_head; a Gated DeltaNet layer's
+                            qkv, z, b, a (arch.h) */
     int n;
     int side_by_side;    /* 1: each thread takes the same rows of every matrix (gate and up, so
                             that SwiGLU and the down projection's quantization stay in-thread);

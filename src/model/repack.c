@@ -367,7 +367,7 @@ int repack_weights(model *m, char *err) {
         const tensor *ts[LAYER_MATRICES];
         layer_matrices(&m->layers[l], ts);
         for (int i = 0; i < LAYER_MATRICES; i++)
-            if (repack_tensor(m, ts[i], err) || repack_affine4(m, ts[i], err))
+            if (ts[i] && (repack_tensor(m, ts[i], err) || repack_affine4(m, ts[i], err)))
                 return -1;
     }
     return 0;

@@ -54,9 +54,41 @@ int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, in
     return kv_cache_can_rewind(&s->st.kv, &s->owner->m->cfg, k) ? k : 0;
 }
 
+static void run_chunks(llmgen_session *s, const int32_t *ids, int n);
+static llmgen_status acquire(llmgen_session *s, char *err, size_t errlen);
+static void release(llmgen_session *s);
+
+/* The recurrent states of a LAYER_LINEAR model as position pos has them, back from the
+ * snapshot of an earlier position (kv_cache.h) by running the ids from there to pos again;
+ * -1 when that cannot be done now. */
+static int lin_rerun(llmgen_session *s, int pos) {
+    kv_cache *kv = &s->st.kv;
+    int snap = kv->snap_pos, n = pos - snap;
+    if (snap < 0 || snap > pos) return -1;
+    int32_t *ids = n ? malloc((size_t)n * sizeof *ids) : NULL;
+    char e[ERR_LEN];
+    if ((n && !ids) || (n && acquire(s, e, sizeof e))) {
+        free(ids);
+        return -1;
+    }
+    kv_lin_restore(kv);
+    kv->written = snap;
+    s->pos = snap;
+    if (n) {
+        memcpy(ids, s->fed + snap, (size_t)n * sizeof *ids);
+        s->st.no_logits = 1;
+        run_chunks(s, ids, n);
+        s->st.no_logits = 0;
+        release(s);
+    }
+    free(ids);
+    return 0;
+}
+
 void llmgen_session_rewind(llmgen_session *s, int pos) {
     if (pos < 0 || pos > s->pos) return;
     if (!kv_cache_can_rewind(&s->st.kv, &s->owner->m->cfg, pos)) pos = 0; /* see llmgen.h */
+    if (s->st.kv.lin && pos > 0 && pos < s->st.kv.written && lin_rerun(s, pos)) pos = 0;
     s->pos = pos;
     if (!pos) s->st.kv.written = 0;
 }

@@ -171,3 +171,9 @@ Test(batch, bad_uses) {
     llmgen_batch_free(b);
     llmgen_model_free(m);
 }
+
+/* A hybrid model: each sequence's Gated DeltaNet states are its own in a batch. */
+Test(batch, hybrid_same_logits_bytes_alone_and_batched) {
+    for (int threads = 1; threads <= 2; threads++)
+        for (int exact = 0; exact <= 1; exact++) check_model("tests/fixtures/tiny-qwen35-gdn-f32", exact, threads);
+}

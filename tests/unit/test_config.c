@@ -346,6 +346,41 @@ Test(config_json, families) {
     expect_bad("{\"model_type\": \"gemma3_text\", " SIZES ", \"attn_logit_softcapping\": 50.0}", "attn_logit_softcapping");
 }
 
+/* Qwen3.5: Gated DeltaNet layers by full_attention_interval (default 4) or layer_types; the
+ * class defaults of the linear sizes and of partial_rotary_factor (0.25). */
+Test(config_json, qwen35_hybrid) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    cr_assert_eq(parse("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"head_dim\": 32}", &c, err, &t), 0, "%s", err);
+    cr_expect_str_eq(c.arch, "qwen35");
+    cr_expect(c.flags & ARCH_GATED_DELTANET && c.flags & ARCH_ATTN_GATE && c.flags & ARCH_NORM_PLUS_ONE);
+    for (int l = 0; l < 6; l++) cr_expect_eq(c.layer_flags[l], l == 3 ? 0 : LAYER_LINEAR, "layer %d", l);
+    cr_expect_eq(c.n_linear, 5);
+    cr_expect_eq(c.rot_dim, 8);
+    cr_expect(c.lin_conv == 4 && c.lin_dk == 128 && c.lin_dv == 128 && c.lin_hk == 16 && c.lin_hv == 32);
+    drop(&t);
+    cr_assert_eq(parse("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"full_attention_interval\": 2, "
+                       "\"linear_num_key_heads\": 2, \"linear_num_value_heads\": 6, \"linear_conv_kernel_dim\": 3, "
+                       "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e7, "
+                       "\"partial_rotary_factor\": 0.5}}", &c, err, &t), 0, "%s", err);
+    for (int l = 0; l < 6; l++) cr_expect_eq(c.layer_flags[l], l % 2 ? 0 : LAYER_LINEAR, "layer %d", l);
+    cr_expect(c.lin_hk == 2 && c.lin_hv == 6 && c.lin_conv == 3 && c.rot_dim == 128 && c.rope_theta == 1e7f);
+    drop(&t);
+    cr_assert_eq(parse("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"layer_types\": [\"full_attention\", "
+                       "\"linear_attention\", \"full_attention\", \"full_attention\", \"linear_attention\", "
+                       "\"full_attention\"]}", &c, err, &t), 0, "%s", err);
+    for (int l = 0; l < 6; l++) cr_expect_eq(c.layer_flags[l], l == 1 || l == 4 ? LAYER_LINEAR : 0, "layer %d", l);
+    drop(&t);
+    expect_bad("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"linear_num_key_heads\": 4, "
+               "\"linear_num_value_heads\": 6}", "6 linear value heads are not a multiple of 4 linear key heads");
+    expect_bad("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"linear_conv_kernel_dim\": 0}",
+               "'linear_conv_kernel_dim' must be an integer >= 1");
+    expect_bad("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"layer_types\": [\"sliding_attention\", "
+               "\"full_attention\", \"full_attention\", \"full_attention\", \"full_attention\", "
+               "\"full_attention\"]}", "must be full_attention or linear_attention");
+}
+
 /* Every row of the architecture table carries every fact: names, a valid activation and
  * slide rule, config class defaults in range, and names no other row has. A row that
  * leaves a field out does not compile; this catches one whose values are wrong. */
@@ -369,7 +404,7 @@ Test(arch_table, every_row_is_complete) {
         cr_expect(a->sw_default >= 0, "%s: default window", n);
         cr_expect(a->slide != SLIDE_NO_ROPE || (a->keys & KEY_NO_ROPE), "%s: slides by no-RoPE without it", n);
         cr_expect(a->slide != SLIDE_NONE || a->sw_default == 0, "%s: a default window that never applies", n);
-        cr_expect(!(a->keys & ~((KEY_QUERY_SCALE << 1) - 1)), "%s: unknown key flags", n);
+        cr_expect(!(a->keys & ~((KEY_LINEAR_ATTN << 1) - 1)), "%s: unknown key flags", n);
         cr_expect_eq(arch_by_gguf(a->name, strlen(a->name)), a, "%s: GGUF name not unique", n);
         cr_expect_eq(arch_by_model_type(a->hf_model_type), a, "%s: model_type not unique", n);
         cr_expect_eq(arch_by_class(a->hf_class), a, "%s: class not unique", n);

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Tiny random hybrid checkpoints (Gated DeltaNet layers beside gated full-attention layers) and their HF
+transformers references (make hybrid-refs; never run by CI).
+
+Usage: make_hybrid_refs.py CACHE      (the venv of requirements-ref.txt)
+
+For each entry of FIXTURES:
+  tests/fixtures/tiny-<family>-<variant>/   config.json and model.safetensors written by save_pretrained
+                                            (random weights, init_weights below)
+  tests/refs/tiny-<...>.json                per prompt (three, of 20, 150 and 300 random ids: longer than
+             + .<case>.logits.bin           the convolution, and the longer two span two and three of
+                                            llmgen's 128-token prefill chunks and several of HF's 64-token
+                                            delta-rule chunks): HF's greedy ids (32 steps), the full logits
+                                            of every step, f32-vs-f64 noise; the layout of
+                                            tests/refs/README.md with a logits file per case
+  tests/refs/hybrid-fixtures.json           per fixture: what it exercises, sha256 of every file, the
+                                            config as transformers loaded it
+
+Greedy decoding is make_refs.py's loop: one forward over the prompt (HF's chunked delta rule), then one
+token per step with the model's own cache (HF's recurrent delta rule); argmax, no EOS stop.
+Also recorded per case: prefill_vs_decode = max |logit| difference between HF's chunked prefill of the
+prompt plus the ids and HF's own token-by-token recurrence over the same sequence (all positions): the
+size of the gap between the two algebraically equal forms, which bounds how closely any per-token
+implementation can follow the chunked prefill.
+"""
+import json
+import math
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_refs as R  # noqa: E402
+import fixturelib as F  # noqa: E402
+
+REPO = R.REPO
+REFS = R.REFS
+FIXT = R.FIXT
+STEPS = 32
+PROMPTS = (("short", 20), ("two-chunks", 150), ("three-chunks", 300))
+SIZE_LIMIT = 1 << 20
+SUMMARY = os.path.join(REFS, "hybrid-fixtures.json")
+
+# name, model_type, config kwargs, what it exercises
+FIXTURES = [
+    ("tiny-qwen35-gdn-f32", "qwen3_5_text",
+     dict(vocab_size=320, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+          num_key_value_heads=2, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+          linear_value_head_dim=24, linear_num_key_heads=2, linear_num_value_heads=4,
+          full_attention_interval=2, tie_word_embeddings=False, rms_norm_eps=1e-6, max_position_embeddings=512,
+          rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
+     "Gated DeltaNet layers 0, 2 (2 key heads of 16, 4 value heads of 24: value head h reads key head "
+     "h / 2; conv kernel 4) and gated full attention 1, 3 (q_proj doubled per head, sigmoid output gate, "
+     "zero-centred q/k norms, partial rotary 8 of 32, GQA 4/2); (1 + w) norms, untied"),
+]
+
+
+def init_weights(model, seed):
+    """O(1) activations and well separated logits: matrices N(0, 1/in) (out_proj, o_proj, down_proj gain 3,
+    lm_head gain 4), zero-centred norms w = 0.1 N(0, 1) (they compute x * (1 + w)), the gated norm of the
+    DeltaNet 1 + 0.1 N(0, 1) (a plain weight), conv taps N(0, 1/4), dt_bias 0.5 N(0, 1), and
+    A_log = log U(0.05, 2): a slower decay than HF's U(0.01, 16) init, so that the state carries tokens
+    far back and a wrong state shows in the logits."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            r = torch.randn(p.shape, generator=g)
+            if name.endswith("linear_attn.norm.weight"):
+                p.copy_(1.0 + 0.1 * r)
+            elif name.endswith("norm.weight"):
+                p.copy_(0.1 * r)
+            elif name.endswith("A_log"):
+                p.copy_(torch.log(0.05 + 1.95 * torch.rand(p.shape, generator=g)))
+            elif name.endswith("dt_bias"):
+                p.copy_(0.5 * r)
+            elif "conv1d" in name:
+                p.copy_(0.5 * r)
+            elif "embed_tokens" in name:
+                p.copy_(r)
+            elif name == "lm_head.weight":
+                p.copy_(r * (4.0 / math.sqrt(p.shape[1])))
+            elif "o_proj" in name or "down_proj" in name or "out_proj" in name:
+                p.copy_(r * (3.0 / math.sqrt(p.shape[1])))
+            else:
+                p.copy_(r / math.sqrt(p.shape[1]))
+
+
+@torch.no_grad()
+def prefill_vs_decode(model, seq):
+    """max |chunked prefill logits - token-by-token recurrence logits| over every position of seq."""
+    full = model(input_ids=torch.tensor([seq])).logits[0].float()
+    out = model(input_ids=torch.tensor([seq[:1]]), use_cache=True)
+    rows = [out.logits[0, -1].float()]
+    for t in seq[1:]:
+        out = model(input_ids=torch.tensor([[t]]), past_key_values=out.past_key_values, use_cache=True)
+        rows.append(out.logits[0, -1].float())
+    return float((full - torch.stack(rows)).abs().max())
+
+
+@torch.no_grad()
+def f64_rel_err(m64, case, rows):
+    seq = case["prompt_ids"] + case["ids"][:len(rows) - 1]
+    logits = m64(input_ids=torch.tensor([seq])).logits[0]
+    p = len(case["prompt_ids"])
+    return [float((torch.from_numpy(r).double() - logits[p - 1 + i]).abs().max() / logits[p - 1 + i].abs().max())
+            for i, r in enumerate(rows)]
+
+
+def rel(path):
+    return os.path.relpath(path, REPO)
+
+
+def build(idx, entry, vers):
+    name, mtype, kw, what = entry
+    torch.manual_seed(8000 + idx)
+    cfg = AutoConfig.for_model(mtype, bos_token_id=1, eos_token_id=2, pad_token_id=None, **kw)
+    model = AutoModelForCausalLM.from_config(cfg)
+    init_weights(model, 8100 + idx)
+    d = os.path.join(FIXT, name)
+    shutil.rmtree(d, ignore_errors=True)
+    model.to(torch.float32).save_pretrained(d)
+    del model
+    m = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    m64 = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float64).eval()
+    rng = np.random.Generator(np.random.PCG64(8200 + idx))
+    cases = []
+    for cname, n in PROMPTS:
+        prompt = [int(x) for x in rng.integers(3, cfg.vocab_size, n)]
+        case, rows = R.run_greedy(m, prompt, STEPS)
+        if len(set(case["ids"])) < 8:
+            sys.exit("hybrid-refs: %s/%s: greedy ids %s lock onto few tokens; retune init" % (name, cname, case["ids"]))
+        case["f64_rel_err"] = f64_rel_err(m64, case, rows)
+        case["prefill_vs_decode"] = prefill_vs_decode(m, prompt + case["ids"][:-1])
+        binname = "%s.%s.logits.bin" % (name, cname)
+        np.stack(rows).astype("<f4").tofile(os.path.join(REFS, binname))
+        case["logits"] = {"file": binname, "rows": len(rows), "dtype": "float32 little-endian",
+                          "row_i": "logits the i-th generated id was chosen from (row 0: prefill)"}
+        cases.append(dict(name=cname, **case))
+        log("%s/%s: %d prompt ids, ids %s..., %d distinct, min gap %.3g, f64 %.1e, prefill vs decode %.1e"
+            % (name, cname, n, case["ids"][:6], len(set(case["ids"])), min(case["gap"]),
+               max(case["f64_rel_err"]), case["prefill_vs_decode"]))
+    loaded = m.config.to_dict()
+    del m, m64
+    files = {}
+    for f in sorted(os.listdir(d)):
+        size = os.path.getsize(os.path.join(d, f))
+        if size >= SIZE_LIMIT:
+            sys.exit("hybrid-refs: %s/%s is %d bytes, over the %d limit" % (name, f, size, SIZE_LIMIT))
+        files[f] = {"bytes": size, "sha256": F.sha256_file(os.path.join(d, f))}
+    source = {"weights": "random (torch.Generator seed %d, init_weights of make_hybrid_refs.py), saved by "
+                         "save_pretrained as float32" % (8100 + idx),
+              "model_type": mtype, "exercises": what,
+              "content_sha256": F.content_hash(os.path.join(d, "model.safetensors"))}
+    ref = dict(model={"repo": rel(d)}, vocab_size=cfg.vocab_size, versions=vers, source=source,
+               settings=R.settings(load="AutoModelForCausalLM.from_pretrained(dir, dtype=float32)", steps=STEPS,
+                                   f64_rel_err="max|f32 - f64| / max|f64| per step, teacher-forced on the f32 ids",
+                                   prefill_vs_decode="max |logit| difference, HF chunked prefill vs HF "
+                                                     "token-by-token recurrence, prompt + ids, all positions"),
+               gguf={"none": "not converted yet"}, cases=cases)
+    R.write_json(os.path.join(REFS, name + ".json"), ref)
+    keys = ("layer_types", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
+            "linear_num_key_heads", "linear_num_value_heads", "rope_parameters", "head_dim",
+            "num_attention_heads", "num_key_value_heads", "tie_word_embeddings", "rms_norm_eps")
+    return dict(family=mtype, exercises=what, files=files,
+                hf_config_as_loaded={k: loaded.get(k) for k in keys if k in loaded})
+
+
+def log(msg):
+    print("hybrid-refs: " + msg, file=sys.stderr, flush=True)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: make_hybrid_refs.py CACHE")
+    torch.set_num_threads(R.THREADS)
+    torch.use_deterministic_algorithms(True)
+    vers = R.versions()
+    t0 = time.time()
+    summary = {e[0]: build(i, e, vers) for i, e in enumerate(FIXTURES)}
+    R.write_json(SUMMARY, {"made_by": "tests/gen/make_hybrid_refs.py (make hybrid-refs)", "versions": vers,
+                           "fixtures": summary})
+    log("done in %.1f s" % (time.time() - t0))
+
+
+if __name__ == "__main__":
+    main()
