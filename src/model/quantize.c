@@ -44,7 +44,7 @@ typedef struct {
     out_kind kind;
     const tensor *src;   /* the input tensor it comes from */
     dtype type;          /* written dtype: U32 for OUT_Q, else the float dtype */
-    int64_t shape[2];
+    int64_t shape[TENSOR_MAX_DIMS];
     int ndim;
     size_t nbytes, offset;
 } out_tensor;
@@ -190,6 +190,7 @@ static int plan(const qjob *j, const st_file *st, int tied, out_tensor **out, in
             add_out(o, &n, t->name, NULL, OUT_COPY, t, pt, t->ndim, t->shape[0],
                     t->ndim > 1 ? t->shape[1] : 1);
             o[n - 1].nbytes = dsize(pt) * (size_t)tensor_numel(t);
+            for (int d = 2; d < t->ndim && d < TENSOR_MAX_DIMS; d++) o[n - 1].shape[d] = t->shape[d]; /* a conv */
             continue;
         }
         int64_t rows = t->shape[0], cols = t->shape[1];

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Hybrid models' per-sequence states (Gated DeltaNet layers): the same bytes however a run is cut up
+(run by `make test`).
+
+Usage: check_hybrid.py
+
+On tests/refs/tiny-qwen35-gdn-f32's longest case (300 prompt ids, 32 greedy ids; check_refs.py compares
+them with HF's), in --exact on the f32 directory and in fast mode on its 8-bit MLX copy (llmgen quantize):
+
+  threads       -t 1 and -t 2 give the same ids and logits bytes (--dump-logits)
+  prompt cache  caches saved after 100 and 260 prompt tokens (the conv and recurrent states saved with
+                the attention layers' KV cache) are reused by the full prompt: ids and logits bytes equal
+                the uncached run; a cache file cut short is ignored with a one-line note
+  batch         four requests through --batch (prefix cache on), --no-prefix-cache, --parallel 2 and
+                --parallel 4: the same ids and logprobs; the prefix cache reuses a prefix that reaches the
+                start of the cached sequence's last pass of several tokens (its states rebuilt from that
+                pass's snapshot, kv_cache.h) and nothing shorter
+  draft         --draft-lookup (speculation: passes of drafts, the rejected part taken back by restoring
+                the states and running the accepted ids again) gives the ids of plain greedy decoding
+
+  fast mode     the 8-bit copy, fast (int8 activations) vs --exact: max rel logit diff <= 0.08 up to the
+                first differing id (check_family_fast.py's bound)
+
+Environment: LLMGEN (binary, default ./llmgen). Standard library only; exits 1 on any failure.
+"""
+import array
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
+REFS = os.path.join(REPO, "tests", "refs")
+NAME = "tiny-qwen35-gdn-f32"
+MAX_REL_Q8 = 0.08  # check_family_fast.py's bound for 8-bit files (int8 activations)
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok    " if ok else "FAIL  ") + what)
+    failures += not ok
+
+
+def run(args, stdin=None):
+    p = subprocess.run([LLMGEN] + args, input=stdin, capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def gen(model, prompt, n, mode, tmp, threads=2, cache=None, extra=()):
+    """ids, logits bytes, cached prompt tokens, stderr of one run."""
+    dump = os.path.join(tmp, "logits.bin")
+    if os.path.exists(dump):
+        os.unlink(dump)
+    args = ["-m", model, "--prompt-ids", ",".join(map(str, prompt)), "-n", str(n), "--ignore-eos", "--json",
+            "-t", str(threads), "--split-all", "--dump-logits", dump] + mode + list(extra) + \
+        (["--prompt-cache", cache] if cache else [])
+    rc, out, err = run(args)
+    if rc:
+        raise RuntimeError("exit %d: %s" % (rc, err.strip()))
+    j = json.loads(out)
+    with open(dump, "rb") as f:
+        return j["ids"], f.read(), j["timings"]["cached_prompt_tokens"], err
+
+
+def check_model(label, model, prompt, want_ids, mode, tmp):
+    n = len(want_ids) if want_ids else 32
+    ids, logits, _, _ = gen(model, prompt, n, mode, tmp)
+    if want_ids:
+        check(ids == want_ids, "%s: %d greedy ids after %d prompt ids equal HF's" % (label, n, len(prompt)))
+    ids1, logits1, _, _ = gen(model, prompt, n, mode, tmp, threads=1)
+    check(ids1 == ids and logits1 == logits, "%s: -t 1 and -t 2: same ids and logits bytes" % label)
+
+    for at in (100, 260):
+        cache = os.path.join(tmp, "p%d.kv" % at)
+        if os.path.exists(cache):
+            os.unlink(cache)
+        gen(model, prompt[:at], 1, mode, tmp, cache=cache)
+        got, got_logits, cached, err = gen(model, prompt, n, mode, tmp, cache=cache)
+        check(got == ids and got_logits == logits and cached == at and not err,
+              "%s: --prompt-cache after %d tokens: reused %d, ids and logits bytes equal the uncached run"
+              % (label, at, cached))
+    cut = os.path.join(tmp, "cut.kv")
+    with open(os.path.join(tmp, "p260.kv"), "rb") as f:
+        data = f.read()
+    with open(cut, "wb") as f:
+        f.write(data[:len(data) - 4096])
+    got, got_logits, cached, err = gen(model, prompt, n, mode, tmp, cache=cut)
+    check(got == ids and got_logits == logits and cached == 0 and err.count("\n") == 1,
+          "%s: a prompt cache cut short is ignored with a one-line note (%r)" % (label, err.strip()))
+
+    got, _, _, _ = gen(model, prompt, n, mode, tmp, extra=["--draft-lookup"])
+    check(got == ids, "%s: --draft-lookup gives the greedy ids" % label)
+
+    reqs = [{"id": "full", "prompt_ids": prompt, "max_tokens": n},
+            {"id": "260", "prompt_ids": prompt[:260] + [5, 6, 7], "max_tokens": 8},
+            {"id": "again", "prompt_ids": prompt, "max_tokens": n},
+            {"id": "100", "prompt_ids": prompt[:100] + [9], "max_tokens": 8}]
+    text = "".join(json.dumps(dict(r, ignore_eos=True, logprobs=0)) + "\n" for r in reqs)
+    runs = {}
+    for name, extra in [("cached", []), ("uncached", ["--no-prefix-cache"]), ("parallel 2", ["--parallel", "2"]),
+                        ("parallel 4", ["--parallel", "4"])]:
+        rc, out, err = run(["-m", model, "--batch", "-", "-t", "2"] + mode + extra, stdin=text)
+        rows = [json.loads(line) for line in out.splitlines()] if rc == 0 else []
+        runs[name] = rows
+        check(rc == 0 and len(rows) == 4, "%s: --batch %s: exit %d, %d results" % (label, name, rc, len(rows)))
+    strip = lambda rows: {r["id"]: {k: v for k, v in r.items() if k not in ("timings", "line")} for r in rows}
+    same = all(strip(r) == strip(runs["cached"]) for r in runs.values())
+    full = [r for r in runs["cached"] if r["id"] == "full"]
+    check(same and full and full[0]["ids"] == ids,
+          "%s: --batch with the prefix cache, without it, --parallel 2 and 4: same ids and logprobs" % label)
+    cached = {r["id"]: r["timings"]["cached_prompt_tokens"] for r in runs["cached"]}
+    # the states can go back to the start of a sequence's last pass of several tokens (its prefill chunk
+    # [256, 300) or [256, 263)): "260" reuses 260 of "full"'s 332 positions, "again" 260 of "260"'s, and
+    # "100" nothing (100 is before that chunk: the prompt is recomputed)
+    check(cached == {"full": 0, "260": 260, "again": 260, "100": 0},
+          "%s: prefix reuse from the last multi-token pass on: cached prompt tokens %s" % (label, cached))
+
+
+def fast_vs_exact(model, prompt, n, vocab, tmp):
+    """Fast mode's divergence on the 8-bit copy, gated like check_family_fast.py's Q8_0 files: max over
+    the steps up to the first differing id of max |fast - exact| / max |exact| <= MAX_REL_Q8."""
+    ids_e, raw_e, _, _ = gen(model, prompt, n, ["--exact"], tmp)
+    ids_f, raw_f, _, _ = gen(model, prompt, n, [], tmp)
+    e, f = array.array("f"), array.array("f")
+    e.frombytes(raw_e)
+    f.frombytes(raw_f)
+    upto = next((i + 1 for i in range(n) if ids_e[i] != ids_f[i]), n)
+    worst = 0.0
+    for t in range(upto):
+        re_, rf = e[t * vocab:(t + 1) * vocab], f[t * vocab:(t + 1) * vocab]
+        worst = max(worst, max(abs(a - b) for a, b in zip(re_, rf)) / max(abs(a) for a in re_))
+    same = sum(a == b for a, b in zip(ids_e, ids_f))
+    check(worst <= MAX_REL_Q8, "%s q8: fast vs --exact: max rel logit diff %.2e (bound %g) over %d steps, %d of %d "
+          "ids equal" % (NAME, worst, MAX_REL_Q8, upto, same, n))
+
+
+def main():
+    if not os.access(LLMGEN, os.X_OK):
+        print("check_hybrid: %s is not built (make llmgen)" % LLMGEN)
+        return 1
+    with open(os.path.join(REFS, NAME + ".json")) as f:
+        ref = json.load(f)
+    case = ref["cases"][-1]
+    model = os.path.join(REPO, ref["model"]["repo"])
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            check_model(NAME, model, case["prompt_ids"], case["ids"], ["--exact"], tmp)
+            q8 = os.path.join(tmp, "q8")
+            rc, _, err = run(["quantize", model, q8, "--bits", "8", "--group-size", "32"])
+            check(rc == 0, "%s: llmgen quantize --bits 8: exit %d %s" % (NAME, rc, err.strip()))
+            check_model(NAME + " q8 fast", q8, case["prompt_ids"], None, [], tmp)
+            fast_vs_exact(q8, case["prompt_ids"], len(case["ids"]), ref["vocab_size"], tmp)
+        except (RuntimeError, ValueError, OSError, KeyError) as e:
+            check(False, "%s: %s" % (NAME, e))
+    print("check_hybrid: %s" % ("all passed" if not failures else "%d FAILED" % failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
