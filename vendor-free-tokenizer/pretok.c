@@ -26,6 +26,10 @@ const char TOK_RE_LLAMA3[] =
 const char TOK_RE_QWEN2[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* Qwen3.5 / 3.6: Qwen2's with combining marks (\p{M}) in the letter run and out of the punctuation run. */
+const char TOK_RE_QWEN35[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 /* Rewrite \s and \S as the explicit White_Space set, and add to \p{L} / \p{N}
  * the code points the reference's newer Unicode tables have (unicode_delta.h). */

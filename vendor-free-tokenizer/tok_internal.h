@@ -217,6 +217,7 @@ const char *tok_text(const tokenizer *t, int32_t id, size_t *len);
 extern const char TOK_RE_GPT2[];
 extern const char TOK_RE_LLAMA3[];
 extern const char TOK_RE_QWEN2[];
+extern const char TOK_RE_QWEN35[];
 int tok_pre_compile(tok_pre *p, const char *pattern, size_t len, char *err);
 void tok_pre_free(tok_pre *p);
 /* Split one segment into pre-tokens. The segment is copied into `arena`

