@@ -66,7 +66,7 @@ endif
 SLOW_OBJ := $(sort $(filter %avx512.o,$(SAN_LIB_OBJ) $(LIB_OBJ))) \
             $(filter %avx2.o,$(SAN_LIB_OBJ)) $(filter %avx2.o,$(LIB_OBJ))
 
-.PHONY: serve-venv
+.PHONY: serve-venv regress-serve
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
@@ -300,6 +300,19 @@ test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, se
 	$(MAKE) fixtures $(SERVE_OK) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
 	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%) rust-build
 	$(MAKE) -j1 unit unit-san fuzz-replay rust-test regress  # the test stages one at a time
+
+# ./llmgen under ASan + UBSan (the sanitizer tree's objects), for the server's load test.
+$(BUILD)/llmgen-san: $(CLI_SRC:%.c=$(BUILD)/san/%.o) $(SAN_LIB_OBJ)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(SERVE_LIBS)
+$(BUILD)/san/src/cli/main.o: $(BUILD)/version.h
+$(BUILD)/san/src/cli/main.o: CFLAGS += -I$(BUILD)
+
+# llmgen serve under load and faults (32 clients x 8 requests, disconnects, slowloris, SIGTERM), then
+# the same with fewer requests on the ASan build (leaks and memory errors fail its exit status).
+regress-serve: llmgen model $(BUILD)/llmgen-san  ## load and fault test of llmgen serve (about 2 minutes)
+	$(PYTHON) tests/cli/load_serve.py
+	LLMGEN=$(BUILD)/llmgen-san ASAN_OPTIONS=detect_leaks=1 $(PYTHON) tests/cli/load_serve.py --clients 8 --per-client 4 --extra 1000 \
+	  --max-growth-mib 400  # ASan's quarantine holds freed memory: the plain run above gates flatness
 
 # The same output bytes as tests/refs/same-bytes.txt (--dump-logits of many models, fast and --exact,
 # -t 1 2 3) for a change that must change none; SAME_BYTES_RECORD=1 rewrites the list from this build.
