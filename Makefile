@@ -66,7 +66,7 @@ endif
 SLOW_OBJ := $(sort $(filter %avx512.o,$(SAN_LIB_OBJ) $(LIB_OBJ))) \
             $(filter %avx2.o,$(SAN_LIB_OBJ)) $(filter %avx2.o,$(LIB_OBJ))
 
-.PHONY: serve-venv regress-serve
+.PHONY: serve-venv regress-serve peer-server bench-serve
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
@@ -523,6 +523,15 @@ bench-parallel: peer model bench-models llmgen  ## several sequences per step an
 # MODEL=path.gguf benchmarks another file; BENCH_REPS rounds (default 3).
 bench-threads: peer model llmgen $(BENCH_BIN)/llmgen_bench  ## decode, prefill, --parallel 8 vs llama.cpp at 1, 2, 4, ... threads up to the CPUs (.cache/bench/threads.json)
 	$(PYTHON) tests/bench/bench_threads.py $(or $(MODEL),$(DEFAULT_MODEL))
+
+# llama-server from the pinned sdist, in a build directory of its own (the peer's is left as it is).
+peer-server: peer  ## build llama-server (pinned sdist) into .cache/peer/build-server
+	sh tests/bench/build_peer_server.sh $(CACHE)
+
+# 8 streaming clients of llmgen serve vs --batch --parallel 8 on the same requests (and vs llama-server
+# when make peer-server has built it), 2 threads: tokens/s, time to first token p50 / p99.
+bench-serve: model llmgen  ## llmgen serve vs --batch --parallel 8 (and llama-server): .cache/bench/serve.json
+	$(PYTHON) tests/bench/bench_serve.py
 
 bench-tokenizer: $(BUILD)/tok_driver  ## tokenizer encode MB/s and load time vs HF tokenizers (same run)
 	$(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(PYTHON)) tests/bench/bench_tokenizer.py
