@@ -12,6 +12,8 @@
  *                          tokens, not added ones), and merges are ranked by vocabulary order;
  *   phi3                   normalizer Prepend U+2581 + Replace ' ' -> U+2581 on every segment
  *                          (also after a special token, and before leading spaces), no Metaspace.
+ * "gemma4" vocabularies (Gemma 4) are Gemma's SentencePiece BPE with the file's merges and no BOS
+ * added (transformers' GGUF builder: the chat template writes <bos>; llama.cpp forces it on).
  * SentencePiece vocabularies also make <s>, </s> and <unk> special when present (the defaults of
  * transformers' LlamaTokenizer). */
 #include <stdlib.h>
@@ -165,11 +167,11 @@ static tok_str *gemma_tokens(const tok_spec *spec, char **buf) {
 }
 
 static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source, char *err) {
-    int spm;
+    int spm, gemma4 = str_is(spec->model, "gemma4");
     if (str_is(spec->model, "gpt2")) spm = 0;
-    else if (str_is(spec->model, "llama")) spm = 1;
+    else if (str_is(spec->model, "llama") || gemma4) spm = 1;
     else {
-        tok_errf(err, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2 or llama)", source,
+        tok_errf(err, "%s: tokenizer.ggml.model \"%.*s\" is not supported (expected gpt2, llama or gemma4)", source,
                  (int)spec->model.len, spec->model.ptr);
         return -1;
     }
@@ -177,7 +179,8 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
         tok_errf(err, "%s: tokenizer.ggml.tokens is missing or empty", source);
         return -1;
     }
-    int gemma = spm && (str_is(spec->arch, "gemma") || str_is(spec->arch, "gemma2") || str_is(spec->arch, "gemma3"));
+    int gemma = gemma4 || (spm && (str_is(spec->arch, "gemma") || str_is(spec->arch, "gemma2") ||
+                                   str_is(spec->arch, "gemma3")));
     int phi3 = spm && str_is(spec->arch, "phi3");
     t->kind = spm ? TOK_SPM : TOK_BYTELEVEL;
     t->gguf_vocab = 1;
@@ -282,7 +285,7 @@ static int load_spec_body(tokenizer *t, const tok_spec *spec, const char *source
     t->unk_id = spm ? spec->unk_id : -1;
     t->bos_id = spec->bos_id;
     t->eos_id = spec->eos_id;
-    t->add_bos = spec->add_bos >= 0 ? spec->add_bos : spm;
+    t->add_bos = gemma4 ? 0 : spec->add_bos >= 0 ? spec->add_bos : spm;
     t->add_eos = spec->add_eos > 0;
     if (spec->chat_template.len) {
         t->chat_template = strndup(spec->chat_template.ptr, spec->chat_template.len);

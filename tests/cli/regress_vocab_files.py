@@ -6,7 +6,8 @@ Each CACHE/peer/src/models/ggml-vocab-NAME.gguf comes with NAME.gguf.inp (the st
 lines "__ggml_vocab_test__") and NAME.gguf.out (one line of ids per string, made by the converter from
 the model's HF tokenizer, no BOS). build/tok_driver tokenizes each string with the GGUF's own metadata;
 every id list must equal the file's. Checked: qwen35 (Qwen3.5's pre-tokenizer on the Qwen2 vocabulary
-of that fixture) and qwen2. Standard library only; exits 1 on a difference.
+of that fixture), qwen2 and gemma-4 (tokenizer model "gemma4": Gemma's SentencePiece BPE with merges).
+Standard library only; exits 1 on a difference.
 """
 import os
 import struct
@@ -17,7 +18,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(os.environ.get("LLMGEN_CACHE", os.path.join(REPO, ".cache")), "peer", "src", "models")
 DRIVER = os.path.join(REPO, "build", "tok_driver")
-VOCABS = ["qwen35", "qwen2"]
+VOCABS = ["qwen35", "qwen2", "gemma-4"]
 SEP = "\n__ggml_vocab_test__\n"
 
 

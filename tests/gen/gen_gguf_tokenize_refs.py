@@ -14,6 +14,11 @@ recorded, the latter checked):
   gemma3-1b-random.BF16.gguf    CACHE/bench (GGUF "llama" model with scores: the real Gemma 3 vocabulary)
   gemma-3-270m-q4_k_m.gguf      CACHE/models (make gemma3-vocab; the real Gemma 3 270M file)
   ggml-vocab-phi-3.gguf         CACHE/peer/src/models (the sdist's Phi-3 vocabulary)
+  ggml-vocab-gemma-4.gguf       CACHE/peer/src/models (the sdist's Gemma 4 vocabulary, GGUF "gemma4" model
+                                with merges; AutoTokenizer cannot build that file's config (per-layer
+                                kv-head arrays), so its tokenizer comes from the builder AutoTokenizer
+                                calls, integrations.gguf.gguf_tokenizer_mapping)
+A file absent here keeps its entry of the existing manifest.json (GGUF_TOKENIZE_ONLY=a,b: only those).
 Writes tests/refs/tokenizer/gguf-files/<file>.{corpus,special}.{ids,decode}.bin.gz (formats of
 gen_tokenizer_refs.py) and manifest.json. Checked by tests/cli/regress_family_tokenize.py.
 """
@@ -35,7 +40,8 @@ OUT = os.path.join(REPO, "tests", "refs", "tokenizer", "gguf-files")
 FILES = [("bench/qwen3-0.6b-random.BF16.gguf", "qwen2 vocabulary, converted with the Qwen3-0.6B-config checkpoint"),
          ("bench/gemma3-1b-random.BF16.gguf", "Gemma 3 vocabulary, converted with the Gemma-3-1B-config checkpoint"),
          ("models/gemma-3-270m-q4_k_m.gguf", "Gemma 3 270M as downloaded"),
-         ("peer/src/models/ggml-vocab-phi-3.gguf", "llama.cpp's Phi-3 vocabulary file")]
+         ("peer/src/models/ggml-vocab-phi-3.gguf", "llama.cpp's Phi-3 vocabulary file"),
+         ("peer/src/models/ggml-vocab-gemma-4.gguf", "llama.cpp's Gemma 4 vocabulary file")]
 STEP = 5
 
 
@@ -60,13 +66,26 @@ def main():
     man = {"generator": "tests/gen/gen_gguf_tokenize_refs.py", "step": STEP,
            "corpora": {k: "tests/refs/tokenizer/%s.bin.gz" % k for k in corpora},
         "transformers_version": transformers.__version__, "tokenizers_version": tokenizers.__version__, "files": {}}
+    old = os.path.join(OUT, "manifest.json")
+    if os.path.exists(old):
+        with open(old) as f:
+            man["files"] = json.load(f)["files"]
+    only = [x for x in os.environ.get("GGUF_TOKENIZE_ONLY", "").split(",") if x]
     for rel, what in FILES:
         path = os.path.join(cache, rel)
         name = os.path.basename(rel)
-        if not os.path.exists(path):
-            print("gguf-tokenize-refs: %s absent, skipped" % path, file=sys.stderr)
+        if only and name not in only:
             continue
-        tok = AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=name).backend_tokenizer
+        if not os.path.exists(path):
+            print("gguf-tokenize-refs: %s absent, its references kept" % path, file=sys.stderr)
+            continue
+        if name == "ggml-vocab-gemma-4.gguf":
+            from transformers.integrations.gguf.gguf_tokenizer_mapping import (convert_gguf_tokenizer,
+                                                                                get_gguf_tokenizer)
+            arch, td, _ = get_gguf_tokenizer(path)
+            tok = convert_gguf_tokenizer(arch, td)[0]
+        else:
+            tok = AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=name).backend_tokenizer
         special = "corpus-special" if name.startswith("qwen") else G.FAMILY_SPECIAL  # its own special tokens
         for kind, strings in (("corpus", corpora["corpus"]), ("special", corpora[special])):
             ids, dec = G.encode_all(tok, strings)
