@@ -242,6 +242,14 @@ family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fix
 hybrid-refs: $(REF_VENV)/.ok  ## regenerate the hybrid fixtures and their HF references
 	$(REF_VENV)/bin/python tests/gen/make_hybrid_refs.py $(CACHE)
 
+# Mixture-of-experts families (qwen3_moe qwen2_moe mixtral olmoe granitemoe): tiny random checkpoints saved by
+# transformers, their HF references (3 prompts x 32 greedy ids each), their GGUF conversions (f32, q8_0) where the
+# file means the same model, and torch.topk's tie order (tests/fixtures/tiny-*moe*, tiny-mixtral-*,
+# tests/refs/tiny-<...>.*, tests/refs/moe-fixtures.json, tests/refs/moe-topk-ties.json); never run by CI.
+.PHONY: moe-refs
+moe-refs: $(REF_VENV)/.ok  ## regenerate the mixture-of-experts fixtures, HF references and GGUF conversions
+	$(REF_VENV)/bin/python tests/gen/make_moe_refs.py $(CACHE)
+
 # Sliding-window fixtures whose 600 + 48 tokens outgrow llmgen's ring of the window (tests/fixtures/tiny-*-ring-f32,
 # tests/refs/tiny-*-ring-f32.*, tests/refs/ring-fixtures.json); never run by CI.
 .PHONY: ring-refs

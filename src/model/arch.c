@@ -16,7 +16,14 @@
  *            and a logit divisor
  *   qwen35   Qwen3.5 / 3.6 dense (qwen3_5_text): Gated DeltaNet layers (linear_attention)
  *            beside full-attention layers with an output gate in q_proj, q/k norms and
- *            partial rotary; (1 + w) norms (GGUF stores 1 + w) */
+ *            partial rotary; (1 + w) norms (GGUF stores 1 + w)
+ * and the families with expert layers (their MoE rows below):
+ *   qwen3moe   qwen3's attention (head_dim hidden / heads by default); experts
+ *   qwen2moe   qwen2's attention; experts plus a shared expert behind a sigmoid gate
+ *   mixtral    mistral's attention; experts (GGUF files are architecture "llama" with
+ *              llama.expert_count: the llama row's MoE facts are Mixtral's)
+ *   olmoe      RMSNorm over the whole q and k projections; experts
+ *   granitemoe granite's four scalars; experts chosen on the logits */
 #include "arch.h"
 
 #include <stdio.h>
@@ -47,6 +54,16 @@ static const arch_info ARCHES[] = {
     {"qwen35", "qwen3_5_text", "Qwen3_5ForCausalLM",
      ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_GATED_DELTANET | ARCH_ATTN_GATE, ACT_SILU, 0, 32768, -1, -1, 256, 1e4,
      1e-6, 0, SLIDE_NONE, 0, KEY_LAYER_TYPES | KEY_PARTIAL_ROTARY | KEY_LINEAR_ATTN},
+    {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM", ARCH_QK_NORM, ACT_SILU, 0, 32768, -1, -1, 0, 1e4, 1e-6, 0,
+     SLIDE_ALL, 4096, KEY_USE_SW},
+    {"qwen2moe", "qwen2_moe", "Qwen2MoeForCausalLM", ARCH_QKV_BIAS, ACT_SILU, 0, 32768, -1, -1, 0, 1e4, 1e-6, 0,
+     SLIDE_NONE, 0, 0},
+    {"mixtral", "mixtral", "MixtralForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 131072, 1, 2, 0, 1e6, 1e-5, 0,
+     SLIDE_ALL, 0, 0},
+    {"olmoe", "olmoe", "OlmoeForCausalLM", ARCH_QK_NORM_FULL, ACT_SILU, 0, 4096, -1, 50279, 0, 1e4, 1e-5, 0,
+     SLIDE_NONE, 0, 0},
+    {"granitemoe", "granitemoe", "GraniteMoeForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 2048, 1, 2, 0, 1e4,
+     1e-6, 0, SLIDE_NONE, 0, KEY_MULTIPLIERS},
 };
 #define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
 
@@ -79,6 +96,45 @@ void arch_list(char *buf, size_t n) {
         len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", ARCHES[i].name);
 }
 
+/* ---- the MoE rows ------------------------------------------------------------------------
+ *
+ * Checked against transformers 5.23 (modeling_{qwen3_moe,qwen2_moe,mixtral,olmoe,granitemoe}.py
+ * and integrations/moe.py) and the pinned llama.cpp's llama-graph.cpp (build_moe_ffn), whose
+ * per-architecture renormalization is what a GGUF file means: qwen3moe and llama renormalize,
+ * qwen2moe and olmoe do not. Granite MoE's softmax over the k chosen logits equals a softmax
+ * over all then a renormalization of the k, in exact arithmetic (llama.cpp's way). */
+#define HFM "model.layers.%d.mlp."
+#define HFB "model.layers.%d.block_sparse_moe."
+static const moe_info MOES[] = {
+    {"qwen3moe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 1, 128, 8, 768, 0, 1, HFM "gate.weight",
+     HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
+     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+    {"qwen2moe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 0, 60, 4, 1408, 5632, 1, HFM "gate.weight",
+     HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
+     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+    {"mixtral", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, HFB "gate.weight",
+     HFB "experts.%d.w1.weight", HFB "experts.%d.w3.weight", HFB "experts.%d.w2.weight",
+     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+    {"llama", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {"olmoe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 0, 64, 8, 0, 0, 0, HFM "gate.weight",
+     HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
+     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+    /* transformers 5.23 saves Granite MoE's stacks under their legacy names */
+    {"granitemoe", MOE_TOPK_SOFTMAX, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, HFB "router.layer.weight", NULL, NULL,
+     NULL, HFB "input_linear.weight", HFB "output_linear.weight"},
+};
+#define N_MOES (int)(sizeof MOES / sizeof MOES[0])
+
+const moe_info *arch_moe(const arch_info *a) {
+    for (int i = 0; a && i < N_MOES; i++)
+        if (!strcmp(MOES[i].name, a->name)) return &MOES[i];
+    return NULL;
+}
+
+int moe_count(void) { return N_MOES; }
+
+const moe_info *moe_at(int i) { return i >= 0 && i < N_MOES ? &MOES[i] : NULL; }
+
 #define F(x) offsetof(layer_weights, x)
 #define HF "model.layers.%d."
 #define VEC -1
@@ -99,6 +155,8 @@ const layer_slot LAYER_SLOTS[] = {
      1},
     {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm), SZ_HEAD, VEC, ARCH_QK_NORM, SLOT_LINEAR,
      1},
+    {"blk.%d.attn_q_norm.weight", HF "self_attn.q_norm.weight", F(q_norm_full), SZ_Q, VEC, ARCH_QK_NORM_FULL, 0, 1},
+    {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm_full), SZ_KV, VEC, ARCH_QK_NORM_FULL, 0, 1},
     {"blk.%d.attn_output.weight", HF "self_attn.o_proj.weight", F(wo), SZ_DIM, SZ_Q, 0, SLOT_LINEAR, 0},
     /* a Gated DeltaNet layer's mixer (arch.h: wq, wk and wo hold its projections) */
     {"blk.%d.attn_qkv.weight", HF "linear_attn.in_proj_qkv.weight", F(wq), SZ_LIN_CONV, SZ_DIM,
@@ -133,3 +191,7 @@ const layer_slot LAYER_SLOTS[] = {
      ARCH_POST_NORMS, 0, 1},
 };
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);
+
+int slot_is_dense_ffn(const layer_slot *sl) {
+    return sl->field == F(w_gate) || sl->field == F(w_up) || sl->field == F(w_down) || sl->field == F(w_gate_up);
+}

@@ -34,6 +34,8 @@ enum {
                                      (LAYER_LINEAR; forward.c, stage_deltanet) instead of attention */
     ARCH_ATTN_GATE = 1 << 9,      /* q_proj yields per head the query and then a gate: attention's
                                      output times sigmoid(gate) before o_proj (Qwen3.5) */
+    ARCH_QK_NORM_FULL = 1 << 16,  /* RMSNorm over the whole q and the whole k projection (all
+                                     heads at once), before the head split and RoPE (OLMoE) */
 };
 
 /* In a layer_slot's need / without: the slot belongs to (need) or is absent from (without)
@@ -96,6 +98,51 @@ typedef struct {
     unsigned keys;              /* KEY_*: the config keys only this family reads */
 } arch_info;
 
+/* ---- the expert layer (mixture of experts) ----------------------------------------------
+ *
+ * A family whose feed-forward can be an expert block has a row in the MoE table (arch.c),
+ * found by its arch_info.name. Per token: router logits z = x . Wr^T (n_experts), then k
+ * experts chosen and weighted by the row's rule, each chosen expert's gated MLP
+ * down(act(gate x) * up x), and the weighted sum of the k outputs in slot order (the
+ * order torch.topk returns them: descending, ties as moe_topk breaks them), as
+ * transformers' experts implementation sums them; [+ sigmoid(x . w_sg) * SharedMLP(x)]. */
+typedef enum {
+    MOE_SOFTMAX_TOPK, /* softmax over all experts (f32), then the k largest probabilities
+                         (Qwen2/3-MoE, Mixtral, OLMoE) */
+    MOE_TOPK_SOFTMAX, /* the k largest logits, then softmax over those k (Granite MoE) */
+} moe_router;
+
+typedef enum {
+    MOE_RENORM_CONFIG, /* the k weights divided by their sum iff config.json's norm_topk_prob */
+    MOE_RENORM_ALWAYS, /* always (Mixtral); implicit in MOE_TOPK_SOFTMAX */
+} moe_renorm;
+
+/* One family's expert facts. The HF names carry %d for the layer (and then the expert);
+ * a checkpoint stores its experts one 2-D tensor each (transformers 5.23 saves them so),
+ * or stacked in 3-D tensors (E, rows, cols) as transformers holds them in memory. */
+typedef struct {
+    const char *name;           /* arch_info.name of the family */
+    moe_router router;
+    moe_renorm renorm;
+    int norm_default;           /* norm_topk_prob when config.json leaves it out (class default) */
+    int gguf_norm;              /* GGUF files cannot say: llama.cpp's constant for the architecture */
+    int experts, used;          /* num_experts / num_experts_per_tok class defaults */
+    int expert_dim;             /* moe_intermediate_size class default; 0: the width is intermediate_size */
+    int shared_dim;             /* shared_expert_intermediate_size class default; 0: no shared expert */
+    int sparse_keys;            /* reads decoder_sparse_step and mlp_only_layers (dense layers) */
+    const char *hf_router;      /* (E, dim) */
+    const char *hf_gate, *hf_up, *hf_down; /* one expert: (I, dim), (I, dim), (dim, I) */
+    const char *hf_gate_up3;    /* stacked: (E, 2I, dim), gate rows first */
+    const char *hf_down3;       /* stacked: (E, dim, I) */
+} moe_info;
+
+#define MOE_MAX_USED 64 /* most experts a token may take (num_experts_per_tok) */
+
+/* The MoE row of family a, or NULL (a family without expert layers). */
+const moe_info *arch_moe(const arch_info *a);
+int moe_count(void);
+const moe_info *moe_at(int i);
+
 /* The row of a GGUF architecture name (n bytes), or NULL. */
 const arch_info *arch_by_gguf(const char *name, size_t n);
 /* The row of a config.json model_type, or NULL. */
@@ -137,10 +184,25 @@ typedef struct {
     float *lin_dt_bias;      /* (Hv) f32 */
     float *lin_decay;        /* (Hv) f32 -exp(A_log): g = lin_decay * softplus(a + dt_bias) */
     float *lin_norm;         /* (dv) f32 the gated RMSNorm's plain weight, shared by the heads */
+    float *q_norm_full;      /* (n_heads * head_dim) ARCH_QK_NORM_FULL only */
+    float *k_norm_full;      /* (n_kv_heads * head_dim) */
+    struct expert_block *moe;/* an expert layer's experts (w_gate, w_up, w_down NULL), or NULL */
 } layer_weights;
 
+/* The experts of one layer (moe_info), views into the file: nothing copied. */
+typedef struct expert_block {
+    const tensor *router;    /* (n_experts, dim) */
+    const tensor **gate;     /* (n_experts) of (expert_dim, dim) */
+    const tensor **up;       /* (n_experts) of (expert_dim, dim) */
+    const tensor **down;     /* (n_experts) of (dim, expert_dim) */
+    const tensor *sh_gate, *sh_up, *sh_down; /* the shared expert: (shared_dim, dim) x 2, (dim,
+                                                shared_dim); NULL without one */
+    const tensor *sh_router; /* (1, dim): the shared expert's sigmoid gate */
+} expert_block;
+
 /* A layer's weight matrices, in one order for every loop that visits them all (wv NULL on a
- * Gated DeltaNet layer). */
+ * Gated DeltaNet layer; w_gate, w_up and w_down NULL on an expert layer: its experts are in
+ * L->moe). */
 #define LAYER_MATRICES 7
 static inline void layer_matrices(const layer_weights *L, const tensor *out[LAYER_MATRICES]) {
     const tensor *ts[LAYER_MATRICES] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
@@ -179,6 +241,9 @@ typedef struct {
 } layer_slot;
 
 extern const layer_slot LAYER_SLOTS[];
+
+/* Whether slot sl is the dense MLP's (absent from an expert layer). */
+int slot_is_dense_ffn(const layer_slot *sl);
 extern const int N_LAYER_SLOTS;
 
 #endif

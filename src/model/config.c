@@ -18,6 +18,7 @@
 #define MAX_HEAD_DIM 1024
 #define MAX_HIDDEN (1 << 20)
 #define MAX_VOCAB (1 << 24)
+#define MAX_EXPERTS 4096
 
 void config_defaults(model_config *c) {
     memset(c, 0, sizeof *c);
@@ -64,6 +65,15 @@ void config_set_layers(model_config *c, const config_layer_spec *s) {
         c->layer_flags[l] = (uint8_t)((slide && c->sliding_window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0) |
                                       (linear ? LAYER_LINEAR : 0));
         c->n_linear += linear;
+    }
+}
+
+void config_set_experts(model_config *c, int sparse_step, const int *mlp_only, int n_mlp_only) {
+    c->moe = arch_moe(c->family);
+    for (int l = 0; l < c->n_layers && l < CONFIG_MAX_LAYERS; l++) {
+        int dense = !c->moe || c->n_experts < 1 || sparse_step < 1 || (l + 1) % sparse_step != 0;
+        for (int i = 0; i < n_mlp_only; i++) dense |= mlp_only[i] == l;
+        if (!dense) c->layer_flags[l] |= LAYER_MOE;
     }
 }
 
@@ -129,6 +139,17 @@ int config_validate(const model_config *c, const char *source, char *err) {
         if (c->lin_hv % c->lin_hk)
             return errf(err, "%s: %d linear value heads are not a multiple of %d linear key heads", source, c->lin_hv,
                         c->lin_hk);
+    }
+    if (c->moe) {
+        if (!in_range(c->n_experts, MAX_EXPERTS))
+            return errf(err, "%s: expert count %d out of range, expected 1..%d", source, c->n_experts, MAX_EXPERTS);
+        if (!in_range(c->n_experts_used, c->n_experts < MOE_MAX_USED ? c->n_experts : MOE_MAX_USED))
+            return errf(err, "%s: %d experts used per token, expected 1..%d (the expert count %d, at most %d)",
+                        source, c->n_experts_used, c->n_experts < MOE_MAX_USED ? c->n_experts : MOE_MAX_USED,
+                        c->n_experts, MOE_MAX_USED);
+        if (!in_range(c->expert_dim, MAX_HIDDEN) || c->shared_dim < 0 || c->shared_dim > MAX_HIDDEN)
+            return errf(err, "%s: expert width %d or shared expert width %d out of range", source, c->expert_dim,
+                        c->shared_dim);
     }
     if (c->bos_id < -1 || c->bos_id >= c->vocab_size)
         return errf(err, "%s: bos token id %d outside the vocabulary of %d", source, c->bos_id,

@@ -27,6 +27,7 @@ enum {
     LAYER_NO_ROPE = 2,  /* q and k are not rotated (SmolLM3) */
     LAYER_LINEAR = 4,   /* a Gated DeltaNet layer (ARCH_GATED_DELTANET): no attention, no KV cache;
                            a conv and a recurrent state per sequence instead (kv_cache.h) */
+    LAYER_MOE = 1 << 7, /* the feed-forward is an expert block (model_config.moe), not the dense MLP */
 };
 
 typedef struct {
@@ -78,6 +79,12 @@ typedef struct {
     int lin_dk, lin_dv;   /* linear_key_head_dim, linear_value_head_dim */
     int lin_hk, lin_hv;   /* linear_num_key_heads, linear_num_value_heads (a multiple of lin_hk:
                              value head h reads key head h / (lin_hv / lin_hk)) */
+    const moe_info *moe;  /* the family's MoE row when the model has expert layers (LAYER_MOE), else NULL */
+    int n_experts;        /* num_experts / <arch>.expert_count */
+    int n_experts_used;   /* num_experts_per_tok / <arch>.expert_used_count: k */
+    int expert_dim;       /* an expert's width: moe_intermediate_size, or intermediate_size */
+    int shared_dim;       /* the shared expert's width (Qwen2-MoE), 0: none */
+    int moe_renorm;       /* the k routing weights divided by their sum (norm_topk_prob) */
 } model_config;
 
 /* The conv channels of a DeltaNet layer: q and k of every key head, then v of every value head. */
@@ -120,6 +127,11 @@ typedef struct {
  * what the file said: fills layer_flags (c->family, n_layers and sliding_window set;
  * a family whose layers never slide gets sliding_window 0). */
 void config_set_layers(model_config *c, const config_layer_spec *s);
+
+/* The expert layers, for a family with a MoE row: every layer but the dense ones, which are
+ * those in mlp_only (n_mlp_only entries) and those where (l + 1) % sparse_step != 0 (as
+ * transformers' Qwen-MoE decoders choose). Sets c->moe and LAYER_MOE. */
+void config_set_experts(model_config *c, int sparse_step, const int *mlp_only, int n_mlp_only);
 
 /* Check internal consistency (positive sizes, dim == heads*head_dim not required,
  * n_heads % n_kv_heads == 0, ...); error names `source`. */

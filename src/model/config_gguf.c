@@ -197,6 +197,32 @@ static int gguf_token_ids(const gguf_file *g, model_config *c, char *err) {
     return 0;
 }
 
+/* Expert layers: <arch>.expert_count > 0 in a family with a MoE row (Mixtral: arch llama).
+ * Every layer is an expert layer (llama.cpp has no dense ones in these architectures), and
+ * the renormalization is llama.cpp's constant for the architecture: the files cannot say. */
+static int gguf_experts(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    const moe_info *mo = arch_moe(c->family);
+    int64_t v;
+    if (!gguf_has_key(g, AK("expert_count"))) return 0;
+    if (gguf_get_int(g, kb, &v) || v < 0 || v > INT32_MAX)
+        return errf(err, "%s: key '%s' must be a non-negative integer", gguf_path(g), kb);
+    if (v == 0) return 0;
+    if (!mo) return errf(err, "%s: %s has experts (%s), unsupported for this architecture", gguf_path(g), c->arch, kb);
+    c->n_experts = (int)v;
+    if (gguf_pos_int(g, AK("expert_used_count"), 0, &c->n_experts_used, err) ||
+        gguf_pos_int(g, AK("expert_feed_forward_length"), c->hidden_dim, &c->expert_dim, err))
+        return -1;
+    if (c->n_experts_used > c->n_experts)
+        return errf(err, "%s: key '%s.expert_used_count' %d is above %s.expert_count %d", gguf_path(g), c->arch,
+                    c->n_experts_used, c->arch, c->n_experts);
+    if (mo->shared_dim && gguf_pos_int(g, AK("expert_shared_feed_forward_length"), 0, &c->shared_dim, err))
+        return -1;
+    c->moe_renorm = mo->router == MOE_TOPK_SOFTMAX ? 0 : mo->gguf_norm;
+    config_set_experts(c, 1, NULL, 0);
+    return 0;
+}
+
 int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
     char kb[96];
     config_defaults(c);
@@ -218,7 +244,7 @@ int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
     if (c->n_layers > CONFIG_MAX_LAYERS)
         return errf(err, "%s: %d layers, at most %d are supported", gguf_path(g), c->n_layers, CONFIG_MAX_LAYERS);
     if (gguf_head_dim(g, c, err) || gguf_vocab(g, c, err) || gguf_token_ids(g, c, err) ||
-        gguf_layers(g, c, err) || gguf_rope_scaling(g, c, err))
+        gguf_layers(g, c, err) || gguf_experts(g, c, err) || gguf_rope_scaling(g, c, err))
         return -1;
     /* The attention scale as llama.cpp sets it for Gemma 3 (the files have no
      * query_pre_attn_scalar): head_dim, except hidden / heads in the 62-layer 27B */

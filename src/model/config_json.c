@@ -120,6 +120,11 @@ static int check_unsupported(const json_t *root, const model_config *c, const ch
     }
     if (get(root, "attn_logit_softcapping"))
         return errf(err, "%s: unsupported 'attn_logit_softcapping' (attention score soft-capping)", path);
+    if (get(root, "clip_qkv")) return errf(err, "%s: unsupported 'clip_qkv' (clamped q, k and v)", path);
+    int use_sw = 0;
+    if (c->family->slide == SLIDE_NONE && !(c->family->keys & KEY_USE_SW) &&
+        (json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err) || use_sw))
+        return use_sw ? errf(err, "%s: unsupported 'use_sliding_window': true for %s", path, c->arch) : -1;
     return 0;
 }
 
@@ -394,6 +399,46 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
     return 0;
 }
 
+/* The expert layers of a family with a MoE row (arch.h): sizes, the renormalization switch
+ * and, for Qwen's, which layers stay dense. The expert count's key is num_experts or
+ * num_local_experts (transformers' attribute map: Qwen3-MoE saves the latter, published
+ * Qwen configs the former). */
+static int json_experts(const json_t *root, model_config *c, const char *path, char *err) {
+    const moe_info *mo = arch_moe(c->family);
+    if (!mo) return 0;
+    const char *ek = get(root, "num_local_experts") && !get(root, "num_experts") ? "num_local_experts" : "num_experts";
+    int step = 1, only[CONFIG_MAX_LAYERS], n_only = 0;
+    if (json_int_key(root, ek, 0, mo->experts, &c->n_experts, path, err) ||
+        json_int_key(root, "num_experts_per_tok", 1, mo->used, &c->n_experts_used, path, err) ||
+        json_int_key(root, "moe_intermediate_size", 1, mo->expert_dim ? mo->expert_dim : c->hidden_dim,
+                     &c->expert_dim, path, err) ||
+        json_int_key(root, "shared_expert_intermediate_size", 0, mo->shared_dim, &c->shared_dim, path, err))
+        return -1;
+    if (!mo->expert_dim) c->expert_dim = c->hidden_dim; /* the width is intermediate_size */
+    if (!mo->shared_dim) c->shared_dim = 0;
+    c->moe_renorm = mo->renorm == MOE_RENORM_ALWAYS;
+    if (mo->renorm == MOE_RENORM_CONFIG &&
+        json_bool_key(root, "norm_topk_prob", mo->norm_default, &c->moe_renorm, path, err))
+        return -1;
+    if (mo->router == MOE_TOPK_SOFTMAX) c->moe_renorm = 0; /* the softmax over the k is the weighting */
+    if (mo->sparse_keys) {
+        const json_t *ml = get(root, "mlp_only_layers");
+        if (json_int_key(root, "decoder_sparse_step", 1, 1, &step, path, err)) return -1;
+        if (ml && !json_is_array(ml)) return errf(err, "%s: key 'mlp_only_layers' must be a list of layers", path);
+        size_t i;
+        const json_t *v;
+        json_array_foreach(ml, i, v) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= c->n_layers ||
+                n_only >= CONFIG_MAX_LAYERS)
+                return errf(err, "%s: key 'mlp_only_layers' entry %zu is not a layer index below %d", path, i,
+                            c->n_layers);
+            only[n_only++] = (int)json_integer_value(v);
+        }
+    }
+    config_set_experts(c, step, only, n_only);
+    return 0;
+}
+
 /* One MLX quantization setting ({"group_size", "bits", optional "mode"}); `where` names
  * it in messages. Only affine 4- and 8-bit with groups of 32, 64 or 128 are read. */
 static int json_quant_entry(const json_t *q, const char *where, int *bits, int *group,
@@ -462,6 +507,7 @@ int config_from_json(const char *path, model_config *c, char *err) {
         rc = errf(err, "%s: %d layers, at most %d are supported", path, c->n_layers, CONFIG_MAX_LAYERS);
     if (!rc) rc = json_rope(root, c, path, err);
     if (!rc) rc = json_layers(root, c, path, err);
+    if (!rc) rc = json_experts(root, c, path, err);
     if (!rc) rc = json_token_ids(root, c, path, err);
     if (!rc) rc = json_quantization(root, c, path, err);
     json_decref(root);

@@ -29,15 +29,19 @@
 
 #include "affine.h"
 #include "deltanet.h"
+#include "moe.h"
 #include "ops.h"
 #include "base/util.h"
 
 /* Fast mode: some matrix takes the int8-activation kernels. */
 static int weights_packed(const model *m) {
     if (m->plan.lm_head.int8) return 1;
-    for (int l = 0; l < m->cfg.n_layers; l++)
+    for (int l = 0; l < m->cfg.n_layers; l++) {
         for (int i = 0; i < PLAN_LAYER_PASSES; i++)
             if (plan_layer(&m->plan, l, i)->int8) return 1;
+        const expert_block *b = m->layers[l].moe;
+        if (b && (plan_q8_weights(b->gate[0]) || plan_q8_weights(b->down[0]))) return 1;
+    }
     return 0;
 }
 
@@ -60,6 +64,74 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
      * 128 times (pp512 within noise of 256, measured), and the (chunk, hidden_dim)
      * buffers stay small: 15 MB less peak memory than 256 for the 1B config */
     return fwd_state_init_batch(s, m, ctx, ctx < FWD_CHUNK ? ctx : FWD_CHUNK, 0, err);
+}
+
+/* An expert layer's scratch: the router's output, each (token, slot)'s expert and weight,
+ * and the tokens' rows grouped by expert (all tokens of one expert adjacent, in token
+ * order), through the experts' gate / up and down; the shared expert's rows beside. */
+typedef struct {
+    const tensor *gate, *up, *down;
+    const float *x;   /* (n, dim) the group's input rows */
+    int n, width;     /* rows; the expert's width */
+    float *h, *h2;    /* (n, width) gate then act(gate) * up; up */
+    float *y;         /* (n, dim) */
+    q8_act qx, qh;    /* fast mode: x and h quantized (views of fwd_moe's buffers) */
+} moe_group;
+
+typedef struct fwd_moe {
+    float *z;         /* (chunk, n_experts + 1) router logits, then the shared expert's gate logit */
+    int *ids;         /* (chunk, k) each slot's expert, slot order */
+    float *w;         /* (chunk, k) its weight */
+    int *row;         /* (chunk, k) its row in the grouped buffers */
+    float *x, *h, *h2, *y; /* (chunk * k, dim / expert_dim / expert_dim / dim) grouped rows */
+    float *sh, *sh2, *shy; /* (chunk, shared_dim / shared_dim / dim) the shared expert's */
+    float *p;         /* (n_experts) routing scratch */
+    moe_pair *pairs;  /* (n_experts) */
+    int *count;       /* (n_experts) */
+    moe_group *groups;/* (n_experts + 1) */
+    q8_act qx, qh;    /* fast mode: x and h of every grouped row quantized to int8 */
+    q8_act qsx, qsh;  /* the shared expert's */
+} fwd_moe;
+
+static void fwd_moe_free(fwd_moe *x) {
+    if (!x) return;
+    free(x->z), free(x->ids), free(x->w), free(x->row), free(x->x), free(x->h), free(x->h2), free(x->y);
+    free(x->sh), free(x->sh2), free(x->shy), free(x->p), free(x->pairs), free(x->count), free(x->groups);
+    q8_act *qs[4] = {&x->qx, &x->qh, &x->qsx, &x->qsh};
+    for (int i = 0; i < 4; i++) free(qs[i]->q), free(qs[i]->d), free(qs[i]->s);
+    free(x);
+}
+
+static int q8_act_alloc(q8_act *a, int nt, int cols);
+
+static fwd_moe *fwd_moe_new(const model_config *c, int chunk, int fast) {
+    fwd_moe *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    size_t E = (size_t)c->n_experts, k = (size_t)c->n_experts_used, ch = (size_t)chunk, rows = ch * k;
+    size_t sh = c->shared_dim ? (size_t)c->shared_dim : 1;
+    x->z = malloc(ch * (E + 1) * sizeof(float));
+    x->ids = malloc(rows * sizeof(int));
+    x->w = malloc(rows * sizeof(float));
+    x->row = malloc(rows * sizeof(int));
+    x->x = malloc(rows * c->dim * sizeof(float));
+    x->h = malloc(rows * c->expert_dim * sizeof(float));
+    x->h2 = malloc(rows * c->expert_dim * sizeof(float));
+    x->y = malloc(rows * c->dim * sizeof(float));
+    x->sh = malloc(ch * sh * sizeof(float));
+    x->sh2 = malloc(ch * sh * sizeof(float));
+    x->shy = malloc(ch * c->dim * sizeof(float));
+    x->p = malloc(E * sizeof(float));
+    x->pairs = malloc(E * sizeof(moe_pair));
+    x->count = malloc(E * sizeof(int));
+    x->groups = malloc((E + 1) * sizeof(moe_group));
+    if (!x->z || !x->ids || !x->w || !x->row || !x->x || !x->h || !x->h2 || !x->y || !x->sh || !x->sh2 || !x->shy ||
+        !x->p || !x->pairs || !x->count || !x->groups ||
+        (fast && !(q8_act_alloc(&x->qx, (int)rows, c->dim) && q8_act_alloc(&x->qh, (int)rows, c->expert_dim) &&
+                   q8_act_alloc(&x->qsx, chunk, c->dim) && q8_act_alloc(&x->qsh, chunk, (int)sh)))) {
+        fwd_moe_free(x);
+        return NULL;
+    }
+    return x;
 }
 
 int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int max_seqs, char *err) {
@@ -103,6 +175,7 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->kv_ready = malloc((size_t)c->n_kv_heads * sizeof *s->kv_ready);
     int xq_ok = !s->fast || (q8_act_alloc(&s->xq, s->chunk, max3(c->dim, (int)qd > vd ? (int)qd : vd, c->hidden_dim)) &&
                                        q8_act_alloc(&s->xq_down, s->chunk, c->hidden_dim));
+    if (m->experts && !(s->moe = fwd_moe_new(c, s->chunk, s->fast))) xq_ok = 0;
     if (!kv_ok || !lin_ok || !s->x || !s->xb || !s->shared || !s->rope_cs || !s->hb || !s->scores ||
         !s->att_rows || !s->logits || !xq_ok || (max_seqs && !s->seq_logits) || !s->tok_seg || !s->tok_pos ||
         !s->kv_ready) {
@@ -135,6 +208,7 @@ void fwd_state_free(fwd_state *s) {
     free(s->xq_down.q);
     free(s->xq_down.d);
     free(s->xq_down.s);
+    fwd_moe_free(s->moe);
     memset(s, 0, sizeof *s);
 }
 
@@ -780,6 +854,18 @@ static void stage_qkv(fwd_call *f, int l) {
     matmul_job j = {.m = f->m, .s = s, .out = qkv, .n_out = 3, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
                     .post = post_qkv, .layer = l, .segs = f->segs, .rope_cs = layer_rope(f, l)};
     attn_job a;
+    if (L->q_norm_full) { /* OLMoE: the norms need whole rows first, then the heads as usual */
+        int qd = c->n_heads * c->head_dim; /* no output gate in these families: q_rows(c) */
+        j.post = NULL;
+        run_matmuls(&j, pp->int8 ? &s->xq : NULL);
+        for (int t = 0; t < f->n; t++) {
+            ops_rmsnorm(s->q + (size_t)t * qd, s->q + (size_t)t * qd, L->q_norm_full, qd, c->rms_eps);
+            ops_rmsnorm(s->k_new + (size_t)t * kvd, s->k_new + (size_t)t * kvd, L->k_norm_full, kvd, c->rms_eps);
+        }
+        post_qkv(&j, 0, qd + 2 * kvd);
+        f->attended = 0;
+        return;
+    }
     if (fusions_of(f, l).attention_in_qkv) {
         attention_job(f, l, &a);
         a.ready = s->kv_ready;
@@ -929,6 +1015,189 @@ static void stage_down(fwd_call *f, int l) {
     f->attn_normed = fu.attn_norm_in_down;
 }
 
+/* ---- the expert layer ------------------------------------------------------------------
+ *
+ * xb (the normed input) -> router logits -> per token its k experts and weights (moe.c) ->
+ * the tokens' rows grouped by expert -> each chosen expert's gate and up over its rows
+ * (its weights stream once for all the tokens that chose it), act(gate) * up -> its down
+ * -> per token the weighted sum of its k rows in slot order [+ sigmoid(gate logit) * the
+ * shared expert's output] -> x += that [times the residual multiplier].
+ * Every matmul output depends only on its own row (kernels.h), a group's rows keep their
+ * values whatever else is in the group, and the sums run in slot order: a token's result
+ * is the same bits whatever shares the pass and whichever experts the others chose. */
+
+#define MOE_ALIGN 16 /* rows per piece of an expert's matmul */
+
+typedef struct {
+    const model *m;
+    fwd_state *s;
+    const moe_group *g;
+    int ng, down;     /* groups; 0: the gate / up phase, 1: the down phase */
+    int units;        /* pieces of MOE_ALIGN rows over all groups of the phase */
+} moe_job;
+
+static int moe_rows(const moe_job *j, const moe_group *g) { return j->down ? j->m->cfg.dim : g->width; }
+
+/* One matmul of a group: y (n, ldy) rows [r0, r1) = x (n, ldx) @ w^T; a repacked expert
+ * takes xq, x quantized (fast mode), the others f32 activations on the file layout. */
+static void moe_matmul(const model *m, const tensor *w, const float *x, int ldx, const q8_act *xq, int n, int r0,
+                       int r1, float *y, int ldy) {
+    const kernels *k = m->kern, *ref = kernels_scalar();
+    int cols = (int)w->shape[1];
+    const void *q8w = plan_q8_weights(w);
+    if (q8w && xq->q) {
+        matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
+        fn(q8w, (int)w->shape[0], cols, r0, r1, xq, y, ldy);
+        return;
+    }
+    matmul_fn fn = k->matmul[w->type] ? k->matmul[w->type] : ref->matmul[w->type];
+    fn(w->data, dtype_row_bytes(w->type, cols), cols, r0, r1, x, ldx, n, y, ldy);
+}
+
+/* Thread ith's share of the phase's pieces (whole pieces, groups in order). */
+static void moe_task(void *ctx, int ith, int nth) {
+    const moe_job *j = ctx;
+    const model *m = j->m;
+    int dim = m->cfg.dim, u0, u1;
+    pool_split(j->units, 1, ith, nth, &u0, &u1);
+    int gelu = m->cfg.act == ACT_GELU_TANH;
+    swiglu_fn act = j->s->fast ? (gelu ? m->kern->geglu_fast : m->kern->swiglu_fast)
+                               : (gelu ? ops_gelu_tanh_mul : ops_swiglu);
+    for (int gi = 0, base = 0; gi < j->ng && base < u1; gi++) {
+        const moe_group *g = &j->g[gi];
+        int rows = moe_rows(j, g), pieces = (rows + MOE_ALIGN - 1) / MOE_ALIGN;
+        int a = u0 > base ? u0 - base : 0, b = u1 - base < pieces ? u1 - base : pieces;
+        base += pieces;
+        if (a >= b) continue;
+        int r0 = a * MOE_ALIGN, r1 = b * MOE_ALIGN < rows ? b * MOE_ALIGN : rows;
+        if (j->down) {
+            moe_matmul(m, g->down, g->h, g->width, &g->qh, g->n, r0, r1, g->y, dim);
+            continue;
+        }
+        moe_matmul(m, g->gate, g->x, dim, &g->qx, g->n, r0, r1, g->h, g->width);
+        moe_matmul(m, g->up, g->x, dim, &g->qx, g->n, r0, r1, g->h2, g->width);
+        for (int t = 0; t < g->n; t++) act(g->h + (size_t)t * g->width + r0, g->h2 + (size_t)t * g->width + r0, r1 - r0);
+    }
+}
+
+static void moe_phase(const model *m, fwd_state *s, const moe_group *g, int ng, int down) {
+    moe_job j = {m, s, g, ng, down, 0};
+    double bytes = 0;
+    for (int i = 0; i < ng; i++) {
+        j.units += (moe_rows(&j, &g[i]) + MOE_ALIGN - 1) / MOE_ALIGN;
+        bytes += (double)(down ? g[i].down->nbytes : g[i].gate->nbytes + g[i].up->nbytes) * g[i].n;
+    }
+    int nth = plan_threads(&m->plan, bytes);
+    if (nth > j.units) nth = j.units;
+    if (nth <= 1) moe_task(&j, 0, 1);
+    else pool_run_n(m->pool, moe_task, &j, nth);
+}
+
+/* The activation group (kernels.act_group) matrices a..b ask for, where their columns allow. */
+static int moe_act_group(const model *m, const tensor *a, const tensor *b) {
+    int g = 1;
+    const tensor *ts[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        if (!ts[i] || !plan_q8_weights(ts[i])) continue;
+        int gi = m->kern->matmul_q8[ts[i]->type] && m->kern->act_group[ts[i]->type] ? m->kern->act_group[ts[i]->type] : 1;
+        if (ts[i]->shape[1] % (32 * gi) == 0 && gi > g) g = gi;
+    }
+    return g;
+}
+
+/* Fast mode: rows (nt, cols) of x quantized into a, over the threads when there are many. */
+static void moe_quantize(const model *m, fwd_state *s, const float *x, int nt, int cols, int group, q8_act *a) {
+    q8_act_shape(a, nt, cols, group);
+    matmul_job j = {.m = m, .s = s, .x = x, .ldx = cols, .nt = nt, .xq = a};
+    if (nt >= 2 * pool_size(m->pool)) pool_run(m->pool, quantize_task, &j);
+    else quantize_task(&j, 0, 1);
+}
+
+/* Rows [r, r + n) of a as an activation block of their own. */
+static q8_act q8_rows(const q8_act *a, int r, int n) {
+    q8_act v = *a;
+    if (!v.q) return v;
+    v.nt = n;
+    v.q += (size_t)r * a->quads * 128;
+    v.d += (size_t)r * a->quads * 4;
+    v.s += (size_t)r * a->quads * 4;
+    return v;
+}
+
+static void stage_experts(fwd_call *f, int l) {
+    const model *m = f->m;
+    const model_config *c = &m->cfg;
+    const expert_block *b = m->layers[l].moe;
+    fwd_state *s = f->s;
+    fwd_moe *x = s->moe;
+    int n = f->n, E = c->n_experts, K = c->n_experts_used, dim = c->dim, ldz = E + 1;
+    /* the router (and the shared expert's gate) over every token: f32, never repacked */
+    plan_pass rp = {.w = {b->router, b->sh_router}, .n = b->sh_router ? 2 : 1, .rows = E + (b->sh_router != NULL),
+                    .align = MOE_ALIGN, .act_group = 1, .bytes = (double)b->router->nbytes, .nth = 1};
+    mm_out ro[] = {{b->router, x->z, ldz}, {b->sh_router, x->z + E, ldz}};
+    matmul_job rj = {.m = m, .s = s, .out = ro, .n_out = rp.n, .pass = &rp, .x = s->xb, .ldx = dim, .nt = n};
+    run_matmuls(&rj, NULL);
+    /* each token's route, then its slots grouped by expert (a counting sort: token order kept) */
+    memset(x->count, 0, (size_t)E * sizeof(int));
+    for (int t = 0; t < n; t++) {
+        moe_route(c->moe->router, c->moe_renorm, x->z + (size_t)t * ldz, E, K, x->ids + (size_t)t * K,
+                  x->w + (size_t)t * K, x->p, x->pairs);
+        for (int k = 0; k < K; k++) x->count[x->ids[(size_t)t * K + k]]++;
+    }
+    int ng = 0, start = 0;
+    for (int e = 0; e < E; e++) {
+        if (!x->count[e]) continue;
+        x->groups[ng++] = (moe_group){b->gate[e], b->up[e], b->down[e], x->x + (size_t)start * dim, 0,
+                                      c->expert_dim, x->h + (size_t)start * c->expert_dim,
+                                      x->h2 + (size_t)start * c->expert_dim, x->y + (size_t)start * dim, {0}, {0}};
+        start += x->count[e];
+        x->count[e] = ng; /* now the group's index + 1 */
+    }
+    for (int t = 0; t < n; t++)
+        for (int k = 0; k < K; k++) {
+            moe_group *g = &x->groups[x->count[x->ids[(size_t)t * K + k]] - 1];
+            int r = (int)((g->x - x->x) / dim) + g->n++;
+            x->row[(size_t)t * K + k] = r;
+            memcpy(x->x + (size_t)r * dim, s->xb + (size_t)t * dim, (size_t)dim * sizeof(float));
+        }
+    int rows = n * K, ne = ng;
+    if (b->sh_gate)
+        x->groups[ng++] = (moe_group){b->sh_gate, b->sh_up, b->sh_down, s->xb, n, c->shared_dim, x->sh, x->sh2, x->shy, {0}, {0}};
+    if (s->fast) { /* every row quantized once, each group reading its slice */
+        moe_quantize(m, s, x->x, rows, dim, moe_act_group(m, b->gate[0], b->up[0]), &x->qx);
+        if (b->sh_gate) moe_quantize(m, s, s->xb, n, dim, moe_act_group(m, b->sh_gate, b->sh_up), &x->qsx);
+        for (int i = 0; i < ng; i++)
+            x->groups[i].qx = i < ne ? q8_rows(&x->qx, (int)((x->groups[i].x - x->x) / dim), x->groups[i].n) : x->qsx;
+    }
+    moe_phase(m, s, x->groups, ng, 0);
+    if (s->fast) {
+        moe_quantize(m, s, x->h, rows, c->expert_dim, moe_act_group(m, b->down[0], NULL), &x->qh);
+        if (b->sh_gate) moe_quantize(m, s, x->sh, n, c->shared_dim, moe_act_group(m, b->sh_down, NULL), &x->qsh);
+        for (int i = 0; i < ng; i++)
+            x->groups[i].qh = i < ne ? q8_rows(&x->qh, (int)((x->groups[i].x - x->x) / dim), x->groups[i].n) : x->qsh;
+    }
+    moe_phase(m, s, x->groups, ng, 1);
+    /* per token: sum_k w_k y_k in slot order (each product rounded, as transformers' weighted
+     * rows summed over the slots) [+ sigmoid(z) * shared], then the residual */
+    float rm = c->residual_mult;
+    for (int t = 0; t < n; t++) {
+        float *xt = s->x + (size_t)t * dim, *acc = s->xb + (size_t)t * dim; /* xb's row t is read no more */
+        const float *w = x->w + (size_t)t * K;
+        const int *row = x->row + (size_t)t * K;
+        for (int d = 0; d < dim; d++) acc[d] = x->y[(size_t)row[0] * dim + d] * w[0];
+        for (int k = 1; k < K; k++) {
+            const float *y = x->y + (size_t)row[k] * dim;
+            for (int d = 0; d < dim; d++) acc[d] += y[d] * w[k];
+        }
+        if (b->sh_gate) {
+            float gz = x->z[(size_t)t * ldz + E], sg = 1.0f / (1.0f + expf(-gz));
+            const float *y = x->shy + (size_t)t * dim;
+            for (int d = 0; d < dim; d++) acc[d] += sg * y[d];
+        }
+        for (int d = 0; d < dim; d++) xt[d] += acc[d] * rm;
+    }
+}
+
 /* [x += rmsnorm(xb)]: Gemma 3's post-feedforward norm. */
 static void stage_post_ffn_norm(fwd_call *f, int l) {
     const float *w = f->m->layers[l].post_ffn_norm;
@@ -1006,8 +1275,12 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
         stage_o(&f, l);
         stage_post_attn_norm(&f, l);
         stage_ffn_norm(&f, l);
-        stage_gate_up(&f, l);
-        stage_down(&f, l);
+        if (m->layers[l].moe) {
+            stage_experts(&f, l);
+        } else {
+            stage_gate_up(&f, l);
+            stage_down(&f, l);
+        }
         stage_post_ffn_norm(&f, l);
     }
     if (!s->no_logits) stage_logits(&f);

@@ -65,6 +65,7 @@ typedef struct {
                          (chunk, max(dim, n_heads * head_dim, hidden_dim)) */
     q8_act xq_down;   /* fast mode: the down projection's input (chunk, hidden_dim),
                          quantized by the gate/up threads while others still read xq */
+    struct fwd_moe *moe; /* an expert layer's scratch (forward.c, stage_experts), or NULL */
 } fwd_state;
 
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);

@@ -156,6 +156,129 @@ static int split_rows(model *m, const tensor *t, int64_t row0, int64_t rows, con
     return 0;
 }
 
+#define HF_LAYER "model.layers.%d."
+
+/* ---- expert layers ---------------------------------------------------------------- */
+
+/* What a damaged shape looks like, for messages: "(a, b, c)". */
+static void shape_str(const tensor *t, char *buf, size_t n) {
+    snprintf(buf, n, "(");
+    for (int d = 0; d < t->ndim && d < TENSOR_MAX_DIMS; d++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    snprintf(buf + strlen(buf), n - strlen(buf), ")");
+}
+
+/* A stack of n_experts matrices (n_experts, rows, cols) named `name`: expert e's rows
+ * [row0, row0 + rows) (of its stacked_rows) as a 2-D view into out[e], nothing copied. */
+static int get_stack(model *m, const char *name, int64_t stacked_rows, int64_t row0, int64_t rows, int64_t cols,
+                     tensor *views, const tensor **out, char *err) {
+    const model_config *c = &m->cfg;
+    const tensor *t = find_tensor(m, name);
+    if (!t) return errf(err, "%s: missing tensor %s", m->path, name);
+    if (t->ndim != 3 || t->shape[0] != c->n_experts || t->shape[1] != stacked_rows || t->shape[2] != cols) {
+        char shape[96];
+        shape_str(t, shape, sizeof shape);
+        return errf(err, "%s: tensor %s has shape %s, expected (%d, %lld, %lld) from the config", m->path, name, shape,
+                    c->n_experts, (long long)stacked_rows, (long long)cols);
+    }
+    if (!dtype_info(t->type)->weight || t->type == DT_U32)
+        return errf(err, "%s: tensor %s has dtype %s, not a weight type", m->path, name, dtype_name(t->type));
+    size_t rb = dtype_row_bytes(t->type, cols);
+    for (int e = 0; e < c->n_experts; e++) {
+        tensor *v = &views[e];
+        *v = *t;
+        v->ndim = 2;
+        v->shape[0] = rows;
+        v->shape[1] = cols;
+        v->data = (const uint8_t *)t->data + ((size_t)e * (size_t)stacked_rows + (size_t)row0) * rb;
+        v->nbytes = (size_t)rows * rb;
+        out[e] = v;
+    }
+    return 0;
+}
+
+/* Layer l's experts, as the family's files hold them: GGUF's stacks (ffn_{gate,up,down}_exps),
+ * or HF's one tensor per expert, else HF's stacks (gate and up fused). k-th expert layer. */
+static int load_experts(model *m, int l, int k, char *err) {
+    const model_config *c = &m->cfg;
+    const moe_info *mo = c->moe;
+    int E = c->n_experts;
+    int64_t I = c->expert_dim, D = c->dim;
+    expert_block *b = &m->experts[l];
+    const tensor **ptr = m->expert_ptrs + (size_t)k * 3 * E;
+    tensor *views = m->expert_views + (size_t)k * 3 * E;
+    b->gate = ptr, b->up = ptr + E, b->down = ptr + 2 * E;
+    char name[160], n2[160];
+    if (m->gguf) {
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
+        if (get_matrix(m, name, E, D, &b->router, err)) return -1;
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", l);
+        if (get_stack(m, name, I, 0, I, D, views, b->gate, err)) return -1;
+        snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", l);
+        if (get_stack(m, name, I, 0, I, D, views + E, b->up, err)) return -1;
+        snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", l);
+        if (get_stack(m, name, D, 0, D, I, views + 2 * E, b->down, err)) return -1;
+    } else {
+        snprintf(name, sizeof name, mo->hf_router, l);
+        if (get_matrix(m, name, E, D, &b->router, err)) return -1;
+        int per_expert = 0;
+        if (mo->hf_gate) {
+            snprintf(name, sizeof name, mo->hf_gate, l, 0);
+            per_expert = find_tensor(m, name) != NULL;
+        }
+        if (per_expert) {
+            for (int e = 0; e < E; e++) {
+                snprintf(name, sizeof name, mo->hf_gate, l, e);
+                if (get_matrix(m, name, I, D, &b->gate[e], err)) return -1;
+                snprintf(name, sizeof name, mo->hf_up, l, e);
+                if (get_matrix(m, name, I, D, &b->up[e], err)) return -1;
+                snprintf(name, sizeof name, mo->hf_down, l, e);
+                if (get_matrix(m, name, D, I, &b->down[e], err)) return -1;
+            }
+        } else {
+            snprintf(name, sizeof name, mo->hf_gate_up3, l);
+            snprintf(n2, sizeof n2, mo->hf_down3, l);
+            if (!find_tensor(m, name) && mo->hf_gate) {
+                snprintf(name, sizeof name, mo->hf_gate, l, 0);
+                return errf(err, "%s: missing tensor %s (nor the stacked %.*s)", m->path, name, (int)strlen(n2),
+                            n2);
+            }
+            if (get_stack(m, name, 2 * I, 0, I, D, views, b->gate, err) ||
+                get_stack(m, name, 2 * I, I, I, D, views + E, b->up, err) ||
+                get_stack(m, n2, D, 0, D, I, views + 2 * E, b->down, err))
+                return -1;
+        }
+    }
+    if (c->shared_dim) {
+        int64_t S = c->shared_dim;
+        const char *g = m->gguf ? "blk.%d.ffn_gate_shexp.weight" : HF_LAYER "mlp.shared_expert.gate_proj.weight";
+        const char *u = m->gguf ? "blk.%d.ffn_up_shexp.weight" : HF_LAYER "mlp.shared_expert.up_proj.weight";
+        const char *d = m->gguf ? "blk.%d.ffn_down_shexp.weight" : HF_LAYER "mlp.shared_expert.down_proj.weight";
+        const char *r = m->gguf ? "blk.%d.ffn_gate_inp_shexp.weight" : HF_LAYER "mlp.shared_expert_gate.weight";
+        snprintf(name, sizeof name, g, l);
+        if (get_matrix(m, name, S, D, &b->sh_gate, err)) return -1;
+        snprintf(name, sizeof name, u, l);
+        if (get_matrix(m, name, S, D, &b->sh_up, err)) return -1;
+        snprintf(name, sizeof name, d, l);
+        if (get_matrix(m, name, D, S, &b->sh_down, err)) return -1;
+        snprintf(name, sizeof name, r, l);
+        /* the converter writes it as a vector of dim (ne [dim]) or a (1, dim) matrix */
+        const tensor *t = find_tensor(m, name);
+        if (t && t->ndim == 1 && t->shape[0] == D) {
+            tensor *v = &m->views[m->n_views++];
+            *v = *t;
+            v->ndim = 2;
+            v->shape[0] = 1;
+            v->shape[1] = D;
+            b->sh_router = v;
+        } else if (get_matrix(m, name, 1, D, &b->sh_router, err)) {
+            return -1;
+        }
+    }
+    m->layers[l].moe = b;
+    return 0;
+}
+
 /* Layer l's tensors, slot by slot (arch.h's LAYER_SLOTS: the one list of them),
  * then the views of its fused tensors. */
 static int load_layer(model *m, int l, char *err) {
@@ -164,7 +287,7 @@ static int load_layer(model *m, int l, char *err) {
     char name[128];
     for (int i = 0; i < N_LAYER_SLOTS; i++) {
         const layer_slot *sl = &LAYER_SLOTS[i];
-        if (!slot_used(c, l, sl)) continue;
+        if (!slot_used(c, l, sl) || ((c->layer_flags[l] & LAYER_MOE) && slot_is_dense_ffn(sl))) continue;
         snprintf(name, sizeof name, m->gguf ? sl->gguf : sl->hf, l);
         void *field = (char *)L + sl->field;
         int64_t rows = slot_dim(c, sl->rows);
@@ -222,10 +345,21 @@ static int load_weights(model *m, char *err) {
         if (c->quant_bits) m->embed_scale = bf16_to_f32(f32_to_bf16(m->embed_scale));
     }
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    m->views = calloc((size_t)c->n_layers * 5, sizeof *m->views);
+    m->views = calloc((size_t)c->n_layers * 6, sizeof *m->views);
     if (!m->layers || !m->views) return errf(err, "%s: out of memory", m->path);
-    for (int l = 0; l < c->n_layers; l++)
+    int n_moe = 0;
+    for (int l = 0; l < c->n_layers; l++) n_moe += (c->layer_flags[l] & LAYER_MOE) != 0;
+    if (n_moe) {
+        size_t n = (size_t)n_moe * 3 * (size_t)c->n_experts;
+        m->experts = calloc((size_t)c->n_layers, sizeof *m->experts);
+        m->expert_ptrs = calloc(n, sizeof *m->expert_ptrs);
+        m->expert_views = calloc(n, sizeof *m->expert_views);
+        if (!m->experts || !m->expert_ptrs || !m->expert_views) return errf(err, "%s: out of memory", m->path);
+    }
+    for (int l = 0, k = 0; l < c->n_layers; l++) {
         if (load_layer(m, l, err)) return -1;
+        if ((c->layer_flags[l] & LAYER_MOE) && load_experts(m, l, k++, err)) return -1;
+    }
     note_type(m, m->tok_embd->type);
     note_type(m, m->lm_head->type);
     for (int l = 0; l < c->n_layers; l++) {
@@ -233,6 +367,11 @@ static int load_weights(model *m, char *err) {
         layer_matrices(&m->layers[l], ts);
         for (int i = 0; i < LAYER_MATRICES; i++)
             if (ts[i]) note_type(m, ts[i]->type);
+        const expert_block *b = m->layers[l].moe;
+        for (int e = 0; b && e < c->n_experts; e++) {
+            note_type(m, b->gate[e]->type);
+            note_type(m, b->down[e]->type);
+        }
     }
     return 0;
 }
@@ -574,6 +713,9 @@ void model_free(model *m) {
         free(m->layers);
     }
     free(m->views);
+    free(m->experts);
+    free(m->expert_ptrs);
+    free(m->expert_views);
     free(m->out_norm);
     free(m->rope_inv_freq);
     if (m->tok) tok_free(m->tok);

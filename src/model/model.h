@@ -33,6 +33,9 @@ typedef struct model {
                                 (Gemma 3), or NULL */
     float *rope_inv_freq_long;/* (rot_dim / 2) LongRoPE's long factors, or NULL */
     float embed_scale;       /* ARCH_EMBED_SCALE: sqrt(dim) rounded to f32; else 1 */
+    expert_block *experts;   /* (n_layers) the expert layers' blocks (layer_weights.moe points here), or NULL */
+    const tensor **expert_ptrs; /* (expert layers, 3, n_experts) the blocks' gate / up / down lists */
+    tensor *expert_views;    /* (expert layers, 3, n_experts) the experts cut out of stacked 3-D tensors */
     tensor *views;           /* (n_layers * 5) row ranges of fused tensors (wq, wk, wv of a qkv tensor,
                                 ...): owned here */
     int n_views;

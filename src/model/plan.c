@@ -141,8 +141,9 @@ int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor 
         if (!L->wv) /* a Gated DeltaNet layer: in_proj_qkv and in_proj_z (arch.h) */
             ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->lin_b, L->lin_a}, .n = 4, .align = MM_ALIGN};
         ps[PASS_O] = (plan_pass){.w = {L->wo}, .n = 1, .align = MM_ALIGN};
-        ps[PASS_GATE_UP] = (plan_pass){.w = {L->w_gate, L->w_up}, .n = 2, .side_by_side = 1};
-        ps[PASS_DOWN] = (plan_pass){.w = {L->w_down}, .n = 1, .align = MM_ALIGN};
+        /* an expert layer's experts run in passes of their own (forward.c, stage_experts) */
+        ps[PASS_GATE_UP] = (plan_pass){.w = {L->w_gate, L->w_up}, .n = L->moe ? 0 : 2, .side_by_side = 1};
+        ps[PASS_DOWN] = (plan_pass){.w = {L->w_down}, .n = L->moe ? 0 : 1, .align = MM_ALIGN};
     }
     p->lm_head = (plan_pass){.w = {lm_head}, .n = 1, .align = MM_ALIGN};
     plan_shape(p, k, 0);

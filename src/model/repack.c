@@ -349,6 +349,17 @@ static void use_in_place(const model *m, const tensor *t) {
         ((tensor *)t)->packed = t->data;
 }
 
+/* Layer l's expert matrices (routed gate, up, down of every expert, then the shared
+ * expert's) into ts; how many (0 for a dense layer). */
+static int expert_matrices(const model *m, int l, const tensor **ts) {
+    const expert_block *b = m->layers[l].moe;
+    int n = 0;
+    if (!b) return 0;
+    for (int e = 0; e < m->cfg.n_experts; e++) ts[n++] = b->gate[e], ts[n++] = b->up[e], ts[n++] = b->down[e];
+    if (b->sh_gate) ts[n++] = b->sh_gate, ts[n++] = b->sh_up, ts[n++] = b->sh_down;
+    return n;
+}
+
 int repack_weights(model *m, char *err) {
     /* first, so that the arena holds only what is repacked */
     use_in_place(m, m->lm_head);
@@ -370,6 +381,15 @@ int repack_weights(model *m, char *err) {
             if (ts[i] && (repack_tensor(m, ts[i], err) || repack_affine4(m, ts[i], err)))
                 return -1;
     }
+    /* the experts, each its own matrix (a decode step reads k of them, in no fixed order) */
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const tensor *ts[3 * 4096 + 3];
+        int n = expert_matrices(m, l, ts);
+        for (int i = 0; i < n; i++) {
+            use_in_place(m, ts[i]);
+            if (repack_tensor(m, ts[i], err)) return -1;
+        }
+    }
     return 0;
 }
 
@@ -389,6 +409,9 @@ void repack_free(model *m) {
         const tensor *ts[LAYER_MATRICES];
         layer_matrices(&m->layers[l], ts);
         for (int i = 0; i < LAYER_MATRICES; i++) unpack_tensor(ts[i]);
+        const tensor *ex[3 * 4096 + 3];
+        int n = expert_matrices(m, l, ex);
+        for (int i = 0; i < n; i++) unpack_tensor(ex[i]);
     }
     if (m->arena) munmap(m->arena, m->arena_bytes);
     free(m->part_table);

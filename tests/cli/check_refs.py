@@ -200,6 +200,8 @@ def check_tiny(ref, case, ids, rows, res):
     check_rows_match_ids(ids, rows, len(ids), res)
     lg = case.get("logits", ref.get("logits"))  # a logits file per case (hybrid refs) or per reference
     hf = load_f32(os.path.join(REFS, lg["file"]), lg["rows"], ref["vocab_size"])
+    r0 = case.get("logits_row0", 0)  # several cases' rows in one file (make_moe_refs.py)
+    hf = hf[r0:r0 + len(want)]
     upto = len(hf) if d is None else d + 1  # later rows come from different contexts
     errs = [rel_err_full(rows[i], hf[i]) for i in range(upto)]
     worst = max(range(len(errs)), key=lambda i: errs[i])

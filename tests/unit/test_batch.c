@@ -141,6 +141,14 @@ Test(batch, same_logits_bytes_alone_and_batched) {
         }
 }
 
+/* Expert layers: the tokens of a batched pass are grouped by expert, and a request's rows
+ * keep their bits whichever experts the others chose (Qwen2-MoE's Q8_0 conversion: routed
+ * and shared experts, int8 attention in fast mode). */
+Test(batch, experts_same_logits_bytes_alone_and_batched) {
+    for (int threads = 1; threads <= 2; threads++)
+        for (int exact = 0; exact <= 1; exact++) check_model("tests/fixtures/tiny-qwen2moe-f32/model.q8_0.gguf", exact, threads);
+}
+
 Test(batch, bad_uses) {
     char err[256];
     llmgen_model_options o = {.n_threads = 1};

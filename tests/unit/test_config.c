@@ -478,3 +478,43 @@ Test(config_layers, the_one_rule) {
     cr_expect_eq(c.sliding_window, 0);
     for (int l = 0; l < 8; l++) cr_expect_eq(c.layer_flags[l], 0, "llama layer %d", l);
 }
+
+/* Expert layers: sizes from the family's keys (or its class defaults), renormalization,
+ * and Qwen's dense layers (decoder_sparse_step, mlp_only_layers). */
+Test(config_json, experts) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    cr_assert_eq(parse("{\"model_type\": \"qwen3_moe\", " SIZES ", \"num_local_experts\": 16, \"num_experts_per_tok\": 4, "
+                       "\"moe_intermediate_size\": 32, \"norm_topk_prob\": true, \"decoder_sparse_step\": 2, "
+                       "\"mlp_only_layers\": [3]}", &c, err, &t), 0, "%s", err);
+    cr_expect(c.moe && c.n_experts == 16 && c.n_experts_used == 4 && c.expert_dim == 32 && c.moe_renorm);
+    for (int l = 0; l < 6; l++)
+        cr_expect_eq((c.layer_flags[l] & LAYER_MOE) != 0, l == 1 || l == 5, "qwen3_moe layer %d", l);
+    drop(&t);
+    /* the class defaults: Qwen3-MoE 128 experts, top 8 of 768, no renormalization */
+    cr_assert_eq(parse("{\"model_type\": \"qwen3_moe\", " SIZES "}", &c, err, &t), 0, "%s", err);
+    cr_expect(c.n_experts == 128 && c.n_experts_used == 8 && c.expert_dim == 768 && !c.moe_renorm);
+    cr_expect(c.layer_flags[0] & LAYER_MOE);
+    drop(&t);
+    /* Mixtral: the width is intermediate_size, always renormalized */
+    cr_assert_eq(parse("{\"model_type\": \"mixtral\", " SIZES ", \"num_local_experts\": 4, \"norm_topk_prob\": false}",
+                       &c, err, &t), 0, "%s", err);
+    cr_expect(c.n_experts == 4 && c.n_experts_used == 2 && c.expert_dim == 128 && c.moe_renorm);
+    drop(&t);
+    /* Qwen2-MoE: the shared expert */
+    cr_assert_eq(parse("{\"model_type\": \"qwen2_moe\", " SIZES ", \"num_experts\": 8, "
+                       "\"shared_expert_intermediate_size\": 96}", &c, err, &t), 0, "%s", err);
+    cr_expect(c.shared_dim == 96 && c.expert_dim == 1408);
+    drop(&t);
+    /* a dense family has no expert layers whatever its keys say */
+    cr_assert_eq(parse("{\"model_type\": \"qwen3\", " SIZES ", \"num_experts\": 8}", &c, err, &t), 0, "%s", err);
+    cr_expect(!c.moe && !(c.layer_flags[0] & LAYER_MOE));
+    drop(&t);
+    expect_bad("{\"model_type\": \"olmoe\", " SIZES ", \"num_experts\": 4, \"num_experts_per_tok\": 5}",
+               "5 experts used per token");
+    expect_bad("{\"model_type\": \"olmoe\", " SIZES ", \"clip_qkv\": 8.0}", "clip_qkv");
+    expect_bad("{\"model_type\": \"qwen2_moe\", " SIZES ", \"use_sliding_window\": true}", "use_sliding_window");
+    expect_bad("{\"model_type\": \"qwen3_moe\", " SIZES ", \"mlp_only_layers\": [6]}", "mlp_only_layers");
+    expect_bad("{\"model_type\": \"granitemoe\", " SIZES ", \"num_local_experts\": 0}", "expert count 0");
+}
