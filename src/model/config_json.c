@@ -360,7 +360,7 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
     if ((a->keys & KEY_USE_SW) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
     const json_t *sw = json_object_get(root, "sliding_window");
     if (sw && !json_is_null(sw)) {
-        if (json_int_key(root, "sliding_window", 1, 0, &window, path, err)) return -1;
+        if (json_int_key(root, "sliding_window", 0, 0, &window, path, err)) return -1;
     } else if (!sw) {
         window = a->sw_default; /* an absent key, not a null one */
     }
@@ -405,7 +405,7 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
  * Qwen configs the former). */
 static int json_experts(const json_t *root, model_config *c, const char *path, char *err) {
     const moe_info *mo = arch_moe(c->family);
-    if (!mo) return 0;
+    if (!mo || !mo->hf_router) return 0; /* llama's MoE row serves GGUF files (Mixtral) only */
     const char *ek = get(root, "num_local_experts") && !get(root, "num_experts") ? "num_local_experts" : "num_experts";
     int step = 1, only[CONFIG_MAX_LAYERS], n_only = 0;
     if (json_int_key(root, ek, 0, mo->experts, &c->n_experts, path, err) ||

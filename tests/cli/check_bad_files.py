@@ -81,10 +81,10 @@ def write_st(path, header, blob, hlen=None):
         f.write(struct.pack("<Q", len(h) if hlen is None else hlen) + h + blob)
 
 
-def model_dir(tmp, name, edit_header=None, edit_config=None, hlen=None, drop=None):
+def model_dir(tmp, name, edit_header=None, edit_config=None, hlen=None, drop=None, fixture=FIXTURE):
     """Copy the tiny fixture into tmp/name, then break one thing. Returns the directory."""
     d = os.path.join(tmp, name)
-    shutil.copytree(FIXTURE, d)
+    shutil.copytree(fixture, d, ignore=shutil.ignore_patterns("*.gguf"))
     if edit_header or hlen is not None:
         header, blob = read_st(os.path.join(d, "model.safetensors"))
         if edit_header:
@@ -129,6 +129,32 @@ def drop_key(key):
     def edit(cfg):
         del cfg[key]
     return edit
+
+
+MOE_FIXTURE = os.path.join("tests", "fixtures", "tiny-qwen3moe-f32")
+MOE_EXPERT = "model.layers.1.mlp.experts.3.up_proj.weight"
+
+
+def drop_expert(h):
+    del h[MOE_EXPERT]
+
+
+def transpose_expert(h):
+    t = h["model.layers.2.mlp.experts.0.down_proj.weight"]
+    t["shape"] = t["shape"][::-1]
+
+
+def set_key(key, value):
+    def edit(cfg):
+        cfg[key] = value
+    return edit
+
+
+def gguf_set_u32(data, key, value):
+    """The GGUF bytes with the u32 value of metadata key `key` replaced."""
+    k = gguf_str(key) + struct.pack("<I", 4)
+    i = data.index(k) + len(k)
+    return data[:i] + struct.pack("<I", value) + data[i + 4:]
 
 
 def set_arch(cfg):
@@ -204,9 +230,9 @@ def main():
             with open(DEFAULT_MODEL, "rb") as f:
                 gguf_case("default-model-truncated", f.read(1 << 20))
 
-        def dir_case(name, names, **kw):
+        def dir_case(name, names, tensor=False, **kw):
             d = model_dir(tmp, name, **kw)
-            cases.append((name, d, os.path.join(d, names) if names else d))
+            cases.append((name, d, names if tensor else os.path.join(d, names) if names else d))
 
         dir_case("st-header-length-past-end", "model.safetensors", hlen=1 << 40)
         dir_case("st-offsets-out-of-range", "model.safetensors", edit_header=out_of_range)
@@ -218,6 +244,19 @@ def main():
         dir_case("config-missing-vocab-size", "config.json", edit_config=drop_key("vocab_size"))
         dir_case("config-unsupported-arch", "config.json", edit_config=set_arch)
         dir_case("config-bad-json", "config.json", edit_config=lambda c: json.dumps(c)[:-2])
+        # expert layers (tests/fixtures/tiny-qwen3moe-f32: 6 experts, 2 used per token)
+        dir_case("moe-expert-tensor-missing", MOE_EXPERT, True, edit_header=drop_expert, fixture=MOE_FIXTURE)
+        dir_case("moe-expert-wrong-shape", "model.layers.2.mlp.experts.0.down_proj.weight", True, edit_header=transpose_expert,
+                 fixture=MOE_FIXTURE)
+        dir_case("moe-used-above-count", "config.json", edit_config=set_key("num_experts_per_tok", 7),
+                 fixture=MOE_FIXTURE)
+        dir_case("moe-router-rows", "model.layers.0.mlp.gate.weight", True, edit_config=set_key("num_local_experts", 7),
+                 fixture=MOE_FIXTURE)
+        with open(os.path.join(MOE_FIXTURE, "model.f32.gguf"), "rb") as f:
+            moe = f.read()
+        gguf_case("moe-gguf-used-above-count", gguf_set_u32(moe, "qwen3moe.expert_used_count", 7))
+        gguf_case("moe-gguf-router-rows", gguf_set_u32(moe, "qwen3moe.expert_count", 5))
+        cases[-1] = cases[-1][:2] + ("blk.0.ffn_gate_inp.weight",)
         d = model_dir(tmp, "st-truncated")
         st = os.path.join(d, "model.safetensors")
         size = os.path.getsize(st)

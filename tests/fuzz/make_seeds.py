@@ -79,17 +79,17 @@ def gguf(version=3, kvs=None, tensors=(), align=32):
     return head + blobs
 
 
-def llama_kvs(vocab):
+def llama_kvs(vocab, arch="llama"):
     return [
-        gkv("general.architecture", STR, "llama"),
-        gkv("llama.context_length", U32, 64),
-        gkv("llama.embedding_length", U32, 32),
-        gkv("llama.block_count", U32, 1),
-        gkv("llama.feed_forward_length", U32, 64),
-        gkv("llama.attention.head_count", U32, 4),
-        gkv("llama.attention.head_count_kv", U32, 2),
-        gkv("llama.rope.freq_base", F32, 10000.0),
-        gkv("llama.attention.layer_norm_rms_epsilon", F32, 1e-5),
+        gkv("general.architecture", STR, arch),
+        gkv(arch + ".context_length", U32, 64),
+        gkv(arch + ".embedding_length", U32, 32),
+        gkv(arch + ".block_count", U32, 1),
+        gkv(arch + ".feed_forward_length", U32, 64),
+        gkv(arch + ".attention.head_count", U32, 4),
+        gkv(arch + ".attention.head_count_kv", U32, 2),
+        gkv(arch + ".rope.freq_base", F32, 10000.0),
+        gkv(arch + ".attention.layer_norm_rms_epsilon", F32, 1e-5),
         gkv("tokenizer.ggml.model", STR, "gpt2"),
         gkv("tokenizer.ggml.tokens", ARR, (STR, vocab)),
         gkv("tokenizer.ggml.token_type", ARR, (I32, [1] * len(vocab))),
@@ -114,6 +114,15 @@ def gguf_seeds():
     kq = [("k.%s" % t, t, (256, 2)) for t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS")]
     kq += [("s.%s" % t, t, (64, 3)) for t in ("Q5_0", "Q5_1", "IQ4_NL")]
     put("fuzz_gguf", "kquants", gguf(3, [gkv("general.architecture", STR, "llama")], kq))
+    # expert layers: a qwen3moe file (expert keys, router and merged expert stacks) and Mixtral as llama
+    moe = llama_kvs(vocab, "qwen3moe")
+    moe += [gkv("qwen3moe.expert_count", U32, 4), gkv("qwen3moe.expert_used_count", U32, 2),
+            gkv("qwen3moe.expert_feed_forward_length", U32, 32)]
+    ets = ts + [("blk.0.ffn_gate_inp.weight", "F32", (32, 4)), ("blk.0.ffn_gate_exps.weight", "Q8_0", (32, 32, 4)),
+                ("blk.0.ffn_up_exps.weight", "Q8_0", (32, 32, 4)), ("blk.0.ffn_down_exps.weight", "Q4_0", (32, 32, 4))]
+    put("fuzz_gguf", "qwen3moe", gguf(3, moe, ets))
+    put("fuzz_gguf", "mixtral_llama", gguf(3, llama_kvs(vocab) + [gkv("llama.expert_count", U32, 4),
+                                                                 gkv("llama.expert_used_count", U32, 2)], ets))
 
 
 # ---- safetensors ------------------------------------------------------------------

@@ -511,6 +511,10 @@ Test(config_json, experts) {
     cr_assert_eq(parse("{\"model_type\": \"qwen3\", " SIZES ", \"num_experts\": 8}", &c, err, &t), 0, "%s", err);
     cr_expect(!c.moe && !(c.layer_flags[0] & LAYER_MOE));
     drop(&t);
+    /* llama's MoE row is for GGUF files (Mixtral as llama with expert_count) only */
+    cr_assert_eq(parse("{\"model_type\": \"llama\", " SIZES "}", &c, err, &t), 0, "%s", err);
+    cr_expect(!c.moe && !(c.layer_flags[0] & LAYER_MOE));
+    drop(&t);
     expect_bad("{\"model_type\": \"olmoe\", " SIZES ", \"num_experts\": 4, \"num_experts_per_tok\": 5}",
                "5 experts used per token");
     expect_bad("{\"model_type\": \"olmoe\", " SIZES ", \"clip_qkv\": 8.0}", "clip_qkv");
