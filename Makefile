@@ -247,8 +247,11 @@ hybrid-refs: $(REF_VENV)/.ok  ## regenerate the hybrid fixtures and their HF ref
 # file means the same model, and torch.topk's tie order (tests/fixtures/tiny-*moe*, tiny-mixtral-*,
 # tests/refs/tiny-<...>.*, tests/refs/moe-fixtures.json, tests/refs/moe-topk-ties.json); never run by CI.
 .PHONY: moe-refs
-moe-refs: $(REF_VENV)/.ok  ## regenerate the mixture-of-experts fixtures, HF references and GGUF conversions
+# Then llama-quantize's Q8_0 / Q4_0 / Q4_K_M of tiny-qwen3moe-f32 (quantized.<T>.gguf) against transformers on their
+# dequantized weights (tests/refs/tiny-qwen3moe-gguf.<T>.*); needs make peer.
+moe-refs: $(REF_VENV)/.ok peer  ## regenerate the mixture-of-experts fixtures, HF references and GGUF conversions
 	$(REF_VENV)/bin/python tests/gen/make_moe_refs.py $(CACHE)
+	$(REF_VENV)/bin/python tests/gen/make_moe_quant_refs.py $(CACHE)
 
 # Sliding-window fixtures whose 600 + 48 tokens outgrow llmgen's ring of the window (tests/fixtures/tiny-*-ring-f32,
 # tests/refs/tiny-*-ring-f32.*, tests/refs/ring-fixtures.json); never run by CI.

@@ -173,6 +173,7 @@ Test(contract, mlx_gemma3_q4_window) { contract_all("tests/fixtures/tiny-mlx-gem
 Test(contract, mlx_mha_q8) { contract_all("tests/fixtures/tiny-mlx-mha-q8g32", 180, 0, 1); }
 Test(contract, gguf_q6_k) { contract_all("tests/fixtures/tiny-gguf/tiny-gguf.Q6_K.gguf", 180, 0, 1); }
 Test(contract, experts_qwen3moe_q8) { contract_all("tests/fixtures/tiny-qwen3moe-f32/model.q8_0.gguf", 180, 0, 1); }
+Test(contract, experts_qwen3moe_q4_0) { contract_all("tests/fixtures/tiny-qwen3moe-f32/quantized.Q4_0.gguf", 120, 0, 1); }
 Test(contract, experts_olmoe) { contract_all("tests/fixtures/tiny-olmoe-f32", 120, 0, 0); }
 Test(contract, longrope_cut) { contract_all("tests/fixtures/tiny-phi3-longrope-f32", 60, 1, 0); }
 Test(contract, hybrid_qwen35) { contract_all("tests/fixtures/tiny-qwen35-gdn-f32", 300, 0, 1); }
