@@ -126,6 +126,7 @@ typedef struct {
     serve_job *jobs[OPENAI_MAX_N * OPENAI_MAX_PROMPTS];
     int n_jobs;
     int final_sent[OPENAI_MAX_N * OPENAI_MAX_PROMPTS];
+    openai_think think[OPENAI_MAX_N * OPENAI_MAX_PROMPTS]; /* chat streams: <think> apart */
     long prompt_tokens;        /* once per prompt, as OpenAI counts */
     pthread_cond_t wake;
     char id[64];
@@ -145,6 +146,7 @@ static void gen_unref(gen *g) {
     if (!last) return;
     for (int i = 0; i < g->n_jobs; i++) serve_job_release(H->S, g->jobs[i]); /* cancels what still runs */
     openai_req_free(&g->r);
+    for (int i = 0; i < g->n_jobs; i++) openai_think_free(&g->think[i]);
     pthread_cond_destroy(&g->wake);
     free(g->out);
     free(g);
@@ -232,7 +234,15 @@ static void sse_fill(gen *g) {
         return;
     }
     for (int i = 0; i < g->n_jobs; i++) {
-        if (texts[i]) out_event(g, chunk(g, openai_chunk_choice(g->r.kind, i, texts[i], lens[i], 0, NULL)));
+        if (g->r.kind == OPENAI_CHAT && (texts[i] || ended[i])) {
+            openai_think *t = &g->think[i];
+            if (!openai_think_feed(t, texts[i] ? texts[i] : "", lens[i], ended[i])) {
+                if (t->n_r) out_event(g, chunk(g, openai_chunk_reasoning(i, t->r, t->n_r)));
+                if (t->n_c) out_event(g, chunk(g, openai_chunk_choice(OPENAI_CHAT, i, t->c, t->n_c, 0, NULL)));
+            }
+        } else if (texts[i]) {
+            out_event(g, chunk(g, openai_chunk_choice(g->r.kind, i, texts[i], lens[i], 0, NULL)));
+        }
         free(texts[i]);
         if (!ended[i]) continue;
         serve_job *j = g->jobs[i]; /* done: its result is final, read without the lock */

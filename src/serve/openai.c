@@ -355,12 +355,104 @@ static json_t *completion_logprobs(const llmgen_model *m, const llmgen_result *r
     return o;
 }
 
+static int grow(char **b, size_t *n, size_t *cap, const char *s, size_t k) {
+    if (*n + k + 1 > *cap) {
+        size_t c = *cap ? *cap : 64;
+        while (c < *n + k + 1) c *= 2;
+        char *p = realloc(*b, c);
+        if (!p) return -1;
+        *b = p;
+        *cap = c;
+    }
+    if (k) memcpy(*b + *n, s, k);
+    *n += k;
+    return 0;
+}
+
+static void drop(openai_think *t, size_t k) {
+    memmove(t->hold, t->hold + k, t->n_hold - k);
+    t->n_hold -= k;
+}
+
+#define WS " \t\r\n"
+
+int openai_think_feed(openai_think *t, const char *s, size_t n, int final) {
+    t->n_r = t->n_c = 0;
+    if (grow(&t->hold, &t->n_hold, &t->cap_hold, s, n) || grow(&t->r, &t->n_r, &t->cap_r, "", 0) ||
+        grow(&t->c, &t->n_c, &t->cap_c, "", 0))
+        return -1;
+    for (;;) {
+        if (t->state == 0) {
+            size_t ws = 0;
+            while (ws < t->n_hold && strchr(WS, t->hold[ws]) && t->hold[ws]) ws++;
+            if (t->n_hold - ws < 7 && !final) return 0;
+            if (t->n_hold - ws >= 7 && !memcmp(t->hold + ws, "<think>", 7)) {
+                drop(t, ws + 7);
+                t->state = 1;
+                t->thought = 1;
+            } else {
+                t->state = 2;
+            }
+        } else if (t->state == 1) {
+            char *e = t->n_hold ? memmem(t->hold, t->n_hold, "</think>", 8) : NULL;
+            if (e) {
+                size_t k = (size_t)(e - t->hold);
+                if (grow(&t->r, &t->n_r, &t->cap_r, t->hold, k)) return -1;
+                drop(t, k + 8);
+                t->state = 2;
+                t->strip = 1;
+                continue;
+            }
+            size_t cut = final || t->n_hold < 7 ? (final ? t->n_hold : 0) : t->n_hold - 7; /* a tag may be cut */
+            while (cut > 0 && cut < t->n_hold && ((unsigned char)t->hold[cut] & 0xC0) == 0x80) cut--;
+            if (grow(&t->r, &t->n_r, &t->cap_r, t->hold, cut)) return -1;
+            drop(t, cut);
+            return 0;
+        } else {
+            if (t->strip) {
+                size_t ws = 0;
+                while (ws < t->n_hold && strchr(WS, t->hold[ws]) && t->hold[ws]) ws++;
+                drop(t, ws);
+                if (!t->n_hold) return 0;
+                t->strip = 0;
+            }
+            if (grow(&t->c, &t->n_c, &t->cap_c, t->hold, t->n_hold)) return -1;
+            t->n_hold = 0;
+            return 0;
+        }
+    }
+}
+
+void openai_think_free(openai_think *t) {
+    free(t->hold);
+    free(t->r);
+    free(t->c);
+    memset(t, 0, sizeof *t);
+}
+
+json_t *openai_chunk_reasoning(int index, const char *text, size_t len) {
+    json_t *c = json_object(), *d = json_object();
+    json_object_set_new(c, "index", json_integer(index));
+    json_object_set_new(d, "reasoning_content", json_text(text, len));
+    json_object_set_new(c, "delta", d);
+    json_object_set_new(c, "logprobs", json_null());
+    json_object_set_new(c, "finish_reason", json_null());
+    return c;
+}
+
 json_t *openai_choice(openai_kind kind, const llmgen_model *m, int index, const llmgen_result *r, int logprobs) {
     json_t *c = json_object(), *text = json_text(r->text ? r->text : "", r->text_len);
     json_object_set_new(c, "index", json_integer(index));
     if (kind == OPENAI_CHAT) {
         json_t *msg = json_object();
+        openai_think t = {0};
         json_object_set_new(msg, "role", json_string("assistant"));
+        if (!openai_think_feed(&t, r->text ? r->text : "", r->text ? r->text_len : 0, 1) && t.thought) {
+            json_decref(text);
+            text = json_text(t.c, t.n_c);
+            json_object_set_new(msg, "reasoning_content", json_text(t.r, t.n_r));
+        }
+        openai_think_free(&t);
         json_object_set_new(msg, "content", text);
         json_object_set_new(c, "message", msg);
     } else {

@@ -8,7 +8,8 @@ are compared with the CLI's `--batch` results for the same requests (one CLI run
 and chat, streamed and not (the streamed deltas joined equal the whole answer), n = 2 with a seed
 (choice i is the CLI's run with seed + i), a stop string, chat logprobs with top_logprobs (ids' texts and
 log-probabilities equal the CLI's), response_format with a JSON schema (the output parses and has the
-schema's keys and types), usage counts (prompt and completion tokens equal the CLI's ids). Raw SSE
+schema's keys and types), a <think> block (forced by a grammar) given as reasoning_content apart from
+the content, whole and streamed, usage counts (prompt and completion tokens equal the CLI's ids). Raw SSE
 framing through curl: every event is "data: " + JSON or a comment, [DONE] last, text/event-stream.
 Errors as OpenAI's error object: a wrong key (401), malformed JSON (400), a bad field value (400 naming
 it), an unsupported field (presence_penalty: 400 naming it), a prompt longer than the context (400
@@ -203,6 +204,20 @@ def client_checks(port, cli):
     except ValueError:
         valid = False
     check(valid and text == cli["schema"]["text"], "json_schema: the output validates and equals the CLI's (%r)" % text)
+    # thinking apart from the answer: a grammar makes the model write a <think> block
+    think = {"grammar": 'root ::= "<think>Let me see.</think>\\n\\nParis"'}
+    r = c.chat.completions.create(model="m", messages=CHAT, max_tokens=30, temperature=0, extra_body=think)
+    msg = r.choices[0].message
+    check(msg.content == "Paris" and getattr(msg, "reasoning_content", None) == "Let me see.",
+          "<think> output: reasoning_content %r, content %r" % (getattr(msg, "reasoning_content", None), msg.content))
+    rs, cs = [], []
+    for chunk in c.chat.completions.create(model="m", messages=CHAT, max_tokens=30, temperature=0, stream=True,
+                                           extra_body=think):
+        for choice in chunk.choices:
+            rs.append(getattr(choice.delta, "reasoning_content", None) or "")
+            cs.append(choice.delta.content or "")
+    check("".join(rs) == "Let me see." and "".join(cs) == "Paris", "<think> streamed: reasoning and content deltas "
+          "join to the same (%r, %r)" % ("".join(rs), "".join(cs)))
     # errors through the client
     bad = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key="wrong", max_retries=0, timeout=30)
     try:

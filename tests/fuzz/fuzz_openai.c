@@ -9,6 +9,31 @@
 #include "llmgen.h"
 #include "serve/openai.h"
 
+/* The <think> split of text fed whole equals the one fed in pieces of k bytes. */
+static void check_think(const char *text, size_t n, size_t k) {
+    openai_think whole = {0}, parts = {0};
+    char *r = NULL, *c = NULL;
+    size_t nr = 0, nc = 0;
+    if (openai_think_feed(&whole, text, n, 1)) abort();
+    for (size_t i = 0; i <= n; i += k) {
+        size_t len = i + k <= n ? k : n - i;
+        if (openai_think_feed(&parts, text + i, len, i + k > n)) abort();
+        r = realloc(r, nr + parts.n_r + 1);
+        c = realloc(c, nc + parts.n_c + 1);
+        if (!r || !c) abort();
+        memcpy(r + nr, parts.r, parts.n_r);
+        memcpy(c + nc, parts.c, parts.n_c);
+        nr += parts.n_r;
+        nc += parts.n_c;
+    }
+    if (nr != whole.n_r || nc != whole.n_c || memcmp(r, whole.r, nr) || memcmp(c, whole.c, nc)) abort();
+    if (!whole.thought && (nc != n || memcmp(c, text, n))) abort(); /* no <think>: the text byte for byte */
+    free(r);
+    free(c);
+    openai_think_free(&whole);
+    openai_think_free(&parts);
+}
+
 static void check_json(json_t *o) {
     char *s = json_dumps(o, JSON_COMPACT);
     if (!s) abort();
@@ -50,6 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                              .text_len = r.q.text ? r.q.text_len : 3, .stop_reason = LLMGEN_STOP_LENGTH,
                              .logprobs = lp, .top_logprobs = 3};
         check_json(openai_choice(kind, NULL, 0, &res, r.logprobs));
+        for (size_t k = 1; k <= 9; k += 4) check_think(res.text, res.text_len, k);
         check_json(openai_chunk_choice(kind, 1, res.text, res.text_len, 1, "stop"));
         json_t *env = openai_envelope(kind, r.stream, "id-1", 0, r.model ? r.model : "m");
         json_object_set_new(env, "usage", openai_usage(3, 3, 0));
