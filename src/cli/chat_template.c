@@ -13,6 +13,7 @@
 const char chat_template_help[] =
     "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json\n"
     "                            [--bos-token S] [--eos-token S] [--no-generation-prompt] [--date \"DD Mon YYYY\"]\n"
+    "                            [--chat-template-kwargs JSON]\n"
     "Render a conversation (a JSON array of {\"role\", \"content\"} objects) with the model's\n"
     "chat template, or the Jinja template in FILE, exactly as transformers' apply_chat_template\n"
     "renders it; the text goes to stdout with nothing added.\n\n";
@@ -26,7 +27,7 @@ static llmgen_status fail(llmgen_status st, char *err, const char *fmt, ...) {
     return st;
 }
 
-enum { T_TEMPLATE_FILE = CLI_OWN, T_MESSAGES, T_BOS, T_EOS, T_NO_GEN, T_DATE };
+enum { T_TEMPLATE_FILE = CLI_OWN, T_MESSAGES, T_BOS, T_EOS, T_NO_GEN, T_DATE, T_KWARGS };
 
 static const cli_opt table[] = {
     CLI_OPT_MODEL("MODEL", "render with the model's chat template"),
@@ -36,6 +37,7 @@ static const cli_opt table[] = {
     {T_EOS, 0, "eos-token", "S", "the template's eos_token (default: the model's)"},
     {T_NO_GEN, 0, "no-generation-prompt", NULL, "do not open the assistant's turn"},
     {T_DATE, 0, "date", "\"DD Mon YYYY\"", "the date Llama 3.1+ templates print (default: as transformers)"},
+    {T_KWARGS, 0, "chat-template-kwargs", "JSON", "more template variables, a JSON object ('{\"enable_thinking\": false}')"},
     CLI_OPT_HELP,
     {0, 0, NULL, NULL, NULL},
 };
@@ -64,11 +66,20 @@ int chat_template_parse(int argc, char **argv, chat_template_args *a, char *err)
         if (id == T_NO_GEN) a->add_generation_prompt = 0;
         else if (id != CLI_MODEL)
             *(id == T_TEMPLATE_FILE ? &a->template_file : id == T_MESSAGES ? &a->messages_file
-              : id == T_BOS ? &a->co.bos_token : id == T_EOS ? &a->co.eos_token : &a->co.date) = v;
+              : id == T_BOS ? &a->co.bos_token : id == T_EOS ? &a->co.eos_token
+              : id == T_KWARGS ? &a->co.vars_json : &a->co.date) = v;
     }
     a->model = c.model;
     if (!!a->model + !!a->template_file != 1 || !a->messages_file)
         return fail(-1, err, "usage: llmgen chat-template (-m MODEL | --template-file FILE) --messages MESSAGES.json"), -1;
+    if (a->co.vars_json) {
+        json_t *j = json_loads(a->co.vars_json, JSON_REJECT_DUPLICATES, NULL);
+        int is_obj = json_is_object(j);
+        json_decref(j);
+        if (!is_obj)
+            return fail(-1, err, "chat-template: --chat-template-kwargs: expected a JSON object, got '%.80s'",
+                        a->co.vars_json), -1;
+    }
     if (a->co.date && !cli_valid_date(a->co.date))
         return fail(-1, err, "chat-template: --date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'",
                     a->co.date), -1;

@@ -10,7 +10,7 @@
 
 typedef struct {
     const char *model, *template_file, *messages_file; /* -m, --template-file, --messages */
-    llmgen_chat_options co;                            /* --bos-token, --eos-token, --date */
+    llmgen_chat_options co;                            /* --bos-token, --eos-token, --date, --chat-template-kwargs */
     int add_generation_prompt;                         /* 0 with --no-generation-prompt */
     int help;                                          /* -h / --help: print chat_template_help, nothing else */
 } chat_template_args;

@@ -62,14 +62,17 @@ def check_template(name, entry, refs, tmp, verbose):
         with open(mpath, "w", encoding="utf-8") as f:
             json.dump(case["messages"], f, ensure_ascii=False)
         args = base + ["--messages", mpath, "--date", refs["date"]]
+        if "vars" in r:
+            args += ["--chat-template-kwargs", json.dumps(r["vars"])]
         if not case["add_generation_prompt"]:
             args.append("--no-generation-prompt")
         rc, out, err = run(args)
         if "text" in r:
             want = r["text"].encode("utf-8")
             if rc != 0 or out != want:
-                problems.append("%s [%s]: rc %d %s\n      got  %r\n      want %r" % (
-                    name, r["case"], rc, err.strip()[:300], out[:400], want[:400]))
+                problems.append("%s [%s%s]: rc %d %s\n      got  %r\n      want %r" % (
+                    name, r["case"], " %s" % json.dumps(r["vars"]) if "vars" in r else "", rc, err.strip()[:300],
+                    out[:400], want[:400]))
         else:
             msg = r["error"]
             ok = rc == EXIT_TEMPLATE and not out
@@ -180,6 +183,8 @@ def check_errors(tmp):
         ("runaway work is stopped", "{% set l = range(100000) | list %}{% for i in range(3000) %}{{ -1 in l }}"
          "{% endfor %}", [], EXIT_TEMPLATE, "units of work"),
         ("bad --date", "{{ 1 }}", ["--date", "tomorrow"], 1, "--date"),
+        ("--chat-template-kwargs not an object", "{{ 1 }}", ["--chat-template-kwargs", "[1]"], 1,
+         "--chat-template-kwargs: expected a JSON object"),
     ]
     for what, text, extra, code, needle in cases:
         with open(tpl, "w") as f:
@@ -240,10 +245,12 @@ def main():
                 for p in problems[:3]:
                     print("FAIL  " + p)
         tried = len(refs["templates"])
-        print("%s  %d/%d templates rendered exactly as transformers %s (%d cases each; %d more that transformers "
+        thinking = sum(any("vars" in r for r in e["results"]) for e in refs["templates"].values())
+        print("%s  %d/%d templates rendered exactly as transformers %s (%d cases each, and each case with "
+              "enable_thinking false and true for the %d that read it; %d more that transformers "
               "cannot render without tools fail in llmgen too)" % (
                   "ok  " if exact == tried and len(bad_templates) == tried - exact else "FAIL", exact, tried,
-                  refs["transformers_version"], len(refs["cases"]), len(refs["not_rendered"])))
+                  refs["transformers_version"], len(refs["cases"]), thinking, len(refs["not_rendered"])))
         if bad_templates:
             print("      differ: " + ", ".join(bad_templates))
             fails += 1

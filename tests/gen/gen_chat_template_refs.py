@@ -16,7 +16,9 @@ message when it called raise_exception.
 Fixed inputs: bos_token "<s>" and eos_token "</s>" for template files (llmgen gets them with
 --bos-token / --eos-token); the model's own tokens for models (as AutoTokenizer loads them);
 date_string = DATE and a clock frozen at DATE 00:00:00 local time for strftime_now (llmgen gets
---date DATE). tools and documents are None (transformers' defaults).
+--date DATE). tools and documents are None (transformers' defaults). A template that reads
+enable_thinking is also rendered with it False and True ("vars" of a result; llmgen gets
+--chat-template-kwargs).
 
 A template is "tried" when transformers renders at least one case; one that transformers cannot
 render at all without tools is listed under "not_rendered" with transformers' error.
@@ -73,19 +75,26 @@ def freeze_clock(module):
     module.datetime = Frozen
 
 
+# A template that reads enable_thinking (Qwen3, Qwen3.5, ...) is rendered once more per case with it set
+# each way, as apply_chat_template(..., enable_thinking=...) passes it (llmgen: --chat-template-kwargs).
+THINKING = [{"enable_thinking": False}, {"enable_thinking": True}]
+
+
 def render_all(render, template, bos, eos):
     results = []
-    for name, msgs, gen in CASES:
-        kw = {"date_string": DATE}
+    variants = [None] + (THINKING if "enable_thinking" in template else [])
+    for (name, msgs, gen), vars_ in ((c, v) for v in variants for c in CASES):
+        kw = dict(vars_ or {}, date_string=DATE)
         if bos is not None:
             kw["bos_token"] = bos
         if eos is not None:
             kw["eos_token"] = eos
         try:
             text = render(conversations=[msgs], chat_template=template, add_generation_prompt=gen, **kw)[0][0]
-            results.append({"case": name, "text": text})
+            results.append(dict({"case": name, "text": text}, **({"vars": vars_} if vars_ else {})))
         except Exception as e:  # what transformers raises is the expected outcome
-            results.append({"case": name, "error": "%s: %s" % (type(e).__name__, e)})
+            results.append(dict({"case": name, "error": "%s: %s" % (type(e).__name__, e)},
+                                **({"vars": vars_} if vars_ else {})))
     return results
 
 
