@@ -257,19 +257,24 @@ void llmgen_session_free(llmgen_session *s);      /* NULL is fine */
 void llmgen_session_reset(llmgen_session *s);     /* forget every token: position 0 */
 int llmgen_session_pos(const llmgen_session *s);  /* tokens in the cache */
 int llmgen_session_ctx(const llmgen_session *s);  /* capacity in tokens */
-/* Bytes of the session's KV cache (allocated; pages are touched as positions fill).
+/* Bytes of the session's KV cache (allocated; pages are touched as positions fill), with
+ * the states of a hybrid model's Gated DeltaNet layers and their snapshot (f32, fixed size).
  * *ring (may be NULL): the positions each sliding-window layer keeps, a ring buffer,
  * when the context is longer than that; 0: every layer keeps the whole context. */
 size_t llmgen_session_kv_bytes(const llmgen_session *s, int *ring);
 /* How many leading ids of ids[0..n) the session's cache holds (the tokens it was fed,
- * in order, up to its position) and can continue from. A model with sliding-window
+ * in order, up to its position) and can continue from (a hybrid model: 0 for fewer than
+ * the start of its last call of several tokens, see llmgen_session_rewind). A model with sliding-window
  * layers keeps only a ring of their last positions (window + 190, rounded up to 64)
  * once the context is longer: going back further than that from the newest position
  * written cannot reuse anything, and this returns 0. */
 int llmgen_session_common_prefix(const llmgen_session *s, const int32_t *ids, int n);
 /* Forget every token from position pos on (0 <= pos <= the current position). Where
  * a sliding layer's ring no longer holds the window before pos (see above), the
- * session forgets every token instead (position 0: llmgen_session_pos tells). */
+ * session forgets every token instead (position 0: llmgen_session_pos tells). A hybrid
+ * model's recurrent states cannot be rolled back: they go back to the start of the
+ * session's last call of several tokens (a prefill chunk or a decode_rows pass) and the
+ * ids from there to pos are run again; a pos before that start forgets every token. */
 void llmgen_session_rewind(llmgen_session *s, int pos);
 /* The session's cache (its positions and the ids it was fed) to a file, written to a
  * new file in the same directory and renamed, so a killed save leaves no partial file

@@ -52,7 +52,7 @@ static const arch_info ARCHES[] = {
     {"granite", "granite", "GraniteForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 2048, 1, 2, 0, 1e4, 1e-6, 0,
      SLIDE_NONE, 0, KEY_MULTIPLIERS},
     {"qwen35", "qwen3_5_text", "Qwen3_5ForCausalLM",
-     ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_GATED_DELTANET | ARCH_ATTN_GATE, ACT_SILU, 0, 32768, -1, -1, 256, 1e4,
+     ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_GATED_DELTANET | ARCH_ATTN_GATE | ARCH_GGUF_TILED_HEADS, ACT_SILU, 0, 32768, -1, -1, 256, 1e4,
      1e-6, 0, SLIDE_NONE, 0, KEY_LAYER_TYPES | KEY_PARTIAL_ROTARY | KEY_LINEAR_ATTN},
     {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM", ARCH_QK_NORM, ACT_SILU, 0, 32768, -1, -1, 0, 1e4, 1e-6, 0,
      SLIDE_ALL, 4096, KEY_USE_SW},
@@ -180,7 +180,11 @@ const layer_slot LAYER_SLOTS[] = {
     {"blk.%d.post_attention_norm.weight", HF "post_attention_layernorm.weight", F(post_attn_norm), SZ_DIM, VEC,
      ARCH_POST_NORMS, 0, 1},
     /* Llama's MLP input norm is HF's post_attention_layernorm; Gemma's is pre_feedforward_layernorm */
-    {"blk.%d.ffn_norm.weight", HF "post_attention_layernorm.weight", F(ffn_norm), SZ_DIM, VEC, 0, ARCH_POST_NORMS, 1},
+    {"blk.%d.ffn_norm.weight", HF "post_attention_layernorm.weight", F(ffn_norm), SZ_DIM, VEC, 0,
+     ARCH_POST_NORMS | ARCH_GATED_DELTANET, 1},
+    /* llama.cpp names the hybrid families' MLP input norm after HF's */
+    {"blk.%d.post_attention_norm.weight", HF "post_attention_layernorm.weight", F(ffn_norm), SZ_DIM, VEC,
+     ARCH_GATED_DELTANET, 0, 1},
     {"blk.%d.ffn_norm.weight", HF "pre_feedforward_layernorm.weight", F(ffn_norm), SZ_DIM, VEC, ARCH_POST_NORMS, 0, 1},
     {"blk.%d.ffn_gate.weight", HF "mlp.gate_proj.weight", F(w_gate), SZ_FF, SZ_DIM, 0, ARCH_FUSED_GATE_UP, 0},
     {"blk.%d.ffn_up.weight", HF "mlp.up_proj.weight", F(w_up), SZ_FF, SZ_DIM, 0, ARCH_FUSED_GATE_UP, 0},

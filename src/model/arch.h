@@ -36,6 +36,9 @@ enum {
                                      output times sigmoid(gate) before o_proj (Qwen3.5) */
     ARCH_QK_NORM_FULL = 1 << 16,  /* RMSNorm over the whole q and the whole k projection (all
                                      heads at once), before the head split and RoPE (OLMoE) */
+    ARCH_GGUF_TILED_HEADS = 1 << 10,/* llama.cpp's converter reorders the DeltaNet's value heads from
+                                     grouped (h = g * r + j) to tiled (h = j * Hk + g) in every tensor
+                                     that has them (Qwen3.5; not Qwen3-Next) */
 };
 
 /* In a layer_slot's need / without: the slot belongs to (need) or is absent from (without)

@@ -85,6 +85,8 @@ typedef struct {
     int expert_dim;       /* an expert's width: moe_intermediate_size, or intermediate_size */
     int shared_dim;       /* the shared expert's width (Qwen2-MoE), 0: none */
     int moe_renorm;       /* the k routing weights divided by their sum (norm_topk_prob) */
+    int lin_tiled;        /* 1: the value heads in tiled order instead (the Qwen3.5 converter's GGUF):
+                             value head h reads key head h % lin_hk */
 } model_config;
 
 /* The conv channels of a DeltaNet layer: q and k of every key head, then v of every value head. */

@@ -81,6 +81,37 @@ static int gguf_head_dim(const gguf_file *g, model_config *c, char *err) {
     return 0;
 }
 
+/* The Gated DeltaNet keys (KEY_LINEAR_ATTN) as llama.cpp's converter writes them: ssm.conv_kernel,
+ * ssm.state_size (the key head dim), ssm.group_count (key heads), ssm.time_step_rank (value heads),
+ * ssm.inner_size (value heads * value head dim); which layers are linear from
+ * attention.recurrent_layers, else every full_attention_interval-th (default 4) is full. The
+ * converter reorders Qwen3.5's value heads from grouped to tiled (ARCH_GGUF_TILED_HEADS). */
+static int gguf_linear(const gguf_file *g, model_config *c, config_layer_spec *ls, char *err) {
+    char kb[96];
+    int inner = 0;
+    if (gguf_pos_int(g, AK("ssm.conv_kernel"), 0, &c->lin_conv, err) ||
+        gguf_pos_int(g, AK("ssm.state_size"), 0, &c->lin_dk, err) ||
+        gguf_pos_int(g, AK("ssm.group_count"), 0, &c->lin_hk, err) ||
+        gguf_pos_int(g, AK("ssm.time_step_rank"), 0, &c->lin_hv, err) ||
+        gguf_pos_int(g, AK("ssm.inner_size"), 0, &inner, err) ||
+        gguf_pos_int(g, AK("full_attention_interval"), 4, &ls->full_interval, err))
+        return -1;
+    if (inner % c->lin_hv)
+        return errf(err, "%s: %s.ssm.inner_size %d is not a multiple of ssm.time_step_rank %d", gguf_path(g), c->arch,
+                    inner, c->lin_hv);
+    c->lin_dv = inner / c->lin_hv;
+    c->lin_tiled = (c->flags & ARCH_GGUF_TILED_HEADS) && c->lin_hk != c->lin_hv;
+    if (gguf_has_key(g, AK("attention.recurrent_layers"))) {
+        gguf_type et;
+        uint64_t n = 0;
+        const void *flags = NULL;
+        if (gguf_get_arr(g, kb, &et, &n, &flags) || et != GGUF_BOOL || n != (uint64_t)c->n_layers)
+            return errf(err, "%s: key '%s' must be %d booleans", gguf_path(g), kb, c->n_layers);
+        ls->linear = flags;
+    }
+    return 0;
+}
+
 /* Sliding windows and RoPE per layer, as llama.cpp reads them: the window only where the
  * family's files carry one (Gemma 3, Phi-3; the others ignore the key, as llama.cpp does:
  * Mistral files are architecture "llama"); Gemma 3's sliding_window_pattern is an integer
@@ -111,6 +142,7 @@ static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
     }
     if ((a->keys & KEY_SWA_ROPE_BASE) && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err))
         return -1;
+    if ((a->keys & KEY_LINEAR_ATTN) && gguf_linear(g, c, &ls, err)) return -1;
     c->sliding_window = window;
     config_set_layers(c, &ls);
     return 0;

@@ -84,7 +84,10 @@ void deltanet_head(const deltanet_dims *d, const deltanet_weights *w, int g, flo
     int dk = d->dk, dv = d->dv, r = d->hv / d->hk, kd = d->hk * dk, vd = d->hv * dv;
     conv_channels(d, w->conv, g * dk, (g + 1) * dk, in, ld, n, conv_state);
     conv_channels(d, w->conv, kd + g * dk, kd + (g + 1) * dk, in, ld, n, conv_state);
-    conv_channels(d, w->conv, 2 * kd + g * r * dv, 2 * kd + (g + 1) * r * dv, in, ld, n, conv_state);
+    for (int j = 0; j < r; j++) {
+        int h = d->tiled ? j * d->hk + g : g * r + j;
+        conv_channels(d, w->conv, 2 * kd + h * dv, 2 * kd + (h + 1) * dv, in, ld, n, conv_state);
+    }
     float scale = 1.0f / sqrtf((float)dk), o[DELTANET_MAX_D];
     for (int t = 0; t < n; t++) {
         float *row = in + (size_t)t * ld;
@@ -92,7 +95,7 @@ void deltanet_head(const deltanet_dims *d, const deltanet_weights *w, int g, flo
         l2norm(q, dk, scale);
         l2norm(kv, dk, 1.0f);
         for (int j = 0; j < r; j++) {
-            int h = g * r + j;
+            int h = d->tiled ? j * d->hk + g : g * r + j;
             const float *v = row + 2 * kd + (size_t)h * dv, *z = row + d->channels + (size_t)h * dv;
             float b = row[d->channels + vd + h], a = row[d->channels + vd + d->hv + h];
             float alpha = expf(w->decay[h] * softplus(a + w->dt_bias[h]));

@@ -17,6 +17,7 @@ typedef struct {
     int dk, dv;     /* key and value head dims */
     int hk, hv;     /* key and value heads; hv a multiple of hk */
     int channels;   /* conv channels: q of every key head, k of every key head, v of every value head */
+    int tiled;      /* 0: key head g's value heads are g * r + j (transformers' order); 1: j * hk + g */
     float eps;      /* the gated norm's (rms_norm_eps) */
 } deltanet_dims;
 
@@ -28,8 +29,8 @@ typedef struct {
     const float *norm;     /* (dv) the gated norm's weight */
 } deltanet_weights;
 
-/* Tokens t = 0 .. n-1 of one sequence through key head g and its value heads
- * g * r .. g * r + r - 1 (r = hv / hk). Row t of `in` (ld floats apart) holds the projections
+/* Tokens t = 0 .. n-1 of one sequence through key head g and its r = hv / hk value heads (g * r + j,
+ * or j * hk + g when tiled). Row t of `in` (ld floats apart) holds the projections
  * of token t: the conv inputs (channels), then z (hv * dv), then b (hv), then a (hv); the conv
  * overwrites this head's channels in place. conv_state is the sequence's (k - 1, channels)
  * last conv inputs, oldest first; state its (hv, dk, dv) matrices (key dim rows); both are

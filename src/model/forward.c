@@ -933,7 +933,8 @@ static void stage_deltanet(fwd_call *f, int l) {
     const model_config *c = &f->m->cfg;
     const layer_weights *L = &f->m->layers[l];
     deltanet_job j = {.f = f, .layer = l, .tasks = f->nseg * c->lin_hk,
-                      .d = {c->lin_conv, c->lin_dk, c->lin_dv, c->lin_hk, c->lin_hv, config_lin_channels(c), c->rms_eps},
+                      .d = {c->lin_conv, c->lin_dk, c->lin_dv, c->lin_hk, c->lin_hv, config_lin_channels(c),
+                            c->lin_tiled, c->rms_eps},
                       .w = {L->lin_conv, L->lin_dt_bias, L->lin_decay, L->lin_norm}};
     size_t floats = (size_t)(c->lin_conv - 1) * config_lin_channels(c) + (size_t)c->lin_hv * c->lin_dk * c->lin_dv;
     for (int i = 0; i < f->nseg; i++)

@@ -132,6 +132,7 @@ def drop_key(key):
 
 
 MOE_FIXTURE = os.path.join("tests", "fixtures", "tiny-qwen3moe-f32")
+HYBRID = os.path.join("tests", "fixtures", "tiny-qwen35-gdn-f32")
 MOE_EXPERT = "model.layers.1.mlp.experts.3.up_proj.weight"
 
 
@@ -142,6 +143,12 @@ def drop_expert(h):
 def transpose_expert(h):
     t = h["model.layers.2.mlp.experts.0.down_proj.weight"]
     t["shape"] = t["shape"][::-1]
+
+
+def drop_tensor(name):
+    def edit(h):
+        del h[name]
+    return edit
 
 
 def set_key(key, value):
@@ -244,6 +251,17 @@ def main():
         dir_case("config-missing-vocab-size", "config.json", edit_config=drop_key("vocab_size"))
         dir_case("config-unsupported-arch", "config.json", edit_config=set_arch)
         dir_case("config-bad-json", "config.json", edit_config=lambda c: json.dumps(c)[:-2])
+        # a hybrid model (Gated DeltaNet layers): a linear layer without one of its state tensors, head
+        # counts that do not divide, a conv kernel of 0, and one the conv weight does not have
+        hyb = dict(fixture=HYBRID)
+        dir_case("hybrid-missing-a-log", "model.layers.0.linear_attn.A_log", True,
+                 edit_header=drop_tensor("model.layers.0.linear_attn.A_log"), **hyb)
+        dir_case("hybrid-missing-conv", "model.layers.2.linear_attn.conv1d.weight", True,
+                 edit_header=drop_tensor("model.layers.2.linear_attn.conv1d.weight"), **hyb)
+        dir_case("hybrid-heads-do-not-divide", "config.json", edit_config=set_key("linear_num_value_heads", 3), **hyb)
+        dir_case("hybrid-conv-kernel-0", "config.json", edit_config=set_key("linear_conv_kernel_dim", 0), **hyb)
+        dir_case("hybrid-conv-kernel-3", "model.layers.0.linear_attn.conv1d.weight", True,
+                 edit_config=set_key("linear_conv_kernel_dim", 3), **hyb)
         # expert layers (tests/fixtures/tiny-qwen3moe-f32: 6 experts, 2 used per token)
         dir_case("moe-expert-tensor-missing", MOE_EXPERT, True, edit_header=drop_expert, fixture=MOE_FIXTURE)
         dir_case("moe-expert-wrong-shape", "model.layers.2.mlp.experts.0.down_proj.weight", True, edit_header=transpose_expert,

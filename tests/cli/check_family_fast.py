@@ -111,7 +111,8 @@ def check(name, ref, tmp):
     print("%s  %-34s Q8_0 fast vs exact: max rel logit diff %.2e (bound %.2f), ids equal for %d of %d steps; "
           "bit-identical at -t 1 / 2 / 3: %s" % ("ok  " if good else "FAIL", name, rel, MAX_REL_Q8, same, steps,
                                                  "yes" if stable else "NO"))
-    hf = load_rows(os.path.join(REFS, ref["logits"]["file"]), ref["logits"]["rows"], vocab)
+    lg = case.get("logits", ref.get("logits"))  # per case (hybrid refs) or per reference
+    hf = load_rows(os.path.join(REFS, lg["file"]), lg["rows"], vocab)
     hf = hf[case.get("logits_row0", 0):][:steps]  # a file of several cases' rows (make_moe_refs.py)
     d_ids, dense, _ = run(os.path.join(REPO, ref["model"]["repo"]), prompt, steps, vocab, 2, False, tmp)
     rel, same = rel_upto(d_ids, dense, case["ids"], hf)

@@ -163,6 +163,12 @@ def config_seeds():
                                  "model.embed_tokens": False})
     q["quantization_config"] = q["quantization"]
     put("fuzz_config", "mlx_affine.json", json.dumps(q))
+    # Qwen3.5 (Gated DeltaNet): the linear layers by interval instead of layer_types, class defaults
+    put("fuzz_config", "qwen35_interval.json", json.dumps(
+        {"model_type": "qwen3_5_text", "hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "intermediate_size": 96, "vocab_size": 320, "head_dim": 32, "full_attention_interval": 3,
+         "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
+         "linear_value_head_dim": 24, "linear_conv_kernel_dim": 4}))
 
 
 # ---- tokenizer.json ---------------------------------------------------------------

@@ -10,7 +10,8 @@ gguf wheel of a venv. The model class is the converter's own choice for the chec
 the hyperparameter keys, tensor names and tensor transformations (Q/K row permutation of the llama-like
 architectures, Gemma's stored 1 + w norms, Phi-3's fused tensors and rope factor tensors) are the
 converter's. One step is replaced: set_vocab writes tokenizer.ggml.model = "none" (the converter's own
-_set_vocab_none), since the random checkpoints have no tokenizer (llmgen runs them with --prompt-ids).
+_set_vocab_none), since the random checkpoints have no tokenizer (llmgen runs them with --prompt-ids);
+and a checkpoint without MTP layers converts as with the converter's --no-mtp.
 
 Gemma 3's tensor step opens the tokenizer to drop embedding rows past the real vocabulary; the
 conversion runs on a copy of MODEL_DIR with a tokenizer.json that lists exactly vocab_size tokens (so
@@ -55,6 +56,10 @@ def main():
 
         class NoTokenizer(base):
             model_arch = base.model_arch  # the converter requires each class to name its arch
+            # the converter's --no-mtp for a checkpoint without MTP layers (Qwen3.5's tiny ones), which
+            # it would otherwise count from the config and fail to find
+            if getattr(base, "supports_mtp_export", False) and not hparams.get("mtp_num_hidden_layers"):
+                no_mtp = True
 
             def set_vocab(self):
                 self._set_vocab_none()

@@ -13,8 +13,12 @@ For each entry of FIXTURES:
                                             delta-rule chunks): HF's greedy ids (32 steps), the full logits
                                             of every step, f32-vs-f64 noise; the layout of
                                             tests/refs/README.md with a logits file per case
+  tests/fixtures/tiny-<...>/model.f32.gguf  llama.cpp's convert_hf_to_gguf.py (the pinned sdist) on that
+                   model.q8_0.gguf          directory, through convert_tiny_gguf.py; the f32 file has the
+                                            same reference (check_refs.py runs both), the q8_0 file is the
+                                            fast-mode gate's input (check_family_fast.py)
   tests/refs/hybrid-fixtures.json           per fixture: what it exercises, sha256 of every file, the
-                                            config as transformers loaded it
+                                            config as transformers loaded it, the GGUF keys written
 
 Greedy decoding is make_refs.py's loop: one forward over the prompt (HF's chunked delta rule), then one
 token per step with the model's own cache (HF's recurrent delta rule); argmax, no EOS stop.
@@ -38,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_refs as R  # noqa: E402
 import fixturelib as F  # noqa: E402
+import make_family_refs as FR  # noqa: E402  (the pinned converter: llama_cpp_tree, convert)
 
 REPO = R.REPO
 REFS = R.REFS
@@ -116,7 +121,7 @@ def rel(path):
     return os.path.relpath(path, REPO)
 
 
-def build(idx, entry, vers):
+def build(idx, entry, vers, llama_cpp):
     name, mtype, kw, what = entry
     torch.manual_seed(8000 + idx)
     cfg = AutoConfig.for_model(mtype, bos_token_id=1, eos_token_id=2, pad_token_id=None, **kw)
@@ -147,6 +152,10 @@ def build(idx, entry, vers):
                max(case["f64_rel_err"]), case["prefill_vs_decode"]))
     loaded = m.config.to_dict()
     del m, m64
+    ggufs = {}
+    for outtype in ("f32", "q8_0"):
+        path, info = FR.convert(llama_cpp, d, outtype)
+        ggufs[outtype] = dict(file=rel(path), sha256=F.sha256_file(path), **info)
     files = {}
     for f in sorted(os.listdir(d)):
         size = os.path.getsize(os.path.join(d, f))
@@ -162,12 +171,18 @@ def build(idx, entry, vers):
                                    f64_rel_err="max|f32 - f64| / max|f64| per step, teacher-forced on the f32 ids",
                                    prefill_vs_decode="max |logit| difference, HF chunked prefill vs HF "
                                                      "token-by-token recurrence, prompt + ids, all positions"),
-               gguf={"none": "not converted yet"}, cases=cases)
+               gguf={"file": ggufs["f32"]["file"], "sha256": ggufs["f32"]["sha256"],
+                     "made_by": "tests/gen/convert_tiny_gguf.py (llama.cpp convert_hf_to_gguf.py, --outtype f32, "
+                                "tokenizer model none, as --no-mtp)", "same_reference": True},
+               gguf_q8_0={"file": ggufs["q8_0"]["file"], "sha256": ggufs["q8_0"]["sha256"],
+                          "note": "the converter's --outtype q8_0; not compared with this reference (quantized): "
+                                  "tests/cli/check_family_fast.py runs it"},
+               cases=cases)
     R.write_json(os.path.join(REFS, name + ".json"), ref)
     keys = ("layer_types", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
             "linear_num_key_heads", "linear_num_value_heads", "rope_parameters", "head_dim",
             "num_attention_heads", "num_key_value_heads", "tie_word_embeddings", "rms_norm_eps")
-    return dict(family=mtype, exercises=what, files=files,
+    return dict(family=mtype, exercises=what, files=files, gguf=ggufs,
                 hf_config_as_loaded={k: loaded.get(k) for k in keys if k in loaded})
 
 
@@ -181,8 +196,10 @@ def main():
     torch.set_num_threads(R.THREADS)
     torch.use_deterministic_algorithms(True)
     vers = R.versions()
+    llama_cpp = FR.llama_cpp_tree(sys.argv[1])
+    vers["llama_cpp_sdist"] = os.path.relpath(llama_cpp, sys.argv[1]).split("/")[-3]
     t0 = time.time()
-    summary = {e[0]: build(i, e, vers) for i, e in enumerate(FIXTURES)}
+    summary = {e[0]: build(i, e, vers, llama_cpp) for i, e in enumerate(FIXTURES)}
     R.write_json(SUMMARY, {"made_by": "tests/gen/make_hybrid_refs.py (make hybrid-refs)", "versions": vers,
                            "fixtures": summary})
     log("done in %.1f s" % (time.time() - t0))
