@@ -38,7 +38,8 @@ struct serve_http {
     serve_http_options o;
     struct MHD_Daemon *d;
     pthread_mutex_t mu;        /* everything below */
-    int ready, draining, busy;
+    int ready, draining, busy; /* busy: handlers running */
+    int streams;               /* stream responses not yet freed (a drain waits for their [DONE]) */
     llmgen_model *m;
     serve_slots *S;
     char name[256];
@@ -286,7 +287,14 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     }
 }
 
-static void sse_free(void *cls) { gen_unref(cls); }
+static void sse_free(void *cls) {
+    gen *g = cls;
+    serve_http *H = g->H;
+    gen_unref(g);
+    pthread_mutex_lock(&H->mu);
+    H->streams--;
+    pthread_mutex_unlock(&H->mu);
+}
 
 /* 1 when the peer of c has closed its side (or the socket failed). */
 static int peer_gone(struct MHD_Connection *c) {
@@ -422,6 +430,9 @@ static enum MHD_Result generate(serve_http *H, struct MHD_Connection *c, openai_
         gen_unref(g);
         return MHD_NO;
     }
+    pthread_mutex_lock(&H->mu);
+    H->streams++;
+    pthread_mutex_unlock(&H->mu);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -783,7 +794,7 @@ void serve_http_drain(serve_http *H) {
 
 int serve_http_busy(serve_http *H) {
     pthread_mutex_lock(&H->mu);
-    int n = H->busy;
+    int n = H->busy + H->streams;
     pthread_mutex_unlock(&H->mu);
     return n;
 }

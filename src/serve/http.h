@@ -33,7 +33,7 @@ void serve_http_ready(serve_http *H, llmgen_model *m, serve_slots *S, const char
 void serve_http_drain(serve_http *H);
 /* Drop connections whose request has not arrived whole within the timeout (slowloris). Call often. */
 void serve_http_tick(serve_http *H);
-/* Requests being answered (a drain waits for them). */
+/* Requests being answered, streams still sending included (a drain waits for them). */
 int serve_http_busy(serve_http *H);
 /* Stop the daemon (closes every connection) and free. NULL is fine. */
 void serve_http_stop(serve_http *H);

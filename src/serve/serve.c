@@ -208,7 +208,6 @@ int serve_main(int argc, char **argv, const cli_io *io) {
         }
         sleep_ms(50);
     }
-    sleep_ms(100); /* the last streams send their [DONE] */
 out:
     serve_http_stop(H); /* closes every connection: nothing reads the slots after it */
     serve_slots_free(S);
