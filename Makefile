@@ -71,7 +71,7 @@ SLOW_OBJ := $(sort $(filter %avx512.o,$(SAN_LIB_OBJ) $(LIB_OBJ))) \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
         grammars grammar-refs grammar-bench big-model bench-big bench-threads \
-        regress-grammar regress-full
+        regress-grammar regress-full schema-suite-refs
 
 all: llmgen  ## build ./llmgen
 
@@ -125,11 +125,17 @@ QUANT_OBJ := $(BUILD)/src/quant/quant.o $(patsubst %,$(BUILD)/src/kernels/%.o,q8
 $(BUILD)/tok_driver: $(BUILD)/tests/tok_driver.o $(TOK_OBJ) $(BUILD)/src/formats/gguf.o $(BUILD)/src/base/util.o $(BUILD)/src/base/tensor.o $(QUANT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# JSON Schema grammar as a validator (schema in, instances accepted or not): tests/gen/schema_suite.py.
+GRAMMAR_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/grammar/*.c))
+$(BUILD)/schema_driver: $(BUILD)/tests/schema_driver.o $(GRAMMAR_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # ---- set-up -------------------------------------------------------------------
 
 # Debian packages the build and the tests need; installed only when missing.
 DEB_PKGS := build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev \
-            libcriterion-dev python3 python3-venv unzip time groff-base parallel libmicrohttpd-dev curl
+            libcriterion-dev python3 python3-venv unzip time groff-base parallel libmicrohttpd-dev curl \
+            json-schema-test-suite
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 deps:  ## install missing Debian packages
@@ -206,6 +212,12 @@ $(GRAMMARS): tests/gen/fetch_grammars.py tests/gen/fetch_chat_templates.py
 # grammars of tests/gen/grammar_cases.json and llama.cpp's grammars (tests/refs/grammar/).
 grammar-refs: $(REF_VENV)/.ok $(GRAMMARS) model  ## regenerate tests/refs/grammar with transformers + xgrammar
 	$(REF_VENV)/bin/python tests/gen/make_grammar_refs.py $(CACHE)
+
+# The official JSON-Schema-Test-Suite (Debian json-schema-test-suite, draft 7 + optional/format) through
+# xgrammar 0.2.8's matcher: tests/refs/grammar/schema-suite-xgrammar.json, beside which
+# tests/cli/check_schema_suite.py runs llmgen's grammar (build/schema_driver) in make test.
+schema-suite-refs: $(REF_VENV)/.ok $(BUILD)/schema_driver  ## regenerate xgrammar's JSON-Schema-Test-Suite results (and print both)
+	$(REF_VENV)/bin/python tests/gen/schema_suite.py --xgrammar
 
 # perplexity, --logprobs and verify references (tests/refs/quality/: the default model on the GPL-3 text
 # of Debian's base-files, two tiny fixtures); checked by tests/cli/check_quality.py in make test.
@@ -298,17 +310,17 @@ neon-test:  ## cross-build the kernel self-test for aarch64, run it under qemu (
 
 # Checks run two at a time (tests/cli/run_all.py: each must hold on a shared machine).
 REGRESS_JOBS ?= 2
-regress: llmgen model fixtures $(SERVE_OK) $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
+regress: llmgen model fixtures $(SERVE_OK) $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/schema_driver $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## run ./llmgen against the stored references
 	$(PYTHON) tests/cli/run_all.py -j $(REGRESS_JOBS)
 
 # What make regress trims for time, in full: every SmolLM2 f32/bf16 reference case and verify's
 # teacher forcing on every reference in .cache (minutes more).
-regress-full: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## make regress without its time trims
+regress-full: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/schema_driver $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver rust-build  ## make regress without its time trims
 	LLMGEN_REFS_ALL=1 LLMGEN_VERIFY_TF_ALL=1 $(PYTHON) tests/cli/run_all.py -j $(REGRESS_JOBS)
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
 	$(MAKE) $(SLOW_OBJ) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
-	$(MAKE) fixtures $(SERVE_OK) $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
+	$(MAKE) fixtures $(SERVE_OK) $(BUILD)/schema_driver $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
 	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%) rust-build
 	$(MAKE) -j1 unit unit-san fuzz-replay rust-test regress  # the test stages one at a time
 

@@ -431,6 +431,9 @@ typedef struct {
                                    output); NULL: none. With either, each step allows only ids whose
                                    bytes continue the grammar, end-of-sequence exactly when it is
                                    complete, and generation ends there (LLMGEN_STOP_EOS) */
+    int strict_schema;          /* with json_schema: 1 makes a keyword a grammar cannot enforce (not,
+                                   if/then/else, uniqueItems, ...; see llmgen_json_schema_check) an
+                                   error instead of being left unenforced */
     int no_close;               /* with a grammar or schema, 0 (default): close the output within the
                                    budget: an id is picked only if the grammar can still be complete
                                    in the ids left after it (max_tokens, or the context), counting
@@ -502,6 +505,13 @@ void llmgen_generate_defaults(llmgen_generate_params *p);
  * (with LLMGEN_STOP_EOS all of them: the end id was not run): a continuation
  * with keep_cache prefills that last id first. *r is the caller's:
  * llmgen_result_free (also after an error). */
+/* Compile a JSON Schema (text) as generation would (README: Structured output), without a
+ * model. LLMGEN_OK, with warn (warnlen bytes) set to one line naming the keywords a grammar
+ * cannot enforce ("" when every keyword is enforced); with strict, such a keyword is an
+ * error instead. LLMGEN_E_USAGE with one line in err for a schema that is refused. */
+llmgen_status llmgen_json_schema_check(const char *schema, int strict, char *warn, size_t warnlen, char *err,
+                                       size_t errlen);
+
 llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_prompt,
                               const llmgen_generate_params *p, llmgen_result *r, char *err, size_t errlen);
 void llmgen_result_free(llmgen_result *r); /* frees ids, text and logprobs, zeroes *r */

@@ -326,6 +326,18 @@ out:
     return rc;
 }
 
+/* Check a schema before a model is loaded: a warning line names what it leaves unenforced
+ * (src names the batch line). Returns 0, or -1 after printing why it is refused. */
+static int schema_note(const char *schema, int strict, const char *src) {
+    char warn[ERRLEN], err[ERRLEN];
+    if (llmgen_json_schema_check(schema, strict, warn, sizeof warn, err, sizeof err)) {
+        if (!src) fprintf(stderr, "llmgen: %s\n", err);
+        return -1;
+    }
+    if (*warn) fprintf(stderr, "llmgen: warning: %s%s%s (--strict-schema refuses it)\n", src ? src : "", src ? ": " : "", warn);
+    return 0;
+}
+
 /* One --batch line: a result or an error object. *code: the line's exit code. */
 static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *src, int *code) {
     char err[ERRLEN];
@@ -338,6 +350,7 @@ static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *s
     *code = EXIT_USAGE;
     if (request_from_json(root, &A->o->base, &q, err)) goto out;
     q.source = q.sys_source = src;
+    if (q.json_schema) schema_note(q.json_schema, q.strict_schema, src); /* an error is the line's, below */
     if (A->o->tokenize || A->o->detokenize) {
         char *text = NULL;
         size_t len = 0;
@@ -511,6 +524,10 @@ int main(int argc, char **argv) {
     if (tst) {
         options_free(&o);
         return die(exit_code(tst), "%s", err);
+    }
+    if (o.base.json_schema && !o.batch && schema_note(o.base.json_schema, o.base.strict_schema, NULL)) {
+        options_free(&o);
+        return EXIT_USAGE;
     }
 
     app A = {.o = &o};

@@ -46,6 +46,13 @@ static void unescape(char *s) {
     *w = '\0';
 }
 
+/* 1 if s is the JSON text true or false (a boolean schema), spaces around allowed. */
+static int cli_is_json_bool(const char *s) {
+    s += strspn(s, " \t\r\n");
+    size_t n = !strncmp(s, "true", 4) ? 4 : !strncmp(s, "false", 5) ? 5 : 0;
+    return n && !s[n + strspn(s + n, " \t\r\n")];
+}
+
 /* "%d %b %Y" as the Llama 3.1+ templates print it: "02 Jan 2025". */
 /* Pairs of options that cannot be combined: the first set needs none of the second. */
 static int conflicts(const options *o, char *err) {
@@ -82,7 +89,7 @@ enum {
     O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL,
     O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL,
     O_CHAT_TEMPLATE, O_NO_ESCAPE, O_KEEP_NEWLINE, O_SHOW_PIECES, O_GRAMMAR, O_GRAMMAR_FILE, O_JSON_SCHEMA, O_JSON_OBJECT,
-    O_NO_CLOSE,
+    O_NO_CLOSE, O_STRICT_SCHEMA,
 };
 
 /* Every option of the main command, in the order --help lists them. */
@@ -156,6 +163,8 @@ static const cli_opt table[] = {
     {O_GRAMMAR, 0, "grammar", "TEXT", "constrain the output to a GBNF grammar (llama.cpp's format; rule root)"},
     {O_GRAMMAR_FILE, 0, "grammar-file", "FILE", "the same, the grammar read from FILE"},
     {O_JSON_SCHEMA, 0, "json-schema", "SCHEMA", "constrain the output to JSON valid for SCHEMA (inline JSON, or a file)"},
+    {O_STRICT_SCHEMA, 0, "strict-schema", NULL, "refuse a schema with keywords a grammar cannot enforce (not, if/then/else,\n"
+                                                "uniqueItems, ...; default: a warning names them)"},
     {O_JSON_OBJECT, 0, "json-object", NULL, "constrain the output to one JSON object (any keys and values)"},
     {O_NO_CLOSE, 0, "no-close", NULL, "with a grammar or schema: let -n / the context cut the output short, as\n"
                                       "llama.cpp and xgrammar do (default: each pick leaves room to complete it)"},
@@ -275,11 +284,13 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_SHOW_PIECES: o->show_pieces = 1; break;
         case O_GRAMMAR: b->grammar = optarg; n_constraints++; break;
         case O_GRAMMAR_FILE: o->grammar_file = optarg; n_constraints++; break;
-        case O_JSON_SCHEMA: /* inline when it starts like JSON, else a file name */
-            if (optarg[strspn(optarg, " \t\r\n")] == '{') b->json_schema = optarg;
+        case O_JSON_SCHEMA: /* inline when it is JSON (an object or a boolean), else a file name */
+            if (!optarg[strspn(optarg, " \t\r\n")]) return fail(err, "--json-schema: empty (give a schema or a file)");
+            if (optarg[strspn(optarg, " \t\r\n")] == '{' || cli_is_json_bool(optarg)) b->json_schema = optarg;
             else o->json_schema_file = optarg;
             n_constraints++;
             break;
+        case O_STRICT_SCHEMA: b->strict_schema = 1; break;
         case O_JSON_OBJECT:
             b->json_schema = "{\"type\": \"object\", \"additionalProperties\": true}";
             n_constraints++;
@@ -288,6 +299,8 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         }
     }
     if (n_constraints > 1) return fail(err, "give only one of --grammar, --grammar-file, --json-schema, --json-object");
+    if (b->strict_schema && !b->json_schema && !o->json_schema_file && !o->batch)
+        return fail(err, "--strict-schema needs --json-schema (or --batch)");
     if (b->no_close && !n_constraints && !o->batch)
         return fail(err, "--no-close needs --grammar, --grammar-file, --json-schema or --json-object (or --batch)");
     if (!o->common.model && !o->tokenizer_path) return fail(err, "no model given: use -m PATH (see --help)");

@@ -38,6 +38,7 @@ void request_params(const request *q, llmgen_generate_params *p) {
     p->grammar = q->grammar;
     p->json_schema = q->json_schema;
     p->no_close = q->no_close;
+    p->strict_schema = q->strict_schema;
 }
 
 int parse_id_list(const char *s, int32_t **out, int *n) {
@@ -294,6 +295,9 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         if (!json_is_integer(v) || json_integer_value(v) < 0) return seterr(err, "\"seed\" must be a non-negative integer");
         q->sp.seed = (uint64_t)json_integer_value(v);
         q->seed_given = 1;
+    } else if (!strcmp(k, "strict_schema")) {
+        if (!json_is_boolean(v)) return seterr(err, "\"strict_schema\" must be true or false");
+        q->strict_schema = json_is_true(v);
     } else if (!strcmp(k, "chat") || !strcmp(k, "ignore_eos") || !strcmp(k, "no_close")) {
         if (!json_is_boolean(v)) return seterr(err, "\"%s\" must be true or false", k);
         *(k[0] == 'c' ? &q->chat : k[0] == 'i' ? &q->ignore_eos : &q->no_close) = json_is_true(v);

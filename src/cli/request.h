@@ -44,6 +44,7 @@ typedef struct {
     int no_close;              /* --no-close, "no_close": the output may stop unfinished at the budget */
     int lenient;               /* unknown keys of a JSON request are ignored (the server, as llama-server does),
                                   not refused (--batch) */
+    int strict_schema;         /* --strict-schema, "strict_schema": unenforceable schema keywords are errors */
 } request;
 
 /* Generation params of q (stops point into q: q must outlive p). */

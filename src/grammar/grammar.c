@@ -69,6 +69,8 @@ typedef struct {
     int *cs_off, *cs_n;
     int n_cs, cap_cs, cap_cs2;
     long total_elems;
+    int32_t *names; /* open-addressing table of named rules (indices), names_cap slots */
+    int names_cap, n_named;
     char *err;
     size_t errlen;
     int failed;
@@ -113,6 +115,47 @@ static void skip_space(parser *p, int newlines) {
     }
 }
 
+static uint32_t name_hash(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static int find_rule(parser *p, const char *name, size_t len) {
+    if (!p->names_cap) return -1;
+    for (uint32_t k = name_hash(name, len) & (uint32_t)(p->names_cap - 1); p->names[k] >= 0;
+         k = (k + 1) & (uint32_t)(p->names_cap - 1)) {
+        const char *n = p->rules[p->names[k]].name;
+        if (!strncmp(n, name, len) && !n[len]) return p->names[k];
+    }
+    return -1;
+}
+
+/* Index rule i (named) in the table, growing it to keep it at most half full. */
+static int index_name(parser *p, int i) {
+    if (2 * (p->n_named + 1) > p->names_cap) {
+        int cap = p->names_cap ? 2 * p->names_cap : 256;
+        int32_t *t = malloc((size_t)cap * sizeof *t);
+        if (!t) return oom(p);
+        memset(t, 0xff, (size_t)cap * sizeof *t);
+        for (int k = 0; k < p->names_cap; k++)
+            if (p->names[k] >= 0) {
+                const char *n = p->rules[p->names[k]].name;
+                uint32_t h = name_hash(n, strlen(n)) & (uint32_t)(cap - 1);
+                while (t[h] >= 0) h = (h + 1) & (uint32_t)(cap - 1);
+                t[h] = p->names[k];
+            }
+        free(p->names);
+        p->names = t, p->names_cap = cap;
+    }
+    const char *n = p->rules[i].name;
+    uint32_t h = name_hash(n, strlen(n)) & (uint32_t)(p->names_cap - 1);
+    while (p->names[h] >= 0) h = (h + 1) & (uint32_t)(p->names_cap - 1);
+    p->names[h] = i;
+    p->n_named++;
+    return 0;
+}
+
 static int new_rule(parser *p, const char *name, size_t len) {
     if (grow((void **)&p->rules, &p->cap_rules, p->n_rules + 1, sizeof *p->rules)) return oom(p);
     prule *r = &p->rules[p->n_rules];
@@ -123,14 +166,9 @@ static int new_rule(parser *p, const char *name, size_t len) {
         if (!r->name) return oom(p);
         memcpy(r->name, name, len);
         r->name[len] = 0;
+        if (index_name(p, p->n_rules)) return -1;
     }
     return p->n_rules++;
-}
-
-static int find_rule(parser *p, const char *name, size_t len) {
-    for (int i = 0; i < p->n_rules; i++)
-        if (p->rules[i].name && strlen(p->rules[i].name) == len && !memcmp(p->rules[i].name, name, len)) return i;
-    return -1;
 }
 
 static int push_el(parser *p, int r, uint8_t kind, int32_t arg) {
@@ -663,6 +701,7 @@ static void parser_free(parser *p) {
     free(p->rng);
     free(p->cs_off);
     free(p->cs_n);
+    free(p->names);
 }
 
 void grammar_free(grammar *g) {
@@ -762,6 +801,10 @@ int grammar_parse(const char *text, size_t len, grammar **out, char *err, size_t
         }
     if (check_left_recursion(&p, g)) goto fail;
     if (min_lengths(g)) goto nomem;
+    if (g->rule_min[g->root] >= GRAMMAR_NO_END) {
+        if (err && errlen) snprintf(err, errlen, "grammar: rule 'root' matches no finite text (each way through it recurses without end)");
+        goto fail;
+    }
     parser_free(&p);
     *out = g;
     return 0;

@@ -30,9 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GRAMMAR_MAX_TEXT (1 << 20)
+#define GRAMMAR_MAX_TEXT (64 << 20)
 #define GRAMMAR_MAX_DEPTH 64
-#define GRAMMAR_MAX_ELEMS (1 << 20)
+#define GRAMMAR_MAX_ELEMS (1 << 22)
 #define GRAMMAR_MAX_REPEAT 10000
 #define GRAMMAR_MAX_STACKS 4096
 /* A length no string reaches: what gm_min_bytes gives when nothing can complete

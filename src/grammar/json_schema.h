@@ -14,12 +14,22 @@
  *     regex subset of JSON_SCHEMA_REGEX below, anchored at both ends;
  *   - integer: 0 or -?[1-9][0-9]*; number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
  *   - enum / const: the values' compact JSON text.
- * Keywords: type (a name or a list), properties, required, additionalProperties,
- * items, prefixItems, minItems, maxItems, enum, const, anyOf, oneOf, $ref (#,
- * #/$defs/NAME, #/definitions/NAME), $defs, definitions, minLength, maxLength,
- * pattern, format (date, time, date-time, uuid); title, description, default,
- * examples, $schema, $id, $comment are read and ignored. Any other keyword is an
- * error naming it.
+ *   - integer / number with minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+ *     multipleOf: exactly the numbers (no exponent; "-0" left out) that satisfy them,
+ *     as the automaton of num_range.h;
+ *   - string formats: those xgrammar 0.2.8 converts (date, time, date-time, duration,
+ *     uuid, email, hostname, ipv4, ipv6, uri, uri-reference, uri-template,
+ *     json-pointer, relative-json-pointer) as patterns; other formats annotate.
+ * Keywords: type, properties, required, additionalProperties, patternProperties,
+ * propertyNames, minProperties, maxProperties, items (a schema, or draft 7's tuple
+ * list with additionalItems), prefixItems, minItems, maxItems, enum, const, anyOf,
+ * oneOf (as anyOf), allOf (merged into one schema), $ref (any JSON pointer into the
+ * document; draft 7: its siblings are ignored), minLength, maxLength, pattern, format
+ * and the numeric ones above. Keywords a grammar cannot express (not, if/then/else,
+ * uniqueItems, contains, dependencies, dependentRequired, dependentSchemas,
+ * unevaluated*, a $ref to another document, a second pattern in allOf, ...) are
+ * listed in the warning (an error with strict). Every other keyword annotates and
+ * is ignored. A pattern matches anywhere in the string unless anchored (^ $).
  *
  * JSON_SCHEMA_REGEX: literal characters and escapes (\. \\ \/ \n \t \r \uHHHH ...),
  * . (any character but a line end), classes [a-z] [^...] with \d \w \s \D \W \S,
@@ -28,18 +38,33 @@
  * possessive quantifiers, anchors elsewhere. Characters a JSON string must escape
  * (control characters, '"', '\') are left out of . and negated classes.
  *
- * Limits: JSON_SCHEMA_MAX_DEPTH nested schemas, the text as GRAMMAR_MAX_TEXT. */
+ * A schema whose language is empty (minimum above maximum, a required property that
+ * is false, ...) is refused here; one with no finite instance (a required property
+ * that refers back to its object) when grammar_parse finds the root has no finite
+ * string (grammar_min_bytes).
+ *
+ * Limits: JSON_SCHEMA_MAX_TEXT bytes of schema, JSON_SCHEMA_MAX_DEPTH schemas nested
+ * in one another (references do not count: they are written from a work list), the
+ * grammar as GRAMMAR_MAX_TEXT. */
 #ifndef LLMGEN_JSON_SCHEMA_H
 #define LLMGEN_JSON_SCHEMA_H
 
 #include <stddef.h>
 
 #define JSON_SCHEMA_MAX_DEPTH 64
+#define JSON_SCHEMA_MAX_TEXT (32 << 20)
+
+typedef struct {
+    int strict;     /* 1: a keyword the grammar cannot enforce is an error */
+    char *warn;     /* if not NULL: one line naming the keywords not enforced ("" if none) */
+    size_t warnlen;
+} json_schema_opts;
 
 /* Convert schema text (len bytes of JSON) to GBNF. Returns 0, or -1 with one line in
  * err: "json schema: line L, column C: ..." for bad JSON, "json schema: at PATH: ..."
  * for a schema it cannot convert. *gbnf is NUL-terminated and the caller's (free). */
-int json_schema_to_gbnf(const char *schema, size_t len, char **gbnf, char *err, size_t errlen);
+int json_schema_to_gbnf(const char *schema, size_t len, const json_schema_opts *o, char **gbnf, char *err,
+                        size_t errlen);
 
 /* The GBNF of any JSON object (what --json-object asks for). Static text. */
 const char *json_object_gbnf(void);

@@ -44,7 +44,8 @@ llmgen_status constrain_new(const llmgen_model *m, const llmgen_generate_params 
     if (!c) return fail(LLMGEN_E_NOMEM, err, errlen, "out of memory");
     c->V = caps.vocab_size;
     char *text = NULL;
-    if (p->json_schema && json_schema_to_gbnf(p->json_schema, strlen(p->json_schema), &text, err, errlen)) {
+    json_schema_opts so = {.strict = p->strict_schema};
+    if (p->json_schema && json_schema_to_gbnf(p->json_schema, strlen(p->json_schema), &so, &text, err, errlen)) {
         free(c);
         return LLMGEN_E_USAGE;
     }
@@ -52,6 +53,8 @@ llmgen_status constrain_new(const llmgen_model *m, const llmgen_generate_params 
     int rc = grammar_parse(gt, strlen(gt), &c->g, err, errlen);
     free(text);
     if (rc) {
+        if (p->json_schema && err && errlen && strstr(err, "no finite text"))
+            snprintf(err, errlen, "json schema: no instance is finite (a required property refers back to its own schema)");
         free(c);
         return LLMGEN_E_USAGE;
     }
@@ -71,6 +74,20 @@ llmgen_status constrain_new(const llmgen_model *m, const llmgen_generate_params 
     c->compile_s = now_seconds() - t0;
     *out = c;
     return LLMGEN_OK;
+}
+
+llmgen_status llmgen_json_schema_check(const char *schema, int strict, char *warn, size_t warnlen, char *err,
+                                       size_t errlen) {
+    json_schema_opts so = {.strict = strict, .warn = warn, .warnlen = warnlen};
+    char *text = NULL;
+    grammar *g = NULL;
+    if (json_schema_to_gbnf(schema, strlen(schema), &so, &text, err, errlen)) return LLMGEN_E_USAGE;
+    int rc = grammar_parse(text, strlen(text), &g, err, errlen);
+    free(text);
+    grammar_free(g);
+    if (rc && err && errlen && strstr(err, "no finite text"))
+        snprintf(err, errlen, "json schema: no instance is finite (a required property refers back to its own schema)");
+    return rc ? LLMGEN_E_USAGE : LLMGEN_OK;
 }
 
 void constrain_free(constrain *c) {

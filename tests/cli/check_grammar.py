@@ -313,7 +313,12 @@ def fast_schemas():
 def bad_input():
     for args, want, code in (
             (["--grammar", 'root ::= "a" b'], "grammar: line 1, column 14: rule 'b' is used but not defined", 1),
-            (["--json-schema", '{"type": "integer", "minimum": 0}'], "unsupported keyword 'minimum'", 1),
+            (["--json-schema", '{"type": "integer", "minimum": 3, "maximum": 2}'], "no integer satisfies minimum", 1),
+            (["--json-schema", '{"properties": {"a": {"$ref": "#"}}, "required": ["a"]}'], "no instance is finite", 1),
+            (["--json-schema", '{"type": "array", "uniqueItems": true}', "--strict-schema"],
+             "at #: 'uniqueItems' cannot be enforced by a grammar (--strict-schema)", 1),
+            (["--json-schema", ""], "--json-schema: empty", 1),
+            (["--strict-schema"], "--strict-schema needs --json-schema", 1),
             (["--json-schema", '{"type": '], "json schema: line 1", 1),
             (["--grammar", "root ::= x", "--json-object"], "give only one of --grammar", 1),
             (["--grammar-file", "/nonexistent/g.gbnf"], "--grammar-file: cannot open", 3)):
@@ -324,6 +329,26 @@ def bad_input():
             fail("bad input %s: exit %d, stderr %r (want exit %d, one line with %r)" % (args, p.returncode, err, code,
                                                                                        want))
     print("bad input: one line on stderr, exit 1 (3 for a missing file)")
+    # a keyword left unenforced: one warning line naming it, and the run goes on; a boolean schema is JSON
+    p = subprocess.run([LLMGEN, "-m", MODEL, "-p", "x", "-n", "8", "--json-schema",
+                        '{"type": "array", "items": {"type": "integer"}, "uniqueItems": true, "not": {}}'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    err = p.stderr.decode()
+    want = "llmgen: warning: json schema: not enforced (a grammar cannot express it): not (at #), uniqueItems (at #)"
+    if p.returncode or err.count("\n") != 1 or want not in err:
+        fail("unenforced keywords: exit %d, stderr %r (want exit 0 and one line %r)" % (p.returncode, err, want))
+    p = subprocess.run([LLMGEN, "-m", MODEL, "-p", "x", "-n", "8", "--json-schema", "true"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if p.returncode or p.stderr:
+        fail("--json-schema true: exit %d, stderr %r (want a run under the schema true)" % (p.returncode, p.stderr))
+    line = '{"prompt": "x", "max_tokens": 4, "json_schema": {"type": "array", "uniqueItems": true}%s}\n'
+    p = subprocess.run([LLMGEN, "-m", MODEL, "--batch", "-"], input=(line % "" + line % ', "strict_schema": true').encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    res = [json.loads(l) for l in p.stdout.decode().splitlines()]
+    if len(res) != 2 or "error" in res[0] or "uniqueItems" not in res[1].get("error", "") or \
+            "stdin:1: json schema: not enforced" not in p.stderr.decode():
+        fail("--batch strict_schema: %r, stderr %r" % (res, p.stderr))
+    print("unenforced keywords: one warning line naming them (--strict-schema, \"strict_schema\": an error)")
 
 
 def main():

@@ -248,7 +248,7 @@ Test(token_mask, min_bytes_after_a_token_and_within_a_budget) {
 
 static char *schema(const char *s, char *err) {
     char *out = NULL;
-    if (json_schema_to_gbnf(s, strlen(s), &out, err, 256)) return NULL;
+    if (json_schema_to_gbnf(s, strlen(s), NULL, &out, err, 256)) return NULL;
     return out;
 }
 
@@ -286,21 +286,76 @@ Test(json_schema, language_follows_the_documented_policy) {
 
 Test(json_schema, refused_with_one_line_naming_the_problem) {
     static const char *const bad[][2] = {
-        {"{\"type\":\"integer\",\"minimum\":3}", "unsupported keyword 'minimum'"},
-        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"format\":\"email\"}}}", "at /properties/a: unsupported format 'email'"},
+        {"{\"type\":\"integer\",\"minimum\":3,\"maximum\":2}", "no integer satisfies minimum / maximum"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"multipleOf\":2,\"minimum\":3,\"maximum\":3}}}", "at /properties/a: no integer"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":false},\"required\":[\"a\"]}", "required property 'a' is not allowed"},
+        {"{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "no type satisfies"},
+        {"{\"type\":\"array\",\"items\":false,\"minItems\":1}", "minItems 1 cannot be met"},
+        {"{\"not\":{}}", "'not' cannot be enforced by a grammar (--strict-schema)"},
         {"{\"type\":\"strin\"}", "unknown type 'strin'"},
         {"{\"$ref\":\"#/$defs/none\"}", "points at nothing"},
         {"{\"type\":\"string\",\"pattern\":\"(a\"}", "unbalanced '('"},
         {"{\"type\":\"string\",\"pattern\":\"a(?=b)\"}", "lookaround"},
         {"{\"type\":\"object\",\n \"properties\": {\"a\": }}", "line 2, column"},
-        {"{\"type\":\"object\",\"required\":[\"x\"]}", "required property 'x'"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"maxProperties\":0,\"required\":[\"a\"]}", "maxProperties 0 is below"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char err[256] = "";
-        char *t = schema(bad[i][0], err);
+        char *t = NULL;
+        json_schema_opts o = {.strict = 1};
+        if (json_schema_to_gbnf(bad[i][0], strlen(bad[i][0]), &o, &t, err, sizeof err)) t = NULL;
         cr_expect_null(t, "%s converted", bad[i][0]);
         free(t);
         cr_expect(strstr(err, bad[i][1]) != NULL, "error '%s' lacks '%s'", err, bad[i][1]);
         cr_expect(strchr(err, '\n') == NULL);
     }
+}
+
+/* The keywords past xgrammar's first set: numbers in bounds and multiples, allOf merged,
+ * patternProperties and propertyNames keys, property counts, formats, and the warning. */
+Test(json_schema, numbers_objects_formats_and_the_warning) {
+    static const struct { const char *schema; const char *yes[4]; const char *no[5]; } cases[] = {
+        {"{\"type\":\"integer\",\"minimum\":-15,\"exclusiveMaximum\":120}", {"-15", "0", "119", "7"}, {"-16", "120", "1000", "-0", "1.5"}},
+        {"{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10}", {"14", "700", "21", "1001"}, {"7", "15", "-14", "1000", "0"}},
+        {"{\"type\":\"number\",\"minimum\":0.25,\"maximum\":1.5}", {"0.25", "1", "1.5", "0.3"}, {"0.2", "1.51", "2", "-1", "0.249"}},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":-1.5,\"multipleOf\":0.5}", {"-1", "0.5", "100", "-0.5"}, {"-1.5", "0.25", "-2", "1e3", "0.75"}},
+        {"{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}},{\"required\":[\"a\"],\"properties\":{\"a\":{\"minimum\":5}}}]}",
+         {"{\"a\":5}", "{\"a\": 77}", NULL}, {"{}", "{\"a\":4}", "{\"a\":\"x\"}", NULL}},
+        {"{\"type\":\"object\",\"patternProperties\":{\"^x-\":{\"type\":\"integer\"}},\"additionalProperties\":false}",
+         {"{}", "{\"x-a\":1}", "{\"x-a\":1,\"x-b\":2}", NULL}, {"{\"y\":1}", "{\"x-a\":\"s\"}", NULL}},
+        {"{\"type\":\"object\",\"propertyNames\":{\"maxLength\":2},\"minProperties\":1,\"maxProperties\":2}",
+         {"{\"ab\":1}", "{\"a\":1,\"b\":[]}", NULL}, {"{}", "{\"abc\":1}", "{\"a\":1,\"b\":2,\"c\":3}", NULL}},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"minProperties\":2}",
+         {"{\"a\":1,\"b\":2}", "{\"b\":1,\"c\":2}", "{\"a\":1,\"b\":2,\"c\":3}", NULL}, {"{}", "{\"a\":1}", "{\"c\":1}", NULL}},
+        {"{\"type\":\"string\",\"format\":\"email\"}", {"\"a.b@c.org\"", NULL}, {"\"a@\"", "\"@b\"", "\"a b@c\"", NULL}},
+        {"{\"type\":\"string\",\"format\":\"ipv4\"}", {"\"10.0.0.255\"", NULL}, {"\"256.1.1.1\"", "\"1.2.3\"", "\"01.2.3.4\"", NULL}},
+        {"{\"type\":\"string\",\"format\":\"uri\"}", {"\"https://x.org/a?b=1#c\"", "\"urn:isbn:1\"", NULL}, {"\"//x.org\"", "\"a b:c\"", NULL}},
+        {"{\"type\":\"string\",\"pattern\":\"ab\"}", {"\"ab\"", "\"xaby\"", NULL}, {"\"a\"", "\"ba\"", NULL}},
+        {"{\"title\":\"t\",\"markdownDescription\":\"m\",\"deprecated\":true,\"x-vendor\":1,\"type\":\"boolean\"}", {"true", NULL}, {"1", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char err[256] = "";
+        char *t = schema(cases[i].schema, err);
+        cr_assert_not_null(t, "%s: %s", cases[i].schema, err);
+        grammar *g = parse_ok(t);
+        for (int k = 0; k < 4 && cases[i].yes[k]; k++) cr_expect(ACCEPTS(g, cases[i].yes[k]), "%s refuses %s", cases[i].schema, cases[i].yes[k]);
+        for (int k = 0; k < 5 && cases[i].no[k]; k++) cr_expect(!ACCEPTS(g, cases[i].no[k]), "%s accepts %s", cases[i].schema, cases[i].no[k]);
+        grammar_free(g);
+        free(t);
+    }
+    char warn[256], err[256], *t = NULL;
+    json_schema_opts o = {.warn = warn, .warnlen = sizeof warn};
+    const char *s = "{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"array\",\"uniqueItems\":true}},"
+                    "\"if\":{},\"then\":{},\"not\":{\"required\":[\"x\"]}}";
+    cr_assert_eq(json_schema_to_gbnf(s, strlen(s), &o, &t, err, sizeof err), 0, "%s", err);
+    cr_expect_str_eq(warn, "json schema: not enforced (a grammar cannot express it): not (at #), if/then/else (at #), "
+                           "uniqueItems (at /properties/t)");
+    free(t);
+    /* no finite instance: refused when the grammar is parsed */
+    s = "{\"properties\": {\"a\": {\"$ref\": \"#\"}}, \"required\": [\"a\"]}";
+    cr_assert_eq(json_schema_to_gbnf(s, strlen(s), NULL, &t, err, sizeof err), 0, "%s", err);
+    grammar *g = NULL;
+    cr_expect_eq(grammar_parse(t, strlen(t), &g, err, sizeof err), -1);
+    cr_expect(strstr(err, "no finite text") != NULL, "%s", err);
+    free(t);
 }
