@@ -71,7 +71,7 @@ SLOW_OBJ := $(sort $(filter %avx512.o,$(SAN_LIB_OBJ) $(LIB_OBJ))) \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
         grammars grammar-refs grammar-bench big-model bench-big bench-threads \
-        regress-grammar regress-full schema-suite-refs
+        regress-grammar regress-full schema-suite-refs schema-corpus regress-schemas schema-corpus-refs
 
 all: llmgen  ## build ./llmgen
 
@@ -218,6 +218,17 @@ grammar-refs: $(REF_VENV)/.ok $(GRAMMARS) model  ## regenerate tests/refs/gramma
 # tests/cli/check_schema_suite.py runs llmgen's grammar (build/schema_driver) in make test.
 schema-suite-refs: $(REF_VENV)/.ok $(BUILD)/schema_driver  ## regenerate xgrammar's JSON-Schema-Test-Suite results (and print both)
 	$(REF_VENV)/bin/python tests/gen/schema_suite.py --xgrammar
+
+# Real-world schemas: the SchemaStore files check-jsonschema 0.39.0 (PyPI) vendors, in .cache/schema-corpus;
+# the default model's output under each validated with jsonschema (tests/cli/corpus_schemas.py, about 2 min).
+SCHEMA_CORPUS := $(CACHE)/schema-corpus/.ok
+schema-corpus: $(SCHEMA_CORPUS)  ## fetch the real-world JSON Schema corpus (check-jsonschema's vendored SchemaStore files)
+$(SCHEMA_CORPUS): tests/gen/fetch_schema_corpus.py
+	$(PYTHON) tests/gen/fetch_schema_corpus.py $(CACHE)
+regress-schemas: llmgen model fixtures $(SCHEMA_CORPUS) $(BUILD)/schema_driver  ## the default model under each real-world schema, validated with jsonschema
+	$(PYTHON) tests/cli/corpus_schemas.py
+schema-corpus-refs: $(REF_VENV)/.ok $(SCHEMA_CORPUS)  ## regenerate xgrammar's compile results on the schema corpus
+	$(REF_VENV)/bin/python tests/cli/corpus_schemas.py --xgrammar
 
 # perplexity, --logprobs and verify references (tests/refs/quality/: the default model on the GPL-3 text
 # of Debian's base-files, two tiny fixtures); checked by tests/cli/check_quality.py in make test.

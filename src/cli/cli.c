@@ -33,6 +33,10 @@ int cli_fail(const cli_io *io, int code, const char *fmt, ...) {
 int cli_number(const char *s, double lo, double hi, int integer, double *out) {
     char *end;
     if (!s || !*s) return -1;
+    if (integer) { /* decimal digits only: no 1e3, 0x10, 1.0 or spaces */
+        const char *d = s + (*s == '-' || *s == '+');
+        if (!*d || d[strspn(d, "0123456789")]) return -1;
+    }
     double v = strtod(s, &end);
     if (*end || end == s || !isfinite(v) || v < lo || v > hi || (integer && v != floor(v))) return -1;
     *out = v;
@@ -121,9 +125,28 @@ static const struct { const char *names, *why; } habits[] = {
     {" -cnv --conversation ", "for a conversation on the terminal use -i (--chat for one turn)"},
     {" -no-cnv --no-conversation -st --single-turn ",
      "llmgen answers one prompt unless -i is given: drop this option"},
-    {" -b --batch-size -ub --ubatch-size ", "llmgen chooses its own prefill chunk: drop this option"},
-    {" -e --escape ", "-p processes escapes by default (--no-escape turns it off)"},
-    {" -co --color --no-display-prompt ", "llmgen prints only the completion (--echo adds the prompt)"},
+    {" -co --color ", "llmgen prints plain text (no colors)"},
+    {" -if --interactive-first -i-first ", "llmgen -i waits for the first line of stdin before it generates: use -i"},
+    {" -sys --system-prompt ", "use --system TEXT (with --chat or -i)"},
+    {" --jinja ", "llmgen always renders the model's own Jinja chat template with --chat and -i: drop this option"},
+    {" --log-disable --log-file --log-verbose -lv --verbosity ",
+     "llmgen prints only errors and warnings on stderr (--stats adds timings; --no-progress drops progress lines)"},
+    {" --mlock ", "llmgen maps the model read-only and does not lock it in memory: drop this option"},
+    {" --no-mmap ", "llmgen always maps the model file (packed weights are copied once at load): drop this option"},
+    {" -tb --threads-batch ", "one thread count serves prefill and decode: use -t"},
+    {" --repeat-last-n ", "--repeat-penalty looks at the whole prompt and output (no window)"},
+    {" --mirostat --mirostat-lr --mirostat-ent ", "llmgen has no mirostat sampler: use --temp with --top-p or --min-p"},
+    {" --keep ", "llmgen never shifts the context: a full context ends generation (stop reason context)"},
+};
+
+/* llama.cpp's options that change nothing in llmgen: accepted and ignored (man page, LLAMA.CPP HABITS),
+ * so that scripts keep working. */
+static const struct { const char *names; int takes_value; } noops[] = {
+    {" -e --escape ", 0},                                    /* -p processes escapes already */
+    {" -no-cnv --no-conversation -st --single-turn ", 0},   /* one prompt, one answer unless -i */
+    {" --no-display-prompt ", 0},                          /* only the completion is printed */
+    {" -fa --flash-attn ", 1},                               /* attention is always fused */
+    {" -b --batch-size -ub --ubatch-size ", 1},              /* llmgen picks its prefill chunk */
 };
 
 const char *cli_opt_name(const cli_opt *o, char *buf, size_t n) {
@@ -190,7 +213,27 @@ int cli_next(cli_args *a, const cli_opt *table, const char **value, char *err) {
     } else {
         o = NULL;
     }
-    if (!o || !o->id) return unknown(w, table, err);
+    if ((!o || !o->id) && w[1] != '-' && w[2] == '=') { /* -n=4: as -n 4 */
+        for (o = table; o->id && o->short_name != w[1]; o++) {}
+        if (o->id && o->arg) eq = w + 2;
+        else o = NULL;
+    }
+    if (!o || !o->id) {
+        char key[64];
+        snprintf(key, sizeof key, " %.*s ", (int)strcspn(w, "="), w);
+        for (size_t i = 0; i < sizeof noops / sizeof *noops; i++)
+            if (strlen(key) < sizeof key - 1 && strstr(noops[i].names, key)) {
+                if (noops[i].takes_value && !strchr(w, '=')) {
+                    if (a->i >= a->argc) {
+                        snprintf(err, ERR_LEN, "option %s needs a value (ignored by llmgen, as a no-op)", w);
+                        return CLI_BAD;
+                    }
+                    a->i++;
+                }
+                return cli_next(a, table, value, err);
+            }
+        return unknown(w, table, err);
+    }
     char name[64];
     if (!o->arg && eq) {
         snprintf(err, ERR_LEN, "option %s takes no value", cli_opt_name(o, name, sizeof name));

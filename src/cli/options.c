@@ -30,8 +30,9 @@ static int hex(char c) {
 
 /* The escapes llama.cpp processes in -p (and llmgen in --stop, so that a newline can be
  * typed): \n \t \r \\ \' \" and \xHH; any other stays as written. Decodes in place
- * (argv strings are writable; the result is never longer). */
-static void unescape(char *s) {
+ * (argv strings are writable; the result is never longer). Returns -1 for \x00: a NUL
+ * cannot be part of an argument (use -f FILE or stdin for such bytes). */
+static int unescape(char *s) {
     char *w = s;
     for (; *s; s++) {
         if (*s != '\\' || !s[1]) { *w++ = *s; continue; }
@@ -40,10 +41,13 @@ static void unescape(char *s) {
         else if (c == 't') *w++ = '\t';
         else if (c == 'r') *w++ = '\r';
         else if (c == '\\' || c == '\'' || c == '"') *w++ = c;
-        else if (c == 'x' && hex(s[1]) >= 0 && hex(s[2]) >= 0) *w++ = (char)(hex(s[1]) * 16 + hex(s[2])), s += 2;
-        else *w++ = '\\', *w++ = c;
+        else if (c == 'x' && hex(s[1]) >= 0 && hex(s[2]) >= 0) {
+            if (!(*w++ = (char)(hex(s[1]) * 16 + hex(s[2])))) return -1;
+            s += 2;
+        } else *w++ = '\\', *w++ = c;
     }
     *w = '\0';
+    return 0;
 }
 
 /* 1 if s is the JSON text true or false (a boolean schema), spaces around allowed. */
@@ -243,7 +247,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_TEMPLATE_FILE: o->template_file = optarg, templates++; break;
         case O_DATE: b->date = optarg; break;
         case O_STOP:
-            unescape(optarg);
+            if (unescape(optarg)) return fail(err, "--stop: \\x00 is a NUL byte, which a stop string cannot hold");
             if (!*optarg) return fail(err, "--stop: the stop string is empty");
             if (b->n_stops == REQUEST_MAX_STOPS) return fail(err, "--stop: at most %d stop strings", REQUEST_MAX_STOPS);
             b->stops[b->n_stops++] = optarg;
@@ -318,7 +322,9 @@ int options_parse(int argc, char **argv, options *o, char *err) {
                                         : "system");
     if (templates > 1)
         return fail(err, "give only one of --template, --chat-template, --chat-template-file");
-    if (o->prompt && strcmp(o->prompt, "-") && !o->no_escape) unescape((char *)o->prompt);
+    if (o->prompt && strcmp(o->prompt, "-") && !o->no_escape && unescape((char *)o->prompt))
+        return fail(err, "--prompt: \\x00 is a NUL byte, which an argument cannot hold (give such a prompt with -f FILE "
+                         "or on stdin)");
     if (o->no_escape && (!o->prompt || !strcmp(o->prompt, "-"))) return fail(err, "--no-escape needs -p TEXT");
     if (o->keep_newline && o->prompt && strcmp(o->prompt, "-"))
         return fail(err, "--keep-newline is for a prompt read from stdin or -f FILE");

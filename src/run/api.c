@@ -63,9 +63,16 @@ llmgen_status llmgen_model_open(const char *path, const llmgen_model_options *op
         }
         if (opt->n_threads) mo.n_threads = opt->n_threads;
         if (opt->kernels && !kernels_select(opt->kernels)) {
+            static const char *const sets[] = {"avx512", "avx2", "neon"};
+            char here[64] = "scalar";
+            int known = !strcmp(opt->kernels, "scalar");
+            for (int i = 0; i < 3; i++) {
+                known |= !strcmp(opt->kernels, sets[i]);
+                if (kernels_select(sets[i])) snprintf(here + strlen(here), sizeof here - strlen(here), ", %s", sets[i]);
+            }
             if (err && errlen)
-                snprintf(err, errlen, "kernels \"%s\": not available on this CPU or in this build "
-                         "(scalar always is; others: avx2, avx512, neon)", opt->kernels);
+                snprintf(err, errlen, "kernels \"%s\": %s (available here: %s)", opt->kernels,
+                         known ? "not available on this CPU or in this build" : "no such kernel set", here);
             return LLMGEN_E_USAGE;
         }
         mo.kernels = opt->kernels;

@@ -294,10 +294,26 @@ HABITS = [
     # (args, exit, text on the one stderr line)
     (["-ngl", "99"], "usage", "unknown option -ngl: llmgen runs on the CPU and has no GPU offload"),
     (["--n-gpu-layers", "99"], "usage", "no GPU offload"),
-    (["-fa"], "usage", "unknown option -fa:"),
+    (["-t", "1", "-fa"], "usage", "option -fa needs a value (ignored by llmgen, as a no-op)"),
     (["-hf", "x"], "usage", "unknown option -hf: llmgen does not download models"),
     (["-cnv"], "usage", "unknown option -cnv: for a conversation on the terminal use -i"),
-    (["-no-cnv"], "usage", "unknown option -no-cnv"),
+    (["--interactive-first"], "usage", "unknown option --interactive-first: llmgen -i waits for the first line"),
+    (["-sys", "x"], "usage", "unknown option -sys: use --system TEXT"),
+    (["--system-prompt", "x"], "usage", "unknown option --system-prompt: use --system TEXT"),
+    (["--jinja"], "usage", "unknown option --jinja: llmgen always renders the model's own Jinja chat template"),
+    (["--log-disable"], "usage", "unknown option --log-disable: llmgen prints only errors and warnings"),
+    (["--mlock"], "usage", "unknown option --mlock: llmgen maps the model read-only"),
+    (["--no-mmap"], "usage", "unknown option --no-mmap: llmgen always maps the model file"),
+    (["-tb", "2"], "usage", "unknown option -tb: one thread count serves prefill and decode: use -t"),
+    (["--repeat-last-n", "64"], "usage", "unknown option --repeat-last-n: --repeat-penalty looks at the whole"),
+    (["--mirostat", "2"], "usage", "unknown option --mirostat: llmgen has no mirostat sampler"),
+    (["--keep", "10"], "usage", "unknown option --keep: llmgen never shifts the context"),
+    (["-n", "1e3"], "usage", "--max-tokens: invalid value '1e3' (expected -1 or an integer"),
+    (["-n", "0x10"], "usage", "--max-tokens: invalid value '0x10'"),
+    (["-t", "2.0"], "usage", "--threads: invalid value '2.0'"),
+    (["-p", "a\\x00b"], "usage", "--prompt: \\x00 is a NUL byte"),
+    (["--kernels", "foo"], "usage", "--kernels \"foo\": no such kernel set (available here: scalar"),
+    (["--json-schema", ""], "usage", "--json-schema: empty"),
     (["--chat-temp", "/etc/hostname", "--chat"], "usage", "unknown option --chat-temp (did you mean"),
     (["-in"], "usage", "unknown option -in (short options are not bundled"),
     (["-iZ"], "usage", "unknown option -iZ"),
@@ -317,6 +333,18 @@ def check_habits():
     if not bad:
         ok("llama.cpp options and bad words: %d cases, each one line naming the whole word, exit 1, empty stdout"
            % (len(HABITS) - 1))
+    # llama.cpp's no-op options are accepted (man page, LLAMA.CPP HABITS); -X=value reads as -X value
+    plain = run(["-m", MODEL, "-p", "Hi", "-n", "4"])
+    noops = run(["-m", MODEL, "-p", "Hi", "-n=4", "-e", "-no-cnv", "--no-display-prompt", "-fa", "off", "-b", "512",
+                 "--flash-attn=on", "-ub", "64", "-st"])
+    if plain[0] or plain != noops:
+        fail("no-op options / -n=4: %r, plain run %r" % (noops, plain))
+    else:
+        ok("-e, -no-cnv, -st, --no-display-prompt, -fa off, -b 512, -ub 64 are no-ops; -n=4 is -n 4")
+    rc, out, err = run(["-m", MODEL, "-p", "x", "--kernels", "neon"])
+    cpu_has_neon = b"neon" in run(["--version"])[1]
+    if not cpu_has_neon and (rc != 1 or "available here: scalar" not in err or "no such" in err):
+        fail("--kernels neon on this CPU: exit %d, %r" % (rc, err))
     rc, out, err = run(["-hf", "x"])
     if rc != 1 or out:
         fail("-hf x: exit %d, stdout %r (the help must not print)" % (rc, out[:40]))
