@@ -42,7 +42,7 @@ endif
 # The CLI (main.c and its option parser) and the server (src/serve/) sit on the library; everything
 # else is the library. The server's JSON mapping (openai.c) is also linked by its fuzz target.
 SERVE_SRC := $(wildcard src/serve/*.c)
-CLI_SRC := $(addprefix src/cli/,main.c options.c chat_template.c cli.c verify.c perplexity.c quantize_cli.c) \
+CLI_SRC := $(addprefix src/cli/,main.c options.c chat_template.c cli.c verify.c perplexity.c quantize_cli.c progress.c) \
            $(SERVE_SRC)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard $(SRC_DIRS:%=src/%/*.c))) $(wildcard vendor-free-tokenizer/*.c)
@@ -133,9 +133,10 @@ $(BUILD)/schema_driver: $(BUILD)/tests/schema_driver.o $(GRAMMAR_OBJ)
 # ---- set-up -------------------------------------------------------------------
 
 # Debian packages the build and the tests need; installed only when missing.
-DEB_PKGS := build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev \
-            libcriterion-dev python3 python3-venv unzip time groff-base parallel libmicrohttpd-dev curl \
-            json-schema-test-suite
+# RUN_PKGS build and run llmgen and fetch the default model (make demo installs only these).
+RUN_PKGS := build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev libmicrohttpd-dev \
+            python3 python3-venv unzip
+DEB_PKGS := $(RUN_PKGS) libcriterion-dev time groff-base parallel curl json-schema-test-suite
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 deps:  ## install missing Debian packages
@@ -290,7 +291,8 @@ family-peer: peer $(TOOLS_OK)  ## llama.cpp's greedy ids on the family GGUF fixt
 
 # ---- use and test -------------------------------------------------------------
 
-demo: deps  ## install, build, fetch the default model, generate a completion
+demo: DEB_PKGS := $(RUN_PKGS)
+demo: deps  ## install what running needs, build, fetch the default model, generate a completion
 	$(MAKE) llmgen model
 	./llmgen -m $(DEFAULT_MODEL) -p "The three primary colors are" -n 48
 

@@ -388,6 +388,7 @@ llmgen_status batch_run_lines(const batch_parallel *a, batch_summary *sum, char 
     pthread_mutex_init(&r.in_mu, NULL);
     pthread_mutex_init(&r.out_mu, NULL);
     llmgen_status rc = read_lines(&r, err, errlen);
+    if (!rc && a->n_total) *a->n_total = r.n_lines;
     if (!rc && a->resume) rc = open_resume(&r, a->resume, err, errlen);
     if (rc || *a->stop) goto out;
     if (a->parallel <= 1) { /* one slot, on a->s, in this thread */

@@ -31,6 +31,7 @@ typedef struct {
     volatile sig_atomic_t *stop;      /* set (by a signal): take no more lines */
     const char *resume;               /* --resume OUT.jsonl: skip the requests OUT holds results of,
                                          append the others' results to OUT (not through emit) */
+    volatile long *n_total;           /* if not NULL: set to the number of lines once all are read */
 } batch_parallel;
 
 /* What a run did: requests run (ok + failed), skipped (--resume: OUT held them), and

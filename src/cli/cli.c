@@ -4,9 +4,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 
 int cli_exit_code(llmgen_status st) {
     switch (st) {
@@ -73,12 +75,13 @@ void cli_print_stats(double t_load, int n_prompt, const llmgen_result *r, const 
     if (steps && r->n_solo)
         snprintf(sync + strlen(sync), sizeof sync - strlen(sync), " (%.0f%% on one thread: other work holds the CPUs)",
                  100.0 * (double)r->n_solo / (double)r->n_syncs);
-    fprintf(stderr, "llmgen: load %.3f s | %d threads (%d CPU%s: %s) | prompt %d tokens in %.3f s (%.1f tokens/s) | "
-            "first token %.3f s | generation %d tokens, %s tokens/s%s | peak RSS %.1f MiB | KV cache %.1f MiB "
+    fprintf(stderr, "llmgen: load %.3f s | %d thread%s (%d CPU%s: %s) | prompt %d token%s in %.3f s (%.1f tokens/s) | "
+            "first token %.3f s | generation %d token%s, %s tokens/s%s | peak RSS %.1f MiB | KV cache %.1f MiB "
             "(ring %d)%s\n",
-            t_load, caps->n_threads, caps->cpus, caps->cpus == 1 ? "" : "s", caps->cpus_from, n_prompt, r->prefill_s,
+            t_load, caps->n_threads, caps->n_threads == 1 ? "" : "s", caps->cpus, caps->cpus == 1 ? "" : "s",
+            caps->cpus_from, n_prompt, n_prompt == 1 ? "" : "s", r->prefill_s,
             r->prefill_s > 0 ? n_prompt / r->prefill_s : 0.0,
-            r->first_token_s, r->n_ids, rate, sync, (double)ru.ru_maxrss / 1024.0,
+            r->first_token_s, r->n_ids, r->n_ids == 1 ? "" : "s", rate, sync, (double)ru.ru_maxrss / 1024.0,
             kv, ring, seed);
     if (q->draft_lookup || drafting)
         fprintf(stderr, "llmgen: speculation: %d passes, %d drafted, %d accepted (%.1f%%)%s\n", r->n_passes,
@@ -274,6 +277,8 @@ int cli_common_take(cli_common *c, int id, const char *value, char *err) {
     case CLI_KERNELS: c->kernels = value; return 1;
     case CLI_EXACT: c->exact = 1; return 1;
     case CLI_SPLIT_ALL: c->split_all = 1; return 1;
+    case CLI_PROGRESS: c->progress = PROGRESS_PLAIN; return 1;
+    case CLI_NO_PROGRESS: c->progress = PROGRESS_OFF; return 1;
     case CLI_THREADS:
         if (cli_value("--threads", value, 1, LLMGEN_MAX_THREADS, 1, &x, err)) return -1;
         c->threads = (int)x;
@@ -290,7 +295,18 @@ llmgen_status cli_model_open(const cli_common *c, const char *path, int tokenize
     llmgen_model_options mo = {.n_threads = c->threads, .kernels = c->kernels, .exact = c->exact,
                                .tokenizer_only = tokenizer_only, .split_all = c->split_all};
     char e[ERR_LEN];
+    progress pg;
+    progress_init(&pg, stderr, c->progress);
+    progress_load_begin(&pg, path ? path : c->model);
     llmgen_status st = llmgen_model_open(path ? path : c->model, &mo, m, e, sizeof e);
+    progress_load_end(&pg);
+    const char *p = path ? path : c->model, *slash = strchr(p, '/');
+    struct stat sb;
+    if (st == LLMGEN_E_IO && slash && !strchr(slash + 1, '/') && p[0] != '.' && p[0] != '/' && stat(p, &sb)) {
+        snprintf(err, ERR_LEN, "%.400s (a Hugging Face hub id? llmgen does not download models: give a local "
+                 "GGUF file or model directory)", e);
+        return st;
+    }
     if (st) snprintf(err, ERR_LEN, "%s%.500s", st == LLMGEN_E_USAGE && c->kernels ? "--" : "", e);
     return st;
 }
@@ -350,4 +366,22 @@ int cli_valid_date(const char *d) {
     for (int m = 0; m < 12; m++)
         if (!strncmp(d + 3, months[m], 3)) month = m + 1;
     return month && day >= 1 && day <= 31;
+}
+
+const char *cli_ctx_hint(const llmgen_session *s, const llmgen_capabilities *caps, char *buf, size_t n) {
+    int ctx = s ? llmgen_session_ctx(s) : 0, max = caps->context_length;
+    if (max > 0 && ctx >= max) snprintf(buf, n, "%d is the model's maximum: shorten the prompt or lower -n", max);
+    else if (max > 0) snprintf(buf, n, "raise -c, up to the model's %d", max);
+    else snprintf(buf, n, "raise -c");
+    return buf;
+}
+
+int cli_schema_note(const char *schema, int strict, const char *src) {
+    char warn[CLI_ERR_LEN], err[CLI_ERR_LEN];
+    if (llmgen_json_schema_check(schema, strict, warn, sizeof warn, err, sizeof err)) {
+        if (!src) fprintf(stderr, "llmgen: %s\n", err);
+        return -1;
+    }
+    if (*warn) fprintf(stderr, "llmgen: warning: %s%s%s (--strict-schema refuses it)\n", src ? src : "", src ? ": " : "", warn);
+    return 0;
 }

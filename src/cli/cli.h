@@ -112,7 +112,8 @@ int cli_print_options(FILE *f, const cli_opt *table);
 /* The options every command that runs a model shares, parsed by one function. Their
  * ids come first; a command's own ids start at CLI_OWN. A command lists the rows it
  * takes (with its own help text where it means something more). */
-enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CLI_SPLIT_ALL, CLI_OWN };
+enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CLI_SPLIT_ALL, CLI_PROGRESS,
+       CLI_NO_PROGRESS, CLI_OWN };
 #define CLI_OPT_HELP {CLI_HELP, 'h', "help", NULL, "this help"}
 #define CLI_OPT_MODEL(arg, help) {CLI_MODEL, 'm', "model", arg, help}
 #define CLI_OPT_THREADS                                                                                         \
@@ -129,8 +130,15 @@ enum { CLI_HELP = 1, CLI_MODEL, CLI_THREADS, CLI_CTX, CLI_KERNELS, CLI_EXACT, CL
      "f32 activations: greedy ids equal HF transformers' (slower); the\n"                                     \
      "default fast mode may differ from them, and between CPUs"}
 
+#define CLI_OPT_PROGRESS                                                                                        \
+    {CLI_PROGRESS, 0, "progress", NULL,                                                                         \
+     "progress lines on stderr even when it is not a terminal (plain lines,\n"                                \
+     "every 2 s, for logs; on a terminal one line is redrawn by default)"},                                   \
+    {CLI_NO_PROGRESS, 0, "no-progress", NULL, "no progress line, even on a terminal"}
+
 typedef struct {
     const char *model, *kernels; /* -m, --kernels */
+    int progress;                /* PROGRESS_AUTO, _OFF (--no-progress), _PLAIN (--progress) (progress.h) */
     int threads, ctx, exact;     /* -t (0: the online CPUs), -c (0: the default), --exact */
     int split_all;               /* --split-all */
     int help;                    /* -h / --help */
@@ -143,6 +151,14 @@ int cli_common_take(cli_common *c, int id, const char *value, char *err);
 /* Open c->model (or `path` when not NULL) with c's threads, kernels and mode. An
  * unknown --kernels is LLMGEN_E_USAGE naming the option. */
 llmgen_status cli_model_open(const cli_common *c, const char *path, int tokenizer_only, llmgen_model **m, char *err);
+
+/* What to do when s's context is full: a larger -c, unless it is the model's maximum already. */
+const char *cli_ctx_hint(const llmgen_session *s, const llmgen_capabilities *caps, char *buf, size_t n);
+
+/* Check a JSON Schema before a model is loaded: prints one warning line naming what it leaves
+ * unenforced (src: the batch line, or NULL). Returns 0, or -1 (after printing the error when
+ * src is NULL) if it is refused. */
+int cli_schema_note(const char *schema, int strict, const char *src);
 
 int verify_main(int argc, char **argv, const cli_io *io);     /* verify.c */
 int perplexity_main(int argc, char **argv, const cli_io *io); /* perplexity.c */

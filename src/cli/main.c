@@ -22,6 +22,7 @@
 #include "batch_run.h"
 #include "chat_template.h"
 #include "cli.h"
+#include "progress.h"
 #include "llmgen.h"
 #include "options.h"
 #include "request.h"
@@ -145,6 +146,9 @@ typedef struct {
     llmgen_capabilities caps;
     sink out;
     double t_load;
+    progress pg;          /* --batch: requests done of total (progress.h) */
+    volatile long n_total;
+    long n_done, n_tokens;
 } app;
 
 /* The prompt text or ids the options name, into q (*owned: what to free). */
@@ -258,8 +262,9 @@ static int run_single(app *A, request *q) {
         goto out;
     }
     if (n > llmgen_session_ctx(A->s)) {
-        rc = die(EXIT_CONTEXT, "%s: prompt of %d tokens does not fit the context size %d (raise -c)", q->source, n,
-                 llmgen_session_ctx(A->s));
+        char h[96];
+        rc = die(EXIT_CONTEXT, "%s: prompt of %d token%s does not fit the context size %d (%s)", q->source, n,
+                 n == 1 ? "" : "s", llmgen_session_ctx(A->s), cli_ctx_hint(A->s, &A->caps, h, sizeof h));
         goto out;
     }
     if (o->dump_logits && !(S.dump = fopen(o->dump_logits, "wb"))) {
@@ -314,8 +319,11 @@ static int run_single(app *A, request *q) {
     if (A->out.failed) rc = sink_exit(&A->out);
     else if (r.stop_reason == LLMGEN_STOP_CANCELLED) rc = EXIT_INTERRUPT;
     else if (r.stop_reason == LLMGEN_STOP_CONTEXT && q->max_tokens != -1)
-        rc = die(EXIT_CONTEXT, "out of context after %d tokens (context size %d; raise -c)", llmgen_session_pos(A->s),
-                 llmgen_session_ctx(A->s));
+        {
+            char h[96];
+            rc = die(EXIT_CONTEXT, "out of context: the prompt's %d and %d generated token%s fill the context size %d "
+                     "(%s)", n, r.n_ids, r.n_ids == 1 ? "" : "s", llmgen_session_ctx(A->s), cli_ctx_hint(A->s, &A->caps, h, sizeof h));
+        }
 out:
     if (S.dump) fclose(S.dump);
     free(rendered);
@@ -324,18 +332,6 @@ out:
     free(q->ids);
     llmgen_result_free(&r);
     return rc;
-}
-
-/* Check a schema before a model is loaded: a warning line names what it leaves unenforced
- * (src names the batch line). Returns 0, or -1 after printing why it is refused. */
-static int schema_note(const char *schema, int strict, const char *src) {
-    char warn[ERRLEN], err[ERRLEN];
-    if (llmgen_json_schema_check(schema, strict, warn, sizeof warn, err, sizeof err)) {
-        if (!src) fprintf(stderr, "llmgen: %s\n", err);
-        return -1;
-    }
-    if (*warn) fprintf(stderr, "llmgen: warning: %s%s%s (--strict-schema refuses it)\n", src ? src : "", src ? ": " : "", warn);
-    return 0;
 }
 
 /* One --batch line: a result or an error object. *code: the line's exit code. */
@@ -350,7 +346,7 @@ static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *s
     *code = EXIT_USAGE;
     if (request_from_json(root, &A->o->base, &q, err)) goto out;
     q.source = q.sys_source = src;
-    if (q.json_schema) schema_note(q.json_schema, q.strict_schema, src); /* an error is the line's, below */
+    if (q.json_schema) cli_schema_note(q.json_schema, q.strict_schema, src); /* an error is the line's, below */
     if (A->o->tokenize || A->o->detokenize) {
         char *text = NULL;
         size_t len = 0;
@@ -379,8 +375,9 @@ static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *s
         res = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q.sp.seed);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
         if (*code) { /* what was generated stays; the line says it is cut short, as the exit code does */
-            snprintf(err, sizeof err, "out of context after %d of %d tokens (context size %d; raise -c)", r.n_ids,
-                     q.max_tokens, llmgen_session_ctx(s));
+            char h[96];
+            snprintf(err, sizeof err, "out of context: the prompt's %d and %d of the %d tokens asked fill the context "
+                     "size %d (%s)", n, r.n_ids, q.max_tokens, llmgen_session_ctx(s), cli_ctx_hint(A->s, &A->caps, h, sizeof h));
             json_object_set_new(res, "error", json_string(err));
             json_object_set_new(res, "exit", json_integer(*code));
         }
@@ -406,7 +403,9 @@ static json_t *batch_text(void *user, llmgen_session *s, const char *line, size_
         out = batch_line(A, s, root, src, code);
     } else {
         char msg[ERRLEN];
-        snprintf(msg, sizeof msg, "not JSON: %s (column %d)", je.text, je.column);
+        snprintf(msg, sizeof msg, "not JSON: %s (column %d)",
+                 strstr(je.text, "JSON_ALLOW_NUL") ? "a string holds \\u0000 (a NUL byte), which a request cannot"
+                                                   : je.text, je.column);
         out = error_json(NULL, 0, msg, *code = EXIT_USAGE);
     }
     json_object_set_new(out, "line", json_integer(lineno));
@@ -414,7 +413,22 @@ static json_t *batch_text(void *user, llmgen_session *s, const char *line, size_
     return out;
 }
 
-static int batch_emit(void *user, json_t *out) { return emit_json(&((app *)user)->out, out); }
+static int batch_emit(void *user, json_t *out) {
+    app *A = user;
+    A->n_done++;
+    A->n_tokens += (long)json_integer_value(json_object_get(json_object_get(out, "timings"), "generated_tokens"));
+    progress_clear(&A->pg); /* stdout may be the same terminal */
+    int rc = emit_json(&A->out, out);
+    if (A->n_total) {
+        double t = progress_elapsed(&A->pg);
+        char left[32];
+        fflush(stdout);
+        progress_update(&A->pg, A->n_done == A->n_total, "batch: %ld/%ld requests, %.1f tokens/s, %s left", A->n_done,
+                        A->n_total, t > 0 ? (double)A->n_tokens / t : 0.0,
+                        progress_time(t / (double)A->n_done * (double)(A->n_total - A->n_done), left, sizeof left));
+    }
+    return rc;
+}
 
 static int run_batch(app *A) {
     const char *name = A->o->batch;
@@ -423,8 +437,10 @@ static int run_batch(app *A) {
     char err[ERRLEN];
     batch_summary sum;
     batch_parallel bp = {A->m, A->s, A->o->common.ctx, A->o->parallel, A->o->ordered, in, in == stdin ? "stdin" : name,
-                         batch_text, batch_emit, A, &interrupted, A->o->resume};
+                         batch_text, batch_emit, A, &interrupted, A->o->resume, &A->n_total};
+    progress_init(&A->pg, stderr, A->o->common.progress);
     llmgen_status st = batch_run_lines(&bp, &sum, err, sizeof err);
+    progress_clear(&A->pg);
     if (in != stdin) fclose(in);
     if (A->out.failed) return sink_exit(&A->out);
     if (st) return die(exit_code(st), "%s", err);
@@ -446,6 +462,7 @@ static int run_interactive(app *A) {
     char err[ERRLEN], *line = NULL;
     size_t cap = 0;
     int rc = 0, tty = isatty(0);
+    char hint[96];
     llmgen_status st = llmgen_chat_new(A->s, &co, q.system, &chat, err, sizeof err);
     if (st) return die(exit_code(st), "%s", err);
     for (;;) {
@@ -478,10 +495,15 @@ static int run_interactive(app *A) {
         int full = !st && r.stop_reason == LLMGEN_STOP_CONTEXT;
         llmgen_result_free(&r);
         if (A->out.failed) { rc = sink_exit(&A->out); break; }
+        if (st == LLMGEN_E_CONTEXT) { /* this turn does not fit: it is dropped, the chat goes on */
+            char h[96];
+            die(0, "%s: this turn is skipped (%s)", err, cli_ctx_hint(A->s, &A->caps, h, sizeof h));
+            continue;
+        }
         if (st || full) {
             rc = st ? die(exit_code(st), "%s", err)
-                    : die(EXIT_CONTEXT, "the context is full (%d tokens): the chat ends here (raise -c)",
-                          llmgen_session_ctx(A->s));
+                    : die(EXIT_CONTEXT, "the context is full (%d tokens): the chat ends here (%s)",
+                          llmgen_session_ctx(A->s), cli_ctx_hint(A->s, &A->caps, hint, sizeof hint));
             break;
         }
     }
@@ -525,7 +547,7 @@ int main(int argc, char **argv) {
         options_free(&o);
         return die(exit_code(tst), "%s", err);
     }
-    if (o.base.json_schema && !o.batch && schema_note(o.base.json_schema, o.base.strict_schema, NULL)) {
+    if (o.base.json_schema && !o.batch && cli_schema_note(o.base.json_schema, o.base.strict_schema, NULL)) {
         options_free(&o);
         return EXIT_USAGE;
     }

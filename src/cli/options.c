@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "options.h"
 
@@ -174,6 +175,7 @@ static const cli_opt table[] = {
                                       "llama.cpp and xgrammar do (default: each pick leaves room to complete it)"},
     {O_DUMP, 0, "dump-logits", "FILE", "write the logits of every generated step (f32 rows)"},
     CLI_OPT_KERNELS,
+    CLI_OPT_PROGRESS,
     CLI_OPT_SPLIT_ALL,
     CLI_OPT_EXACT,
     CLI_OPT_HELP,
@@ -199,7 +201,13 @@ int options_parse(int argc, char **argv, options *o, char *err) {
     while ((c = cli_next(&args, table, &val, err)) != CLI_DONE) {
         char *optarg = (char *)val; /* argv strings are writable: --stop decodes in place */
         if (c == CLI_BAD) return -1;
-        if (c == CLI_ARG) return fail(err, "unexpected argument '%s' (see --help)", val);
+        if (c == CLI_ARG) {
+            struct stat sb;
+            size_t n = strlen(val);
+            if (!stat(val, &sb) && (S_ISDIR(sb.st_mode) || (n > 5 && !strcmp(val + n - 5, ".gguf"))))
+                return fail(err, "unexpected argument '%s' (a model? give it with -m %s)", val, val);
+            return fail(err, "unexpected argument '%s' (see --help)", val);
+        }
         if ((taken = cli_common_take(&o->common, c, val, err)) < 0) return -1;
         if (o->common.help) return 0;
         if (taken) continue;

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "request.h"
 
 #define KLD_MAGIC "_logits_"
@@ -53,6 +54,7 @@ static const cli_opt table[] = {
     CLI_OPT_THREADS,
     CLI_OPT_EXACT,
     CLI_OPT_KERNELS,
+    CLI_OPT_PROGRESS,
     CLI_OPT_SPLIT_ALL,
     CLI_OPT_HELP,
     {0, 0, NULL, NULL, NULL},
@@ -386,6 +388,8 @@ static int run(const ppl_args *a, llmgen_model *m, const cli_io *io) {
     }
     fprintf(io->diag, "llmgen: perplexity: %d tokens, %d chunks of %d, %d scored per chunk%s\n", n_tok, n_chunk, ctx,
             n_score, bos >= 0 ? ", BOS first" : "");
+    progress pg;
+    progress_init(&pg, io->diag, a->c.progress);
     for (int c = 0; c < n_chunk; c++) {
         if (*io->interrupted) {
             rc = EXIT_INTERRUPT;
@@ -413,9 +417,14 @@ static int run(const ppl_args *a, llmgen_model *m, const cli_io *io) {
             goto out;
         }
         clock_gettime(CLOCK_MONOTONIC, &tb);
-        fprintf(io->diag, "llmgen: perplexity: chunk %d/%d: PPL %.4f (%.2f s)\n", c + 1, n_chunk,
-                exp(S.nll / (double)S.count), (double)(tb.tv_sec - ta.tv_sec) + 1e-9 * (double)(tb.tv_nsec - ta.tv_nsec));
+        char left[32];
+        double t = progress_elapsed(&pg);
+        progress_update(&pg, c + 1 == n_chunk, "perplexity: chunk %d/%d: PPL %.4f (%.2f s per chunk), %s left", c + 1,
+                        n_chunk, exp(S.nll / (double)S.count),
+                        (double)(tb.tv_sec - ta.tv_sec) + 1e-9 * (double)(tb.tv_nsec - ta.tv_nsec),
+                        progress_time(t / (c + 1) * (n_chunk - c - 1), left, sizeof left));
     }
+    progress_clear(&pg);
     if (base && !a->kld && fflush(base)) {
         rc = cli_fail(io, EXIT_IO, "%s: write error: %s", a->base, strerror(errno));
         goto out;

@@ -1,6 +1,7 @@
 /* quantize_cli.c - `llmgen quantize`: parse its options, report (llmgen_quantize in
  * quantize.c does the work). */
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -43,6 +44,10 @@ int quantize_main(int argc, char **argv, const cli_io *io) {
         }
     }
     if (!in || !out) return cli_fail(io, EXIT_USAGE, "%s", use);
+    struct stat sb;
+    if (!stat(in, &sb) && !S_ISDIR(sb.st_mode))
+        return cli_fail(io, EXIT_USAGE, "quantize: %s is a file: the input is a Hugging Face model directory "
+                        "(config.json and bf16 / f16 / f32 safetensors; a GGUF is read as it is, with -m)", in);
     llmgen_status st = llmgen_quantize(in, out, bits, group, err, sizeof err);
     return st ? cli_fail(io, cli_exit_code(st), "quantize: %s", err) : EXIT_OK;
 }

@@ -335,7 +335,11 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         else q->json_schema = NULL; /* the object is written out as text after the keys are read */
         q->grammar = NULL;
     } else if (strcmp(k, "id") != 0 && !q->lenient) { /* "id" is echoed back as is */
-        return seterr(err, "unknown key \"%s\"", k);
+        if (!strcmp(k, "response_format"))
+            return seterr(err, "unknown key \"response_format\" (OpenAI's: give the schema itself as \"json_schema\")");
+        return seterr(err, "unknown key \"%s\" (the keys: id, prompt, prompt_ids, messages, system, chat, max_tokens, "
+                           "temp or temperature, top_k, top_p, min_p, repeat_penalty, seed, stop, ignore_eos, logprobs, "
+                           "grammar, json_schema, no_close, strict_schema)", k);
     }
     return 0;
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "request.h"
 #include "verify_refs.h"
 
@@ -38,6 +39,7 @@ static const cli_opt table[] = {
     CLI_OPT_THREADS,
     CLI_OPT_EXACT,
     CLI_OPT_KERNELS,
+    CLI_OPT_PROGRESS,
     CLI_OPT_SPLIT_ALL,
     {V_NO_TF, 0, "no-teacher-forcing", NULL,
      "one decode step per token (default: the expected ids run as drafts,\n"
@@ -281,6 +283,8 @@ int verify_main(int argc, char **argv, const cli_io *io) {
     llmgen_session *s = NULL;
     char *open_path = NULL, err[ERR_LEN];
     int noted = 0; /* the -t note, once */
+    progress pg;
+    progress_init(&pg, io->diag, a.c.progress);
     for (int i = 0; i < n && !rc; i++) {
         char *path = model_path(&a, &cases[i]);
         if (!path) {
@@ -308,11 +312,18 @@ int verify_main(int argc, char **argv, const cli_io *io) {
         } else {
             free(path);
         }
+        progress_clear(&pg); /* the result line goes where it would without one */
         int r = *io->interrupted ? EXIT_INTERRUPT : run_case(&a, &cases[i], m, s, io);
         if (r > 1) rc = r;
         else if (r) failed++;
         else passed++;
+        char left[32];
+        double t = progress_elapsed(&pg);
+        fflush(io->out);
+        progress_update(&pg, i + 1 == n, "verify: %d/%d references, %d failed, %s left", i + 1, n, failed,
+                        progress_time(t / (i + 1) * (n - i - 1), left, sizeof left));
     }
+    progress_clear(&pg);
     llmgen_session_free(s);
     llmgen_model_free(m);
     free(open_path);
@@ -320,6 +331,9 @@ int verify_main(int argc, char **argv, const cli_io *io) {
         fprintf(io->out, "%d passed, %d failed\n", passed, failed);
         if (fflush(io->out) || ferror(io->out)) rc = cli_fail(io, EXIT_IO, "stdout: write error: %s", strerror(errno));
         else rc = failed ? EXIT_USAGE : EXIT_OK;
+        if (failed && !a.c.exact)
+            fprintf(io->diag, "llmgen: note: verify ran in the fast mode, which is not token-exact with transformers: "
+                    "references made with it (write_verify_refs.py) are checked with --exact\n");
     }
 out:
     for (int i = 0; i < n; i++) verify_case_free(&cases[i]);
