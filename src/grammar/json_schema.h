@@ -7,8 +7,11 @@
  *     the whole value;
  *   - objects: the schema's properties in schema order, each optional one may be
  *     left out, required ones may not; no other keys unless additionalProperties
- *     is true or a schema (then any further keys follow the named ones);
- *   - arrays: prefixItems, then items (absent or false: no more items);
+ *     is true or a schema, patternProperties or propertyNames give their keys, or
+ *     the object names no properties (then any further keys follow the named ones;
+ *     minProperties / maxProperties count them all);
+ *   - arrays: prefixItems, then items (absent after prefixItems, or false: no more
+ *     items; a plain array holds anything);
  *   - strings: JSON escapes allowed, raw control characters not; with minLength /
  *     maxLength, characters other than '"' '\' CR LF, no escapes; pattern: the
  *     regex subset of JSON_SCHEMA_REGEX below, anchored at both ends;

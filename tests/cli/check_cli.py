@@ -522,7 +522,7 @@ def check_context_seed_threads():
 
 def stats_threads(err):
     """(threads, CPUs, what set them) from a --stats line, or None."""
-    m = re.search(r"\| (\d+) threads \((\d+) CPUs?: ([^)]+)\) \|", err)
+    m = re.search(r"\| (\d+) threads? \((\d+) CPUs?: ([^)]+)\) \|", err)
     return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
 
 
