@@ -691,12 +691,29 @@ static json_t *deref(conv *c, json_t *s) {
     return s;
 }
 
+/* 1 for a schema nothing satisfies: false, or {"not": {}} / {"not": true} (how draft 7 schemas
+ * forbid a property), annotations aside. */
+static int is_nothing(json_t *s) {
+    if (json_is_false(s)) return 1;
+    json_t *n = json_is_object(s) ? json_object_get(s, "not") : NULL;
+    if (!n || !(json_is_true(n) || (json_is_object(n) && !json_object_size(n)))) return 0;
+    static const char *const notes[] = {"not", "title", "description", "$comment", "markdownDescription", "deprecated", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(s, k, v) {
+        int ok = 0;
+        for (int i = 0; notes[i]; i++) ok |= !strcmp(k, notes[i]);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
 /* ---- allOf: one schema with every branch's constraints ---- */
 
 static json_t *all_of2(json_t *a, json_t *b) {
     if (json_is_true(a) || (json_is_object(a) && !json_object_size(a))) return json_incref(b);
     if (json_is_true(b) || (json_is_object(b) && !json_object_size(b))) return json_incref(a);
-    if (json_is_false(a) || json_is_false(b)) return json_false();
+    if (is_nothing(a) || is_nothing(b)) return json_false();
     return json_pack("{s:[O,O]}", "allOf", a, b);
 }
 
@@ -858,7 +875,7 @@ static int merge_into(conv *c, json_t *dst, json_t *src, int depth) {
     src = deref(c, src);
     if (!src) return -1;
     if (json_is_true(src)) return 0;
-    if (json_is_false(src)) return json_object_set_new(dst, "enum", json_array());
+    if (is_nothing(src)) return json_object_set_new(dst, "enum", json_array());
     if (!json_is_object(src)) return cerr(c, "a schema must be an object or a boolean");
     json_t *all = json_object_get(src, "allOf");
     if (all) {
@@ -1177,7 +1194,7 @@ static int gen_object(conv *c, json_t *s, int depth, sbuf *b) {
                 if (!strcmp(json_string_value(json_array_get(req, r)), key)) isreq = 1;
             json_t *dv = deref(c, val);
             if (!dv) goto out;
-            if (json_is_false(dv)) {
+            if (is_nothing(dv)) {
                 if (isreq) {
                     cempty(c, "required property '%s' is not allowed", key);
                     goto out;
@@ -1209,7 +1226,7 @@ static int gen_object(conv *c, json_t *s, int depth, sbuf *b) {
         json_object_foreach(pats, key, val) {
             json_t *dv = deref(c, val);
             if (!dv) goto out;
-            if (json_is_false(dv)) continue;
+            if (is_nothing(dv)) continue;
             char kn[24], vn[24], k[160];
             size_t n = path_push(c, "patternProperties");
             int e = gen_key_pattern(c, key, kn);
@@ -1376,7 +1393,7 @@ static int gen(conv *c, json_t *s, int depth, char *name) {
         strcpy(name, "basic-any");
         return 0;
     }
-    if (json_is_false(s)) return cerr(c, "the schema false matches nothing");
+    if (json_is_false(s)) return cempty(c, "the schema false matches nothing");
     if (!json_is_object(s)) return cerr(c, "a schema must be an object or a boolean");
     json_t *ref = json_object_get(s, "$ref");
     if (ref) {
@@ -1414,7 +1431,7 @@ static int gen(conv *c, json_t *s, int depth, char *name) {
             }
             json_t *dbr = deref(c, br);
             if (!dbr) return free(b.s), -1;
-            if (json_is_false(dbr)) continue;
+            if (is_nothing(dbr)) continue;
             size_t pn = path_push(c, key);
             rc = gen(c, br, depth + 1, an);
             path_pop(c, pn);
