@@ -314,6 +314,9 @@ HABITS = [
     (["-p", "a\\x00b"], "usage", "--prompt: \\x00 is a NUL byte"),
     (["--kernels", "foo"], "usage", "--kernels \"foo\": no such kernel set (available here: scalar"),
     (["--json-schema", ""], "usage", "--json-schema: empty"),
+    ([MODEL], "usage", "(a model? give it with -m "),
+    (["-c", "4", "-p", "one two three four five six seven"], "context",
+     "does not fit the context size 4 (raise -c, up to the model's 8192)"),
     (["--chat-temp", "/etc/hostname", "--chat"], "usage", "unknown option --chat-temp (did you mean"),
     (["-in"], "usage", "unknown option -in (short options are not bundled"),
     (["-iZ"], "usage", "unknown option -iZ"),
@@ -345,6 +348,19 @@ def check_habits():
     cpu_has_neon = b"neon" in run(["--version"])[1]
     if not cpu_has_neon and (rc != 1 or "available here: scalar" not in err or "no such" in err):
         fail("--kernels neon on this CPU: exit %d, %r" % (rc, err))
+    # messages with a hint: a hub id, quantize on a file, a batch line's NUL and unknown keys
+    rc, out, err = run(["-m", "HuggingFaceTB/SmolLM2-135M-Instruct", "-p", "x"])
+    rc2, out2, err2 = run(["quantize", MODEL, os.path.join(tempfile.gettempdir(), "llmgen-q-none")])
+    rc3, out3, err3 = run(["-m", MODEL, "--batch", "-"], stdin=b'{"prompt": "a\\u0000b"}\n{"prompt": "x", "foo": 1}\n'
+                          b'{"prompt": "x", "response_format": {}}\n')
+    lines = [json.loads(l) for l in out3.decode().splitlines()]
+    if rc != EXIT["io"] or "a Hugging Face hub id?" not in err or rc2 != 1 or "is a file: the input is a Hugging Face " \
+            "model directory" not in err2 or len(lines) != 3 or "NUL" not in lines[0].get("error", "") or \
+            "the keys: id, prompt" not in lines[1].get("error", "") or "json_schema" not in lines[2].get("error", ""):
+        fail("hints: -m hub id %d %r; quantize FILE %d %r; batch %r" % (rc, err, rc2, err2, lines))
+    else:
+        ok("hints: -m Org/Name (a hub id), a positional model, quantize on a file, a full context (-c at or below "
+           "the model's maximum), a batch line's \\u0000, unknown keys (listed) and response_format")
     rc, out, err = run(["-hf", "x"])
     if rc != 1 or out:
         fail("-hf x: exit %d, stdout %r (the help must not print)" % (rc, out[:40]))
