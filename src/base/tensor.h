@@ -55,7 +55,7 @@ int dtype_block_bytes(dtype t);
 /* Bytes for n elements (n must be a multiple of the block size; returns 0 if not). */
 size_t dtype_row_bytes(dtype t, int64_t n);
 
-#define TENSOR_MAX_DIMS 4
+#define TENSOR_MAX_DIMS 5 /* a video model's conv3d patch embedding (Qwen3.5's vision tower, skipped) */
 
 /* An MLX affine-quantized matrix (rows, cols) as the kernels see it. For DT_AFFINE4 /
  * DT_AFFINE8 tensors, `tensor.data` points at one of these (owned by the model, see

@@ -18,6 +18,8 @@
 #include "quant/quant.h"
 #include "base/util.h"
 
+#define GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
+
 #define GGUF_MAGIC 0x46554747u          /* "GGUF" read as a little-endian u32 */
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_ALIGNMENT (1u << 30)   /* keeps align_up() far from overflow */
@@ -216,10 +218,10 @@ static int read_tensor_info(cursor *c, tensor *t, uint64_t *offset) {
     if (rd_str(c, &s, "tensor name") || dup_name(c, s, "tensor name", &name)) return -1;
     t->name = name;
     if (rd32(c, &nd, name)) return -1;
-    if (nd < 1 || nd > TENSOR_MAX_DIMS)
+    if (nd < 1 || nd > GGUF_MAX_DIMS)
         return errf(c->err, "%s: tensor '%s' has %u dimensions, expected 1..%d", c->path, name, nd,
-                    TENSOR_MAX_DIMS);
-    uint64_t ne[TENSOR_MAX_DIMS];
+                    GGUF_MAX_DIMS);
+    uint64_t ne[GGUF_MAX_DIMS];
     for (uint32_t i = 0; i < nd; i++) {
         if (rd64(c, &ne[i], name)) return -1;
         if (ne[i] == 0 || ne[i] > (uint64_t)INT64_MAX)

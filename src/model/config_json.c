@@ -500,6 +500,13 @@ int config_from_json(const char *path, model_config *c, char *err) {
         return errf(err, "%s: not valid JSON (line %d, column %d): %s", path, je.line, je.column,
                     je.text);
     int rc = json_is_object(root) ? 0 : errf(err, "%s: expected a JSON object", path);
+    /* a multimodal wrapper (Qwen3.5's published checkpoints: model_type qwen3_5) whose text_config is a
+     * family of the table: the text model is read from it; a tie_word_embeddings of the wrapper wins */
+    json_t *top = root, *text = json_object_get(root, "text_config"), *mt = json_object_get(root, "model_type");
+    const json_t *tmt = json_is_object(text) ? json_object_get(text, "model_type") : NULL;
+    if (!rc && json_is_object(text) && json_is_string(tmt) && arch_by_model_type(json_string_value(tmt)) &&
+        !(json_is_string(mt) && arch_by_model_type(json_string_value(mt))))
+        root = text;
     if (!rc) rc = check_arch(root, c, path, err);
     if (!rc) rc = check_unsupported(root, c, path, err);
     if (!rc) rc = json_sizes(root, c, path, err);
@@ -510,6 +517,8 @@ int config_from_json(const char *path, model_config *c, char *err) {
     if (!rc) rc = json_experts(root, c, path, err);
     if (!rc) rc = json_token_ids(root, c, path, err);
     if (!rc) rc = json_quantization(root, c, path, err);
-    json_decref(root);
+    if (!rc && root != top && get(top, "tie_word_embeddings"))
+        rc = json_bool_key(top, "tie_word_embeddings", 0, &c->tied_embeddings, path, err);
+    json_decref(top);
     return rc;
 }

@@ -37,8 +37,17 @@ typedef struct {
     char *err;
 } loader;
 
+/* A Hugging Face name "model.X" is "model.language_model.X" in a multimodal checkpoint's text model
+ * (Qwen3.5's published files, beside their model.visual. tower). */
 static const tensor *find_tensor(const model *m, const char *name) {
-    return m->gguf ? gguf_find_tensor(m->gguf, name) : st_find_tensor(m->st, name);
+    if (m->gguf) return gguf_find_tensor(m->gguf, name);
+    const tensor *t = st_find_tensor(m->st, name);
+    char alt[320];
+    if (!t && !strncmp(name, "model.", 6) && strlen(name) < 280) {
+        snprintf(alt, sizeof alt, "model.language_model.%s", name + 6);
+        t = st_find_tensor(m->st, alt);
+    }
+    return t;
 }
 
 /* An MLX quantized linear: name is "X.weight" (U32); X.scales and X.biases sit beside it. */

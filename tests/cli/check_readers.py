@@ -362,6 +362,8 @@ def check_config(exe, path):
         return
     c = parse_config_line(lines)
     j = json.load(open(path))
+    if "text_config" in j and "hidden_size" not in j:  # a multimodal wrapper: its text model (Qwen3.5)
+        j = dict(j["text_config"], **{k: j[k] for k in ("tie_word_embeddings",) if k in j})
     rp = j.get("rope_scaling") or j.get("rope_parameters") or {}
     if "full_attention" in rp:  # Gemma 3 (transformers 5): one dict per layer type; the global layers' here
         rp = rp["full_attention"]

@@ -2,7 +2,7 @@
 """Tiny random hybrid checkpoints (Gated DeltaNet layers beside gated full-attention layers) and their HF
 transformers references (make hybrid-refs; never run by CI).
 
-Usage: make_hybrid_refs.py CACHE      (the venv of requirements-ref.txt)
+Usage: make_hybrid_refs.py CACHE [NAME...]     (the venv of requirements-ref.txt; NAME filters fixtures)
 
 For each entry of FIXTURES:
   tests/fixtures/tiny-<family>-<variant>/   config.json and model.safetensors written by save_pretrained
@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, Qwen3_5ForConditionalGeneration
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -63,7 +63,20 @@ FIXTURES = [
      "Gated DeltaNet layers 0, 2 (2 key heads of 16, 4 value heads of 24: value head h reads key head "
      "h / 2; conv kernel 4) and gated full attention 1, 3 (q_proj doubled per head, sigmoid output gate, "
      "zero-centred q/k norms, partial rotary 8 of 32, GQA 4/2); (1 + w) norms, untied"),
+    ("tiny-qwen35-vl-f32", "qwen3_5",
+     dict(vocab_size=256, hidden_size=64, intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
+          num_key_value_heads=2, head_dim=32, linear_conv_kernel_dim=4, linear_key_head_dim=16,
+          linear_value_head_dim=24, linear_num_key_heads=2, linear_num_value_heads=4,
+          full_attention_interval=2, tie_word_embeddings=False, rms_norm_eps=1e-6, max_position_embeddings=512,
+          rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
+     "the multimodal wrapper as the published Qwen3.5 checkpoints are (Qwen3_5ForConditionalGeneration, "
+     "model_type qwen3_5 with text_config; text weights under model.language_model., a vision tower under "
+     "model.visual. that text-only use skips), text-only input"),
 ]
+
+# The wrapper fixtures' vision tower: as small as the class allows (text-only input never runs it).
+VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=8,
+              num_position_embeddings=16)
 
 
 def init_weights(model, seed):
@@ -76,7 +89,9 @@ def init_weights(model, seed):
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             r = torch.randn(p.shape, generator=g)
-            if name.endswith("linear_attn.norm.weight"):
+            if "visual" in name:
+                p.copy_(0.1 * r if p.dim() == 1 else r / math.sqrt(p.shape[1]))
+            elif name.endswith("linear_attn.norm.weight"):
                 p.copy_(1.0 + 0.1 * r)
             elif name.endswith("norm.weight"):
                 p.copy_(0.1 * r)
@@ -124,19 +139,28 @@ def rel(path):
 def build(idx, entry, vers, llama_cpp):
     name, mtype, kw, what = entry
     torch.manual_seed(8000 + idx)
-    cfg = AutoConfig.for_model(mtype, bos_token_id=1, eos_token_id=2, pad_token_id=None, **kw)
-    model = AutoModelForCausalLM.from_config(cfg)
+    wrapper = mtype == "qwen3_5"
+    if wrapper:
+        cfg = AutoConfig.for_model(mtype, text_config=dict(kw, bos_token_id=1, eos_token_id=2, pad_token_id=None),
+                                   vision_config=VISION, tie_word_embeddings=kw["tie_word_embeddings"])
+        model = Qwen3_5ForConditionalGeneration(cfg)
+        vocab = kw["vocab_size"]
+    else:
+        cfg = AutoConfig.for_model(mtype, bos_token_id=1, eos_token_id=2, pad_token_id=None, **kw)
+        model = AutoModelForCausalLM.from_config(cfg)
+        vocab = cfg.vocab_size
     init_weights(model, 8100 + idx)
     d = os.path.join(FIXT, name)
     shutil.rmtree(d, ignore_errors=True)
     model.to(torch.float32).save_pretrained(d)
     del model
-    m = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
-    m64 = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float64).eval()
+    load = Qwen3_5ForConditionalGeneration if wrapper else AutoModelForCausalLM
+    m = load.from_pretrained(d, dtype=torch.float32).eval()
+    m64 = load.from_pretrained(d, dtype=torch.float64).eval()
     rng = np.random.Generator(np.random.PCG64(8200 + idx))
     cases = []
     for cname, n in PROMPTS:
-        prompt = [int(x) for x in rng.integers(3, cfg.vocab_size, n)]
+        prompt = [int(x) for x in rng.integers(3, vocab, n)]
         case, rows = R.run_greedy(m, prompt, STEPS)
         if len(set(case["ids"])) < 8:
             sys.exit("hybrid-refs: %s/%s: greedy ids %s lock onto few tokens; retune init" % (name, cname, case["ids"]))
@@ -150,10 +174,10 @@ def build(idx, entry, vers, llama_cpp):
         log("%s/%s: %d prompt ids, ids %s..., %d distinct, min gap %.3g, f64 %.1e, prefill vs decode %.1e"
             % (name, cname, n, case["ids"][:6], len(set(case["ids"])), min(case["gap"]),
                max(case["f64_rel_err"]), case["prefill_vs_decode"]))
-    loaded = m.config.to_dict()
+    loaded = m.config.get_text_config().to_dict()
     del m, m64
     ggufs = {}
-    for outtype in ("f32", "q8_0"):
+    for outtype in ("f32", "q8_0") if not wrapper else ():  # the wrapper's text is the same converter path
         path, info = FR.convert(llama_cpp, d, outtype)
         ggufs[outtype] = dict(file=rel(path), sha256=F.sha256_file(path), **info)
     files = {}
@@ -166,18 +190,21 @@ def build(idx, entry, vers, llama_cpp):
                          "save_pretrained as float32" % (8100 + idx),
               "model_type": mtype, "exercises": what,
               "content_sha256": F.content_hash(os.path.join(d, "model.safetensors"))}
-    ref = dict(model={"repo": rel(d)}, vocab_size=cfg.vocab_size, versions=vers, source=source,
+    ref = dict(model={"repo": rel(d)}, vocab_size=vocab, versions=vers, source=source,
                settings=R.settings(load="AutoModelForCausalLM.from_pretrained(dir, dtype=float32)", steps=STEPS,
                                    f64_rel_err="max|f32 - f64| / max|f64| per step, teacher-forced on the f32 ids",
                                    prefill_vs_decode="max |logit| difference, HF chunked prefill vs HF "
                                                      "token-by-token recurrence, prompt + ids, all positions"),
-               gguf={"file": ggufs["f32"]["file"], "sha256": ggufs["f32"]["sha256"],
-                     "made_by": "tests/gen/convert_tiny_gguf.py (llama.cpp convert_hf_to_gguf.py, --outtype f32, "
-                                "tokenizer model none, as --no-mtp)", "same_reference": True},
-               gguf_q8_0={"file": ggufs["q8_0"]["file"], "sha256": ggufs["q8_0"]["sha256"],
-                          "note": "the converter's --outtype q8_0; not compared with this reference (quantized): "
-                                  "tests/cli/check_family_fast.py runs it"},
                cases=cases)
+    if ggufs:
+        ref["gguf"] = {"file": ggufs["f32"]["file"], "sha256": ggufs["f32"]["sha256"],
+                       "made_by": "tests/gen/convert_tiny_gguf.py (llama.cpp convert_hf_to_gguf.py, --outtype f32, "
+                                  "tokenizer model none, as --no-mtp)", "same_reference": True}
+        ref["gguf_q8_0"] = {"file": ggufs["q8_0"]["file"], "sha256": ggufs["q8_0"]["sha256"],
+                            "note": "the converter's --outtype q8_0; not compared with this reference (quantized): "
+                                    "tests/cli/check_family_fast.py runs it"}
+    else:
+        ref["gguf"] = {"none": "the wrapper's text weights convert as the text fixture's (tiny-qwen35-gdn-f32)"}
     R.write_json(os.path.join(REFS, name + ".json"), ref)
     keys = ("layer_types", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
             "linear_num_key_heads", "linear_num_value_heads", "rope_parameters", "head_dim",
@@ -192,14 +219,21 @@ def log(msg):
 
 def main():
     if len(sys.argv) < 2:
-        sys.exit("usage: make_hybrid_refs.py CACHE")
+        sys.exit("usage: make_hybrid_refs.py CACHE [NAME...]")
+    only = set(sys.argv[2:])
     torch.set_num_threads(R.THREADS)
     torch.use_deterministic_algorithms(True)
     vers = R.versions()
     llama_cpp = FR.llama_cpp_tree(sys.argv[1])
     vers["llama_cpp_sdist"] = os.path.relpath(llama_cpp, sys.argv[1]).split("/")[-3]
     t0 = time.time()
-    summary = {e[0]: build(i, e, vers, llama_cpp) for i, e in enumerate(FIXTURES)}
+    summary = {}
+    if os.path.exists(SUMMARY) and only:
+        with open(SUMMARY) as f:
+            summary = json.load(f)["fixtures"]
+    for i, e in enumerate(FIXTURES):
+        if not only or e[0] in only:
+            summary[e[0]] = build(i, e, vers, llama_cpp)
     R.write_json(SUMMARY, {"made_by": "tests/gen/make_hybrid_refs.py (make hybrid-refs)", "versions": vers,
                            "fixtures": summary})
     log("done in %.1f s" % (time.time() - t0))

@@ -372,6 +372,14 @@ Test(config_json, qwen35_hybrid) {
                        "\"full_attention\"]}", &c, err, &t), 0, "%s", err);
     for (int l = 0; l < 6; l++) cr_expect_eq(c.layer_flags[l], l == 1 || l == 4 ? LAYER_LINEAR : 0, "layer %d", l);
     drop(&t);
+    /* the multimodal wrapper: the text model from text_config, the wrapper's tie_word_embeddings */
+    cr_assert_eq(parse("{\"model_type\": \"qwen3_5\", \"tie_word_embeddings\": true, \"vision_config\": {}, "
+                       "\"text_config\": {\"model_type\": \"qwen3_5_text\", " SIZES ", \"tie_word_embeddings\": false}}",
+                       &c, err, &t), 0, "%s", err);
+    cr_expect_str_eq(c.arch, "qwen35");
+    cr_expect(c.tied_embeddings && c.n_linear == 5 && c.dim == 64);
+    drop(&t);
+    expect_bad("{\"model_type\": \"qwen3_5\", \"text_config\": {\"model_type\": \"gpt2\"}}", "unsupported architecture 'qwen3_5'");
     expect_bad("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"linear_num_key_heads\": 4, "
                "\"linear_num_value_heads\": 6}", "6 linear value heads are not a multiple of 4 linear key heads");
     expect_bad("{\"model_type\": \"qwen3_5_text\", " SIZES ", \"linear_conv_kernel_dim\": 0}",

@@ -289,8 +289,8 @@ Test(safetensors, bad_shapes) {
                       "shape entry 0");
     expect_bad_header("{\"w\":{\"dtype\":\"F32\",\"shape\":\"1\",\"data_offsets\":[0,4]}}", 4,
                       "must be an array");
-    expect_bad_header("{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1],\"data_offsets\":[0,1]}}", 4,
-                      "5 dimensions");
+    expect_bad_header("{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 4,
+                      "6 dimensions");
     expect_bad_header("{\"w\":[1,2]}", 4, "not an object");
 }
 
