@@ -70,6 +70,7 @@ int main(void) {
     FIELD(llmgen_generate_params, reuse_prefix);
     FIELD(llmgen_generate_params, grammar);
     FIELD(llmgen_generate_params, json_schema);
+    FIELD(llmgen_generate_params, strict_schema);
     FIELD(llmgen_generate_params, no_close);
     FIELD(llmgen_generate_params, on_piece);
     FIELD(llmgen_generate_params, on_logits);

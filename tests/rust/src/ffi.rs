@@ -131,6 +131,7 @@ pub struct llmgen_generate_params {
     pub reuse_prefix: c_int,
     pub grammar: *const c_char,
     pub json_schema: *const c_char,
+    pub strict_schema: c_int,
     pub no_close: c_int,
     pub on_piece: llmgen_piece_fn,
     pub on_logits: llmgen_logits_fn,
@@ -361,6 +362,14 @@ extern "C" {
     // ---- generation
     pub fn llmgen_stop_reason_name(r: llmgen_stop_reason) -> *const c_char;
     pub fn llmgen_generate_defaults(p: *mut llmgen_generate_params);
+    pub fn llmgen_json_schema_check(
+        schema: *const c_char,
+        strict: c_int,
+        warn: *mut c_char,
+        warnlen: usize,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> llmgen_status;
     pub fn llmgen_generate(
         s: *mut llmgen_session,
         prompt: *const i32,

@@ -72,7 +72,8 @@ fn declared() -> Declared {
         llmgen_sampler_params { temperature, top_k, top_p, min_p, repeat_penalty, seed }
         llmgen_generate_params {
             max_tokens, ignore_eos, stops, n_stops, sampler, keep_cache, logprobs, top_logprobs, reuse_prefix,
-            grammar, json_schema, no_close, on_piece, on_logits, user, draft_lookup, draft_session, draft_max,
+            grammar, json_schema, strict_schema, no_close, on_piece, on_logits, user, draft_lookup, draft_session,
+            draft_max,
             draft_fn, draft_user,
         }
         llmgen_logprob { id, logprob }
