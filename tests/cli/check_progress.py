@@ -162,8 +162,11 @@ def check_interactive_turn():
 
 
 def check_demo_deps():
-    p = subprocess.run(["make", "-n", "demo"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    first = p.stdout.decode().split("\n", 1)[0]
+    # as a user's shell runs it: not as a sub-make of make test (which prints "Entering directory" lines)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    p = subprocess.run(["make", "--no-print-directory", "-n", "demo"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    first = next((l for l in p.stdout.decode().splitlines() if "for p in" in l), "")
     extra = [x for x in ("libcriterion-dev", "parallel", "groff-base", "curl", "json-schema-test-suite", " time")
              if x in first]
     if p.returncode or "libpcre2-dev" not in first or extra:
