@@ -30,6 +30,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_ring import batch_prefix_reuse  # noqa: E402  (the --batch prefix-cache check both run)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
 REFS = os.path.join(REPO, "tests", "refs")
@@ -94,29 +97,11 @@ def check_model(label, model, prompt, want_ids, mode, tmp):
     got, _, _, _ = gen(model, prompt, n, mode, tmp, extra=["--draft-lookup"])
     check(got == ids, "%s: --draft-lookup gives the greedy ids" % label)
 
-    reqs = [{"id": "full", "prompt_ids": prompt, "max_tokens": n},
-            {"id": "260", "prompt_ids": prompt[:260] + [5, 6, 7], "max_tokens": 8},
-            {"id": "again", "prompt_ids": prompt, "max_tokens": n},
-            {"id": "100", "prompt_ids": prompt[:100] + [9], "max_tokens": 8}]
-    text = "".join(json.dumps(dict(r, ignore_eos=True, logprobs=0)) + "\n" for r in reqs)
-    runs = {}
-    for name, extra in [("cached", []), ("uncached", ["--no-prefix-cache"]), ("parallel 2", ["--parallel", "2"]),
-                        ("parallel 4", ["--parallel", "4"])]:
-        rc, out, err = run(["-m", model, "--batch", "-", "-t", "2"] + mode + extra, stdin=text)
-        rows = [json.loads(line) for line in out.splitlines()] if rc == 0 else []
-        runs[name] = rows
-        check(rc == 0 and len(rows) == 4, "%s: --batch %s: exit %d, %d results" % (label, name, rc, len(rows)))
-    strip = lambda rows: {r["id"]: {k: v for k, v in r.items() if k not in ("timings", "line")} for r in rows}
-    same = all(strip(r) == strip(runs["cached"]) for r in runs.values())
-    full = [r for r in runs["cached"] if r["id"] == "full"]
-    check(same and full and full[0]["ids"] == ids,
-          "%s: --batch with the prefix cache, without it, --parallel 2 and 4: same ids and logprobs" % label)
-    cached = {r["id"]: r["timings"]["cached_prompt_tokens"] for r in runs["cached"]}
     # the states can go back to the start of a sequence's last pass of several tokens (its prefill chunk
     # [256, 300) or [256, 263)): "260" reuses 260 of "full"'s 332 positions, "again" 260 of "260"'s, and
     # "100" nothing (100 is before that chunk: the prompt is recomputed)
-    check(cached == {"full": 0, "260": 260, "again": 260, "100": 0},
-          "%s: prefix reuse from the last multi-token pass on: cached prompt tokens %s" % (label, cached))
+    batch_prefix_reuse(run, check, label, model, mode, prompt, ids, n, 260, 100,
+                       "prefix reuse from the last multi-token pass on")
 
 
 def fast_vs_exact(model, prompt, n, vocab, tmp):

@@ -85,6 +85,33 @@ def other_ring(path, out):
         f.write(body + fnv1a(body).to_bytes(8, "little"))
 
 
+def batch_prefix_reuse(run, check, label, model, mode, prompt, ids, n, kept, lost, what):
+    """--batch of four requests (the whole prompt, its first `kept` ids + 3, the whole prompt again, its first
+    `lost` ids + 1) with the prefix cache, without it, and at --parallel 2 and 4: the same ids and logprobs in
+    each, the whole prompt's ids equal to ids, and the cached prompt tokens {0, kept, kept, 0}: `what` says why
+    the cache can reuse `kept` and not `lost`. run and check are the calling script's."""
+    reqs = [{"id": "full", "prompt_ids": prompt, "max_tokens": n},
+            {"id": str(kept), "prompt_ids": prompt[:kept] + [5, 6, 7], "max_tokens": 8},
+            {"id": "again", "prompt_ids": prompt, "max_tokens": n},
+            {"id": str(lost), "prompt_ids": prompt[:lost] + [9], "max_tokens": 8}]
+    text = "".join(json.dumps(dict(r, ignore_eos=True, logprobs=0)) + "\n" for r in reqs)
+    runs = {}
+    for name, extra in [("cached", []), ("uncached", ["--no-prefix-cache"]), ("parallel 2", ["--parallel", "2"]),
+                        ("parallel 4", ["--parallel", "4"])]:
+        rc, out, err = run(["-m", model, "--batch", "-", "-t", "2"] + mode + extra, stdin=text)
+        rows = [json.loads(line) for line in out.splitlines()] if rc == 0 else []
+        runs[name] = rows
+        check(rc == 0 and len(rows) == 4, "%s: --batch %s: exit %d, %d results" % (label, name, rc, len(rows)))
+    strip = lambda rows: {r["id"]: {k: v for k, v in r.items() if k not in ("timings", "line")} for r in rows}
+    same = all(strip(r) == strip(runs["cached"]) for r in runs.values())
+    full = [r for r in runs["cached"] if r["id"] == "full"]
+    check(same and full and full[0]["ids"] == ids,
+          "%s: --batch with the prefix cache, without it, --parallel 2 and 4: same ids and logprobs" % label)
+    cached = {r["id"]: r["timings"]["cached_prompt_tokens"] for r in runs["cached"]}
+    check(cached == {"full": 0, str(kept): kept, "again": kept, str(lost): 0},
+          "%s: %s: cached prompt tokens %s" % (label, what, cached))
+
+
 def check_model(label, model, prompt, want_ids, mode, tmp):
     n = len(want_ids) if want_ids else 48
     rc, _, err = run(["-m", model, "--prompt-ids", "1,2,3", "-n", "1", "--ids", "--stats", "-t", "2"] + mode)
@@ -113,28 +140,10 @@ def check_model(label, model, prompt, want_ids, mode, tmp):
     check(got == ids and got_logits == logits and cached == 0 and "cache layout" in err and err.count("\n") == 1,
           "%s: a prompt cache of another ring layout is ignored with a note (%r)" % (label, err.strip()))
 
-    reqs = [{"id": "full", "prompt_ids": prompt, "max_tokens": n},
-            {"id": "500", "prompt_ids": prompt[:500] + [5, 6, 7], "max_tokens": 8},
-            {"id": "again", "prompt_ids": prompt, "max_tokens": n},
-            {"id": "200", "prompt_ids": prompt[:200] + [9], "max_tokens": 8}]
-    text = "".join(json.dumps(dict(r, ignore_eos=True, logprobs=0)) + "\n" for r in reqs)
-    runs = {}
-    for name, extra in [("cached", []), ("uncached", ["--no-prefix-cache"]), ("parallel 2", ["--parallel", "2"]),
-                        ("parallel 4", ["--parallel", "4"])]:
-        rc, out, err = run(["-m", model, "--batch", "-", "-t", "2"] + mode + extra, stdin=text)
-        rows = [json.loads(line) for line in out.splitlines()] if rc == 0 else []
-        runs[name] = rows
-        check(rc == 0 and len(rows) == 4, "%s: --batch %s: exit %d, %d results" % (label, name, rc, len(rows)))
-    strip = lambda rows: {r["id"]: {k: v for k, v in r.items() if k not in ("timings", "line")} for r in rows}
-    same = all(strip(r) == strip(runs["cached"]) for r in runs.values())
-    full = [r for r in runs["cached"] if r["id"] == "full"]
-    check(same and full and full[0]["ids"] == ids,
-          "%s: --batch with the prefix cache, without it, --parallel 2 and 4: same ids and logprobs" % label)
-    cached = {r["id"]: r["timings"]["cached_prompt_tokens"] for r in runs["cached"]}
     # after "full" (positions up to 647 written): 500's window (from 384) is intact, 200's (from 128)
     # was overwritten by 448 .. 647 (slot = position % 320)
-    check(cached == {"full": 0, "500": 500, "again": 500, "200": 0},
-          "%s: prefix reuse where the window is intact only: cached prompt tokens %s" % (label, cached))
+    batch_prefix_reuse(run, check, label, model, mode, prompt, ids, n, 500, 200,
+                       "prefix reuse where the window is intact only")
 
 
 def main():
