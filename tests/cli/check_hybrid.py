@@ -18,8 +18,10 @@ them with HF's), in --exact on the f32 directory and in fast mode on its 8-bit M
   draft         --draft-lookup (speculation: passes of drafts, the rejected part taken back by restoring
                 the states and running the accepted ids again) gives the ids of plain greedy decoding
 
-  fast mode     the 8-bit copy, fast (int8 activations) vs --exact: max rel logit diff <= 0.08 up to the
-                first differing id (check_family_fast.py's bound)
+  fast mode     the 8-bit copy, fast (int8 activations) vs --exact: max rel logit diff <= 0.15 up to the
+                first differing id (the dense families' bound is 0.08; here the worst of 30 steps was
+                0.072 with the AVX-512 kernels and 0.106 with AVX2, the median step 0.04: the recurrent
+                state carries each step's rounding forward; the scalar kernels give 0)
 
 Environment: LLMGEN (binary, default ./llmgen). Standard library only; exits 1 on any failure.
 """
@@ -37,7 +39,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
 REFS = os.path.join(REPO, "tests", "refs")
 NAME = "tiny-qwen35-gdn-f32"
-MAX_REL_Q8 = 0.08  # check_family_fast.py's bound for 8-bit files (int8 activations)
+MAX_REL_Q8 = 0.15  # int8 activations through a recurrent state (the docstring has the measurements)
 failures = 0
 
 
