@@ -277,6 +277,13 @@ moe-refs: $(REF_VENV)/.ok peer  ## regenerate the mixture-of-experts fixtures, H
 	$(REF_VENV)/bin/python tests/gen/make_moe_refs.py $(CACHE)
 	$(REF_VENV)/bin/python tests/gen/make_moe_quant_refs.py $(CACHE)
 
+# gpt-oss: tiny random checkpoints (f32, and the official MXFP4 layout) with sinks, windows, YaRN truncate false and
+# biases, saved by transformers, their HF references (3 prompts x 40 greedy ids) and the converter's GGUFs (f32, MXFP4)
+# (tests/fixtures/tiny-gptoss-*, tests/refs/tiny-gptoss-*, tests/refs/gptoss-fixtures.json); never run by CI.
+.PHONY: gptoss-refs
+gptoss-refs: $(REF_VENV)/.ok peer  ## regenerate the gpt-oss fixtures, HF references and GGUF conversions
+	$(REF_VENV)/bin/python tests/gen/make_gptoss_refs.py $(CACHE)
+
 # Sliding-window fixtures whose 600 + 48 tokens outgrow llmgen's ring of the window (tests/fixtures/tiny-*-ring-f32,
 # tests/refs/tiny-*-ring-f32.*, tests/refs/ring-fixtures.json); never run by CI.
 .PHONY: ring-refs

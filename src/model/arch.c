@@ -23,7 +23,10 @@
  *   mixtral    mistral's attention; experts (GGUF files are architecture "llama" with
  *              llama.expert_count: the llama row's MoE facts are Mixtral's)
  *   olmoe      RMSNorm over the whole q and k projections; experts
- *   granitemoe granite's four scalars; experts chosen on the logits */
+ *   granitemoe granite's four scalars; experts chosen on the logits
+ *   gpt-oss    biases on q, k, v, o, the router and the experts; attention sinks; even layers
+ *              slide (layer_types); YaRN (truncate false by default); experts chosen on the
+ *              biased logits, a clamped SwiGLU; HF stacks transposed, plain or MXFP4 */
 #include "arch.h"
 
 #include <stdio.h>
@@ -64,6 +67,10 @@ static const arch_info ARCHES[] = {
      SLIDE_NONE, 0, 0},
     {"granitemoe", "granitemoe", "GraniteMoeForCausalLM", ARCH_GGUF_ROPE_PAIRS, ACT_SILU, 0, 2048, 1, 2, 0, 1e4,
      1e-6, 0, SLIDE_NONE, 0, KEY_MULTIPLIERS},
+    {"gpt-oss", "gpt_oss", "GptOssForCausalLM",
+     ARCH_QKV_BIAS | ARCH_O_BIAS | ARCH_ATTN_SINKS | ARCH_GGUF_POST_ATTN_NORM | ARCH_EXPERT_BIAS, ACT_SWIGLU_CLAMP,
+     0, 131072, -1, -1, 64, 150000.0, 1e-5, 0, SLIDE_EVEN, 128,
+     KEY_LAYER_TYPES | KEY_GGUF_WINDOW | KEY_GGUF_PATTERN | KEY_YARN_DEFAULT},
 };
 #define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
 
@@ -122,6 +129,9 @@ static const moe_info MOES[] = {
     /* transformers 5.23 saves Granite MoE's stacks under their legacy names */
     {"granitemoe", MOE_TOPK_SOFTMAX, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, HFB "router.layer.weight", NULL, NULL,
      NULL, HFB "input_linear.weight", HFB "output_linear.weight"},
+    /* the k largest of the biased logits, softmax over them (GptOssTopKRouter); stacks transposed */
+    {"gpt-oss", MOE_TOPK_SOFTMAX, MOE_RENORM_ALWAYS, 1, 1, 128, 4, 0, 0, 0, HFM "router.weight", NULL, NULL, NULL,
+     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
 };
 #define N_MOES (int)(sizeof MOES / sizeof MOES[0])
 
@@ -158,6 +168,8 @@ const layer_slot LAYER_SLOTS[] = {
     {"blk.%d.attn_q_norm.weight", HF "self_attn.q_norm.weight", F(q_norm_full), SZ_Q, VEC, ARCH_QK_NORM_FULL, 0, 1},
     {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm_full), SZ_KV, VEC, ARCH_QK_NORM_FULL, 0, 1},
     {"blk.%d.attn_output.weight", HF "self_attn.o_proj.weight", F(wo), SZ_DIM, SZ_Q, 0, SLOT_LINEAR, 0},
+    {"blk.%d.attn_output.bias", HF "self_attn.o_proj.bias", F(o_bias), SZ_DIM, VEC, ARCH_O_BIAS, 0, 0},
+    {"blk.%d.attn_sinks.weight", HF "self_attn.sinks", F(sinks), SZ_HEADS, VEC, ARCH_ATTN_SINKS, 0, 0},
     /* a Gated DeltaNet layer's mixer (arch.h: wq, wk and wo hold its projections) */
     {"blk.%d.attn_qkv.weight", HF "linear_attn.in_proj_qkv.weight", F(wq), SZ_LIN_CONV, SZ_DIM,
      ARCH_GATED_DELTANET | SLOT_LINEAR, 0, 0},
@@ -181,7 +193,9 @@ const layer_slot LAYER_SLOTS[] = {
      ARCH_POST_NORMS, 0, 1},
     /* Llama's MLP input norm is HF's post_attention_layernorm; Gemma's is pre_feedforward_layernorm */
     {"blk.%d.ffn_norm.weight", HF "post_attention_layernorm.weight", F(ffn_norm), SZ_DIM, VEC, 0,
-     ARCH_POST_NORMS | ARCH_GATED_DELTANET, 1},
+     ARCH_POST_NORMS | ARCH_GATED_DELTANET | ARCH_GGUF_POST_ATTN_NORM, 1},
+    {"blk.%d.post_attention_norm.weight", HF "post_attention_layernorm.weight", F(ffn_norm), SZ_DIM, VEC,
+     ARCH_GGUF_POST_ATTN_NORM, 0, 1},
     /* llama.cpp names the hybrid families' MLP input norm after HF's */
     {"blk.%d.post_attention_norm.weight", HF "post_attention_layernorm.weight", F(ffn_norm), SZ_DIM, VEC,
      ARCH_GATED_DELTANET, 0, 1},

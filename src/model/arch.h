@@ -39,13 +39,25 @@ enum {
     ARCH_GGUF_TILED_HEADS = 1 << 10,/* llama.cpp's converter reorders the DeltaNet's value heads from
                                      grouped (h = g * r + j) to tiled (h = j * Hk + g) in every tensor
                                      that has them (Qwen3.5; not Qwen3-Next) */
+    ARCH_O_BIAS = 1 << 24,        /* o_proj carries a bias too (gpt-oss; with ARCH_QKV_BIAS) */
+    ARCH_ATTN_SINKS = 1 << 25,    /* a learned logit per query head joins every softmax's denominator
+                                     (attention sinks: no value, the sum of the probabilities < 1) */
+    ARCH_GGUF_POST_ATTN_NORM = 1 << 26,/* llama.cpp names the MLP input norm post_attention_norm, as HF */
+    ARCH_EXPERT_BIAS = 1 << 27,   /* the router and the experts' gate, up and down carry biases; HF stacks
+                                     transposed (E, in, out) with gate / up interleaved by column, plain or
+                                     MXFP4 *_blocks / *_scales (gpt-oss) */
 };
 
 /* In a layer_slot's need / without: the slot belongs to (need) or is absent from (without)
  * the LAYER_LINEAR layers of an ARCH_GATED_DELTANET family. Never a family flag. */
 #define SLOT_LINEAR (1u << 31)
 
-typedef enum { ACT_SILU = 0, ACT_GELU_TANH = 1 } arch_act;
+typedef enum {
+    ACT_SILU = 0,
+    ACT_GELU_TANH = 1,
+    ACT_SWIGLU_CLAMP = 2, /* gpt-oss's experts: g = min(gate, limit), u = clamp(up, -limit, limit),
+                             (u + 1) * g * sigmoid(alpha * g) (config.h swiglu_alpha / swiglu_limit) */
+} arch_act;
 
 /* How a family's config says which layers slide (attend within a window). */
 typedef enum {
@@ -54,6 +66,7 @@ typedef enum {
     SLIDE_FROM_MAX, /* the layers from max_window_layers on (Qwen2 / Qwen3) */
     SLIDE_PATTERN,  /* all but every sliding_window_pattern-th (Gemma 3) */
     SLIDE_NO_ROPE,  /* the layers without RoPE (SmolLM3) */
+    SLIDE_EVEN,     /* the even layers (gpt-oss's layer_types default; llama.cpp's rule for its files) */
 } arch_slide;
 
 /* Config keys only some families read (arch_info.keys). */
@@ -75,6 +88,8 @@ enum {
                                     linear_{key,value}_head_dim, linear_num_{key,value}_heads, and
                                     partial_rotary_factor 0.25 by default (Qwen3_5TextConfig's defaults);
                                     GGUF ssm.* and attention.recurrent_layers */
+    KEY_YARN_DEFAULT = 1 << 20,  /* no rope_parameters means YaRN factor 32, beta 32 / 1, original 4096,
+                                    truncate false (GptOssConfig); GGUF files cannot say truncate: false */
 };
 
 /* One family. Rows are positional, so a row that leaves a field out does not compile
@@ -189,6 +204,8 @@ typedef struct {
     float *lin_norm;         /* (dv) f32 the gated RMSNorm's plain weight, shared by the heads */
     float *q_norm_full;      /* (n_heads * head_dim) ARCH_QK_NORM_FULL only */
     float *k_norm_full;      /* (n_kv_heads * head_dim) */
+    float *o_bias;           /* (dim) f32, ARCH_O_BIAS only */
+    float *sinks;            /* (n_heads) f32 attention sink logits, ARCH_ATTN_SINKS only */
     struct expert_block *moe;/* an expert layer's experts (w_gate, w_up, w_down NULL), or NULL */
 } layer_weights;
 
@@ -201,6 +218,10 @@ typedef struct expert_block {
     const tensor *sh_gate, *sh_up, *sh_down; /* the shared expert: (shared_dim, dim) x 2, (dim,
                                                 shared_dim); NULL without one */
     const tensor *sh_router; /* (1, dim): the shared expert's sigmoid gate */
+    float *router_bias;      /* (n_experts) f32, ARCH_EXPERT_BIAS only, else NULL (as the three below) */
+    float *gate_bias;        /* (n_experts, expert_dim) f32 */
+    float *up_bias;          /* (n_experts, expert_dim) f32 */
+    float *down_bias;        /* (n_experts, dim) f32 */
 } expert_block;
 
 /* A layer's weight matrices, in one order for every loop that visits them all (wv NULL on a
@@ -221,6 +242,7 @@ typedef enum {
     SZ_LIN_HEADS,/* Hv */
     SZ_LIN_DV,   /* dv */
     SZ_LIN_TAPS, /* C * K: the conv weight, any shape holding that many (HF (C, 1, K), GGUF {K, C}) */
+    SZ_HEADS,    /* n_heads (attention sinks) */
 } slot_size;
 
 /* What the loader does to a vector slot's values (layer_slot.norm). */

@@ -27,6 +27,8 @@ void config_defaults(model_config *c) {
     c->rope_scaling = ROPE_SCALING_NONE;
     c->rope_factor = 1.0f;
     c->rope_attn_factor = 1.0f;
+    c->swiglu_alpha = 1.702f;
+    c->swiglu_limit = 7.0f;
     c->residual_mult = 1.0f;
     c->logit_div = 1.0f;
     c->bos_id = -1;
@@ -57,6 +59,7 @@ void config_set_layers(model_config *c, const config_layer_spec *s) {
             case SLIDE_FROM_MAX: slide = l >= s->max_window_layers; break;
             case SLIDE_PATTERN: slide = (l + 1) % s->pattern != 0; break;
             case SLIDE_NO_ROPE: slide = no_rope; break;
+            case SLIDE_EVEN: slide = l % 2 == 0; break;
             }
         }
         int linear = 0;
@@ -75,6 +78,31 @@ void config_set_experts(model_config *c, int sparse_step, const int *mlp_only, i
         for (int i = 0; i < n_mlp_only; i++) dense |= mlp_only[i] == l;
         if (!dense) c->layer_flags[l] |= LAYER_MOE;
     }
+}
+
+/* ---- YaRN ------------------------------------------------------------------------- */
+
+static double yarn_mscale(double s, double m) { return s <= 1 ? 1.0 : 0.1 * m * log(s) + 1.0; }
+
+/* the dimension (of rot_dim) where a frequency makes n rotations over the original context, in double
+ * as Python's math computes it */
+static double yarn_dim(const model_config *c, double n, int orig) {
+    return c->rot_dim * log(orig / (n * 2 * M_PI)) / (2 * log((double)c->rope_theta));
+}
+
+void config_set_yarn(model_config *c, double factor, double beta_fast, double beta_slow, int orig, int truncate,
+                     double attn, double mscale, double mscale_all_dim) {
+    double lo = yarn_dim(c, beta_fast, orig), hi = yarn_dim(c, beta_slow, orig);
+    if (truncate) lo = floor(lo), hi = ceil(hi);
+    c->rope_scaling = ROPE_SCALING_YARN;
+    c->rope_factor = (float)factor;
+    c->rope_orig_max_pos = orig;
+    c->yarn_low = lo > 0 ? lo : 0;
+    c->yarn_high = hi < c->rot_dim - 1 ? hi : c->rot_dim - 1;
+    if (!(attn > 0))
+        attn = mscale > 0 && mscale_all_dim > 0 ? yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim)
+                                                : yarn_mscale(factor, 1.0);
+    c->rope_attn_factor = (float)attn;
 }
 
 /* ---- validation ------------------------------------------------------------------ */
@@ -112,8 +140,12 @@ int config_validate(const model_config *c, const char *source, char *err) {
         !(c->rope_attn_factor > 0 && isfinite(c->rope_attn_factor)))
         return errf(err, "%s: the sliding layers' rope base and the rope attention factor must be positive", source);
     if ((c->rope_scaling == ROPE_SCALING_LINEAR && !(c->rope_factor > 0 && isfinite(c->rope_factor))) ||
-        (c->rope_scaling == ROPE_SCALING_LONGROPE && c->rope_orig_max_pos < 1))
-        return errf(err, "%s: rope scaling needs a positive factor (linear) or original context (longrope)", source);
+        (c->rope_scaling == ROPE_SCALING_LONGROPE && c->rope_orig_max_pos < 1) ||
+        (c->rope_scaling == ROPE_SCALING_YARN &&
+         !(c->rope_factor > 0 && isfinite(c->rope_factor) && c->rope_orig_max_pos > 0 && isfinite(c->yarn_low) &&
+           isfinite(c->yarn_high))))
+        return errf(err, "%s: rope scaling needs a positive factor (linear, yarn) and original context (longrope, yarn)",
+                    source);
     if (!(c->rms_eps > 0 && c->rms_eps < 1))
         return errf(err, "%s: rms_norm_eps %g must be in (0, 1)", source, c->rms_eps);
     if (!(c->rope_theta > 0 && isfinite(c->rope_theta)))

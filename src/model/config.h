@@ -16,9 +16,12 @@ typedef enum {
     ROPE_SCALING_NONE = 0,
     ROPE_SCALING_LLAMA3 = 1,
     ROPE_SCALING_LINEAR = 2,  /* inv_freq / factor (Gemma 3 4B+ global layers) */
-    ROPE_SCALING_LONGROPE = 3 /* inv_freq / short or long factor per pair, cos and sin times
+    ROPE_SCALING_LONGROPE = 3, /* inv_freq / short or long factor per pair, cos and sin times
                                  rope_attn_factor (Phi-3): long once a call's last position
                                  reaches rope_orig_max_pos, as transformers chooses */
+    ROPE_SCALING_YARN = 4     /* YaRN (transformers' _compute_yarn_parameters): inv_freq blended between
+                                 theta's and theta's / factor by a ramp over [yarn_low, yarn_high], cos and
+                                 sin times rope_attn_factor */
 } rope_scaling_type;
 
 /* layer_flags bits */
@@ -52,7 +55,9 @@ typedef struct {
     int rot_dim;          /* dimensions of a head that RoPE rotates (partial_rotary_factor *
                              head_dim; == head_dim by default), even */
     float rope_theta_swa; /* RoPE base of sliding-window layers; 0: they use rope_theta */
-    float rope_attn_factor; /* LongRoPE: cos and sin scale (1 otherwise) */
+    float rope_attn_factor; /* LongRoPE, YaRN: cos and sin scale (1 otherwise) */
+    double yarn_low, yarn_high; /* YaRN's correction range in rotary pairs, as transformers' find_correction_range
+                                   leaves it (floored / ceiled only when truncate) */
     float rope_short[CONFIG_MAX_ROT_PAIRS], rope_long[CONFIG_MAX_ROT_PAIRS];
                           /* LongRoPE factors from config.json (GGUF: rope_factors_*.weight) */
     int rope_factors_json;/* 1: rope_short / rope_long hold rot_dim / 2 values each */
@@ -85,6 +90,7 @@ typedef struct {
     int expert_dim;       /* an expert's width: moe_intermediate_size, or intermediate_size */
     int shared_dim;       /* the shared expert's width (Qwen2-MoE), 0: none */
     int moe_renorm;       /* the k routing weights divided by their sum (norm_topk_prob) */
+    float swiglu_alpha, swiglu_limit; /* ACT_SWIGLU_CLAMP: swiglu_alpha, swiglu_limit (GGUF: 1.702, 7) */
     int lin_tiled;        /* 1: the value heads in tiled order instead (the Qwen3.5 converter's GGUF):
                              value head h reads key head h % lin_hk */
 } model_config;
@@ -134,6 +140,13 @@ void config_set_layers(model_config *c, const config_layer_spec *s);
  * those in mlp_only (n_mlp_only entries) and those where (l + 1) % sparse_step != 0 (as
  * transformers' Qwen-MoE decoders choose). Sets c->moe and LAYER_MOE. */
 void config_set_experts(model_config *c, int sparse_step, const int *mlp_only, int n_mlp_only);
+
+/* YaRN as transformers 5.23's _compute_yarn_parameters sets it up (needs rot_dim and rope_theta):
+ * the correction range of beta_fast / beta_slow rotations over the original context orig (floored and
+ * ceiled when truncate), and the attention factor (attn > 0: the config's; else from mscale and
+ * mscale_all_dim when both are > 0, else 0.1 ln(factor) + 1, 1 for factor <= 1). */
+void config_set_yarn(model_config *c, double factor, double beta_fast, double beta_slow, int orig, int truncate,
+                     double attn, double mscale, double mscale_all_dim);
 
 /* Check internal consistency (positive sizes, dim == heads*head_dim not required,
  * n_heads % n_kv_heads == 0, ...); error names `source`. */

@@ -177,8 +177,23 @@ static int gguf_rope_scaling(const gguf_file *g, model_config *c, char *err) {
         c->rope_orig_max_pos = orig;
         return 0;
     }
+    if (t.len == 4 && !memcmp(t.ptr, "yarn", 4)) {
+        /* the file cannot carry transformers' truncate: the config class's default (gpt-oss false, else true) */
+        float f, bf, bs;
+        int orig;
+        if (gguf_float_key(g, AK("rope.scaling.factor"), 1, 0, &f, err) ||
+            gguf_pos_int(g, AK("rope.scaling.original_context_length"), 0, &orig, err) ||
+            gguf_float_key(g, AK("rope.scaling.yarn_beta_fast"), 0, 32.0, &bf, err) ||
+            gguf_float_key(g, AK("rope.scaling.yarn_beta_slow"), 0, 1.0, &bs, err))
+            return -1;
+        if (!(f > 0) || bf < 0 || bs < 0)
+            return errf(err, "%s: %s.rope.scaling.factor must be positive, the yarn betas not negative", gguf_path(g),
+                        c->arch);
+        config_set_yarn(c, f, bf ? bf : 32, bs ? bs : 1, orig, !(c->family->keys & KEY_YARN_DEFAULT), 0, 0, 0);
+        return 0;
+    }
     int n = t.len > 32 ? 32 : (int)t.len;
-    return errf(err, "%s: unsupported %s '%.*s' (linear and longrope are supported)", gguf_path(g),
+    return errf(err, "%s: unsupported %s '%.*s' (linear, longrope and yarn are supported)", gguf_path(g),
                 AK("rope.scaling.type"), n, t.ptr);
 }
 

@@ -108,15 +108,17 @@ static int check_arch(const json_t *root, model_config *c, const char *path, cha
 static int check_unsupported(const json_t *root, const model_config *c, const char *path, char *err) {
     const char *want = c->act == ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu";
     const char *key = get(root, "hidden_activation") ? "hidden_activation" : "hidden_act";
-    const json_t *act = get(root, key);
+    const json_t *act = c->act == ACT_SWIGLU_CLAMP ? NULL : get(root, key); /* GptOssExperts ignores it */
     if (act && (!json_is_string(act) || strcmp(json_string_value(act), want)))
         return errf(err, "%s: unsupported %s '%s' for %s, expected %s", path, key,
                     json_is_string(act) ? json_string_value(act) : "?", c->arch, want);
     static const char *bias_keys[] = {"attention_bias", "mlp_bias"};
     for (int i = 0; i < 2; i++) {
-        int b;
-        if (json_bool_key(root, bias_keys[i], 0, &b, path, err)) return -1;
-        if (b) return errf(err, "%s: unsupported '%s': true", path, bias_keys[i]);
+        int b = 0;
+        /* a family with biases on every projection has them whatever the key says: false is refused */
+        int biased = !i && (c->flags & ARCH_O_BIAS);
+        if (json_bool_key(root, bias_keys[i], biased, &b, path, err)) return -1;
+        if (b != biased) return errf(err, "%s: unsupported '%s': %s for %s", path, bias_keys[i], b ? "true" : "false", c->arch);
     }
     if (get(root, "attn_logit_softcapping"))
         return errf(err, "%s: unsupported 'attn_logit_softcapping' (attention score soft-capping)", path);
@@ -229,6 +231,35 @@ static int json_rope_longrope(const json_t *root, const json_t *rp, const char *
     return 0;
 }
 
+/* transformers' _compute_yarn_parameters: factor (else max_pos / original), beta_fast / beta_slow (a
+ * missing or zero one: 32 / 1), truncate (default true), attention_factor or mscale / mscale_all_dim; the
+ * original context as for llama3 (the top-level key wins over the dict's, then max_position_embeddings). */
+static int json_rope_yarn(const json_t *root, const json_t *rp, const char *where, model_config *c,
+                          const char *path, char *err) {
+    double orig, factor, bf, bs, attn, ms, msa;
+    int truncate = 1;
+    const json_t *top = get(root, "original_max_position_embeddings");
+    if (json_num_key(top ? root : rp, "original_max_position_embeddings", 0, c->max_pos, &orig, top ? "" : where,
+                     path, err))
+        return -1;
+    if (orig != floor(orig) || orig < 1 || orig > LLMGEN_MAX_CONTEXT)
+        return errf(err, "%s: key '%soriginal_max_position_embeddings' must be a positive integer", path,
+                    top ? "" : where);
+    if (json_num_key(rp, "factor", 0, (double)c->max_pos / orig, &factor, where, path, err) ||
+        json_num_key(rp, "beta_fast", 0, 32, &bf, where, path, err) ||
+        json_num_key(rp, "beta_slow", 0, 1, &bs, where, path, err) ||
+        json_num_key(rp, "attention_factor", 0, 0, &attn, where, path, err) ||
+        json_num_key(rp, "mscale", 0, 0, &ms, where, path, err) ||
+        json_num_key(rp, "mscale_all_dim", 0, 0, &msa, where, path, err) ||
+        json_bool_key(rp, "truncate", 1, &truncate, path, err))
+        return -1;
+    if (!(factor > 0) || bf < 0 || bs < 0 || attn < 0)
+        return errf(err, "%s: key '%sfactor' must be positive, beta_fast, beta_slow and attention_factor not negative",
+                    path, where);
+    config_set_yarn(c, factor, bf ? bf : 32, bs ? bs : 1, (int)orig, truncate, attn, ms, msa);
+    return 0;
+}
+
 /* The rope type of one parameter dict (rope_scaling or rope_parameters, or Gemma 3's
  * full_attention entry). */
 static int json_rope_type(const json_t *root, const json_t *rp, const char *where, model_config *c,
@@ -241,6 +272,7 @@ static int json_rope_type(const json_t *root, const json_t *rp, const char *wher
     if (!strcmp(t, "default")) return 0;
     if (!strcmp(t, "llama3")) return json_rope_llama3(root, rp, where, c, path, err);
     if (!strcmp(t, "longrope")) return json_rope_longrope(root, rp, where, c, path, err);
+    if (!strcmp(t, "yarn")) return json_rope_yarn(root, rp, where, c, path, err);
     if (!strcmp(t, "linear")) {
         double f;
         if (json_num_key(rp, "factor", 1, 0, &f, where, path, err)) return -1;
@@ -300,6 +332,10 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
     if (!(prf > 0 && prf <= 1)) return errf(err, "%s: partial_rotary_factor %g must be in (0, 1]", path, prf);
     c->rot_dim = (int)(c->head_dim * prf); /* int() of the double product, as transformers; checked in
                                               config_validate */
+    if (!rp && (d->keys & KEY_YARN_DEFAULT)) { /* GptOssConfig's rope_parameters */
+        config_set_yarn(c, 32, 32, 1, 4096, 0, 0, 0, 0);
+        return 0;
+    }
     return json_rope_type(root, rp, where, c, path, err);
 }
 
@@ -336,6 +372,14 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
             json_num_key(root, "logits_scaling", 0, 1.0, &ls, "", path, err))
             return -1;
         c->embed_mult = (float)em, c->residual_mult = (float)rm, c->attn_scale = (float)am, c->logit_div = (float)ls;
+    }
+    if (c->act == ACT_SWIGLU_CLAMP) {
+        double a, lim;
+        if (json_num_key(root, "swiglu_alpha", 0, 1.702, &a, "", path, err) ||
+            json_num_key(root, "swiglu_limit", 0, 7.0, &lim, "", path, err))
+            return -1;
+        if (!(lim > 0) || !isfinite(a)) return errf(err, "%s: swiglu_limit must be positive, swiglu_alpha finite", path);
+        c->swiglu_alpha = (float)a, c->swiglu_limit = (float)lim;
     }
     /* the Gated DeltaNet's sizes, Qwen3_5TextConfig's defaults */
     if ((d->keys & KEY_LINEAR_ATTN) &&
@@ -473,6 +517,8 @@ static int json_quantization(const json_t *root, model_config *c, const char *pa
         where = "quantization_config";
         if (!q) return 0;
         const json_t *qm = get(q, "quant_method");
+        /* OpenAI's MXFP4 experts (*_blocks / *_scales), read by the loader (ARCH_EXPERT_BIAS families) */
+        if (json_is_string(qm) && !strcmp(json_string_value(qm), "mxfp4") && (c->flags & ARCH_EXPERT_BIAS)) return 0;
         if (qm)
             return errf(err, "%s: unsupported quantization_config.quant_method '%s' (MLX affine "
                         "checkpoints are supported)", path, json_is_string(qm) ? json_string_value(qm) : "?");

@@ -71,6 +71,7 @@ int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err) {
  * order), through the experts' gate / up and down; the shared expert's rows beside. */
 typedef struct {
     const tensor *gate, *up, *down;
+    const float *gb, *ub, *db; /* the expert's biases (width, width, dim; ARCH_EXPERT_BIAS), or NULL */
     const float *x;   /* (n, dim) the group's input rows */
     int n, width;     /* rows; the expert's width */
     float *h, *h2;    /* (n, width) gate then act(gate) * up; up */
@@ -255,6 +256,7 @@ struct matmul_job {
     attn_job *attn;      /* or NULL: the attention that reads this (qkv) pass's rows, run by each
                             thread once the rows are all handed out (attention_in_qkv) */
     int min_threads;     /* the pass runs on at least this many (the attention's) */
+    const float *bias;   /* or NULL: post_residual adds it to the output first (ARCH_O_BIAS) */
     pool_queue queue;    /* the row chunks, set up by run_matmuls */
     atomic_int rows_done;/* rows whose post has run (with `then`) */
 };
@@ -362,14 +364,15 @@ static void run_matmuls(matmul_job *j, const q8_act *pre) {
 
 /* ---- stages fused into the matmuls' threads ------------------------------------------- */
 
-/* x += y on the rows just computed: the residual connection after wo and down. */
+/* x += y [+ bias] on the rows just computed: the residual connection after wo and down. */
 static void post_residual(const matmul_job *j, int r0, int r1) {
     int dim = j->m->cfg.dim;
     float rm = j->m->cfg.residual_mult; /* 1 but for Granite; times 1 is exact */
-    const float *y = j->out[0].y;
+    float *y = j->out[0].y;
     for (int t = 0; t < j->nt; t++) {
-        float *x = j->s->x + (size_t)t * dim;
-        const float *yt = y + (size_t)t * dim;
+        float *x = j->s->x + (size_t)t * dim, *yt = y + (size_t)t * dim;
+        if (j->bias) /* the projection's output first (transformers' Linear), then the residual */
+            for (int r = r0; r < r1; r++) yt[r] += j->bias[r];
         int r = r0;
         for (; r + 16 <= r1; r += 16) { /* through a local copy: vectorized without an aliasing check */
             float a[16];
@@ -462,6 +465,7 @@ struct attn_job {
     const fwd_seg *segs; /* the sequences (each with its own cache) */
     int nseg, layer;
     int win;             /* sliding window of this layer, 0: none */
+    const float *sinks;  /* (n_heads) this layer's attention sink logits (ARCH_ATTN_SINKS), or NULL */
     float scale;         /* q.k scale */
     q8_act *xq;          /* or NULL: att_out quantized into it by the thread that finishes last
                             (the o projection's input, without a pass of its own) */
@@ -518,10 +522,10 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
     for (int h = h0; h < h1;) {
         int kvh = h / group, he = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         wait_kv_head(j, kvh);
-        ops_attend_block(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
+        ops_attend_block_sinks(j->m->kern, s->fast, s->att_out + (size_t)h * hd, hd, s->q + (size_t)h * hd, hd, he - h,
                          he - h, s->kv.type, kv_key_head(&kv->kv, c, j->layer, kvh), ATT_KBLOCK,
                          kv_value_head(&kv->kv, c, j->layer, kvh), (size_t)hd, kv->kv.layers[j->layer].ring, j->segs[0].pos + 1, j->win, hd, j->scale, sc,
-                         s->score_ld, wrap);
+                         s->score_ld, wrap, j->sinks ? j->sinks + h : NULL);
         output_gate(s, c, 0, h, he - h);
         h = he;
     }
@@ -613,9 +617,10 @@ static void attention_rows(const attn_job *j, int ith, int nth) {
             float *o0 = s->att_out + (size_t)(base + t0) * qd + (size_t)kvh * group * hd;
             for (int t = 0; t < nt; t++)
                 memcpy(qg + (size_t)t * group * hd, q0 + (size_t)t * qd, group * hd * sizeof(float));
-            ops_attend_block(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv.type,
+            ops_attend_block_sinks(j->m->kern, s->fast, og, hd, qg, hd, nt * group, group, s->kv.type,
                              kv_key_head(&g->kv->kv, c, j->layer, kvh), ATT_KBLOCK,
-                             kv_value_head(&g->kv->kv, c, j->layer, kvh), (size_t)hd, g->kv->kv.layers[j->layer].ring, g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld, wrap);
+                             kv_value_head(&g->kv->kv, c, j->layer, kvh), (size_t)hd, g->kv->kv.layers[j->layer].ring, g->pos + t0 + 1, j->win, hd, j->scale, sc, s->score_ld, wrap,
+                             j->sinks ? j->sinks + kvh * group : NULL);
             for (int t = 0; t < nt; t++) {
                 memcpy(o0 + (size_t)t * qd, og + (size_t)t * group * hd, group * hd * sizeof(float));
                 output_gate(s, c, base + t0 + t, kvh * group, group);
@@ -723,7 +728,7 @@ static void rope_tables(const model *m, fwd_state *s, const fwd_seg *segs, int n
         const float *f = m->rope_inv_freq_long && end > c->rope_orig_max_pos ? m->rope_inv_freq_long : m->rope_inv_freq;
         float *cs = s->rope_cs + (size_t)t * rd;
         ops_rope_angles(cs, rd, f, s->tok_pos[t]);
-        if (c->rope_scaling == ROPE_SCALING_LONGROPE)
+        if (c->rope_scaling == ROPE_SCALING_LONGROPE || c->rope_scaling == ROPE_SCALING_YARN)
             for (int i = 0; i < rd; i++) cs[i] *= c->rope_attn_factor;
         if (m->rope_inv_freq_swa)
             ops_rope_angles(s->rope_cs + (size_t)(s->chunk + t) * rd, rd, m->rope_inv_freq_swa, s->tok_pos[t]);
@@ -831,7 +836,7 @@ static void attention_job(fwd_call *f, int l, attn_job *j) {
     fwd_state *s = f->s;
     int hd = c->head_dim, slide = c->layer_flags[l] & LAYER_SLIDING;
     *j = (attn_job){.m = f->m, .s = s, .segs = f->segs, .nseg = f->nseg, .layer = l,
-                    .win = slide ? c->sliding_window : 0,
+                    .win = slide ? c->sliding_window : 0, .sinks = f->m->layers[l].sinks,
                     .scale = c->attn_scale > 0 ? c->attn_scale : 1.0f / sqrtf((float)hd)};
     f->xq_o = s->xq;
     if (fusions_of(f, l).o_input_in_attention) {
@@ -959,7 +964,7 @@ static void stage_o(fwd_call *f, int l) {
     matmul_job j = {.m = f->m, .s = s, .out = o, .n_out = 1, .pass = pp, .x = linear ? s->lin_out : s->att_out,
                     .ldx = linear ? c->lin_hv * c->lin_dv : c->n_heads * c->head_dim, .nt = f->n,
                     .post = L->post_attn_norm ? NULL : post_residual,
-                    .then = fu.ffn_norm_in_o ? &nf : NULL};
+                    .then = fu.ffn_norm_in_o ? &nf : NULL, .bias = L->o_bias};
     run_matmuls(&j, fu.o_input_in_attention ? &f->xq_o : NULL);
     f->ffn_normed = fu.ffn_norm_in_o;
 }
@@ -1055,6 +1060,10 @@ static void moe_matmul(const model *m, const tensor *w, const float *x, int ldx,
     fn(w->data, dtype_row_bytes(w->type, cols), cols, r0, r1, x, ldx, n, y, ldy);
 }
 
+static void add_bias(float *y, const float *b, int r0, int r1) {
+    for (int r = r0; r < r1; r++) y[r] += b[r];
+}
+
 /* Thread ith's share of the phase's pieces (whole pieces, groups in order). */
 static void moe_task(void *ctx, int ith, int nth) {
     const moe_job *j = ctx;
@@ -1073,11 +1082,17 @@ static void moe_task(void *ctx, int ith, int nth) {
         int r0 = a * MOE_ALIGN, r1 = b * MOE_ALIGN < rows ? b * MOE_ALIGN : rows;
         if (j->down) {
             moe_matmul(m, g->down, g->h, g->width, &g->qh, g->n, r0, r1, g->y, dim);
+            for (int t = 0; g->db && t < g->n; t++) add_bias(g->y + (size_t)t * dim, g->db, r0, r1);
             continue;
         }
         moe_matmul(m, g->gate, g->x, dim, &g->qx, g->n, r0, r1, g->h, g->width);
         moe_matmul(m, g->up, g->x, dim, &g->qx, g->n, r0, r1, g->h2, g->width);
-        for (int t = 0; t < g->n; t++) act(g->h + (size_t)t * g->width + r0, g->h2 + (size_t)t * g->width + r0, r1 - r0);
+        for (int t = 0; t < g->n; t++) {
+            float *h = g->h + (size_t)t * g->width, *h2 = g->h2 + (size_t)t * g->width;
+            if (g->gb) add_bias(h, g->gb, r0, r1), add_bias(h2, g->ub, r0, r1);
+            if (m->cfg.act == ACT_SWIGLU_CLAMP) ops_swiglu_clamp(h + r0, h2 + r0, r1 - r0, m->cfg.swiglu_alpha, m->cfg.swiglu_limit);
+            else act(h + r0, h2 + r0, r1 - r0);
+        }
     }
 }
 
@@ -1138,6 +1153,7 @@ static void stage_experts(fwd_call *f, int l) {
     mm_out ro[] = {{b->router, x->z, ldz}, {b->sh_router, x->z + E, ldz}};
     matmul_job rj = {.m = m, .s = s, .out = ro, .n_out = rp.n, .pass = &rp, .x = s->xb, .ldx = dim, .nt = n};
     run_matmuls(&rj, NULL);
+    for (int t = 0; b->router_bias && t < n; t++) add_bias(x->z + (size_t)t * ldz, b->router_bias, 0, E);
     /* each token's route, then its slots grouped by expert (a counting sort: token order kept) */
     memset(x->count, 0, (size_t)E * sizeof(int));
     for (int t = 0; t < n; t++) {
@@ -1148,7 +1164,10 @@ static void stage_experts(fwd_call *f, int l) {
     int ng = 0, start = 0;
     for (int e = 0; e < E; e++) {
         if (!x->count[e]) continue;
-        x->groups[ng++] = (moe_group){b->gate[e], b->up[e], b->down[e], x->x + (size_t)start * dim, 0,
+        size_t I = (size_t)c->expert_dim;
+        x->groups[ng++] = (moe_group){b->gate[e], b->up[e], b->down[e], b->gate_bias ? b->gate_bias + e * I : NULL,
+                                      b->up_bias ? b->up_bias + e * I : NULL,
+                                      b->down_bias ? b->down_bias + (size_t)e * dim : NULL, x->x + (size_t)start * dim, 0,
                                       c->expert_dim, x->h + (size_t)start * c->expert_dim,
                                       x->h2 + (size_t)start * c->expert_dim, x->y + (size_t)start * dim, {0}, {0}};
         start += x->count[e];
@@ -1163,7 +1182,8 @@ static void stage_experts(fwd_call *f, int l) {
         }
     int rows = n * K, ne = ng;
     if (b->sh_gate)
-        x->groups[ng++] = (moe_group){b->sh_gate, b->sh_up, b->sh_down, s->xb, n, c->shared_dim, x->sh, x->sh2, x->shy, {0}, {0}};
+        x->groups[ng++] = (moe_group){b->sh_gate,  b->sh_up, b->sh_down, NULL, NULL, NULL, s->xb, n, c->shared_dim,
+                                      x->sh,       x->sh2,   x->shy,     {0},  {0}};
     if (s->fast) { /* every row quantized once, each group reading its slice */
         moe_quantize(m, s, x->x, rows, dim, moe_act_group(m, b->gate[0], b->up[0]), &x->qx);
         if (b->sh_gate) moe_quantize(m, s, s->xb, n, dim, moe_act_group(m, b->sh_gate, b->sh_up), &x->qsx);

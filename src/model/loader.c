@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,6 +134,7 @@ static int64_t slot_dim(const model_config *c, slot_size s) {
     case SZ_LIN_HEADS: return c->lin_hv;
     case SZ_LIN_DV: return c->lin_dv;
     case SZ_LIN_TAPS: return (int64_t)config_lin_channels(c) * c->lin_conv;
+    case SZ_HEADS: return c->n_heads;
     }
     return 0;
 }
@@ -206,6 +208,178 @@ static int get_stack(model *m, const char *name, int64_t stacked_rows, int64_t r
     return 0;
 }
 
+/* ---- experts with biases, HF stacks transposed (ARCH_EXPERT_BIAS: gpt-oss) ------------------- */
+
+/* name with its trailing ".weight" (if any) replaced by suffix, into buf. */
+static void name_with(char *buf, size_t n, const char *name, const char *suffix) {
+    size_t len = strlen(name);
+    if (len >= 7 && !strcmp(name + len - 7, ".weight")) len -= 7;
+    snprintf(buf, n, "%.*s%s", (int)len, name, suffix);
+}
+
+/* A (E, r, c) tensor's view as E matrices of one dtype: expert e of out. */
+static void expert_view(tensor *v, const tensor *src, dtype type, int64_t rows, int64_t cols, const void *data) {
+    *v = *src;
+    v->type = type;
+    v->ndim = 2;
+    v->shape[0] = rows;
+    v->shape[1] = cols;
+    v->data = data;
+    v->nbytes = dtype_row_bytes(type, cols) * (size_t)rows;
+    v->packed = NULL;
+    v->parts = NULL;
+    v->nparts = 0;
+}
+
+/* HF's plain stack t (E, in, out_all) of F32 / F16 / BF16, its columns col0, col0 + step, ... (rows of
+ * expert e's (rows, in) matrix): transposed into dst, expert after expert. */
+static void transpose_stack(const tensor *t, int64_t rows, int col0, int step, uint8_t *dst) {
+    size_t es = dtype_row_bytes(t->type, 1);
+    int64_t E = t->shape[0], in = t->shape[1], all = t->shape[2];
+    const uint8_t *src = t->data;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < in; i++)
+                memcpy(dst + ((e * rows + r) * in + i) * es, src + ((e * in + i) * all + col0 + r * step) * es, es);
+}
+
+/* HF's MXFP4 rows (E, rows_all, in / 32, 16) with scales (E, rows_all, in / 32): rows row0, row0 + step, ...
+ * of each expert as GGUF MXFP4 blocks (the scale byte, then element j's code in the low nibble of qs[j] and
+ * element j + 16's in the high one; HF pairs elements 2k, 2k + 1 in byte k), expert after expert. The codes
+ * and the exponent mean the same values in both layouts (FACTS-MOE 4.3): nothing is requantized. */
+static void mxfp4_rows(const tensor *bl, const tensor *sc, int64_t rows, int row0, int step, uint8_t *dst) {
+    int64_t E = bl->shape[0], all = bl->shape[1], nb = bl->shape[2];
+    const uint8_t *b = bl->data, *s = sc->data;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < nb; k++) {
+                size_t src = ((size_t)e * all + row0 + r * step) * nb + k;
+                const uint8_t *q = b + src * 16;
+                uint8_t *o = dst + (((size_t)e * rows + r) * nb + k) * 17;
+                o[0] = s[src];
+                for (int j = 0; j < 16; j++) {
+                    int lo = q[j / 2] >> (j % 2 * 4) & 15, hi = q[(j + 16) / 2] >> ((j + 16) % 2 * 4) & 15;
+                    o[1 + j] = (uint8_t)(lo | hi << 4);
+                }
+            }
+}
+
+/* Drop the file pages wholly inside t (read once, rewritten): the copy replaces them in memory. */
+static void release_tensor_pages(const tensor *t) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)t->data, e = a + t->nbytes;
+    uintptr_t lo = (a + page - 1) & ~(page - 1), hi = e & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* A uint8 tensor of exactly the shape want (n dims), or an error naming it. */
+static int get_u8_shape(const model *m, const char *name, const int64_t *want, int n, const tensor **out, char *err) {
+    const tensor *t = find_tensor(m, name);
+    if (!t) return errf(err, "%s: missing tensor %s", m->path, name);
+    int ok = t->type == DT_U8 && t->ndim == n;
+    for (int d = 0; ok && d < n; d++) ok = t->shape[d] == want[d];
+    if (!ok) {
+        char shape[96], w[96] = "(";
+        shape_str(t, shape, sizeof shape);
+        for (int d = 0; d < n; d++) snprintf(w + strlen(w), sizeof w - strlen(w), "%s%lld", d ? ", " : "", (long long)want[d]);
+        return errf(err, "%s: tensor %s is %s %s, expected U8 %s) (MXFP4 %s)", m->path, name, dtype_name(t->type), shape,
+                    w, n == 4 ? "blocks of 32 values, from the config" : "scales, one per block of its _blocks");
+    }
+    *out = t;
+    return 0;
+}
+
+/* Layer l's gpt-oss experts from HF files: gate_up_proj (E, dim, 2I) with gate / up in the even / odd
+ * columns and down_proj (E, I, dim), transposed into (out, in) matrices; or their MXFP4 form
+ * (*_blocks / *_scales, rows = outputs) rewritten as GGUF MXFP4 blocks; and the biases, split likewise. */
+static int load_hf_expert_stacks(model *m, int l, expert_block *b, tensor *views, char *err) {
+    const model_config *c = &m->cfg;
+    const moe_info *mo = c->moe;
+    int E = c->n_experts;
+    int64_t I = c->expert_dim, D = c->dim;
+    char gu[160], dn[160], n1[176], n2[176];
+    snprintf(gu, sizeof gu, mo->hf_gate_up3, l);
+    snprintf(dn, sizeof dn, mo->hf_down3, l);
+    const tensor *tg = find_tensor(m, gu), *td = NULL, *sg = NULL, *sd = NULL;
+    uint8_t *buf;
+    if (tg) { /* plain: F32, F16 or BF16 */
+        td = find_tensor(m, dn);
+        if (!td) return errf(err, "%s: missing tensor %s", m->path, dn);
+        const tensor *ts[2] = {tg, td};
+        int64_t want[2][3] = {{E, D, 2 * I}, {E, I, D}};
+        for (int i = 0; i < 2; i++) {
+            const tensor *t = ts[i];
+            if (t->ndim != 3 || t->shape[0] != want[i][0] || t->shape[1] != want[i][1] || t->shape[2] != want[i][2] ||
+                (t->type != DT_F32 && t->type != DT_F16 && t->type != DT_BF16)) {
+                char shape[96];
+                shape_str(t, shape, sizeof shape);
+                return errf(err, "%s: tensor %s is %s %s, expected F32, F16 or BF16 (%lld, %lld, %lld) from the config",
+                            m->path, t->name, dtype_name(t->type), shape, (long long)want[i][0], (long long)want[i][1],
+                            (long long)want[i][2]);
+            }
+        }
+        size_t es = dtype_row_bytes(tg->type, 1), eg = (size_t)I * D * dtype_row_bytes(td->type, 1);
+        buf = malloc((size_t)E * (2 * I * D * es + eg));
+        if (!buf) return errf(err, "%s: out of memory", m->path);
+        m->expert_copies[l] = buf;
+        size_t mat = (size_t)I * D * es;
+        transpose_stack(tg, I, 0, 2, buf);
+        transpose_stack(tg, I, 1, 2, buf + (size_t)E * mat);
+        transpose_stack(td, D, 0, 1, buf + (size_t)2 * E * mat);
+        for (int e = 0; e < E; e++) {
+            expert_view(&views[e], tg, tg->type, I, D, buf + (size_t)e * mat);
+            expert_view(&views[E + e], tg, tg->type, I, D, buf + (size_t)(E + e) * mat);
+            expert_view(&views[2 * E + e], td, td->type, D, I, buf + (size_t)2 * E * mat + (size_t)e * eg);
+        }
+        release_tensor_pages(tg);
+        release_tensor_pages(td);
+    } else { /* MXFP4 */
+        snprintf(n1, sizeof n1, "%s_blocks", gu);
+        if (!find_tensor(m, n1)) return errf(err, "%s: missing tensor %s (nor its MXFP4 %s)", m->path, gu, n1);
+        if (D % 32 || I % 32)
+            return errf(err, "%s: tensor %s: MXFP4 rows of %lld and %lld values (hidden_size, intermediate_size) are not "
+                        "a multiple of 32", m->path, n1, (long long)D, (long long)I);
+        int64_t wg[4] = {E, 2 * I, D / 32, 16}, wd[4] = {E, D, I / 32, 16};
+        const tensor *bg, *bd;
+        if (get_u8_shape(m, n1, wg, 4, &bg, err)) return -1;
+        snprintf(n2, sizeof n2, "%s_scales", gu);
+        if (get_u8_shape(m, n2, wg, 3, &sg, err)) return -1;
+        snprintf(n1, sizeof n1, "%s_blocks", dn);
+        if (get_u8_shape(m, n1, wd, 4, &bd, err)) return -1;
+        snprintf(n2, sizeof n2, "%s_scales", dn);
+        if (get_u8_shape(m, n2, wd, 3, &sd, err)) return -1;
+        size_t rg = dtype_row_bytes(DT_MXFP4, D), rd = dtype_row_bytes(DT_MXFP4, I);
+        size_t mat = (size_t)I * rg, dmat = (size_t)D * rd;
+        buf = malloc((size_t)E * (2 * mat + dmat));
+        if (!buf) return errf(err, "%s: out of memory", m->path);
+        m->expert_copies[l] = buf;
+        mxfp4_rows(bg, sg, I, 0, 2, buf);
+        mxfp4_rows(bg, sg, I, 1, 2, buf + (size_t)E * mat);
+        mxfp4_rows(bd, sd, D, 0, 1, buf + (size_t)2 * E * mat);
+        for (int e = 0; e < E; e++) {
+            expert_view(&views[e], bg, DT_MXFP4, I, D, buf + (size_t)e * mat);
+            expert_view(&views[E + e], bg, DT_MXFP4, I, D, buf + (size_t)(E + e) * mat);
+            expert_view(&views[2 * E + e], bd, DT_MXFP4, D, I, buf + (size_t)2 * E * mat + (size_t)e * dmat);
+        }
+        release_tensor_pages(bg);
+        release_tensor_pages(bd);
+    }
+    for (int e = 0; e < E; e++) b->gate[e] = &views[e], b->up[e] = &views[E + e], b->down[e] = &views[2 * E + e];
+    /* the biases: gate_up_proj_bias (E, 2I) interleaved as the columns, down_proj_bias (E, dim) */
+    float *gub;
+    snprintf(n1, sizeof n1, "%s_bias", gu);
+    if (get_vector(m, n1, (int64_t)E * 2 * I, 1, &gub, err)) return -1;
+    b->gate_bias = malloc((size_t)E * I * sizeof(float));
+    b->up_bias = malloc((size_t)E * I * sizeof(float));
+    if (!b->gate_bias || !b->up_bias) {
+        free(gub);
+        return errf(err, "%s: out of memory", m->path);
+    }
+    for (int64_t i = 0; i < (int64_t)E * I; i++) b->gate_bias[i] = gub[2 * i], b->up_bias[i] = gub[2 * i + 1];
+    free(gub);
+    snprintf(n1, sizeof n1, "%s_bias", dn);
+    return get_vector(m, n1, (int64_t)E * D, 1, &b->down_bias, err);
+}
+
 /* Layer l's experts, as the family's files hold them: GGUF's stacks (ffn_{gate,up,down}_exps),
  * or HF's one tensor per expert, else HF's stacks (gate and up fused). k-th expert layer. */
 static int load_experts(model *m, int l, int k, char *err) {
@@ -227,6 +401,21 @@ static int load_experts(model *m, int l, int k, char *err) {
         if (get_stack(m, name, I, 0, I, D, views + E, b->up, err)) return -1;
         snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", l);
         if (get_stack(m, name, D, 0, D, I, views + 2 * E, b->down, err)) return -1;
+        if (c->flags & ARCH_EXPERT_BIAS) { /* the converter's biases: the router's, gate's, up's, down's */
+            const char *bn[4] = {"blk.%d.ffn_gate_inp.bias", "blk.%d.ffn_gate_exps.bias", "blk.%d.ffn_up_exps.bias",
+                                 "blk.%d.ffn_down_exps.bias"};
+            float **dst[4] = {&b->router_bias, &b->gate_bias, &b->up_bias, &b->down_bias};
+            int64_t n[4] = {E, (int64_t)E * I, (int64_t)E * I, (int64_t)E * D};
+            for (int i = 0; i < 4; i++) {
+                snprintf(name, sizeof name, bn[i], l);
+                if (get_vector(m, name, n[i], i > 0, dst[i], err)) return -1;
+            }
+        }
+    } else if (c->flags & ARCH_EXPERT_BIAS) {
+        snprintf(name, sizeof name, mo->hf_router, l);
+        if (get_matrix(m, name, E, D, &b->router, err)) return -1;
+        name_with(n2, sizeof n2, name, ".bias");
+        if (get_vector(m, n2, E, 0, &b->router_bias, err) || load_hf_expert_stacks(m, l, b, views, err)) return -1;
     } else {
         snprintf(name, sizeof name, mo->hf_router, l);
         if (get_matrix(m, name, E, D, &b->router, err)) return -1;
@@ -363,7 +552,9 @@ static int load_weights(model *m, char *err) {
         m->experts = calloc((size_t)c->n_layers, sizeof *m->experts);
         m->expert_ptrs = calloc(n, sizeof *m->expert_ptrs);
         m->expert_views = calloc(n, sizeof *m->expert_views);
-        if (!m->experts || !m->expert_ptrs || !m->expert_views) return errf(err, "%s: out of memory", m->path);
+        m->expert_copies = calloc((size_t)c->n_layers, sizeof *m->expert_copies);
+        if (!m->experts || !m->expert_ptrs || !m->expert_views || !m->expert_copies)
+            return errf(err, "%s: out of memory", m->path);
     }
     for (int l = 0, k = 0; l < c->n_layers; l++) {
         if (load_layer(m, l, err)) return -1;
@@ -412,6 +603,21 @@ static void rope_llama3(float *f, const model_config *c) {
     }
 }
 
+/* transformers' _compute_yarn_parameters from the base frequencies f (theta^(-2i/d), each as 1 / pos_i): f32
+ * throughout as torch computes it, the ramp's bounds rounded to f32 once. */
+static void rope_yarn(float *f, const model_config *c) {
+    double lo = c->yarn_low, hi = c->yarn_high == c->yarn_low ? c->yarn_high + 0.001 : c->yarn_high;
+    float flo = (float)lo, span = (float)(hi - lo), factor = c->rope_factor;
+    for (int i = 0; i < c->rot_dim / 2; i++) {
+        float pos = powf(c->rope_theta, (float)(2 * i) / (float)c->rot_dim);
+        float extra = 1.0f / pos, inter = 1.0f / (factor * pos);
+        float r = ((float)i - flo) / span;
+        r = r < 0.0f ? 0.0f : r > 1.0f ? 1.0f : r;
+        float e = 1.0f - r;
+        f[i] = inter * (1.0f - e) + extra * e;
+    }
+}
+
 /* An F32 GGUF vector of n positive values (rope_freqs / rope_factors_*), or NULL if absent. */
 static int gguf_rope_vector(const model *m, const char *name, int n, const tensor **out, char *err) {
     const tensor *t = m->gguf ? gguf_find_tensor(m->gguf, name) : NULL;
@@ -455,6 +661,7 @@ static int rope_frequencies(model *m, char *err) {
     if (longrope) rope_base(m->rope_inv_freq_long, c, c->rope_theta, fl ? flv : c->rope_long);
     if (m->rope_inv_freq_swa) rope_base(m->rope_inv_freq_swa, c, c->rope_theta_swa, NULL);
     if (c->rope_scaling == ROPE_SCALING_LLAMA3) rope_llama3(f, c);
+    if (c->rope_scaling == ROPE_SCALING_YARN) rope_yarn(f, c);
     if (c->rope_scaling == ROPE_SCALING_LINEAR)
         for (int i = 0; i < half; i++) f[i] /= c->rope_factor;
     for (int i = 0; rf && i < half; i++) {
@@ -722,6 +929,12 @@ void model_free(model *m) {
         free(m->layers);
     }
     free(m->views);
+    for (int l = 0; m->experts && l < m->cfg.n_layers; l++) {
+        expert_block *b = &m->experts[l];
+        free(b->router_bias), free(b->gate_bias), free(b->up_bias), free(b->down_bias);
+        if (m->expert_copies) free(m->expert_copies[l]);
+    }
+    free(m->expert_copies);
     free(m->experts);
     free(m->expert_ptrs);
     free(m->expert_views);

@@ -36,6 +36,8 @@ typedef struct model {
     expert_block *experts;   /* (n_layers) the expert layers' blocks (layer_weights.moe points here), or NULL */
     const tensor **expert_ptrs; /* (expert layers, 3, n_experts) the blocks' gate / up / down lists */
     tensor *expert_views;    /* (expert layers, 3, n_experts) the experts cut out of stacked 3-D tensors */
+    void **expert_copies;    /* (n_layers) owned: a layer's experts rewritten at load (HF's transposed stacks,
+                                MXFP4 blocks into GGUF's; ARCH_EXPERT_BIAS), or NULL */
     tensor *views;           /* (n_layers * 5) row ranges of fused tensors (wq, wk, wv of a qkv tensor,
                                 ...): owned here */
     int n_views;

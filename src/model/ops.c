@@ -98,6 +98,24 @@ void ops_attend(const kernels *k, float *out, const float *q, const float *kc, c
 void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
                       dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int ring, int len0, int win,
                       int hd, float scale, float *scores, int lds, float *wrap) {
+    ops_attend_block_sinks(k, fast, out, ldo, q, ldq, nt, rpt, kvt, kt, kb, vc, vstride, ring, len0, win, hd, scale,
+                           scores, lds, wrap, NULL);
+}
+
+/* A row's softmax with a sink: the scores scaled here, the sink put after them as one more score (the
+ * scale 1 leaves all as they are), the softmax over both, then the sink's share dropped. row[end] is
+ * scratch: a masked position of this row (zeroed after), or the first past len (lds > len). */
+static void softmax_sink(const kernels *k, int fast, float *row, int lo, int end, int len, float scale, float sink) {
+    for (int p = lo; p < end; p++) row[p] *= scale;
+    row[end] = sink;
+    if (fast) k->softmax_fast(row + lo, end + 1 - lo, end + 1 - lo, 1.0f);
+    else softmax_with(row + lo, end + 1 - lo, end + 1 - lo, 1.0f, expf);
+    for (int p = end; p < len; p++) row[p] = 0.0f;
+}
+
+void ops_attend_block_sinks(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
+                            dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int ring, int len0,
+                            int win, int hd, float scale, float *scores, int lds, float *wrap, const float *sinks) {
     /* a window: skip the whole key blocks before the first row's window */
     int skip = win && len0 > win ? (len0 - win) / kb * kb : 0;
     int len = len0 + (nt - 1) / rpt - skip; /* the last row's length bounds every row */
@@ -114,7 +132,9 @@ void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const flo
         float *row = scores + (size_t)i * lds;
         int end = len0 + i / rpt - skip, lo = win && end > win ? end - win : 0;
         for (int p = 0; p < lo; p++) row[p] = 0.0f;
-        if (fast) {
+        if (sinks) {
+            softmax_sink(k, fast, row, lo, end, len, scale, sinks[i % rpt]);
+        } else if (fast) {
             k->softmax_fast(row + lo, end - lo, len - lo, scale);
         } else {
             softmax_with(row + lo, end - lo, len - lo, scale, expf); /* exact mode: libm */
@@ -128,6 +148,14 @@ void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const flo
     k->att_values[kvt](vc0, vstride, hd, len - n1, scores + n1, lds, nt, wrap, hd);
     for (int i = 0; i < nt; i++)
         for (int d = 0; d < hd; d++) out[(size_t)i * ldo + d] += wrap[(size_t)i * hd + d];
+}
+
+void ops_swiglu_clamp(float *gate, const float *up, int n, float alpha, float limit) {
+    for (int i = 0; i < n; i++) {
+        float g = gate[i] > limit ? limit : gate[i], u = up[i] > limit ? limit : up[i] < -limit ? -limit : up[i];
+        float glu = g * (1.0f / (1.0f + expf(-(g * alpha))));
+        gate[i] = (u + 1.0f) * glu;
+    }
 }
 
 void ops_gelu_tanh_mul(float *gate, const float *up, int n) {

@@ -56,6 +56,17 @@ void ops_attend_block(const kernels *k, int fast, float *out, int ldo, const flo
                       dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int ring, int len0, int win,
                       int hd, float scale, float *scores, int lds, float *wrap);
 
+/* ops_attend_block with attention sinks: sinks (NULL: none) holds one logit per query row of a token
+ * (rpt of them; row i takes sinks[i % rpt]) that joins each row's softmax as one more score without a
+ * value: max and sum include it (transformers' gpt-oss eager attention, the sink last). */
+void ops_attend_block_sinks(const kernels *k, int fast, float *out, int ldo, const float *q, int ldq, int nt, int rpt,
+                            dtype kvt, const void *kt, int kb, const void *vc, size_t vstride, int ring, int len0,
+                            int win, int hd, float scale, float *scores, int lds, float *wrap, const float *sinks);
+
+/* gpt-oss's clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+ * gate[i] = (u + 1) * (g * sigmoid(g * alpha)), in transformers' order of f32 operations. */
+void ops_swiglu_clamp(float *gate, const float *up, int n, float alpha, float limit);
+
 /* gate[i] = gelu_tanh(gate[i]) * up[i]  (Gemma's MLP; PyTorch's formula, libm's tanhf) */
 void ops_gelu_tanh_mul(float *gate, const float *up, int n);
 
