@@ -40,14 +40,14 @@ def gguf_kv_str(k, v):
     return gguf_str(k) + struct.pack("<I", 8) + gguf_str(v)
 
 
-def tiny_gguf(arch="llama", types=(0, 0), magic=b"GGUF", version=3):
-    """A 1-layer llama GGUF with two F32 tensors (ggml types overridable)."""
+def tiny_gguf(arch="llama", types=(0, 0), magic=b"GGUF", version=3, embd_ne0=32):
+    """A 1-layer llama GGUF with two F32 tensors (ggml types and the embedding's row length overridable)."""
     kvs = [gguf_kv_str("general.architecture", arch), gguf_kv_u32("llama.embedding_length", 32),
            gguf_kv_u32("llama.block_count", 1), gguf_kv_u32("llama.attention.head_count", 2),
            gguf_kv_u32("llama.attention.head_count_kv", 2), gguf_kv_u32("llama.feed_forward_length", 64),
            gguf_kv_u32("llama.context_length", 128), gguf_kv_u32("llama.vocab_size", 16),
            gguf_kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5)]
-    tensors = [("token_embd.weight", [32, 16]), ("output_norm.weight", [32])]
+    tensors = [("token_embd.weight", [embd_ne0, 16]), ("output_norm.weight", [32])]
     out = magic + struct.pack("<IQQ", version, len(tensors), len(kvs)) + b"".join(kvs)
     offset = 0
     sizes = []
@@ -143,6 +143,16 @@ def drop_expert(h):
 def transpose_expert(h):
     t = h["model.layers.2.mlp.experts.0.down_proj.weight"]
     t["shape"] = t["shape"][::-1]
+
+
+GPTOSS_FIXTURE = os.path.join("tests", "fixtures", "tiny-gptoss-mxfp4")
+
+
+def reshape(name, shape):
+    """A tensor given another shape of the same size: its bytes stay valid, its meaning does not."""
+    def edit(h):
+        h[name]["shape"] = shape
+    return edit
 
 
 def drop_tensor(name):
@@ -275,6 +285,21 @@ def main():
         gguf_case("moe-gguf-used-above-count", gguf_set_u32(moe, "qwen3moe.expert_used_count", 7))
         gguf_case("moe-gguf-router-rows", gguf_set_u32(moe, "qwen3moe.expert_count", 5))
         cases[-1] = cases[-1][:2] + ("blk.0.ffn_gate_inp.weight",)
+        # gpt-oss (tests/fixtures/tiny-gptoss-mxfp4: OpenAI's MXFP4 layout, 6 experts of 32, 4 heads): MXFP4 rows
+        # not a multiple of 32, scales that do not match their blocks, sinks and biases of the wrong shape
+        go = dict(fixture=GPTOSS_FIXTURE)
+        gu = "model.layers.0.mlp.experts.gate_up_proj_blocks"
+        dir_case("gptoss-mxfp4-rows-not-32", gu, True, edit_config=set_key("intermediate_size", 48), **go)
+        sc = "model.layers.1.mlp.experts.down_proj_scales"
+        dir_case("gptoss-mxfp4-scales-mismatch", sc, True, edit_header=reshape(sc, [6, 1, 64]), **go)
+        sk = "model.layers.0.self_attn.sinks"
+        dir_case("gptoss-sinks-shape", sk, True, edit_header=reshape(sk, [2, 2]), **go)
+        ob = "model.layers.2.self_attn.o_proj.bias"
+        dir_case("gptoss-o-bias-shape", ob, True, edit_header=reshape(ob, [8, 8]), **go)
+        rb = "model.layers.3.mlp.router.bias"
+        dir_case("gptoss-router-bias-shape", rb, True, edit_header=reshape(rb, [2, 3]), **go)
+        gguf_case("gguf-mxfp4-row-not-32", tiny_gguf(types=(39, 0), embd_ne0=48))
+        cases[-1] = cases[-1][:2] + ("token_embd.weight",)
         d = model_dir(tmp, "st-truncated")
         st = os.path.join(d, "model.safetensors")
         size = os.path.getsize(st)

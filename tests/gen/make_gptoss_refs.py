@@ -7,7 +7,11 @@ Usage: make_gptoss_refs.py CACHE [NAME...]      (the venv of requirements-ref.tx
   tests/fixtures/tiny-gptoss-f32/     config.json + model.safetensors written by save_pretrained (f32; the
                                       experts as transformers 5.23 saves them: gate_up_proj (E, H, 2I) with
                                       gate / up interleaved by column, down_proj (E, I, H), biases beside),
-                                      and model.f32.gguf, the pinned convert_hf_to_gguf.py's --outtype f32
+                                      and model.f32.gguf, the pinned convert_hf_to_gguf.py's --outtype f32 (no
+                                      q8_0: int8 weight noise alone moves this chaotic model's logits by 16% at
+                                      the first step, a routing flip; llmgen --exact on that file equals the f32
+                                      run of its gguf-py-dequantized weights bit for bit, measured; fast mode is
+                                      gated on the MXFP4 file instead)
   tests/fixtures/tiny-gptoss-mxfp4/   the official MXFP4 layout (OpenAI's gpt-oss checkpoints): the experts as
                                       *_blocks (E, rows, in / 32, 16) and *_scales (E, rows, in / 32) of random
                                       valid blocks, quantization_config mxfp4, everything else f32; and
@@ -229,6 +233,8 @@ def build_seed(idx, entry, llama_cpp, vers, seed):
                gguf={"file": gguf["file"], "sha256": gguf["sha256"],
                      "made_by": "tests/gen/convert_tiny_gguf.py (llama.cpp convert_hf_to_gguf.py, --outtype f32, "
                                 "tokenizer model none)", "same_reference": True})
+    if kind == "mxfp4":  # check_family_fast.py gates fast mode (int8 activations into the MXFP4 experts) on it
+        ref["gguf_fast"] = {"file": gguf["file"], "note": "fast mode vs --exact on this file (check_family_fast.py)"}
     ref["cases"] = cases
     R.write_json(os.path.join(REFS, name + ".json"), ref)
     log("%s: %s; nocache %.1e, clamped %.3f" % (name, " | ".join(str(c["ids"][:8]) for c in cases),

@@ -149,6 +149,12 @@ Test(batch, experts_same_logits_bytes_alone_and_batched) {
         for (int exact = 0; exact <= 1; exact++) check_model("tests/fixtures/tiny-qwen2moe-f32/model.q8_0.gguf", exact, threads);
 }
 
+/* gpt-oss: sinks, windows and biases, MXFP4 experts read from OpenAI's layout (HF directory) */
+Test(batch, gptoss_same_logits_bytes_alone_and_batched) {
+    for (int threads = 1; threads <= 2; threads++)
+        for (int exact = 0; exact <= 1; exact++) check_model("tests/fixtures/tiny-gptoss-mxfp4", exact, threads);
+}
+
 Test(batch, bad_uses) {
     char err[256];
     llmgen_model_options o = {.n_threads = 1};

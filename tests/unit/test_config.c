@@ -224,8 +224,8 @@ Test(config_json, unsupported_architectures_and_features) {
     expect_bad("{" BASE ", \"hidden_act\": \"gelu\"}", "unsupported hidden_act 'gelu'");
     expect_bad("{" BASE ", \"attention_bias\": true}", "attention_bias");
     expect_bad("{" BASE ", \"mlp_bias\": true}", "mlp_bias");
-    expect_bad("{" BASE ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
-               "unsupported rope_scaling.rope_type 'yarn'");
+    expect_bad("{" BASE ", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 4}}",
+               "unsupported rope_scaling.rope_type 'dynamic'");
     expect_bad("{" BASE ", \"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 4}}",
                "unsupported rope_parameters.rope_type 'dynamic'");
     expect_bad("{" BASE ", \"partial_rotary_factor\": 0.5}", "partial_rotary_factor");
@@ -400,7 +400,7 @@ Test(arch_table, every_row_is_complete) {
         const char *n = a->name;
         cr_expect(*a->name && *a->hf_model_type && *a->hf_class, "%s: empty name", n);
         cr_expect(strlen(a->name) < sizeof ((model_config *)0)->arch, "%s: name too long", n);
-        cr_expect(a->act == ACT_SILU || a->act == ACT_GELU_TANH, "%s: activation", n);
+        cr_expect(a->act == ACT_SILU || a->act == ACT_GELU_TANH || a->act == ACT_SWIGLU_CLAMP, "%s: activation", n);
         cr_expect(a->tied == 0 || a->tied == 1, "%s: tied", n);
         cr_expect(a->max_pos > 0, "%s: max_pos", n);
         cr_expect(a->bos >= -1 && a->eos >= -1, "%s: bos / eos", n);
@@ -408,11 +408,11 @@ Test(arch_table, every_row_is_complete) {
         cr_expect(a->theta > 0, "%s: rope theta", n);
         cr_expect(a->eps > 0 && a->eps < 1, "%s: rms eps", n);
         cr_expect(a->longrope_orig >= 0, "%s: longrope original context", n);
-        cr_expect(a->slide >= SLIDE_NONE && a->slide <= SLIDE_NO_ROPE, "%s: slide rule", n);
+        cr_expect(a->slide >= SLIDE_NONE && a->slide <= SLIDE_EVEN, "%s: slide rule", n);
         cr_expect(a->sw_default >= 0, "%s: default window", n);
         cr_expect(a->slide != SLIDE_NO_ROPE || (a->keys & KEY_NO_ROPE), "%s: slides by no-RoPE without it", n);
         cr_expect(a->slide != SLIDE_NONE || a->sw_default == 0, "%s: a default window that never applies", n);
-        cr_expect(!(a->keys & ~((KEY_LINEAR_ATTN << 1) - 1)), "%s: unknown key flags", n);
+        cr_expect(!(a->keys & ~(((KEY_LINEAR_ATTN << 1) - 1) | KEY_YARN_DEFAULT)), "%s: unknown key flags", n);
         cr_expect_eq(arch_by_gguf(a->name, strlen(a->name)), a, "%s: GGUF name not unique", n);
         cr_expect_eq(arch_by_model_type(a->hf_model_type), a, "%s: model_type not unique", n);
         cr_expect_eq(arch_by_class(a->hf_class), a, "%s: class not unique", n);
@@ -529,4 +529,37 @@ Test(config_json, experts) {
     expect_bad("{\"model_type\": \"qwen2_moe\", " SIZES ", \"use_sliding_window\": true}", "use_sliding_window");
     expect_bad("{\"model_type\": \"qwen3_moe\", " SIZES ", \"mlp_only_layers\": [6]}", "mlp_only_layers");
     expect_bad("{\"model_type\": \"granitemoe\", " SIZES ", \"num_local_experts\": 0}", "expert count 0");
+}
+
+/* YaRN's correction range and attention factor as transformers 5.23 computes them (FACTS-MOE 3.3): gpt-oss's
+ * defaults (head_dim 64, theta 1.5e5, factor 32, original 4096, truncate false) give [8.0928, 17.3980] and
+ * 1.346574; truncate true gives ggml's [8, 18]. */
+Test(config_json, yarn_truncate) {
+    const char *cfgs[2] = {"{\"model_type\": \"gpt_oss\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                           "\"num_attention_heads\": 4, \"intermediate_size\": 64, \"vocab_size\": 100}",
+                           "{\"model_type\": \"gpt_oss\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                           "\"num_attention_heads\": 4, \"intermediate_size\": 64, \"vocab_size\": 100, "
+                           "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 32, \"beta_fast\": 32, "
+                           "\"beta_slow\": 1, \"original_max_position_embeddings\": 4096}}"};
+    for (int i = 0; i < 2; i++) {
+        cfgfile_t t;
+        model_config c;
+        char err[ERR_LEN];
+        cr_assert_eq(parse(cfgs[i], &c, err, &t), 0, "%s", err);
+        cr_expect_eq(c.rope_scaling, ROPE_SCALING_YARN);
+        cr_expect_eq(c.rope_theta, 150000.0f);
+        cr_expect_eq(c.rot_dim, 64);
+        if (i == 0) {
+            cr_expect(fabs(c.yarn_low - 8.0928) < 1e-4 && fabs(c.yarn_high - 17.3980) < 1e-4, "%g %g", c.yarn_low,
+                      c.yarn_high);
+        } else {
+            cr_expect(c.yarn_low == 8 && c.yarn_high == 18, "%g %g", c.yarn_low, c.yarn_high);
+        }
+        cr_expect(fabsf(c.rope_attn_factor - 1.346574f) < 1e-6f, "%g", c.rope_attn_factor);
+        cr_expect(c.layer_flags[0] & LAYER_SLIDING && !(c.layer_flags[1] & LAYER_SLIDING));
+        cr_expect_eq(c.sliding_window, 128);
+        cr_expect(c.moe && c.n_experts == 128 && c.n_experts_used == 4 && c.expert_dim == 64);
+        cr_expect(c.swiglu_alpha == 1.702f && c.swiglu_limit == 7.0f);
+        drop(&t);
+    }
 }

@@ -500,3 +500,55 @@ Test(ops, attend_block_ring_wraps) {
     free(vb2);
     free(vbr2);
 }
+
+/* Attention sinks (gpt-oss): each query row's softmax gets one more logit, its head's sink, with no value:
+ * out = sum_p e^(s_p - m) v_p / (sum_p e^(s_p - m) + e^(sink - m)), m the max over the scores and the sink.
+ * Against that in double, every kernel table, exact and fast softmax, a GQA group of 2 heads with their own
+ * sinks (one far above the scores: most of the mass goes to it), in a window. */
+Test(ops, attend_block_sinks) {
+    enum { CTX = 90, NT = 5, G = 2, HD = 64, KB = 64, LEN0 = 70, WIN = 20 };
+    float kc[CTX * HD], v[CTX * HD], q[NT * G * HD], out[NT * G * HD], sc[NT * G * (CTX + 16)];
+    const float sinks[G] = {0.3f, 6.0f}, scale = 0.125f;
+    for (int i = 0; i < CTX * HD; i++) kc[i] = sinf(0.37f * (float)i), v[i] = cosf(0.9f * (float)i + 0.4f);
+    for (int i = 0; i < NT * G * HD; i++) q[i] = 3.0f * sinf(0.05f * (float)i * (float)i);
+    void *kt = key_blocks(kc, HD, CTX, HD, KB, 0);
+    for (int isa = 0; isa < 4; isa++) {
+        const kernels *k = isa_table(isa);
+        if (!k) continue;
+        for (int fast = 0; fast <= 1; fast++) {
+            ops_attend_block_sinks(k, fast, out, HD, q, HD, NT * G, G, DT_F32, kt, KB, v, HD, 0, LEN0, WIN, HD, scale,
+                                   sc, CTX + 16, NULL, sinks);
+            for (int r = 0; r < NT * G; r++) {
+                int end = LEN0 + r / G, lo = end - WIN;
+                double s[CTX], m = sinks[r % G], den = 0, want[HD] = {0};
+                for (int p = lo; p < end; p++) {
+                    s[p] = 0;
+                    for (int d = 0; d < HD; d++) s[p] += (double)q[r * HD + d] * kc[p * HD + d];
+                    s[p] *= scale;
+                    m = s[p] > m ? s[p] : m;
+                }
+                for (int p = lo; p < end; p++) den += exp(s[p] - m);
+                den += exp(sinks[r % G] - m);
+                for (int p = lo; p < end; p++)
+                    for (int d = 0; d < HD; d++) want[d] += exp(s[p] - m) / den * v[p * HD + d];
+                for (int d = 0; d < HD; d++)
+                    cr_expect(fabs(out[r * HD + d] - want[d]) <= 2e-6 + 1e-5 * fabs(want[d]),
+                              "isa %d fast %d row %d dim %d: %g, want %g", isa, fast, r, d, out[r * HD + d], want[d]);
+            }
+        }
+    }
+    free(kt);
+}
+
+/* gpt-oss's clamped SwiGLU: (clamp(up, -l, l) + 1) * g * sigmoid(alpha g), g = min(gate, l); no lower clamp
+ * on the gate. Hand values with alpha 1.702, l 7. */
+Test(ops, swiglu_clamp) {
+    float g[4] = {-9.0f, 0.5f, 8.0f, 2.0f}, u[4] = {0.25f, -8.0f, 9.0f, -1.0f}, want[4];
+    for (int i = 0; i < 4; i++) {
+        double gg = g[i] > 7 ? 7 : g[i], uu = u[i] > 7 ? 7 : u[i] < -7 ? -7 : u[i];
+        want[i] = (float)((uu + 1) * gg / (1 + exp(-1.702 * gg)));
+    }
+    ops_swiglu_clamp(g, u, 4, 1.702f, 7.0f);
+    for (int i = 0; i < 4; i++) cr_expect(fabsf(g[i] - want[i]) <= 1e-6f * (1 + fabsf(want[i])), "%d: %g vs %g", i, g[i], want[i]);
+    cr_expect(want[1] < 0 && want[3] == 0.0f); /* up -8 clamps to -7: (-6) * ...; up -1: zero */
+}

@@ -175,6 +175,10 @@ Test(contract, gguf_q6_k) { contract_all("tests/fixtures/tiny-gguf/tiny-gguf.Q6_
 Test(contract, experts_qwen3moe_q8) { contract_all("tests/fixtures/tiny-qwen3moe-f32/model.q8_0.gguf", 180, 0, 1); }
 Test(contract, experts_qwen3moe_q4_0) { contract_all("tests/fixtures/tiny-qwen3moe-f32/quantized.Q4_0.gguf", 120, 0, 1); }
 Test(contract, experts_olmoe) { contract_all("tests/fixtures/tiny-olmoe-f32", 120, 0, 0); }
+/* gpt-oss: sinks in every softmax, even layers in a ring of the window (8) that 400 positions wrap, biases,
+ * MXFP4 experts (int8 activations in fast mode) */
+Test(contract, experts_gptoss_mxfp4) { contract_all("tests/fixtures/tiny-gptoss-mxfp4/model.mxfp4.gguf", 400, 0, 1); }
+Test(contract, experts_gptoss_f32) { contract_all("tests/fixtures/tiny-gptoss-f32", 400, 0, 0); }
 Test(contract, longrope_cut) { contract_all("tests/fixtures/tiny-phi3-longrope-f32", 60, 1, 0); }
 Test(contract, hybrid_qwen35) { contract_all("tests/fixtures/tiny-qwen35-gdn-f32", 300, 0, 1); }
 
