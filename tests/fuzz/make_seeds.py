@@ -56,7 +56,7 @@ def gkv(key, typ, val):
 GGML = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q4_1": (3, 32, 20), "Q8_0": (8, 32, 34),
         "BF16": (30, 1, 2), "Q5_0": (6, 32, 22), "Q5_1": (7, 32, 24), "Q2_K": (10, 256, 84), "Q3_K": (11, 256, 110),
         "Q4_K": (12, 256, 144), "Q5_K": (13, 256, 176), "Q6_K": (14, 256, 210), "IQ4_NL": (20, 32, 18),
-        "IQ4_XS": (23, 256, 136)}
+        "IQ4_XS": (23, 256, 136), "MXFP4": (39, 32, 17)}
 
 
 def gguf(version=3, kvs=None, tensors=(), align=32):
@@ -123,6 +123,22 @@ def gguf_seeds():
     put("fuzz_gguf", "qwen3moe", gguf(3, moe, ets))
     put("fuzz_gguf", "mixtral_llama", gguf(3, llama_kvs(vocab) + [gkv("llama.expert_count", U32, 4),
                                                                  gkv("llama.expert_used_count", U32, 2)], ets))
+    # gpt-oss: YaRN and window keys, sinks, q/k/v/o and expert biases, MXFP4 expert stacks
+    go = llama_kvs(vocab, "gpt-oss")
+    go += [gkv("gpt-oss.expert_count", U32, 4), gkv("gpt-oss.expert_used_count", U32, 2),
+           gkv("gpt-oss.expert_feed_forward_length", U32, 32), gkv("gpt-oss.attention.sliding_window", U32, 8),
+           gkv("gpt-oss.rope.scaling.type", STR, "yarn"), gkv("gpt-oss.rope.scaling.factor", F32, 4.0),
+           gkv("gpt-oss.rope.scaling.original_context_length", U32, 32),
+           gkv("gpt-oss.rope.scaling.yarn_beta_fast", F32, 32.0), gkv("gpt-oss.rope.scaling.yarn_beta_slow", F32, 1.0)]
+    gts = [t for t in ts if t[0] != "blk.0.attn_norm.weight"] + [
+        ("blk.0.attn_norm.weight", "F32", (32,)), ("blk.0.post_attention_norm.weight", "F32", (32,)),
+        ("blk.0.attn_q.bias", "F32", (32,)), ("blk.0.attn_k.bias", "F32", (16,)), ("blk.0.attn_v.bias", "F32", (16,)),
+        ("blk.0.attn_output.bias", "F32", (32,)), ("blk.0.attn_sinks.weight", "F32", (4,)),
+        ("blk.0.ffn_gate_inp.weight", "F32", (32, 4)), ("blk.0.ffn_gate_inp.bias", "F32", (4,)),
+        ("blk.0.ffn_gate_exps.weight", "MXFP4", (32, 32, 4)), ("blk.0.ffn_up_exps.weight", "MXFP4", (32, 32, 4)),
+        ("blk.0.ffn_down_exps.weight", "MXFP4", (32, 32, 4)), ("blk.0.ffn_gate_exps.bias", "F32", (32, 4)),
+        ("blk.0.ffn_up_exps.bias", "F32", (32, 4)), ("blk.0.ffn_down_exps.bias", "F32", (32, 4))]
+    put("fuzz_gguf", "gpt_oss", gguf(3, go, gts))
 
 
 # ---- safetensors ------------------------------------------------------------------
