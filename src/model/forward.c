@@ -4,7 +4,8 @@
  *   embed [* sqrt(dim)] -> for each layer:
  *              rmsnorm -> q,k,v matmuls [+ bias] -> [q/k head rmsnorm] -> rope (maybe
  *              partial, per-layer base, or none) -> causal GQA attention over the KV
- *              cache [in a sliding window] -> o matmul -> [rmsnorm] -> residual ->
+ *              cache [in a sliding window] [with sink logits] -> o matmul [+ bias] ->
+ *              [rmsnorm] -> residual ->
  *              rmsnorm -> gate,up matmuls -> silu or gelu-tanh gate -> down matmul ->
  *              [rmsnorm] -> residual (each residual add [times a multiplier])
  *         -> final rmsnorm (last token) -> lm_head -> [/ scale] [soft-cap] -> logits
@@ -1023,9 +1024,10 @@ static void stage_down(fwd_call *f, int l) {
 
 /* ---- the expert layer ------------------------------------------------------------------
  *
- * xb (the normed input) -> router logits -> per token its k experts and weights (moe.c) ->
- * the tokens' rows grouped by expert -> each chosen expert's gate and up over its rows
- * (its weights stream once for all the tokens that chose it), act(gate) * up -> its down
+ * xb (the normed input) -> router logits [+ bias] -> per token its k experts and weights (moe.c)
+ * -> the tokens' rows grouped by expert -> each chosen expert's gate and up over its rows
+ * (its weights stream once for all the tokens that chose it) [+ biases], act(gate) * up (or
+ * gpt-oss's clamped SwiGLU) -> its down [+ bias]
  * -> per token the weighted sum of its k rows in slot order [+ sigmoid(gate logit) * the
  * shared expert's output] -> x += that [times the residual multiplier].
  * Every matmul output depends only on its own row (kernels.h), a group's rows keep their
