@@ -174,6 +174,13 @@ def gguf_set_u32(data, key, value):
     return data[:i] + struct.pack("<I", value) + data[i + 4:]
 
 
+def gguf_set_dim(data, tensor, dim, value):
+    """The GGUF bytes with ne[dim] of tensor `tensor`'s info replaced (a smaller one keeps its data in the file)."""
+    k = gguf_str(tensor)
+    i = data.index(k) + len(k) + 4 + 8 * dim
+    return data[:i] + struct.pack("<Q", value) + data[i + 8:]
+
+
 def set_arch(cfg):
     cfg["model_type"] = "gpt2"  # mistral, qwen2, ... are supported now (src/model/arch.c)
     cfg["architectures"] = ["GPT2LMHeadModel"]
@@ -300,6 +307,12 @@ def main():
         dir_case("gptoss-router-bias-shape", rb, True, edit_header=reshape(rb, [2, 3]), **go)
         gguf_case("gguf-mxfp4-row-not-32", tiny_gguf(types=(39, 0), embd_ne0=48))
         cases[-1] = cases[-1][:2] + ("token_embd.weight",)
+        with open(os.path.join(GPTOSS_FIXTURE, "model.mxfp4.gguf"), "rb") as f:
+            go_gguf = f.read()
+        gguf_case("gptoss-gguf-sinks-shape", gguf_set_dim(go_gguf, "blk.1.attn_sinks.weight", 0, 2))
+        cases[-1] = cases[-1][:2] + ("blk.1.attn_sinks.weight",)
+        gguf_case("gptoss-gguf-expert-bias-shape", gguf_set_dim(go_gguf, "blk.2.ffn_down_exps.bias", 1, 3))
+        cases[-1] = cases[-1][:2] + ("blk.2.ffn_down_exps.bias",)
         d = model_dir(tmp, "st-truncated")
         st = os.path.join(d, "model.safetensors")
         size = os.path.getsize(st)
