@@ -2,8 +2,8 @@
 """Speculative greedy decoding from the command line: the same ids and --dump-logits bytes as without it.
 
 For the default model (a copy-heavy chat prompt and a free one), one MLX fixture (4-bit Qwen3, fast mode's
-repacked route), the Gemma-3 ring fixture (a sliding-window ring that wraps during generation) and the
-Qwen3 fixture, in fast and --exact mode at -t 1 and 2, each of
+repacked route), the Gemma-3 ring fixture (a sliding-window ring that wraps during generation), the
+Qwen3 fixture and the gpt-oss MXFP4 GGUF (sinks, a ring of the window that wraps, MXFP4 experts), in fast and --exact mode at -t 1 and 2, each of
     --draft-lookup, --draft-lookup --draft-ngram 1 --draft-max 3, --draft-model (another model or itself)
 prints the ids and writes the logits bytes of the run without drafts, and the drafts are used (--json's
 "drafted_tokens" > 0 where the text repeats). A context that fills up inside a draft stops at the same id
@@ -173,6 +173,10 @@ def main():
         check_model("Qwen3", qwen3, ["--prompt-ids", rep + "," + rep], mlx, tmp)
         long_prompt = ",".join(str(3 + (i * 53) % 300) for i in range(290))
         check_model("Gemma-3 ring", gemma, ["--prompt-ids", long_prompt], gemma, tmp, 80)
+        # gpt-oss: sinks in every softmax, the even layers' ring of the window wrapping, MXFP4 experts
+        go = os.path.join(FIX, "tiny-gptoss-mxfp4", "model.mxfp4.gguf")
+        go_prompt = ",".join(str(3 + (i * 53) % 250) for i in range(290))
+        check_model("gpt-oss MXFP4 ring", go, ["--prompt-ids", go_prompt], go, tmp, 80, want_drafts=False)
         check_context(DEFAULT, ["--chat", "-p", COPY], tmp)
         check_json_batch_interactive(tmp)
         check_bad(tmp)
