@@ -257,9 +257,9 @@ static void mxfp4_rows(const tensor *bl, const tensor *sc, int64_t rows, int row
                 const uint8_t *q = b + src * 16;
                 uint8_t *o = dst + (((size_t)e * rows + r) * nb + k) * 17;
                 o[0] = s[src];
-                for (int j = 0; j < 16; j++) {
-                    int lo = q[j / 2] >> (j % 2 * 4) & 15, hi = q[(j + 16) / 2] >> ((j + 16) % 2 * 4) & 15;
-                    o[1 + j] = (uint8_t)(lo | hi << 4);
+                for (int m = 0; m < 8; m++) { /* elements 2m, 2m + 1 in q[m]; 2m + 16, 2m + 17 in q[8 + m] */
+                    o[1 + 2 * m] = (uint8_t)((q[m] & 15) | q[8 + m] << 4);
+                    o[2 + 2 * m] = (uint8_t)(q[m] >> 4 | (q[8 + m] & 0xF0));
                 }
             }
 }
