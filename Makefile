@@ -455,9 +455,9 @@ $(BUILD)/fuzz/libllmgen.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(BUILD)/fuzz/libllmgen.a
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
-# fuzz_openai reads the server's request bodies: the server's JSON mapping comes with it.
-$(BUILD)/fuzz/fuzz_openai: $(BUILD)/fuzz/src/serve/openai.o
-$(BUILD)/replay/fuzz_openai: $(BUILD)/san/src/serve/openai.o
+# fuzz_openai reads the server's request bodies: the server's JSON mapping and tool calls come with it.
+$(BUILD)/fuzz/fuzz_openai: $(BUILD)/fuzz/src/serve/openai.o $(BUILD)/fuzz/src/serve/tools.o
+$(BUILD)/replay/fuzz_openai: $(BUILD)/san/src/serve/openai.o $(BUILD)/san/src/serve/tools.o
 fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)  ## run each libFuzzer target for FUZZ_SECONDS (needs clang)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(BUILD)/fuzz/corpus/$$t tests/fuzz/corpus/$$t; \

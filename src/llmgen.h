@@ -217,6 +217,9 @@ typedef struct {
     const char *eos_token;
     const char *tools_json;     /* a JSON array: the template's `tools`; NULL = None */
     const char *vars_json;      /* more variables as a JSON object (e.g. {"enable_thinking": false}); NULL = none */
+    const char *messages_json;  /* the conversation as a JSON array of message objects, passed to the template
+                                   as they are (so tool_calls, tool_call_id, name reach it), instead of msgs
+                                   (n must then be 0); NULL = msgs */
 } llmgen_chat_options;
 
 /* Render n messages (n may be 0) as transformers' apply_chat_template(messages,

@@ -333,11 +333,14 @@ static const char *special_text(const tokenizer *t, int32_t id, size_t *len) {
  * messages, add_generation_prompt, the special tokens, tools = documents = None,
  * date_string when a date is given, then the caller's own. */
 static int chat_vars(const tokenizer *t, const tok_chat_input *in, tok_buf *b) {
-    int rc = put(b, "{\"messages\": [");
-    for (size_t i = 0; !rc && i < in->n_messages; i++)
+    int rc = put(b, "{\"messages\": ");
+    if (in->messages_json) rc = rc || put(b, in->messages_json);
+    else rc = rc || put(b, "[");
+    for (size_t i = 0; !rc && !in->messages_json && i < in->n_messages; i++)
         rc = put(b, i ? ", {\"role\": " : "{\"role\": ") || put_json_str(b, in->messages[i].role) ||
              put(b, ", \"content\": ") || put_json_str(b, in->messages[i].content) || put(b, "}");
-    rc = rc || put(b, "], \"tools\": null, \"documents\": null, \"add_generation_prompt\": ") ||
+    rc = rc || put(b, in->messages_json ? "" : "]") ||
+         put(b, ", \"tools\": null, \"documents\": null, \"add_generation_prompt\": ") ||
          put(b, in->add_generation_prompt ? "true" : "false");
     const char *names[2] = {"bos_token", "eos_token"}, *given[2] = {in->bos_token, in->eos_token};
     int32_t ids[2] = {t ? t->bos_id : -1, t ? t->eos_id : -1};

@@ -97,6 +97,9 @@ typedef struct {
     const char *bos_token, *eos_token;
     /* more variables as one JSON object text (e.g. {"tools": [...], "enable_thinking": false}), or NULL */
     const char *vars_json;
+    /* the messages as one JSON array text (members beyond role and content, such as tool_calls,
+     * reach the template), instead of messages / n_messages; NULL: those */
+    const char *messages_json;
 } tok_chat_input;
 
 /* Return codes of the chat calls besides 0 and -1 (bad input, out of memory) */

@@ -229,22 +229,46 @@ json_t *error_json(json_t *id, long line, const char *msg, int code) {
     return o;
 }
 
-/* "messages": [{"role": string, "content": string}, ...] (strings without NUL). */
+/* A string member of a message without NUL, or absent; -1 if present and not such a string. */
+static int opt_string(json_t *x, const char *key) {
+    json_t *v = json_object_get(x, key);
+    return !v || (json_is_string(v) && !memchr(json_string_value(v), '\0', json_string_length(v))) ? 0 : -1;
+}
+
+/* "messages": [{"role": string, "content": string}, ...] (strings without NUL). A message may
+ * also carry what OpenAI's tool use adds: an assistant's "tool_calls" (then "content" may be
+ * null), a tool answer's "tool_call_id" and "name". */
 static int json_messages(request *q, json_t *v, char *err) {
     size_t n = json_array_size(v), i;
     json_t *x;
     if (!json_is_array(v) || !n)
         return seterr(err, "\"messages\" must be a non-empty array of {\"role\", \"content\"}");
     free(q->messages);
+    q->rich_messages = NULL;
     if (!(q->messages = calloc(n, sizeof *q->messages))) return seterr(err, "out of memory");
     json_array_foreach(v, i, x) {
         json_t *role = json_object_get(x, "role"), *content = json_object_get(x, "content");
-        if (!json_is_object(x) || !json_is_string(role) || !json_is_string(content) || json_object_size(x) != 2)
-            return seterr(err, "\"messages\"[%zu] must be an object {\"role\": string, \"content\": string}", i);
+        json_t *calls = json_object_get(x, "tool_calls");
+        size_t extra = !!calls + !!json_object_get(x, "tool_call_id") + !!json_object_get(x, "name");
+        int null_ok = calls && json_is_null(content);
+        if (!json_is_object(x) || !json_is_string(role) || !(json_is_string(content) || null_ok) ||
+            json_object_size(x) != 2 + extra || opt_string(x, "tool_call_id") || opt_string(x, "name") ||
+            (calls && !json_is_array(calls)))
+            return seterr(err, "\"messages\"[%zu] must be an object {\"role\": string, \"content\": string} "
+                               "(and tool_calls, tool_call_id, name)", i);
         if (memchr(json_string_value(role), '\0', json_string_length(role)) ||
-            memchr(json_string_value(content), '\0', json_string_length(content)))
+            (!null_ok && memchr(json_string_value(content), '\0', json_string_length(content))))
             return seterr(err, "\"messages\"[%zu] contains a NUL character", i);
-        q->messages[i] = (llmgen_message){json_string_value(role), json_string_value(content)};
+        size_t k;
+        json_t *c;
+        json_array_foreach(calls, k, c) {
+            json_t *f = json_object_get(c, "function");
+            if (!json_is_object(f) || opt_string(f, "name") || !json_object_get(f, "name"))
+                return seterr(err, "\"messages\"[%zu].tool_calls[%zu] must be {\"function\": {\"name\", "
+                                   "\"arguments\"}}", i, k);
+        }
+        if (extra) q->rich_messages = v;
+        q->messages[i] = (llmgen_message){json_string_value(role), null_ok ? "" : json_string_value(content)};
     }
     q->n_messages = n;
     return 0;
@@ -254,6 +278,13 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
     if (!strcmp(k, "messages")) {
         if (json_messages(q, v, err)) return -1;
         ++*has_prompt;
+    } else if (!strcmp(k, "tools")) {
+        size_t i;
+        json_t *x;
+        if (!json_is_array(v)) return seterr(err, "\"tools\" must be an array of {\"type\": \"function\", ...}");
+        json_array_foreach(v, i, x) if (!json_is_object(x))
+            return seterr(err, "\"tools\"[%zu] must be an object", i);
+        q->tools = json_array_size(v) ? v : NULL;
     } else if (!strcmp(k, "prompt")) {
         if (!json_is_string(v)) return seterr(err, "\"prompt\" must be a string");
         q->text = json_string_value(v);
@@ -338,8 +369,8 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         if (!strcmp(k, "response_format"))
             return seterr(err, "unknown key \"response_format\" (OpenAI's: give the schema itself as \"json_schema\")");
         return seterr(err, "unknown key \"%s\" (the keys: id, prompt, prompt_ids, messages, system, chat, max_tokens, "
-                           "temp or temperature, top_k, top_p, min_p, repeat_penalty, seed, stop, ignore_eos, logprobs, "
-                           "grammar, json_schema, no_close, strict_schema)", k);
+                           "tools, temp or temperature, top_k, top_p, min_p, repeat_penalty, seed, stop, ignore_eos, "
+                           "logprobs, grammar, json_schema, no_close, strict_schema)", k);
     }
     return 0;
 }
@@ -354,6 +385,7 @@ int request_from_json(json_t *root, const request *base, request *q, char *err) 
     q->n_ids = 0;
     q->messages = NULL;
     q->n_messages = 0;
+    q->rich_messages = q->tools = NULL;
     if (!json_is_object(root)) return seterr(err, "a request must be a JSON object");
     int has_prompt = 0;
     json_object_foreach(root, k, v) if (json_key(q, k, v, &has_prompt, err)) return -1;
@@ -361,6 +393,7 @@ int request_from_json(json_t *root, const request *base, request *q, char *err) 
     if (json_object_get(root, "system") && !q->chat && !q->messages)
         return seterr(err, "\"system\" needs \"chat\": true (or \"messages\"), as --system needs --chat");
     if (q->messages && q->chat) return seterr(err, "\"messages\" are rendered by the chat template: drop \"chat\"");
+    if (q->tools && !q->messages) return seterr(err, "\"tools\" go with \"messages\" (the chat template renders them)");
     if (json_object_get(root, "grammar") && json_object_get(root, "json_schema"))
         return seterr(err, "give only one of \"grammar\" and \"json_schema\"");
     json_t *schema = json_object_get(root, "json_schema");
@@ -383,17 +416,52 @@ void request_free(request *q) {
     q->messages = NULL;
 }
 
+/* The "messages" of q as the JSON text the template reads: a "system" first when given, and
+ * each tool call's "arguments" as the object its text holds (templates print it with tojson;
+ * OpenAI sends it as text). NULL when out of memory. */
+static char *messages_json(const request *q) {
+    json_t *all = json_array(), *x;
+    size_t i;
+    if (q->system) json_array_append_new(all, json_pack("{s:s,s:s}", "role", "system", "content", q->system));
+    json_array_foreach(q->rich_messages, i, x) {
+        json_t *m = json_deep_copy(x), *calls = json_object_get(m, "tool_calls"), *c;
+        size_t k;
+        json_array_foreach(calls, k, c) {
+            json_t *f = json_object_get(c, "function"), *a = json_object_get(f, "arguments");
+            json_t *o = json_is_string(a) ? json_loads(json_string_value(a), JSON_DECODE_ANY, NULL) : NULL;
+            if (json_is_object(o)) json_object_set(f, "arguments", o);
+            json_decref(o);
+        }
+        if (json_is_null(json_object_get(m, "content"))) json_object_set_new(m, "content", json_string(""));
+        json_array_append_new(all, m);
+    }
+    char *t = json_dumps(all, JSON_COMPACT);
+    json_decref(all);
+    return t;
+}
+
 /* q's conversation (a "system" first when given) through the chat template into *out. */
 static llmgen_status render_messages(llmgen_model *m, const request *q, char **out, char *err) {
     char e[ERR_LEN];
     int sys = q->system != NULL;
     llmgen_message *all = malloc((q->n_messages + 1) * sizeof *all);
-    if (!all) return seterr(err, "out of memory"), LLMGEN_E_NOMEM;
+    char *msgs = q->rich_messages ? messages_json(q) : NULL;
+    char *tools = q->tools ? json_dumps(q->tools, JSON_COMPACT) : NULL;
+    if (!all || (q->rich_messages && !msgs) || (q->tools && !tools)) {
+        free(all);
+        free(msgs);
+        free(tools);
+        return seterr(err, "out of memory"), LLMGEN_E_NOMEM;
+    }
     if (sys) all[0] = (llmgen_message){"system", q->system};
     memcpy(all + sys, q->messages, q->n_messages * sizeof *all);
-    llmgen_chat_options co = {.template_name = q->template_name, .date = q->date, .template_text = q->template_text};
-    llmgen_status st = llmgen_chat_render_messages(m, all, q->n_messages + (size_t)sys, 1, &co, out, e, sizeof e);
+    llmgen_chat_options co = {.template_name = q->template_name, .date = q->date, .template_text = q->template_text,
+                              .tools_json = tools, .messages_json = msgs};
+    llmgen_status st = llmgen_chat_render_messages(m, all, msgs ? 0 : q->n_messages + (size_t)sys, 1, &co, out, e,
+                                                   sizeof e);
     free(all);
+    free(msgs);
+    free(tools);
     if (st) seterr(err, "%s: \"messages\": %s", q->source, e);
     return st;
 }

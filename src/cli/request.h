@@ -23,6 +23,9 @@ typedef struct {
     llmgen_message *messages;  /* (n_messages) a conversation instead ("messages" of a --batch line), rendered by
                                   the chat template; owned when set (its strings point into the JSON) */
     size_t n_messages;
+    json_t *rich_messages;     /* the "messages" array itself (borrowed) when a message carries tool_calls,
+                                  tool_call_id or name: rendered as JSON so the template sees them; else NULL */
+    json_t *tools;             /* "tools" (borrowed): the template's `tools`, a list of function descriptions */
     const char *source;        /* names the prompt in messages: "stdin", a file, "--prompt", "req.jsonl:3" */
     const char *sys_source;    /* names the system message in messages */
     int chat;                  /* wrap the text in the chat template */

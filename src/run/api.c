@@ -196,6 +196,9 @@ llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_m
         if (st) return st;
     }
     if (n && !msgs) return fail(LLMGEN_E_USAGE, err, errlen, "llmgen_chat_render_messages: messages is NULL");
+    if (opt->messages_json && (n || opt->template_name))
+        return fail(LLMGEN_E_USAGE, err, errlen,
+                    "llmgen_chat_render_messages: messages_json goes with n = 0 and the Jinja template");
     if (opt->template_name && opt->template_text)
         return fail(LLMGEN_E_USAGE, err, errlen, "chat: a built-in template name and a template text cannot be combined");
     tok_chat_msg *tm = malloc((n ? n : 1) * sizeof *tm);
@@ -227,7 +230,7 @@ llmgen_status llmgen_chat_render_messages(const llmgen_model *lm, const llmgen_m
     }
     tok_chat_input in = {.messages = tm, .n_messages = n, .add_generation_prompt = add_generation_prompt,
                          .date = opt->date, .bos_token = opt->bos_token, .eos_token = opt->eos_token,
-                         .vars_json = vars ? vars : opt->vars_json};
+                         .vars_json = vars ? vars : opt->vars_json, .messages_json = opt->messages_json};
     int rc = tok_chat_render_jinja(lm && lm->m->tok ? lm->m->tok : NULL, opt->template_text, &in, out, e);
     free(tm);
     free(vars);

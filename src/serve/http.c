@@ -128,6 +128,7 @@ typedef struct {
     int n_jobs;
     int final_sent[OPENAI_MAX_N * OPENAI_MAX_PROMPTS];
     openai_think think[OPENAI_MAX_N * OPENAI_MAX_PROMPTS]; /* chat streams: <think> apart */
+    openai_toolhold hold[OPENAI_MAX_N * OPENAI_MAX_PROMPTS]; /* chat streams with tools: calls apart */
     long prompt_tokens;        /* once per prompt, as OpenAI counts */
     pthread_cond_t wake;
     char id[64];
@@ -136,6 +137,7 @@ typedef struct {
     char *out;                 /* SSE bytes formatted, not yet handed to the connection */
     size_t n_out, off_out, cap_out;
     int phase;                 /* 0 before the first event, 1 streaming, 2 [DONE] formatted */
+    double last_out;           /* when bytes were last formatted (a stream holding back a tool call is quiet) */
     int refs;                  /* the request's and the stream response's */
 } gen;
 
@@ -148,6 +150,7 @@ static void gen_unref(gen *g) {
     for (int i = 0; i < g->n_jobs; i++) serve_job_release(H->S, g->jobs[i]); /* cancels what still runs */
     openai_req_free(&g->r);
     for (int i = 0; i < g->n_jobs; i++) openai_think_free(&g->think[i]);
+    for (int i = 0; i < g->n_jobs; i++) openai_toolhold_free(&g->hold[i]);
     pthread_cond_destroy(&g->wake);
     free(g->out);
     free(g);
@@ -202,6 +205,7 @@ static void sse_fill(gen *g) {
     serve_slots *S = H->S;
     if (g->phase == 0) {
         g->phase = 1;
+        g->last_out = now_s();
         if (g->r.kind == OPENAI_CHAT) /* the role first, at once, as OpenAI sends it */
             for (int i = 0; i < g->n_jobs; i++) out_event(g, chunk(g, openai_chunk_choice(OPENAI_CHAT, i, "", 0, 1, NULL)));
         else out_lit(g, ": started\n\n");
@@ -232,14 +236,21 @@ static void sse_fill(gen *g) {
     serve_slots_unlock(S);
     if (!any && !all_done) {
         out_lit(g, ": keep-alive\n\n"); /* also how a gone client is noticed during a long prefill */
+        g->last_out = now_s();
         return;
     }
+    size_t n_out = g->n_out;
     for (int i = 0; i < g->n_jobs; i++) {
         if (g->r.kind == OPENAI_CHAT && (texts[i] || ended[i])) {
             openai_think *t = &g->think[i];
             if (!openai_think_feed(t, texts[i] ? texts[i] : "", lens[i], ended[i])) {
+                const char *c = t->c;
+                size_t n_c = t->n_c;
                 if (t->n_r) out_event(g, chunk(g, openai_chunk_reasoning(i, t->r, t->n_r)));
-                if (t->n_c) out_event(g, chunk(g, openai_chunk_choice(OPENAI_CHAT, i, t->c, t->n_c, 0, NULL)));
+                if (g->r.tool_calls && openai_toolhold_feed(&g->hold[i], g->r.tool_format, c, n_c, ended[i], &c, &n_c))
+                    n_c = 0;
+                if (n_c) out_event(g, chunk(g, openai_chunk_choice(OPENAI_CHAT, i, c, n_c, 0, NULL)));
+                if (g->hold[i].calls) out_event(g, chunk(g, openai_chunk_tool_calls(i, g->hold[i].calls, g->id)));
             }
         } else if (texts[i]) {
             out_event(g, chunk(g, openai_chunk_choice(g->r.kind, i, texts[i], lens[i], 0, NULL)));
@@ -253,7 +264,8 @@ static void sse_fill(gen *g) {
             openai_fail(&e, 500, "server_error", NULL, NULL, "%s", j->err);
             out_event(g, openai_error_json(&e));
         } else {
-            out_event(g, chunk(g, openai_chunk_choice(g->r.kind, i, NULL, 0, 0, openai_finish_reason(j->r.stop_reason))));
+            const char *finish = g->hold[i].calls ? "tool_calls" : openai_finish_reason(j->r.stop_reason);
+            out_event(g, chunk(g, openai_chunk_choice(g->r.kind, i, NULL, 0, 0, finish)));
         }
     }
     int finals = 1;
@@ -268,6 +280,11 @@ static void sse_fill(gen *g) {
         }
         out_lit(g, "data: [DONE]\n\n");
         g->phase = 2;
+    }
+    if (g->n_out > n_out) g->last_out = now_s();
+    else if (now_s() - g->last_out >= H->o.keepalive_ms * 1e-3) { /* pieces came, all held back */
+        out_lit(g, ": keep-alive\n\n");
+        g->last_out = now_s();
     }
 }
 
@@ -329,7 +346,7 @@ static enum MHD_Result answer_whole(gen *g, struct MHD_Connection *c) {
             return fail(H, c, j->st == LLMGEN_E_CONTEXT ? 400 : 500, j->st == LLMGEN_E_CONTEXT ? "invalid_request_error"
                         : "server_error", NULL, j->st == LLMGEN_E_CONTEXT ? "context_length_exceeded" : NULL, j->err);
         }
-        json_array_append_new(choices, openai_choice(g->r.kind, H->m, i, &j->r, g->r.logprobs));
+        json_array_append_new(choices, openai_choice(&g->r, H->m, i, &j->r, g->id));
     }
     long completion, cached;
     usage_totals(g, &completion, &cached);
@@ -385,8 +402,18 @@ static enum MHD_Result generate(serve_http *H, struct MHD_Connection *c, openai_
         }
         int32_t *ids = NULL;
         int n = 0;
-        char err[ERR_LEN];
-        llmgen_status st = request_prompt(H->m, &q, &ids, &n, NULL, err);
+        char err[ERR_LEN], *rendered = NULL;
+        llmgen_status st = request_prompt(H->m, &q, &ids, &n, g->r.tools ? &rendered : NULL, err);
+        if (!st && g->r.tools) { /* the call format is the one the rendered prompt asks for */
+            int bad = openai_tools_prepare(&g->r, rendered, &e);
+            free(rendered);
+            if (bad) {
+                free(ids);
+                gen_unref(g);
+                return respond_error(H, c, &e);
+            }
+            q.grammar = g->r.q.grammar;
+        }
         if (!st && n > ctx) {
             snprintf(err, sizeof err, "this model's maximum context length is %d tokens; the prompt has %d", ctx, n);
             st = LLMGEN_E_CONTEXT;

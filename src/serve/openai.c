@@ -39,6 +39,7 @@ json_t *openai_error_json(const openai_error *e) {
 
 void openai_req_free(openai_req *r) {
     request_free(&r->q);
+    free(r->tool_grammar);
     json_decref(r->prompts);
     json_decref(r->root);
     memset(r, 0, sizeof *r);
@@ -105,10 +106,23 @@ static int map_messages(json_t *root, openai_error *e) {
             json_decref(out);
             return BAD("messages", "'messages[%zu].role' must be system, developer, user, assistant or tool", i);
         }
-        json_t *tc = json_object_get(x, "tool_calls");
-        if ((tc && !json_is_null(tc) && json_array_size(tc)) || json_object_get(x, "function_call")) {
+        json_t *tc = json_object_get(x, "tool_calls"), *call;
+        size_t k;
+        if (json_object_get(x, "function_call")) {
             json_decref(out);
-            return UNSUPPORTED("messages", "'messages[%zu].tool_calls': tool calls are not supported yet", i);
+            return UNSUPPORTED("messages", "'messages[%zu].function_call' is not supported: use tool_calls", i);
+        }
+        if (tc && !json_is_null(tc) && !json_is_array(tc)) {
+            json_decref(out);
+            return BAD("messages", "'messages[%zu].tool_calls' must be a list", i);
+        }
+        json_array_foreach(tc, k, call) {
+            json_t *f = json_object_get(call, "function"), *a = json_object_get(f, "arguments");
+            if (!json_is_string(json_object_get(f, "name")) || (a && !json_is_string(a) && !json_is_object(a))) {
+                json_decref(out);
+                return BAD("messages", "'messages[%zu].tool_calls[%zu]' must be {\"type\": \"function\", \"function\": "
+                           "{\"name\": string, \"arguments\": string}}", i, k);
+            }
         }
         json_t *text = !c || json_is_null(c) ? (!strcmp(r, "assistant") ? json_string("") : NULL)
                                              : content_text(c, i, e);
@@ -119,6 +133,12 @@ static int map_messages(json_t *root, openai_error *e) {
         json_t *m = json_object();
         json_object_set_new(m, "role", json_string(!strcmp(r, "developer") ? "system" : r));
         json_object_set_new(m, "content", text);
+        if (json_array_size(tc)) json_object_set(m, "tool_calls", tc);
+        static const char *const ids[] = {"tool_call_id", "name"};
+        for (int j = 0; j < 2; j++) {
+            json_t *s = json_object_get(x, ids[j]);
+            if (json_is_string(s)) json_object_set(m, ids[j], s);
+        }
         json_array_append_new(out, m);
     }
     json_object_set_new(root, "messages", out);
@@ -184,11 +204,6 @@ static int refuse(json_t *root, openai_kind kind, openai_error *e) {
     }
     json_t *v = json_object_get(root, "logit_bias");
     if (v && (!json_is_object(v) || json_object_size(v))) return UNSUPPORTED("logit_bias", "'logit_bias' is not supported");
-    v = json_object_get(root, "tools");
-    if (v && (!json_is_array(v) || json_array_size(v))) return UNSUPPORTED("tools", "'tools' is not supported yet");
-    v = json_object_get(root, "tool_choice");
-    if (v && !(json_is_string(v) && (!strcmp(json_string_value(v), "none") || !strcmp(json_string_value(v), "auto"))))
-        return UNSUPPORTED("tool_choice", "'tool_choice' is not supported yet");
     if (json_object_get(root, "functions") || json_object_get(root, "function_call"))
         return UNSUPPORTED("functions", "'functions' is not supported");
     if (kind == OPENAI_COMPLETIONS) {
@@ -205,6 +220,74 @@ static int refuse(json_t *root, openai_kind kind, openai_error *e) {
 }
 
 /* The key a request.c message names first ("\"key\" must be ..."), or NULL. */
+/* "tools", "tool_choice", "parallel_tool_calls" (chat). */
+static int map_tools(json_t *root, openai_kind kind, openai_req *r, openai_error *e) {
+    json_t *t = json_object_get(root, "tools"), *c = json_object_get(root, "tool_choice");
+    json_t *par = json_object_get(root, "parallel_tool_calls"), *x;
+    size_t i;
+    r->parallel_calls = 1;
+    if (par && !json_is_boolean(par)) return BAD("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
+    if (par) r->parallel_calls = json_is_true(par);
+    if (t && kind != OPENAI_CHAT) return BAD("tools", "'tools' is for /v1/chat/completions");
+    if (t && !json_is_array(t)) return BAD("tools", "'tools' must be a list of functions");
+    json_array_foreach(t, i, x) {
+        json_t *f = json_object_get(x, "function"), *type = json_object_get(x, "type");
+        if (!json_is_object(x) || !json_is_string(type) || strcmp(json_string_value(type), "function") ||
+            !json_is_object(f) || !json_is_string(json_object_get(f, "name")))
+            return BAD("tools", "'tools[%zu]' must be {\"type\": \"function\", \"function\": {\"name\": string, ...}}",
+                       i);
+        json_t *p = json_object_get(f, "parameters");
+        if (p && !json_is_object(p)) return BAD("tools", "'tools[%zu].function.parameters' must be a JSON Schema", i);
+    }
+    if (!json_array_size(t)) {
+        json_object_del(root, "tools");
+        t = NULL;
+    }
+    r->tools = t;
+    r->tool_choice = OPENAI_TOOLS_AUTO;
+    if (!c) return 0;
+    if (json_is_string(c)) {
+        const char *s = json_string_value(c);
+        r->tool_choice = !strcmp(s, "auto") ? OPENAI_TOOLS_AUTO : !strcmp(s, "none") ? OPENAI_TOOLS_NONE
+                       : !strcmp(s, "required") ? OPENAI_TOOLS_REQUIRED : -1;
+        if ((int)r->tool_choice < 0) return BAD("tool_choice", "'tool_choice' must be none, auto, required or a function");
+    } else {
+        json_t *f = json_object_get(c, "function"), *name = json_object_get(f, "name");
+        if (!json_is_object(c) || !json_is_string(name))
+            return BAD("tool_choice", "'tool_choice' must be none, auto, required or "
+                                      "{\"type\": \"function\", \"function\": {\"name\": string}}");
+        r->tool_choice = OPENAI_TOOLS_NAMED;
+        r->tool_name = json_string_value(name); /* root keeps "tool_choice": request.c ignores it */
+    }
+    if (!t && r->tool_choice != OPENAI_TOOLS_NONE && r->tool_choice != OPENAI_TOOLS_AUTO)
+        return BAD("tool_choice", "'tool_choice' asks for a tool call, but 'tools' is empty");
+    return 0;
+}
+
+int openai_tools_prepare(openai_req *r, const char *rendered, openai_error *e) {
+    if (!r->tools) return 0;
+    json_t *x;
+    size_t i;
+    json_array_foreach(r->tools, i, x) {
+        const char *name = json_string_value(json_object_get(json_object_get(x, "function"), "name"));
+        if (!strstr(rendered, name))
+            return BAD("tools", "the chat template does not show the tools to the model (function \"%s\" is not in "
+                                "the prompt): give a template that renders them (--chat-template-file)", name);
+    }
+    r->tool_format = tools_format_of(rendered);
+    r->tool_calls = r->tool_choice != OPENAI_TOOLS_NONE;
+    if (r->tool_choice != OPENAI_TOOLS_REQUIRED && r->tool_choice != OPENAI_TOOLS_NAMED) return 0;
+    if (r->q.grammar || r->q.json_schema)
+        return BAD("tool_choice", "a required tool call cannot be combined with 'response_format', 'grammar' or "
+                                  "'json_schema'");
+    char err[ERR_LEN];
+    if (tools_grammar(r->tool_format, r->tools, r->tool_choice == OPENAI_TOOLS_NAMED ? r->tool_name : NULL,
+                      r->parallel_calls, &r->tool_grammar, err, sizeof err))
+        return BAD("tool_choice", "'tool_choice': %s", err);
+    r->q.grammar = r->tool_grammar;
+    return 0;
+}
+
 static const char *quoted_key(const char *msg, char *buf, size_t n) {
     const char *a = strchr(msg, '"'), *b = a ? strchr(a + 1, '"') : NULL;
     if (!b || (size_t)(b - a) >= n || b == a + 1) return NULL;
@@ -215,7 +298,7 @@ static const char *quoted_key(const char *msg, char *buf, size_t n) {
 
 int openai_parse(json_t *body, openai_kind kind, const request *base, openai_req *r, openai_error *e) {
     static const char *const consumed[] = {"n", "stream", "stream_options", "response_format", "top_logprobs",
-                                           "tools", "tool_choice", "presence_penalty", "frequency_penalty", "user",
+                                           "presence_penalty", "frequency_penalty", "user",
                                            "logit_bias", "best_of", "echo", "suffix", "parallel_tool_calls"};
     memset(r, 0, sizeof *r);
     r->kind = kind;
@@ -263,7 +346,7 @@ int openai_parse(json_t *body, openai_kind kind, const request *base, openai_req
         if (map_prompt(root, r, e)) return -1;
     }
     if (r->stream && r->logprobs) return UNSUPPORTED("logprobs", "'logprobs' with 'stream' is not supported yet");
-    if (map_response_format(root, e)) return -1;
+    if (map_response_format(root, e) || map_tools(root, kind, r, e)) return -1;
     if ((v = json_object_get(root, "model"))) r->model = json_string_value(v); /* request.c ignores it */
     for (size_t i = 0; i < sizeof consumed / sizeof *consumed; i++) json_object_del(root, consumed[i]);
     request b = *base;
@@ -274,7 +357,7 @@ int openai_parse(json_t *body, openai_kind kind, const request *base, openai_req
         const char *param = quoted_key(err, key, sizeof key);
         static const char *const known[] = {"messages", "prompt", "prompt_ids", "max_tokens", "max_completion_tokens",
                                             "temperature", "temp", "top_p", "top_k", "min_p", "repeat_penalty",
-                                            "logprobs", "seed", "stop", "grammar", "json_schema", "system", "chat",
+                                            "logprobs", "seed", "stop", "grammar", "json_schema", "system", "chat", "tools",
                                             "ignore_eos", "no_close"};
         const char *p = NULL;
         for (size_t i = 0; param && i < sizeof known / sizeof *known; i++)
@@ -440,27 +523,91 @@ json_t *openai_chunk_reasoning(int index, const char *text, size_t len) {
     return c;
 }
 
-json_t *openai_choice(openai_kind kind, const llmgen_model *m, int index, const llmgen_result *r, int logprobs) {
-    json_t *c = json_object(), *text = json_text(r->text ? r->text : "", r->text_len);
+/* The "tool_calls" of a message or delta: [{"id", "type": "function", "function": {"name",
+ * "arguments": text}}], with "index" in a delta. */
+static json_t *tool_calls_json(json_t *calls, const char *id, int index, int delta) {
+    json_t *out = json_array(), *c;
+    size_t k;
+    json_array_foreach(calls, k, c) {
+        char cid[96], *args = json_dumps(json_object_get(c, "arguments"), JSON_COMPACT);
+        snprintf(cid, sizeof cid, "call_%s_%d_%zu", id, index, k);
+        json_t *f = json_pack("{s:O,s:s}", "name", json_object_get(c, "name"), "arguments", args ? args : "{}");
+        free(args);
+        json_t *o = delta ? json_pack("{s:I}", "index", (json_int_t)k) : json_object();
+        json_object_set_new(o, "id", json_string(cid));
+        json_object_set_new(o, "type", json_string("function"));
+        json_object_set_new(o, "function", f);
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
+json_t *openai_choice(const openai_req *q, const llmgen_model *m, int index, const llmgen_result *r, const char *id) {
+    json_t *c = json_object(), *text = json_text(r->text ? r->text : "", r->text_len), *calls = NULL;
+    const char *finish = openai_finish_reason(r->stop_reason);
     json_object_set_new(c, "index", json_integer(index));
-    if (kind == OPENAI_CHAT) {
+    if (q->kind == OPENAI_CHAT) {
         json_t *msg = json_object();
         openai_think t = {0};
+        const char *answer = r->text ? r->text : "";
+        size_t n_answer = r->text ? r->text_len : 0, before;
         json_object_set_new(msg, "role", json_string("assistant"));
-        if (!openai_think_feed(&t, r->text ? r->text : "", r->text ? r->text_len : 0, 1) && t.thought) {
-            json_decref(text);
-            text = json_text(t.c, t.n_c);
+        if (!openai_think_feed(&t, answer, n_answer, 1) && t.thought) {
+            answer = t.c;
+            n_answer = t.n_c;
             json_object_set_new(msg, "reasoning_content", json_text(t.r, t.n_r));
         }
+        if (q->tool_calls && (calls = tools_parse(q->tool_format, answer, n_answer, &before))) n_answer = before;
+        json_decref(text);
+        text = calls && !n_answer ? json_null() : json_text(answer, n_answer);
         openai_think_free(&t);
         json_object_set_new(msg, "content", text);
+        if (calls) {
+            json_object_set_new(msg, "tool_calls", tool_calls_json(calls, id, index, 0));
+            json_decref(calls);
+            finish = "tool_calls";
+        }
         json_object_set_new(c, "message", msg);
     } else {
         json_object_set_new(c, "text", text);
     }
-    json_object_set_new(c, "logprobs", !logprobs || !r->logprobs ? json_null()
-                                        : kind == OPENAI_CHAT ? chat_logprobs(m, r) : completion_logprobs(m, r));
-    json_object_set_new(c, "finish_reason", json_string(openai_finish_reason(r->stop_reason)));
+    json_object_set_new(c, "logprobs", !q->logprobs || !r->logprobs ? json_null()
+                                        : q->kind == OPENAI_CHAT ? chat_logprobs(m, r) : completion_logprobs(m, r));
+    json_object_set_new(c, "finish_reason", json_string(finish));
+    return c;
+}
+
+int openai_toolhold_feed(openai_toolhold *h, tools_format f, const char *s, size_t n, int final, const char **out,
+                         size_t *n_out) {
+    *out = "";
+    *n_out = 0;
+    if (grow(&h->buf, &h->n, &h->cap, s, n)) return -1;
+    size_t upto = final ? h->n : tools_hold_from(f, h->buf, h->n), before;
+    while (!final && upto && (h->buf[upto - 1] == ' ' || h->buf[upto - 1] == '\t' || h->buf[upto - 1] == '\r' ||
+                              h->buf[upto - 1] == '\n'))
+        upto--; /* white space before a call is dropped from the content */
+    if (final && (h->calls = tools_parse(f, h->buf, h->n, &before))) upto = before;
+    if (upto > h->sent) {
+        *out = h->buf + h->sent;
+        *n_out = upto - h->sent;
+        h->sent = upto;
+    }
+    return 0;
+}
+
+void openai_toolhold_free(openai_toolhold *h) {
+    free(h->buf);
+    json_decref(h->calls);
+    memset(h, 0, sizeof *h);
+}
+
+json_t *openai_chunk_tool_calls(int index, json_t *calls, const char *id) {
+    json_t *c = json_object(), *d = json_object();
+    json_object_set_new(c, "index", json_integer(index));
+    json_object_set_new(d, "tool_calls", tool_calls_json(calls, id, index, 1));
+    json_object_set_new(c, "delta", d);
+    json_object_set_new(c, "logprobs", json_null());
+    json_object_set_new(c, "finish_reason", json_null());
     return c;
 }
 

@@ -12,7 +12,7 @@
 #include "slots.h"
 
 enum { S_HOST = CLI_OWN, S_PORT, S_PARALLEL, S_API_KEY, S_API_KEY_FILE, S_MAX_BODY, S_QUEUE, S_TIMEOUT, S_GRACE,
-       S_MAX_CONN, S_KEEPALIVE };
+       S_MAX_CONN, S_KEEPALIVE, S_TEMPLATE_FILE };
 
 static const cli_opt table[] = {
     CLI_OPT_HELP,
@@ -34,6 +34,8 @@ static const cli_opt table[] = {
     {S_GRACE, 0, "grace", "SECONDS", "on SIGTERM / SIGINT, running requests may finish within this (default 30)"},
     {S_MAX_CONN, 0, "max-connections", "N", "open connections at most (default 256)"},
     {S_KEEPALIVE, 0, "keepalive", "SECONDS", "an SSE comment on a stream quiet this long (default 2)"},
+    {S_TEMPLATE_FILE, 0, "chat-template-file", "FILE", "render chats with this Jinja template instead of the model's\n"
+                                                       "(e.g. one that shows 'tools' to the model)"},
     {0, 0, NULL, NULL, NULL},
 };
 
@@ -53,7 +55,7 @@ typedef struct {
     cli_common common;
     serve_http_options http;
     int parallel, queue, grace;
-    const char *key_file;
+    const char *key_file, *template_file;
 } serve_args;
 
 static int parse(int argc, char **argv, serve_args *a, char *err) {
@@ -86,6 +88,7 @@ static int parse(int argc, char **argv, serve_args *a, char *err) {
             break;
         case S_API_KEY: a->http.api_key = v; break;
         case S_API_KEY_FILE: a->key_file = v; break;
+        case S_TEMPLATE_FILE: a->template_file = v; break;
         case S_MAX_BODY:
             if (cli_value("--max-body", v, 64, 1 << 30, 1, &x, err)) return -1;
             a->http.max_body = (size_t)x;
@@ -137,7 +140,7 @@ static const char *model_name(const char *path, char *buf, size_t n) {
 
 int serve_main(int argc, char **argv, const cli_io *io) {
     serve_args a;
-    char err[ERR_LEN], *key = NULL;
+    char err[ERR_LEN], *key = NULL, *template_text = NULL;
     if (parse(argc, argv, &a, err)) return cli_fail(io, EXIT_USAGE, "serve: %s", err);
     if (a.common.help) return print_help(io->out) || fflush(io->out) ? EXIT_IO : EXIT_OK;
     if (a.key_file) {
@@ -150,10 +153,18 @@ int serve_main(int argc, char **argv, const cli_io *io) {
         }
         a.http.api_key = key;
     }
+    if (a.template_file) {
+        llmgen_status st = cli_read_file(a.template_file, "--chat-template-file", &template_text, err);
+        if (st) {
+            free(key);
+            return cli_fail(io, cli_exit_code(st), "serve: %s", err);
+        }
+    }
     a.http.log = io->diag;
     serve_http *H = NULL;
     if (serve_http_start(&a.http, &H, err)) {
         free(key);
+        free(template_text);
         return cli_fail(io, EXIT_IO, "serve: %s", err);
     }
     fprintf(io->diag, "llmgen: serve: listening on http://%s%s%s:%d (loading %s)\n", strchr(a.http.host, ':') ? "[" : "",
@@ -183,6 +194,7 @@ int serve_main(int argc, char **argv, const cli_io *io) {
     base.sp.temperature = 1; /* OpenAI's default */
     base.max_tokens = -1;    /* until the end of sequence or a full context; completions: 16 (openai.c) */
     base.reuse_prefix = 1;
+    base.template_text = template_text;
     char name[256];
     serve_http_ready(H, m, S, model_name(a.common.model, name, sizeof name), &base);
     fprintf(io->diag, "llmgen: serve: ready: %s, %d slots of %d tokens\n", name, a.parallel, serve_slots_ctx(S));
@@ -213,6 +225,7 @@ out:
     serve_slots_free(S);
     llmgen_model_free(m);
     free(key);
+    free(template_text);
     if (!rc) fprintf(io->diag, "llmgen: serve: stopped\n");
     return rc;
 }

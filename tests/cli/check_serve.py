@@ -9,7 +9,12 @@ and chat, streamed and not (the streamed deltas joined equal the whole answer), 
 (choice i is the CLI's run with seed + i), a stop string, chat logprobs with top_logprobs (ids' texts and
 log-probabilities equal the CLI's), response_format with a JSON schema (the output parses and has the
 schema's keys and types), a <think> block (forced by a grammar) given as reasoning_content apart from
-the content, whole and streamed, usage counts (prompt and completion tokens equal the CLI's ids). Raw SSE
+the content, whole and streamed, usage counts (prompt and completion tokens equal the CLI's ids). Tools
+(a server each with Qwen2.5's, Llama 3.1's and Mistral Nemo's templates): tool_choice naming a function
+gives one call whose arguments validate, the same streamed, required gives calls to the given
+functions, an unknown function is a 400; with Qwen2.5's, a call the answer writes (auto) is parsed with
+the text before it as content, and the call with the tool's answer sent back gives the CLI's --batch
+bytes for the same messages; SmolLM2's own template does not show tools: a 400. Raw SSE
 framing through curl: every event is "data: " + JSON or a comment, [DONE] last, text/event-stream.
 Errors as OpenAI's error object: a wrong key (401), malformed JSON (400), a bad field value (400 naming
 it), an unsupported field (presence_penalty: 400 naming it), a prompt longer than the context (400
@@ -242,6 +247,119 @@ def client_checks(port, cli):
     check([m.id for m in models.data] == ["SmolLM2-135M-Instruct.Q4_1.gguf"], "/v1/models lists the served model")
 
 
+TEMPLATES = os.path.join(CACHE, "chat-templates", "llama.cpp")
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+                   "required": ["city"], "additionalProperties": False}}}
+CLOCK = {"type": "function", "function": {
+    "name": "get_time", "description": "The time in a zone",
+    "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}}}
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def valid_weather(args):
+    try:
+        a = json.loads(args)
+    except ValueError:
+        return False
+    return isinstance(a, dict) and isinstance(a.get("city"), str) and set(a) <= {"city", "unit"} and \
+        a.get("unit", "c") in ("c", "f")
+
+
+def tool_checks(default_port):
+    """Tools through templates that show them: Qwen2.5's (Hermes <tool_call>), Llama 3.1's (JSON),
+    Mistral Nemo's ([TOOL_CALLS]); the round trip of a call and its answer equals the CLI's bytes."""
+    c = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % default_port, api_key=KEY, max_retries=0, timeout=60)
+    for kw, param in (({"tools": [WEATHER]}, "tools"),):
+        try:  # SmolLM2's own template does not render tools: a 400 rather than tools silently dropped
+            c.chat.completions.create(model="m", messages=ASK, max_tokens=4, **kw)
+            check(False, "tools through a template that ignores them are refused")
+        except openai.BadRequestError as e:
+            check((e.body or {}).get("param") == param, "tools the template does not show: 400 naming tools (%s)"
+                  % (e.body or {}).get("message"))
+    for name, fmt in (("Qwen-Qwen2.5-7B-Instruct", "hermes"), ("meta-llama-Llama-3.1-8B-Instruct", "llama3"),
+                      ("mistralai-Mistral-Nemo-Instruct-2407", "mistral")):
+        template = os.path.join(TEMPLATES, name + ".jinja")
+        p, port = start_server(["--chat-template-file", template, "--parallel", "1"])
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline and http(port, "GET", "/health", key=None, timeout=5)[0] != 200:
+                time.sleep(0.05)
+            c = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key=KEY, max_retries=0, timeout=120)
+            named = {"type": "function", "function": {"name": "get_weather"}}
+            r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK], tool_choice=named,
+                                          max_tokens=60, temperature=0)
+            m, calls = r.choices[0].message, r.choices[0].message.tool_calls or []
+            check(len(calls) == 1 and calls[0].function.name == "get_weather" and valid_weather(
+                calls[0].function.arguments) and r.choices[0].finish_reason == "tool_calls" and not m.content,
+                  "%s (%s): tool_choice get_weather gives one call, arguments valid for its schema (%s)" % (
+                      name, fmt, calls[0].function.arguments if calls else m.content))
+            if not calls:
+                continue
+            deltas = [d for ch in c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK],
+                                                             tool_choice=named, max_tokens=60, temperature=0,
+                                                             stream=True)
+                      for d in ch.choices]
+            streamed = [t for d in deltas for t in (d.delta.tool_calls or [])]
+            check(len(streamed) == 1 and streamed[0].function.name == "get_weather" and
+                  streamed[0].function.arguments == calls[0].function.arguments and
+                  deltas[-1].finish_reason == "tool_calls",
+                  "%s: streamed, the same call in a tool_calls delta, finish_reason tool_calls" % fmt)
+            r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK], tool_choice="required",
+                                          max_tokens=60, temperature=0)
+            calls2 = r.choices[0].message.tool_calls or []
+            check(len(calls2) >= 1 and all(x.function.name in ("get_weather", "get_time") for x in calls2),
+                  "%s: tool_choice required gives calls to the given functions (%s)" % (
+                      fmt, [x.function.name for x in calls2]))
+            try:
+                c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER], max_tokens=4,
+                                          tool_choice={"type": "function", "function": {"name": "nope"}})
+                check(False, "a tool_choice naming no given function is refused")
+            except openai.BadRequestError as e:
+                check((e.body or {}).get("param") == "tool_choice", "%s: tool_choice naming no given function: 400 "
+                      "naming tool_choice" % fmt)
+            if fmt != "hermes":
+                continue
+            # auto: a call the model writes (here forced by llama-server's grammar field) is parsed back
+            forced = {"grammar": 'root ::= "Let me check.\\n<tool_call>\\n{\\"name\\": \\"get_time\\", '
+                                 '\\"arguments\\": {\\"zone\\": \\"UTC\\"}}\\n</tool_call>"'}
+            r = c.chat.completions.create(model="m", messages=ASK, tools=[WEATHER, CLOCK], max_tokens=60,
+                                          temperature=0, extra_body=forced)
+            m = r.choices[0].message
+            check(m.content == "Let me check." and [(x.function.name, json.loads(x.function.arguments))
+                                                   for x in m.tool_calls or []] == [("get_time", {"zone": "UTC"})],
+                  "tool_choice auto: the text before the call is the content, the call is parsed (%r)" % m.content)
+            # the answer sent back: the call and the tool's result rendered by the template, as the CLI renders them
+            turn = ASK + [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": calls[0].id, "type": "function", "function": {"name": "get_weather",
+                                                                     "arguments": calls[0].function.arguments}}]},
+                          {"role": "tool", "tool_call_id": calls[0].id, "content": '{"celsius": 18}'}]
+            r = c.chat.completions.create(model="m", messages=turn, tools=[WEATHER, CLOCK], max_tokens=24,
+                                          temperature=0)
+            with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+                f.write(json.dumps({"messages": turn, "tools": [WEATHER, CLOCK], "max_tokens": 24}) + "\n")
+                path = f.name
+            try:
+                q = subprocess.run([LLMGEN, "-m", MODEL, "-t", "2", "-c", str(CTX), "--chat-template-file", template,
+                                    "--batch", path], capture_output=True, text=True, timeout=120)
+            finally:
+                os.unlink(path)
+            cli = json.loads(q.stdout) if q.returncode == 0 else {}
+            check(r.choices[0].message.content == cli.get("text") and r.usage.prompt_tokens == len(
+                cli.get("prompt_ids", [])) and '{"celsius": 18}' in http_detok(port, cli.get("prompt_ids", [])),
+                  "the tool's answer sent back: the reply equals the CLI's --batch bytes, its prompt holds the "
+                  "tool result (%r; %s)" % (r.choices[0].message.content, q.stderr.strip()[-200:]))
+        finally:
+            p.kill()
+            p.wait(timeout=30)
+
+
+def http_detok(port, ids):
+    st, text, _ = http(port, "POST", "/detokenize", {"tokens": ids})
+    return json.loads(text).get("content", "") if st == 200 else ""
+
+
 def raw_checks(port, cli):
     st, text, _ = http(port, "POST", "/v1/chat/completions", raw=b'{"messages": [')
     check(st == 400 and is_error_object(text), "malformed JSON: 400 with an error object")
@@ -395,6 +513,7 @@ def main():
             time.sleep(0.05)
         check(st == 200, "/health answers 200 once the model is loaded")
         client_checks(port, cli)
+        tool_checks(port)
         raw_checks(port, cli)
         disconnect_check(port)
         slowloris_check(port)

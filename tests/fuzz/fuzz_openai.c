@@ -6,8 +6,32 @@
 #include "fuzz_util.h"
 
 #include "cli/request.h"
+#include "grammar/grammar.h"
 #include "llmgen.h"
 #include "serve/openai.h"
+#include "serve/tools.h"
+
+/* A stream's held-back content fed in pieces of k bytes gives the content and calls of the
+ * whole text parsed at once. */
+static void check_toolhold(tools_format f, const char *text, size_t n, size_t k) {
+    openai_toolhold h = {0};
+    size_t before = n, got = 0;
+    json_t *calls = tools_parse(f, text, n, &before);
+    char *c = malloc(n + 1);
+    if (!c) abort();
+    for (size_t i = 0; i <= n; i += k) {
+        const char *out;
+        size_t len = i + k <= n ? k : n - i, n_out;
+        if (openai_toolhold_feed(&h, f, text + i, len, i + k > n, &out, &n_out)) abort();
+        memcpy(c + got, out, n_out);
+        got += n_out;
+    }
+    if (!!calls != !!h.calls || got != (calls ? before : n) || memcmp(c, text, got)) abort();
+    if (calls && !json_equal(calls, h.calls)) abort();
+    json_decref(calls);
+    free(c);
+    openai_toolhold_free(&h);
+}
 
 /* The <think> split of text fed whole equals the one fed in pieces of k bytes. */
 static void check_think(const char *text, size_t n, size_t k) {
@@ -74,8 +98,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         llmgen_result res = {.ids = ids, .n_ids = 3, .text = (char *)(r.q.text ? r.q.text : "abc"),
                              .text_len = r.q.text ? r.q.text_len : 3, .stop_reason = LLMGEN_STOP_LENGTH,
                              .logprobs = lp, .top_logprobs = 3};
-        check_json(openai_choice(kind, NULL, 0, &res, r.logprobs));
+        check_json(openai_choice(&r, NULL, 0, &res, "fuzz"));
         for (size_t k = 1; k <= 9; k += 4) check_think(res.text, res.text_len, k);
+        for (tools_format f = TOOLS_UNKNOWN; f <= TOOLS_MISTRAL; f++) {
+            check_toolhold(f, res.text, res.text_len, 1 + (size_t)f * 3);
+            char *gbnf = NULL, err[256];
+            if (r.tools && !tools_grammar(f, r.tools, r.tool_name, r.parallel_calls, &gbnf, err, sizeof err)) {
+                grammar *g = NULL;
+                if (!grammar_parse(gbnf, strlen(gbnf), &g, err, sizeof err)) grammar_free(g);
+            }
+            free(gbnf);
+        }
         check_json(openai_chunk_choice(kind, 1, res.text, res.text_len, 1, "stop"));
         json_t *env = openai_envelope(kind, r.stream, "id-1", 0, r.model ? r.model : "m");
         json_object_set_new(env, "usage", openai_usage(3, 3, 0));

@@ -49,6 +49,7 @@ int main(void) {
     FIELD(llmgen_chat_options, eos_token);
     FIELD(llmgen_chat_options, tools_json);
     FIELD(llmgen_chat_options, vars_json);
+    FIELD(llmgen_chat_options, messages_json);
 
     SIZE(llmgen_sampler_params);
     FIELD(llmgen_sampler_params, temperature);

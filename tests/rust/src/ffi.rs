@@ -85,6 +85,7 @@ pub struct llmgen_chat_options {
     pub eos_token: *const c_char,
     pub tools_json: *const c_char,
     pub vars_json: *const c_char,
+    pub messages_json: *const c_char,
 }
 
 pub const LLMGEN_MAX_SEQUENCES: c_int = 64;

@@ -68,7 +68,9 @@ fn declared() -> Declared {
             has_tokenizer, cpus, cpus_from,
         }
         llmgen_message { role, content }
-        llmgen_chat_options { template_name, date, template_text, bos_token, eos_token, tools_json, vars_json }
+        llmgen_chat_options {
+            template_name, date, template_text, bos_token, eos_token, tools_json, vars_json, messages_json,
+        }
         llmgen_sampler_params { temperature, top_k, top_p, min_p, repeat_penalty, seed }
         llmgen_generate_params {
             max_tokens, ignore_eos, stops, n_stops, sampler, keep_cache, logprobs, top_logprobs, reuse_prefix,
