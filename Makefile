@@ -370,8 +370,8 @@ same-bytes: llmgen model  ## compare --dump-logits hashes with tests/refs/same-b
 # The shared one is versioned as C users expect: libllmgen.so.$(SO_VERSION) with SONAME
 # libllmgen.so.$(SO_MAJOR), and exports only the llmgen_* API (src/llmgen.map; the
 # kernels, tokenizer and format internals stay local).
-SO_MAJOR   := 0
-SO_VERSION := $(SO_MAJOR).1.0
+SO_MAJOR   := 1
+SO_VERSION := $(SO_MAJOR).0.0
 PIC_OBJ := $(LIB_OBJ)
 libllmgen.a: $(PIC_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -380,13 +380,13 @@ libllmgen.so.$(SO_VERSION): $(PIC_OBJ) src/llmgen.map
 	  -o $@ $(PIC_OBJ) $(LDLIBS)
 libllmgen.so.$(SO_MAJOR) libllmgen.so: libllmgen.so.$(SO_VERSION)
 	ln -sf $< $@
-lib: libllmgen.a libllmgen.so libllmgen.so.$(SO_MAJOR)  ## build libllmgen.a and libllmgen.so (.so.0, .so.0.1.0)
+lib: libllmgen.a libllmgen.so libllmgen.so.$(SO_MAJOR)  ## build libllmgen.a and libllmgen.so (.so.1, .so.1.0.0)
 
 # A separate C program that links the library and drives prefill / decode / sample by hand.
 $(BUILD)/lib_client: tests/lib_client.c libllmgen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< libllmgen.a $(LDLIBS)
-# (it runs against the SONAME, libllmgen.so.0, so that link comes with it)
+# (it runs against the SONAME, libllmgen.so.1, so that link comes with it)
 $(BUILD)/lib_client_so: tests/lib_client.c libllmgen.so libllmgen.so.$(SO_MAJOR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -L. -l:libllmgen.so -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)

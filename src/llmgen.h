@@ -2,7 +2,7 @@
  *
  * The only header a program embedding llmgen includes (it needs nothing but
  * <stddef.h> and <stdint.h>); build with `pkg-config --cflags --libs llmgen`
- * (libllmgen.so.0; add --static for libllmgen.a and its -lpcre2-8 -lutf8proc
+ * (libllmgen.so.1; add --static for libllmgen.a and its -lpcre2-8 -lutf8proc
  * -ljansson -lm -lpthread). The shared library exports these functions only.
  *
  *   llmgen_model_open        load a model once (mmap, read-only), shared by its sessions
@@ -366,8 +366,8 @@ void llmgen_batch_stats(llmgen_batch *b, long *passes, long *seq_steps);
 
 /* ---- sampling ------------------------------------------------------------------- */
 
-/* Filters run in transformers' order: repetition penalty, temperature, top-k,
- * top-p, min-p, then one seeded draw. Same seed and params: same ids on any
+/* Filters run in transformers' order: repetition penalty (then the presence and
+ * frequency penalties), temperature, top-k, top-p, min-p, then one seeded draw. Same seed and params: same ids on any
  * machine and thread count. */
 typedef struct {
     float temperature;    /* 0 = greedy (argmax, first on ties); > 0 divides the logits */
@@ -376,6 +376,8 @@ typedef struct {
     float min_p;          /* drop ids below min_p * the largest probability; 0 = off */
     float repeat_penalty; /* ids in the history: logit / r if > 0, * r if < 0; 1 = off */
     uint64_t seed;        /* PRNG seed */
+    float presence_penalty;  /* OpenAI's, -2..2: minus this from the logit of every id generated so far; 0 = off */
+    float frequency_penalty; /* OpenAI's, -2..2: minus this times how often the id was generated; 0 = off */
 } llmgen_sampler_params;
 
 typedef struct llmgen_sampler llmgen_sampler;
@@ -387,7 +389,9 @@ llmgen_status llmgen_sampler_check(const llmgen_sampler_params *p, char *err, si
 llmgen_sampler *llmgen_sampler_new(const llmgen_sampler_params *p, int vocab_size);
 void llmgen_sampler_free(llmgen_sampler *s);  /* NULL is fine */
 /* Pick the next id from vocab_size logits. history (n_history ids, usually the
- * prompt and what was generated so far) feeds the repetition penalty; may be NULL. */
+ * prompt and what was generated so far) feeds the repetition penalty; may be NULL.
+ * The presence and frequency penalties count the ids of history as generated
+ * (llmgen_generate counts only the ids it generated, as OpenAI does). */
 int32_t llmgen_sample(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history);
 
 /* ---- generation ------------------------------------------------------------------ */

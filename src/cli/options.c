@@ -94,7 +94,7 @@ enum {
     O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL,
     O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL,
     O_CHAT_TEMPLATE, O_NO_ESCAPE, O_KEEP_NEWLINE, O_SHOW_PIECES, O_GRAMMAR, O_GRAMMAR_FILE, O_JSON_SCHEMA, O_JSON_OBJECT,
-    O_NO_CLOSE, O_STRICT_SCHEMA,
+    O_NO_CLOSE, O_STRICT_SCHEMA, O_PRESENCE, O_FREQUENCY,
 };
 
 /* Every option of the main command, in the order --help lists them. */
@@ -131,6 +131,10 @@ static const cli_opt table[] = {
     {O_TOPP, 0, "top-p", "P", "keep the most likely tokens up to mass P, 0..1 (1 = off)"},
     {O_MINP, 0, "min-p", "P", "drop tokens below P times the top probability, 0..1 (0 = off)"},
     {O_REPEAT, 0, "repeat-penalty", "R", "penalize tokens already seen, 0.01..100 (1 = off)"},
+    {O_PRESENCE, 0, "presence-penalty", "P", "subtract P from the logit of each token generated so far, -2..2\n"
+                                            "(OpenAI's; 0 = off)"},
+    {O_FREQUENCY, 0, "frequency-penalty", "F", "subtract F times its count from each generated token's logit,\n"
+                                              "-2..2 (OpenAI's; 0 = off)"},
     {O_SEED, 's', "seed", "S", "sampling seed, 0..2^64-1 (default: random below 2^53 when --temp > 0,\n"
                                "reported by --json and --stats)"},
     CLI_OPT_THREADS,
@@ -234,6 +238,12 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_REPEAT:
             if (cli_value("--repeat-penalty", optarg, 0.01, 100, 0, &v, err)) return -1;
             b->sp.repeat_penalty = (float)v;
+            break;
+        case O_PRESENCE:
+        case O_FREQUENCY:
+            if (cli_value(c == O_PRESENCE ? "--presence-penalty" : "--frequency-penalty", optarg, -2, 2, 0, &v, err))
+                return -1;
+            *(c == O_PRESENCE ? &b->sp.presence_penalty : &b->sp.frequency_penalty) = (float)v;
             break;
         case O_SEED:
             errno = 0;

@@ -309,10 +309,12 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
             return seterr(err, "\"%s\" must be -1 or an integer from 1 to %d", k, REQUEST_MAX_TOKENS);
         q->max_tokens = (int)n;
     } else if (!strcmp(k, "temp") || !strcmp(k, "temperature") || !strcmp(k, "top_p") || !strcmp(k, "min_p") ||
-               !strcmp(k, "repeat_penalty")) { /* "temperature": OpenAI's name */
-        if (!json_is_number(v)) return seterr(err, "\"%s\" must be a number", k);
+               !strcmp(k, "repeat_penalty") || !strcmp(k, "presence_penalty") || !strcmp(k, "frequency_penalty")) {
+        if (!json_is_number(v)) return seterr(err, "\"%s\" must be a number", k); /* "temperature": OpenAI's */
         *(k[0] == 't' && k[1] == 'e' ? &q->sp.temperature : !strcmp(k, "top_p") ? &q->sp.top_p
-          : !strcmp(k, "min_p") ? &q->sp.min_p : &q->sp.repeat_penalty) = (float)json_number_value(v);
+          : !strcmp(k, "min_p") ? &q->sp.min_p : !strcmp(k, "presence_penalty") ? &q->sp.presence_penalty
+          : !strcmp(k, "frequency_penalty") ? &q->sp.frequency_penalty : &q->sp.repeat_penalty) =
+            (float)json_number_value(v);
     } else if (!strcmp(k, "top_k")) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT_MAX)
             return seterr(err, "\"top_k\" must be a non-negative integer");
@@ -369,8 +371,9 @@ static int json_key(request *q, const char *k, json_t *v, int *has_prompt, char 
         if (!strcmp(k, "response_format"))
             return seterr(err, "unknown key \"response_format\" (OpenAI's: give the schema itself as \"json_schema\")");
         return seterr(err, "unknown key \"%s\" (the keys: id, prompt, prompt_ids, messages, system, chat, max_tokens, "
-                           "tools, temp or temperature, top_k, top_p, min_p, repeat_penalty, seed, stop, ignore_eos, "
-                           "logprobs, grammar, json_schema, no_close, strict_schema)", k);
+                           "tools, temp or temperature, top_k, top_p, min_p, repeat_penalty, presence_penalty, "
+                           "frequency_penalty, seed, stop, ignore_eos, logprobs, grammar, json_schema, no_close, "
+                           "strict_schema)", k);
     }
     return 0;
 }

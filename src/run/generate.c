@@ -25,6 +25,7 @@
 #include "draft.h"
 #include "constrain.h"
 #include "generate.h"
+#include "sampler.h"
 #include "llmgen.h"
 #include "base/util.h"
 
@@ -215,7 +216,7 @@ static int ids_left(const llmgen_generate_params *p, const llmgen_result *r, con
 static int32_t close_within(constrain *con, llmgen_sampler *smp, const float *from, const int32_t *hist, int n_hist,
                             int32_t id, int left, llmgen_result *r) {
     if (constrain_fits(con, id, left - 1) || !constrain_keep_within(con, left - 1)) return id;
-    int32_t again = llmgen_sample(smp, from, hist, n_hist);
+    int32_t again = sampler_pick(smp, from, hist, n_hist, r->n_ids);
     if (!constrain_fits(con, again, left - 1)) return id;
     r->n_closed++;
     return again;
@@ -285,7 +286,7 @@ llmgen_status llmgen_generate(llmgen_session *s, const int32_t *prompt, int n_pr
             }
             if (!(from = constrain_mask(con, logits, V, &st, err, errlen))) break;
         }
-        int32_t id = llmgen_sample(smp, from, hist, n_hist);
+        int32_t id = sampler_pick(smp, from, hist, n_hist, r->n_ids); /* presence counts what this call generated */
         if (con && !p->no_close) id = close_within(con, smp, from, hist, n_hist, id, ids_left(p, r, s, pos), r);
         if (con && constrain_accept(con, id)) {
             st = fail(LLMGEN_E_USAGE, err, errlen, "grammar: the sampled id is not allowed (all allowed logits -inf?)");

@@ -31,6 +31,7 @@ struct llmgen_sampler {
     float *w;      /* (vocab) logits after penalty and temperature; -inf = filtered out */
     double *prob;  /* (vocab) probabilities of the filtered distribution */
     cand *c;       /* (vocab) scratch: heap for top-k, sorted survivors for top-p */
+    int32_t *count; /* (vocab) scratch of the presence / frequency penalties, all 0 between calls */
 };
 
 static uint64_t splitmix64(uint64_t *x) {
@@ -69,6 +70,10 @@ llmgen_status llmgen_sampler_check(const llmgen_sampler_params *p, char *err, si
     else if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) what = "min_p must be in [0, 1] (0 = off)";
     else if (!(p->repeat_penalty > 0.0f && isfinite(p->repeat_penalty)))
         what = "repeat_penalty must be a finite number > 0 (1 = off)";
+    else if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f))
+        what = "presence_penalty must be in [-2, 2] (0 = off)";
+    else if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f))
+        what = "frequency_penalty must be in [-2, 2] (0 = off)";
     if (!what) return LLMGEN_OK;
     if (err && errlen) snprintf(err, errlen, "sampler: %s", what);
     return LLMGEN_E_USAGE;
@@ -83,7 +88,8 @@ llmgen_sampler *llmgen_sampler_new(const llmgen_sampler_params *p, int vocab) {
     s->w = malloc((size_t)vocab * sizeof *s->w);
     s->prob = malloc((size_t)vocab * sizeof *s->prob);
     s->c = malloc((size_t)vocab * sizeof *s->c);
-    if (!s->w || !s->prob || !s->c) {
+    if (p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f) s->count = calloc((size_t)vocab, sizeof *s->count);
+    if (!s->w || !s->prob || !s->c || ((p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f) && !s->count)) {
         llmgen_sampler_free(s);
         return NULL;
     }
@@ -97,6 +103,7 @@ void llmgen_sampler_free(llmgen_sampler *s) {
     free(s->w);
     free(s->prob);
     free(s->c);
+    free(s->count);
     free(s);
 }
 
@@ -134,6 +141,22 @@ static void apply_penalty(float *w, const float *logits, int V, float penalty, c
         if (id < 0 || id >= V) continue;
         float v = logits[id];
         w[id] = v < 0 ? v * penalty : v / penalty;
+    }
+}
+
+/* OpenAI's presence and frequency penalties over the ids h[0..n): an id generated c > 0 times
+ * loses frequency * c + presence from its logit (after the repetition penalty). */
+static void apply_presence(llmgen_sampler *s, float *w, const int32_t *h, int n) {
+    const llmgen_sampler_params *p = &s->p;
+    int V = s->vocab;
+    if (!s->count || !h) return;
+    for (int i = 0; i < n; i++)
+        if (h[i] >= 0 && h[i] < V) s->count[h[i]]++;
+    for (int i = 0; i < n; i++) {
+        int32_t id = h[i];
+        if (id < 0 || id >= V || !s->count[id]) continue;
+        w[id] -= (float)s->count[id] * p->frequency_penalty + p->presence_penalty;
+        s->count[id] = 0; /* once per id, and the scratch is clean again */
     }
 }
 
@@ -207,12 +230,14 @@ static void apply_top_p(llmgen_sampler *s, float top_p) {
 }
 
 /* Fills s->prob with the filtered distribution; returns the number of survivors. */
-static int filter(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history) {
+static int filter(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history, int n_generated) {
     const llmgen_sampler_params *p = &s->p;
     int V = s->vocab;
     float *w = s->w;
     memcpy(w, logits, (size_t)V * sizeof *w);
     apply_penalty(w, logits, V, p->repeat_penalty, history, n_history);
+    if (n_generated > n_history) n_generated = n_history;
+    apply_presence(s, w, history ? history + n_history - n_generated : NULL, n_generated);
     if (p->temperature <= 0.0f) {
         memset(s->prob, 0, (size_t)V * sizeof *s->prob);
         s->prob[argmax_f32(w, V)] = 1.0;
@@ -241,16 +266,20 @@ static int filter(llmgen_sampler *s, const float *logits, const int32_t *history
 }
 
 int sampler_probs(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history, double *probs) {
-    int n = filter(s, logits, history, n_history);
+    int n = filter(s, logits, history, n_history, n_history);
     memcpy(probs, s->prob, (size_t)s->vocab * sizeof *probs);
     return n;
 }
 
 int32_t llmgen_sample(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history) {
+    return sampler_pick(s, logits, history, n_history, n_history);
+}
+
+int32_t sampler_pick(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history, int n_generated) {
     int V = s->vocab;
     /* greedy without a penalty: the filtered copy would equal the logits */
-    if (s->p.temperature <= 0.0f && s->p.repeat_penalty == 1.0f) return argmax_f32(logits, V);
-    filter(s, logits, history, n_history);
+    if (s->p.temperature <= 0.0f && s->p.repeat_penalty == 1.0f && !s->count) return argmax_f32(logits, V);
+    filter(s, logits, history, n_history, n_generated);
     if (s->p.temperature <= 0.0f) return argmax_f32(s->w, V);
     /* walk the survivors in id order: the draw depends only on the distribution and the seed */
     double r = next_unit(s), cum = 0.0;

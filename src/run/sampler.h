@@ -13,5 +13,8 @@ int32_t argmax_f32(const float *x, int n);
  * non-zero probability. Does not advance the PRNG. */
 int sampler_probs(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history,
                   double *probs);
+/* llmgen_sample with the presence and frequency penalties counting only the last n_generated ids
+ * of history (the ones generated; the repetition penalty sees all of it). */
+int32_t sampler_pick(llmgen_sampler *s, const float *logits, const int32_t *history, int n_history, int n_generated);
 
 #endif

@@ -192,16 +192,8 @@ static int map_response_format(json_t *root, openai_error *e) {
     return 0;
 }
 
-static int is_zero_number(json_t *v) { return json_is_number(v) && json_number_value(v) == 0; }
-
 /* Fields llmgen knows but cannot honour (a 400 naming them), and those it takes only in one shape. */
 static int refuse(json_t *root, openai_kind kind, openai_error *e) {
-    static const char *const penalties[] = {"presence_penalty", "frequency_penalty"};
-    for (int i = 0; i < 2; i++) {
-        json_t *v = json_object_get(root, penalties[i]);
-        if (v && !json_is_number(v)) return BAD(penalties[i], "'%s' must be a number", penalties[i]);
-        if (v && !is_zero_number(v)) return UNSUPPORTED(penalties[i], "'%s' is not supported yet (only 0)", penalties[i]);
-    }
     json_t *v = json_object_get(root, "logit_bias");
     if (v && (!json_is_object(v) || json_object_size(v))) return UNSUPPORTED("logit_bias", "'logit_bias' is not supported");
     if (json_object_get(root, "functions") || json_object_get(root, "function_call"))
@@ -289,6 +281,13 @@ int openai_tools_prepare(openai_req *r, const char *rendered, openai_error *e) {
 }
 
 static const char *quoted_key(const char *msg, char *buf, size_t n) {
+    if (!strncmp(msg, "sampler: ", 9)) { /* llmgen_sampler_check: "sampler: FIELD must be ..." */
+        size_t k = strcspn(msg + 9, " ");
+        if (k >= n) return NULL;
+        memcpy(buf, msg + 9, k);
+        buf[k] = '\0';
+        return buf;
+    }
     const char *a = strchr(msg, '"'), *b = a ? strchr(a + 1, '"') : NULL;
     if (!b || (size_t)(b - a) >= n || b == a + 1) return NULL;
     memcpy(buf, a + 1, (size_t)(b - a - 1));
@@ -298,7 +297,7 @@ static const char *quoted_key(const char *msg, char *buf, size_t n) {
 
 int openai_parse(json_t *body, openai_kind kind, const request *base, openai_req *r, openai_error *e) {
     static const char *const consumed[] = {"n", "stream", "stream_options", "response_format", "top_logprobs",
-                                           "presence_penalty", "frequency_penalty", "user",
+                                           "user",
                                            "logit_bias", "best_of", "echo", "suffix", "parallel_tool_calls"};
     memset(r, 0, sizeof *r);
     r->kind = kind;
@@ -356,7 +355,8 @@ int openai_parse(json_t *body, openai_kind kind, const request *base, openai_req
     if (request_from_json(root, &b, &r->q, err)) {
         const char *param = quoted_key(err, key, sizeof key);
         static const char *const known[] = {"messages", "prompt", "prompt_ids", "max_tokens", "max_completion_tokens",
-                                            "temperature", "temp", "top_p", "top_k", "min_p", "repeat_penalty",
+                                            "temperature", "temp", "top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty",
+                                            "frequency_penalty",
                                             "logprobs", "seed", "stop", "grammar", "json_schema", "system", "chat", "tools",
                                             "ignore_eos", "no_close"};
         const char *p = NULL;

@@ -12,7 +12,7 @@ Checks, on the default model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf):
   - the bad-input table: each row prints exactly one stderr line naming the file or option,
     and exits with the documented code (malformed model files are tests/cli/check_bad_files.py's);
   - the man page renders with groff without warnings and documents every option of --help;
-  - `make install PREFIX=...` installs binary, libraries (libllmgen.so.0 with its SONAME, only llmgen_*
+  - `make install PREFIX=...` installs binary, libraries (libllmgen.so.1 with its SONAME, only llmgen_*
     exported), header, llmgen.pc and man page; clients build with pkg-config against the installed tree;
   - a full context keeps what was generated (--json, --batch, text; stop_reason "context", exit 4; -n -1
     exit 0); sampling without --seed draws and reports a seed; threads default to the CPUs the process may use
@@ -731,22 +731,22 @@ def check_install():
     with tempfile.TemporaryDirectory() as tmp:
         p = subprocess.run(["make", "-s", "install", "PREFIX=" + tmp], cwd=REPO, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=600)
-        want = ["bin/llmgen", "lib/libllmgen.a", "lib/libllmgen.so", "lib/libllmgen.so.0", "lib/libllmgen.so.0.1.0",
+        want = ["bin/llmgen", "lib/libllmgen.a", "lib/libllmgen.so", "lib/libllmgen.so.1", "lib/libllmgen.so.1.0.0",
                 "include/llmgen.h", "share/man/man1/llmgen.1", "lib/pkgconfig/llmgen.pc"]
         missing = [w for w in want if not os.path.exists(os.path.join(tmp, w))]
         if p.returncode or missing:
             fail("make install: exit %d, missing %s: %s" % (p.returncode, missing, p.stdout.decode()[-500:]))
             return
-        lib = os.path.join(tmp, "lib", "libllmgen.so.0.1.0")
+        lib = os.path.join(tmp, "lib", "libllmgen.so.1.0.0")
         dyn = subprocess.run(["readelf", "-d", lib], stdout=subprocess.PIPE).stdout.decode()
         syms = subprocess.run(["nm", "-D", "--defined-only", lib], stdout=subprocess.PIPE).stdout.decode().split("\n")
         exported = [l.split()[-1].split("@")[0] for l in syms if len(l.split()) == 3 and l.split()[1] in "TDBRVW"]
         api = set(re.findall(r"\b(llmgen_[a-z0-9_]+)\(", open(os.path.join(REPO, "src", "llmgen.h")).read()))
-        if "Library soname: [libllmgen.so.0]" not in dyn or set(exported) != api:
+        if "Library soname: [libllmgen.so.1]" not in dyn or set(exported) != api:
             fail("libllmgen.so: SONAME %s; exported but not in llmgen.h: %s; in llmgen.h but not exported: %s" % (
                 re.findall(r"soname: \[(.*?)\]", dyn), sorted(set(exported) - api)[:10], sorted(api - set(exported))))
         else:
-            ok("libllmgen.so.0.1.0: SONAME libllmgen.so.0, exports exactly the %d functions of llmgen.h"
+            ok("libllmgen.so.1.0.0: SONAME libllmgen.so.1, exports exactly the %d functions of llmgen.h"
                % len(exported))
         # a client built with pkg-config against the installed tree, shared and static
         c = os.path.join(tmp, "t.c")
@@ -774,13 +774,13 @@ def check_install():
                                                                        r and r.returncode))
             elif kind == "shared":
                 needed = subprocess.run(["readelf", "-d", exe], stdout=subprocess.PIPE).stdout.decode()
-                if "[libllmgen.so.0]" not in needed:
-                    problems.append("shared client does not record libllmgen.so.0 as NEEDED")
+                if "[libllmgen.so.1]" not in needed:
+                    problems.append("shared client does not record libllmgen.so.1 as NEEDED")
         if problems:
             fail("pkg-config clients: " + "; ".join(problems))
         else:
             ok("make install: binary, libllmgen.a/.so.0, llmgen.h, llmgen.pc, man page; clients built with "
-               "`pkg-config --cflags --libs [--static] llmgen` link and run (NEEDED libllmgen.so.0)")
+               "`pkg-config --cflags --libs [--static] llmgen` link and run (NEEDED libllmgen.so.1)")
 
 
 def check_valgrind():

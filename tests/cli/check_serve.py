@@ -17,7 +17,8 @@ the text before it as content, and the call with the tool's answer sent back giv
 bytes for the same messages; SmolLM2's own template does not show tools: a 400. Raw SSE
 framing through curl: every event is "data: " + JSON or a comment, [DONE] last, text/event-stream.
 Errors as OpenAI's error object: a wrong key (401), malformed JSON (400), a bad field value (400 naming
-it), an unsupported field (presence_penalty: 400 naming it), a prompt longer than the context (400
+it; presence_penalty out of OpenAI's range), presence / frequency penalties (the CLI's bytes, and
+not those without them), a prompt longer than the context (400
 context_length_exceeded), an oversize body (413), an unknown route (404). /tokenize and /detokenize
 against --tokenize; /v1/models; /metrics counters. A client that closes a stream after its first
 chunk frees its slot (slots_busy back to 0). A slowloris client (headers a byte a second) is dropped
@@ -74,6 +75,9 @@ CLI_REQUESTS = [
     {"id": "seed0", "prompt": "Once upon a time", "max_tokens": 12, "temperature": 0.8, "seed": 11},
     {"id": "seed1", "prompt": "Once upon a time", "max_tokens": 12, "temperature": 0.8, "seed": 12},
     {"id": "stop", "prompt": "Count: one, two, three,", "max_tokens": 30, "stop": [" six"]},
+    {"id": "penalties", "prompt": "Count: one, two, three, one, two", "max_tokens": 20, "frequency_penalty": 1.5,
+     "presence_penalty": 0.5},
+    {"id": "no_penalties", "prompt": "Count: one, two, three, one, two", "max_tokens": 20},
     {"id": "logprobs", "messages": CHAT, "max_tokens": 6, "logprobs": 2},
     {"id": "schema", "messages": [{"role": "user", "content": "Describe a person as JSON."}], "max_tokens": 40,
      "json_schema": SCHEMA},
@@ -188,6 +192,11 @@ def client_checks(port, cli):
     check(r.choices[0].text == cli["stop"]["text"] and r.choices[0].finish_reason ==
           {"stop": "stop", "eos": "stop", "length": "length"}[cli["stop"]["stop_reason"]],
           "stop string: text and finish_reason equal the CLI's (%r)" % r.choices[0].text)
+    # OpenAI's presence and frequency penalties: the CLI's, and they change the answer
+    r = c.completions.create(model="m", prompt="Count: one, two, three, one, two", max_tokens=20, temperature=0,
+                             frequency_penalty=1.5, presence_penalty=0.5)
+    check(r.choices[0].text == cli["penalties"]["text"] != cli["no_penalties"]["text"],
+          "presence / frequency penalties: the CLI's text, unlike the one without (%r)" % r.choices[0].text)
     # logprobs
     r = c.chat.completions.create(model="m", messages=CHAT, max_tokens=6, temperature=0, logprobs=True,
                                   top_logprobs=2)
@@ -230,7 +239,7 @@ def client_checks(port, cli):
         check(False, "a wrong API key is refused")
     except openai.AuthenticationError as e:
         check(e.status_code == 401, "a wrong API key: 401")
-    for kw, param in (({"temperature": "hot"}, "temperature"), ({"presence_penalty": 0.5}, "presence_penalty")):
+    for kw, param in (({"temperature": "hot"}, "temperature"), ({"presence_penalty": 2.5}, "presence_penalty")):
         try:
             c.completions.create(model="m", prompt="x", max_tokens=2, **kw)
             check(False, "%s refused" % param)

@@ -58,6 +58,8 @@ int main(void) {
     FIELD(llmgen_sampler_params, min_p);
     FIELD(llmgen_sampler_params, repeat_penalty);
     FIELD(llmgen_sampler_params, seed);
+    FIELD(llmgen_sampler_params, presence_penalty);
+    FIELD(llmgen_sampler_params, frequency_penalty);
 
     SIZE(llmgen_generate_params);
     FIELD(llmgen_generate_params, max_tokens);

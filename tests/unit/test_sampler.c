@@ -121,6 +121,32 @@ Test(sampler, repetition_penalty_changes_greedy_choice) {
     llmgen_sampler_free(s);
 }
 
+/* OpenAI's formula: logit - frequency * count - presence, for the generated ids only. */
+Test(sampler, presence_and_frequency_penalties_count_generated_ids) {
+    float l[4] = {5.0f, 4.5f, 4.45f, -1.0f};
+    llmgen_sampler_params p;
+    llmgen_sampler_defaults(&p);
+    p.presence_penalty = 0.3f;
+    p.frequency_penalty = 0.2f;
+    llmgen_sampler *s = llmgen_sampler_new(&p, 4);
+    cr_assert_not_null(s);
+    int32_t hist[4] = {1, 0, 0, 3}; /* 1 is the prompt's; 0 twice and 3 once generated */
+    cr_expect_eq(sampler_pick(s, l, hist, 4, 3), 1);     /* 5 - 0.4 - 0.3 = 4.3 < 4.5 */
+    cr_expect_eq(sampler_pick(s, l, hist, 4, 0), 0);     /* nothing generated: no penalty */
+    cr_expect_eq(llmgen_sample(s, l, hist, 4), 2);       /* the whole history: 1 too (4.0), 2 wins */
+    cr_expect_eq(sampler_pick(s, l, hist, 4, 3), 1);     /* the scratch counts are clean between calls */
+    double prob[4];
+    p.temperature = 1.0f;
+    llmgen_sampler *t = llmgen_sampler_new(&p, 4);
+    sampler_probs(t, l, hist + 1, 3, prob);
+    double z = exp(4.3) + exp(4.5) + exp(4.45) + exp(-1.5), want = exp(4.3) / z;
+    cr_expect(fabs(prob[0] - want) < 1e-6, "p(0) %g, want %g", prob[0], want);
+    p.presence_penalty = 2.5f;
+    cr_expect_eq(llmgen_sampler_check(&p, NULL, 0), LLMGEN_E_USAGE);
+    llmgen_sampler_free(s);
+    llmgen_sampler_free(t);
+}
+
 Test(sampler, draws_follow_the_filtered_distribution) {
     /* 40000 draws; each frequency within 5 standard deviations of its probability */
     enum { V = 6, N = 40000 };

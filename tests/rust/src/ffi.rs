@@ -99,6 +99,8 @@ pub struct llmgen_sampler_params {
     pub min_p: f32,
     pub repeat_penalty: f32,
     pub seed: u64,
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
 }
 
 /// `llmgen_stop_reason` (no negative value: `unsigned int`).

@@ -16,6 +16,8 @@ pub struct SamplerParams {
     pub min_p: f32,
     pub repeat_penalty: f32,
     pub seed: u64,
+    pub presence_penalty: f32,
+    pub frequency_penalty: f32,
 }
 
 impl Default for SamplerParams {
@@ -27,6 +29,8 @@ impl Default for SamplerParams {
             min_p: 0.0,
             repeat_penalty: 0.0,
             seed: 0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
         };
         // SAFETY: p is a valid out-parameter.
         unsafe { ffi::llmgen_sampler_defaults(&mut p) };
@@ -37,6 +41,8 @@ impl Default for SamplerParams {
             min_p: p.min_p,
             repeat_penalty: p.repeat_penalty,
             seed: p.seed,
+            presence_penalty: p.presence_penalty,
+            frequency_penalty: p.frequency_penalty,
         }
     }
 }
@@ -61,6 +67,8 @@ impl Sampler {
             min_p: p.min_p,
             repeat_penalty: p.repeat_penalty,
             seed: p.seed,
+            presence_penalty: p.presence_penalty,
+            frequency_penalty: p.frequency_penalty,
         };
         let mut err = ErrBuf::new();
         // SAFETY: cp and err are valid for the call.

@@ -71,7 +71,9 @@ fn declared() -> Declared {
         llmgen_chat_options {
             template_name, date, template_text, bos_token, eos_token, tools_json, vars_json, messages_json,
         }
-        llmgen_sampler_params { temperature, top_k, top_p, min_p, repeat_penalty, seed }
+        llmgen_sampler_params {
+            temperature, top_k, top_p, min_p, repeat_penalty, seed, presence_penalty, frequency_penalty,
+        }
         llmgen_generate_params {
             max_tokens, ignore_eos, stops, n_stops, sampler, keep_cache, logprobs, top_logprobs, reuse_prefix,
             grammar, json_schema, strict_schema, no_close, on_piece, on_logits, user, draft_lookup, draft_session,
