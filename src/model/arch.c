@@ -17,6 +17,10 @@
  *   qwen35   Qwen3.5 / 3.6 dense (qwen3_5_text): Gated DeltaNet layers (linear_attention)
  *            beside full-attention layers with an output gate in q_proj, q/k norms and
  *            partial rotary; (1 + w) norms (GGUF stores 1 + w)
+ *   lfm2     LFM2 / LFM2.5 dense: gated short convolutions (conv layers) beside attention
+ *            layers with q/k norms; plain norms, eps 1e-5; the final norm is named
+ *            embedding_norm (GGUF token_embd_norm); the MLP's width adjusted from
+ *            intermediate_size; tied; most tensors named apart from llama's (HF_RENAMES)
  * and the families with expert layers (their MoE rows below):
  *   qwen3moe   qwen3's attention (head_dim hidden / heads by default); experts
  *   qwen2moe   qwen2's attention; experts plus a shared expert behind a sigmoid gate
@@ -71,6 +75,8 @@ static const arch_info ARCHES[] = {
      ARCH_QKV_BIAS | ARCH_O_BIAS | ARCH_ATTN_SINKS | ARCH_GGUF_POST_ATTN_NORM | ARCH_EXPERT_BIAS, ACT_SWIGLU_CLAMP,
      0, 131072, -1, -1, 64, 150000.0, 1e-5, 0, SLIDE_EVEN, 128,
      KEY_LAYER_TYPES | KEY_GGUF_WINDOW | KEY_GGUF_PATTERN | KEY_YARN_DEFAULT},
+    {"lfm2", "lfm2", "Lfm2ForCausalLM", ARCH_QK_NORM | ARCH_SHORT_CONV, ACT_SILU, 1, 128000, 1, 2, 0, 1e6, 1e-5, 0,
+     SLIDE_NONE, 0, KEY_LAYER_TYPES | KEY_SHORT_CONV | KEY_FF_ADJUST},
 };
 #define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
 
@@ -135,6 +141,37 @@ static const moe_info MOES[] = {
 };
 #define N_MOES (int)(sizeof MOES / sizeof MOES[0])
 
+/* ---- tensor names apart from llama's ------------------------------------------------------ */
+
+static const struct {
+    const char *family;
+    int gguf;                  /* 1: a GGUF name, 0: an HF one */
+    const char *from, *to;
+} RENAMES[] = {
+    {"lfm2", 0, "input_layernorm", "operator_norm"},
+    {"lfm2", 0, "post_attention_layernorm", "ffn_norm"},
+    {"lfm2", 0, "self_attn.o_proj", "self_attn.out_proj"},
+    {"lfm2", 0, "self_attn.q_norm", "self_attn.q_layernorm"},
+    {"lfm2", 0, "self_attn.k_norm", "self_attn.k_layernorm"},
+    {"lfm2", 0, "mlp.gate_proj", "feed_forward.w1"},
+    {"lfm2", 0, "mlp.up_proj", "feed_forward.w3"},
+    {"lfm2", 0, "mlp.down_proj", "feed_forward.w2"},
+    {"lfm2", 0, "model.norm.", "model.embedding_norm."},
+    {"lfm2", 1, "output_norm.", "token_embd_norm."},
+};
+
+void arch_tensor_name(const arch_info *a, int gguf, char *name, size_t n) {
+    for (size_t i = 0; a && i < sizeof RENAMES / sizeof RENAMES[0]; i++) {
+        char *at = RENAMES[i].gguf == (gguf != 0) && !strcmp(RENAMES[i].family, a->name) ? strstr(name, RENAMES[i].from)
+                                                                                           : NULL;
+        if (!at) continue;
+        char tail[256];
+        snprintf(tail, sizeof tail, "%s", at + strlen(RENAMES[i].from));
+        snprintf(at, n - (size_t)(at - name), "%s%s", RENAMES[i].to, tail);
+        return;
+    }
+}
+
 const moe_info *arch_moe(const arch_info *a) {
     for (int i = 0; a && i < N_MOES; i++)
         if (!strcmp(MOES[i].name, a->name)) return &MOES[i];
@@ -189,6 +226,13 @@ const layer_slot LAYER_SLOTS[] = {
      ARCH_GATED_DELTANET | SLOT_LINEAR, 0, SLOT_AS_IS},
     {"blk.%d.ssm_out.weight", HF "linear_attn.out_proj.weight", F(wo), SZ_DIM, SZ_LIN_V,
      ARCH_GATED_DELTANET | SLOT_LINEAR, 0, 0},
+    /* a short conv layer's mixer (arch.h: wq, wo and lin_conv hold its weights) */
+    {"blk.%d.shortconv.in_proj.weight", HF "conv.in_proj.weight", F(wq), SZ_DIM3, SZ_DIM,
+     ARCH_SHORT_CONV | SLOT_LINEAR, 0, 0},
+    {"blk.%d.shortconv.conv.weight", HF "conv.conv.weight", F(lin_conv), SZ_LIN_TAPS, VEC,
+     ARCH_SHORT_CONV | SLOT_LINEAR, 0, SLOT_AS_IS},
+    {"blk.%d.shortconv.out_proj.weight", HF "conv.out_proj.weight", F(wo), SZ_DIM, SZ_DIM,
+     ARCH_SHORT_CONV | SLOT_LINEAR, 0, 0},
     {"blk.%d.post_attention_norm.weight", HF "post_attention_layernorm.weight", F(post_attn_norm), SZ_DIM, VEC,
      ARCH_POST_NORMS, 0, 1},
     /* Llama's MLP input norm is HF's post_attention_layernorm; Gemma's is pre_feedforward_layernorm */

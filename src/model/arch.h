@@ -46,10 +46,12 @@ enum {
     ARCH_EXPERT_BIAS = 1 << 27,   /* the router and the experts' gate, up and down carry biases; HF stacks
                                      transposed (E, in, out) with gate / up interleaved by column, plain or
                                      MXFP4 *_blocks / *_scales (gpt-oss) */
+    ARCH_SHORT_CONV = 1 << 20,    /* the config's conv layers (LAYER_LINEAR) mix with a gated short
+                                     convolution (forward.c, stage_shortconv; LFM2) instead of attention */
 };
 
 /* In a layer_slot's need / without: the slot belongs to (need) or is absent from (without)
- * the LAYER_LINEAR layers of an ARCH_GATED_DELTANET family. Never a family flag. */
+ * the LAYER_LINEAR layers of an ARCH_GATED_DELTANET or ARCH_SHORT_CONV family. Never a family flag. */
 #define SLOT_LINEAR (1u << 31)
 
 typedef enum {
@@ -90,6 +92,13 @@ enum {
                                     GGUF ssm.* and attention.recurrent_layers */
     KEY_YARN_DEFAULT = 1 << 20,  /* no rope_parameters means YaRN factor 32, beta 32 / 1, original 4096,
                                     truncate false (GptOssConfig); GGUF files cannot say truncate: false */
+    KEY_SHORT_CONV = 1 << 21,    /* layer_types may say conv (else the layers not in full_attn_idxs are conv;
+                                    neither: all attention), conv_L_cache (the kernel size), norm_eps,
+                                    tie_embedding; GGUF shortconv.l_cache and attention.head_count_kv as one
+                                    count per layer, 0 on a conv layer */
+    KEY_FF_ADJUST = 1 << 22,     /* the MLP's width from intermediate_size (alias block_ff_dim) as LFM2's
+                                    block_auto_adjust_ff_dim, block_ffn_dim_multiplier, block_multiple_of
+                                    make it (GGUF files carry the result) */
 };
 
 /* One family. Rows are positional, so a row that leaves a field out does not compile
@@ -161,6 +170,11 @@ const moe_info *arch_moe(const arch_info *a);
 int moe_count(void);
 const moe_info *moe_at(int i);
 
+/* A family whose files name some tensors apart from the names LAYER_SLOTS and the loader use
+ * (llama's): the first of its rows whose `from` is part of name (a GGUF name if gguf, else an
+ * HF one) has that part replaced by `to`, in place (name holds n bytes). */
+void arch_tensor_name(const arch_info *a, int gguf, char *name, size_t n);
+
 /* The row of a GGUF architecture name (n bytes), or NULL. */
 const arch_info *arch_by_gguf(const char *name, size_t n);
 /* The row of a config.json model_type, or NULL. */
@@ -193,7 +207,9 @@ typedef struct {
     float *post_ffn_norm;    /* (dim) ARCH_POST_NORMS only */
     const tensor *w_qkv;     /* ARCH_FUSED_QKV: the file's fused tensor; wq, wk, wv are views of its rows */
     const tensor *w_gate_up; /* ARCH_FUSED_GATE_UP: likewise for w_gate and w_up */
-    /* A LAYER_LINEAR (Gated DeltaNet) layer has no attention weights: its wq is in_proj_qkv
+    /* A LAYER_LINEAR layer has no attention weights. A short conv's (ARCH_SHORT_CONV) wq is its
+     * in_proj (3 * dim, dim): rows B, then C, then x; wo its out_proj (dim, dim); lin_conv its taps
+     * (dim, K). A Gated DeltaNet's wq is in_proj_qkv
      * (conv channels C = 2 * Hk * dk + Hv * dv, dim), wk in_proj_z (Hv * dv, dim), wo out_proj
      * (dim, Hv * dv), wv NULL; and these (config.h's lin_* sizes): */
     const tensor *lin_b;     /* (Hv, dim) in_proj_b: beta = sigmoid(b) */
@@ -243,6 +259,7 @@ typedef enum {
     SZ_LIN_DV,   /* dv */
     SZ_LIN_TAPS, /* C * K: the conv weight, any shape holding that many (HF (C, 1, K), GGUF {K, C}) */
     SZ_HEADS,    /* n_heads (attention sinks) */
+    SZ_DIM3,     /* 3 * dim: a short conv's in_proj (B, C and x) */
 } slot_size;
 
 /* What the loader does to a vector slot's values (layer_slot.norm). */

@@ -65,6 +65,7 @@ void config_set_layers(model_config *c, const config_layer_spec *s) {
         int linear = 0;
         if (a->flags & ARCH_GATED_DELTANET)
             linear = s->linear ? s->linear[l] != 0 : (l + 1) % (s->full_interval > 0 ? s->full_interval : 4) != 0;
+        if (a->flags & ARCH_SHORT_CONV) linear = s->linear && s->linear[l]; /* no list: all attention */
         c->layer_flags[l] = (uint8_t)((slide && c->sliding_window ? LAYER_SLIDING : 0) | (no_rope ? LAYER_NO_ROPE : 0) |
                                       (linear ? LAYER_LINEAR : 0));
         c->n_linear += linear;
@@ -156,7 +157,9 @@ int config_validate(const model_config *c, const char *source, char *err) {
           isfinite(c->rope_high_freq_factor) && c->rope_orig_max_pos > 0))
         return errf(err, "%s: llama3 rope scaling needs factor > 0, 0 < low_freq_factor < "
                     "high_freq_factor and original_max_position_embeddings > 0", source);
-    if (c->n_linear) {
+    if (c->n_linear && (c->flags & ARCH_SHORT_CONV) && !in_range(c->lin_conv, 64))
+        return errf(err, "%s: short conv kernel %d out of range, expected 1..64", source, c->lin_conv);
+    if (c->n_linear && !(c->flags & ARCH_SHORT_CONV)) {
         const struct {
             const char *name;
             int v, hi;

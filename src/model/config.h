@@ -28,8 +28,9 @@ typedef enum {
 enum {
     LAYER_SLIDING = 1,  /* attends only the last sliding_window positions */
     LAYER_NO_ROPE = 2,  /* q and k are not rotated (SmolLM3) */
-    LAYER_LINEAR = 4,   /* a Gated DeltaNet layer (ARCH_GATED_DELTANET): no attention, no KV cache;
-                           a conv and a recurrent state per sequence instead (kv_cache.h) */
+    LAYER_LINEAR = 4,   /* a Gated DeltaNet layer (ARCH_GATED_DELTANET) or a short conv (ARCH_SHORT_CONV):
+                           no attention, no KV cache; a conv state (and the DeltaNet's recurrent state)
+                           per sequence instead (kv_cache.h) */
     LAYER_MOE = 1 << 7, /* the feed-forward is an expert block (model_config.moe), not the dense MLP */
 };
 
@@ -78,9 +79,10 @@ typedef struct {
                              Per-layer overrides are validated here; the weights' shapes then
                              tell each layer's bits and group (affine.c) */
     int quant_group;      /* its default group_size: 32, 64 or 128; 0 if none */
-    /* The Gated DeltaNet layers (LAYER_LINEAR; 0 when the model has none) */
+    /* The Gated DeltaNet or short conv layers (LAYER_LINEAR; 0 when the model has none) */
     int n_linear;         /* LAYER_LINEAR layers */
-    int lin_conv;         /* K: linear_conv_kernel_dim, the conv taps per channel */
+    int lin_conv;         /* K: linear_conv_kernel_dim (LFM2: conv_L_cache), the conv taps per channel;
+                             the lin_d / lin_h sizes below are the DeltaNet's (0 for a short conv) */
     int lin_dk, lin_dv;   /* linear_key_head_dim, linear_value_head_dim */
     int lin_hk, lin_hv;   /* linear_num_key_heads, linear_num_value_heads (a multiple of lin_hk:
                              value head h reads key head h / (lin_hv / lin_hk)) */
@@ -95,9 +97,25 @@ typedef struct {
                              value head h reads key head h % lin_hk */
 } model_config;
 
-/* The conv channels of a DeltaNet layer: q and k of every key head, then v of every value head. */
+/* The conv channels of a LAYER_LINEAR layer: a DeltaNet's q and k of every key head, then v of
+ * every value head; a short conv's dim. */
 static inline int config_lin_channels(const model_config *c) {
-    return 2 * c->lin_hk * c->lin_dk + c->lin_hv * c->lin_dv;
+    return c->flags & ARCH_SHORT_CONV ? c->dim : 2 * c->lin_hk * c->lin_dk + c->lin_hv * c->lin_dv;
+}
+
+/* Floats per token of a LAYER_LINEAR layer's input projections (a DeltaNet's conv channels, z, b
+ * and a; a short conv's B, C and x), and of its mixer's output (before out_proj). */
+static inline int config_lin_in(const model_config *c) {
+    return c->flags & ARCH_SHORT_CONV ? 3 * c->dim : config_lin_channels(c) + c->lin_hv * c->lin_dv + 2 * c->lin_hv;
+}
+static inline int config_lin_out(const model_config *c) {
+    return c->flags & ARCH_SHORT_CONV ? c->dim : c->lin_hv * c->lin_dv;
+}
+
+/* The state floats of one LAYER_LINEAR layer per sequence: the last K - 1 conv inputs, and a
+ * DeltaNet's (lin_hv, lin_dk, lin_dv) recurrent state (none for a short conv: its sizes are 0). */
+static inline size_t config_lin_floats(const model_config *c) {
+    return (size_t)(c->lin_conv - 1) * config_lin_channels(c) + (size_t)c->lin_hv * c->lin_dk * c->lin_dv;
 }
 
 /* Parse a Hugging Face config.json of a family in the architecture table (by

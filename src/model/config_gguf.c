@@ -112,6 +112,48 @@ static int gguf_linear(const gguf_file *g, model_config *c, config_layer_spec *l
     return 0;
 }
 
+/* attention.head_count_kv: one count, or (KEY_SHORT_CONV) one per layer, 0 on a conv layer and the
+ * same on every attention layer: that count; the layers then come from the list (gguf_shortconv). */
+static int gguf_kv_heads(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    gguf_type et;
+    uint64_t n = 0;
+    const uint8_t *v = NULL;
+    if (!(c->family->keys & KEY_SHORT_CONV) || gguf_get_arr(g, AK("attention.head_count_kv"), &et, &n, (const void **)&v))
+        return gguf_pos_int(g, AK("attention.head_count_kv"), c->n_heads, &c->n_kv_heads, err);
+    if ((et != GGUF_INT32 && et != GGUF_UINT32) || n != (uint64_t)c->n_layers)
+        return errf(err, "%s: key '%s' must be an integer or %d 32-bit integers", gguf_path(g), kb, c->n_layers);
+    c->n_kv_heads = 0;
+    for (uint64_t l = 0; l < n; l++) {
+        int32_t h;
+        memcpy(&h, v + 4 * l, 4);
+        if (h < 0 || (h && c->n_kv_heads && h != c->n_kv_heads))
+            return errf(err, "%s: key '%s' entry %d is %d, expected 0 (a conv layer) or the attention layers' %d",
+                        gguf_path(g), kb, (int)l, (int)h, c->n_kv_heads);
+        if (h) c->n_kv_heads = h;
+    }
+    if (!c->n_kv_heads) c->n_kv_heads = c->n_heads; /* all conv: no attention layer reads it */
+    return 0;
+}
+
+/* The short conv keys (KEY_SHORT_CONV): shortconv.l_cache, the kernel; conv layers where the
+ * per-layer attention.head_count_kv says 0 (a single count: no conv layer). */
+static int gguf_shortconv(const gguf_file *g, model_config *c, config_layer_spec *ls, uint8_t *linear, char *err) {
+    char kb[96];
+    gguf_type et;
+    uint64_t n = 0;
+    const uint8_t *v = NULL;
+    if (gguf_pos_int(g, AK("shortconv.l_cache"), 0, &c->lin_conv, err)) return -1;
+    if (gguf_get_arr(g, AK("attention.head_count_kv"), &et, &n, (const void **)&v)) return 0;
+    for (uint64_t l = 0; l < n; l++) {
+        int32_t h;
+        memcpy(&h, v + 4 * l, 4);
+        linear[l] = h == 0;
+    }
+    ls->linear = linear;
+    return 0;
+}
+
 /* Sliding windows and RoPE per layer, as llama.cpp reads them: the window only where the
  * family's files carry one (Gemma 3, Phi-3; the others ignore the key, as llama.cpp does:
  * Mistral files are architecture "llama"); Gemma 3's sliding_window_pattern is an integer
@@ -122,6 +164,7 @@ static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
     const arch_info *a = c->family;
     int window = 0;
     config_layer_spec ls = {.max_window_layers = 28, .pattern = 6, .no_rope_interval = 4};
+    uint8_t linear[CONFIG_MAX_LAYERS];
     if ((a->keys & KEY_GGUF_WINDOW) && gguf_has_key(g, AK("attention.sliding_window"))) {
         int64_t v;
         if (gguf_get_int(g, AK("attention.sliding_window"), &v) || v < 0 || v > INT32_MAX)
@@ -143,6 +186,7 @@ static int gguf_layers(const gguf_file *g, model_config *c, char *err) {
     if ((a->keys & KEY_SWA_ROPE_BASE) && gguf_float_key(g, AK("rope.freq_base_swa"), 0, 10000.0, &c->rope_theta_swa, err))
         return -1;
     if ((a->keys & KEY_LINEAR_ATTN) && gguf_linear(g, c, &ls, err)) return -1;
+    if ((a->keys & KEY_SHORT_CONV) && gguf_shortconv(g, c, &ls, linear, err)) return -1;
     c->sliding_window = window;
     config_set_layers(c, &ls);
     return 0;
@@ -277,7 +321,7 @@ int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
     if (gguf_pos_int(g, AK("embedding_length"), 0, &c->dim, err) ||
         gguf_pos_int(g, AK("block_count"), 0, &c->n_layers, err) ||
         gguf_pos_int(g, AK("attention.head_count"), 0, &c->n_heads, err) ||
-        gguf_pos_int(g, AK("attention.head_count_kv"), c->n_heads, &c->n_kv_heads, err) ||
+        gguf_kv_heads(g, c, err) ||
         gguf_pos_int(g, AK("feed_forward_length"), 0, &c->hidden_dim, err) ||
         gguf_pos_int(g, AK("context_length"), 0, &c->max_pos, err) ||
         gguf_float_key(g, AK("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps, err) ||

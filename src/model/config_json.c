@@ -29,6 +29,8 @@
 #include "llmgen.h" /* LLMGEN_MAX_CONTEXT */
 #include "base/util.h"
 
+#define MAX_FF 1048576.0 /* config_validate's bound on intermediate_size */
+
 /* A JSON value is "absent" when missing or null: transformers treats both alike. */
 static const json_t *get(const json_t *obj, const char *key) {
     const json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
@@ -339,12 +341,37 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
     return json_rope_type(root, rp, where, c, path, err);
 }
 
+/* LFM2's MLP width (Lfm2MLP): from intermediate_size, or its alias block_ff_dim, which wins;
+ * with block_auto_adjust_ff_dim int(2 I / 3), and with a block_ffn_dim_multiplier int(m f) rounded
+ * up to a block_multiple_of (transformers rounds only when there is a multiplier; llama.cpp's
+ * converter always, and writes the result). */
+static int json_ff_adjust(const json_t *root, model_config *c, const char *path, char *err) {
+    int adjust = 1, multiple = 256;
+    double mult = 0;
+    if ((get(root, "block_ff_dim") && json_int_key(root, "block_ff_dim", 1, 0, &c->hidden_dim, path, err)) ||
+        json_bool_key(root, "block_auto_adjust_ff_dim", 1, &adjust, path, err) ||
+        json_int_key(root, "block_multiple_of", 1, 256, &multiple, path, err) ||
+        json_num_key(root, "block_ffn_dim_multiplier", 0, 1.0, &mult, "", path, err))
+        return -1;
+    if (!adjust) return 0;
+    double f = (double)(int)(2.0 * c->hidden_dim / 3.0);
+    if (get(root, "block_ffn_dim_multiplier") || !json_object_get(root, "block_ffn_dim_multiplier")) {
+        if (!(mult > 0 && mult * f < MAX_FF)) return errf(err, "%s: key 'block_ffn_dim_multiplier' out of range", path);
+        f = (double)(int)(mult * f);
+        f = (double)multiple * (((int64_t)f + multiple - 1) / multiple);
+    }
+    if (!(f >= 1 && f < MAX_FF)) return errf(err, "%s: the adjusted feed-forward width %.0f is out of range", path, f);
+    c->hidden_dim = (int)f;
+    return 0;
+}
+
 static int json_sizes(const json_t *root, model_config *c, const char *path, char *err) {
     const arch_info *d = c->family;
+    int sc = (d->keys & KEY_SHORT_CONV) != 0, alias = (d->keys & KEY_FF_ADJUST) && get(root, "block_ff_dim");
     if (json_int_key(root, "hidden_size", 1, 0, &c->dim, path, err) ||
         json_int_key(root, "num_hidden_layers", 1, 0, &c->n_layers, path, err) ||
         json_int_key(root, "num_attention_heads", 1, 0, &c->n_heads, path, err) ||
-        json_int_key(root, "intermediate_size", 1, 0, &c->hidden_dim, path, err) ||
+        json_int_key(root, "intermediate_size", 1, alias ? 1 : 0, &c->hidden_dim, path, err) ||
         json_int_key(root, "vocab_size", 1, 0, &c->vocab_size, path, err) ||
         json_int_key(root, "num_key_value_heads", 1, c->n_heads, &c->n_kv_heads, path, err) ||
         json_int_key(root, "head_dim", 1, d->head_dim ? d->head_dim : c->dim / c->n_heads, &c->head_dim, path,
@@ -352,7 +379,7 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
         json_int_key(root, "max_position_embeddings", 1, d->max_pos, &c->max_pos, path, err))
         return -1;
     double eps = 0, cap = 0, qpas = 0;
-    if (json_num_key(root, "rms_norm_eps", 0, d->eps, &eps, "", path, err)) return -1;
+    if (json_num_key(root, sc ? "norm_eps" : "rms_norm_eps", 0, d->eps, &eps, "", path, err)) return -1;
     c->rms_eps = (float)eps;
     if (json_num_key(root, "final_logit_softcapping", 0, 0, &cap, "", path, err)) return -1;
     if (cap < 0) return errf(err, "%s: final_logit_softcapping must be positive", path);
@@ -389,6 +416,18 @@ static int json_sizes(const json_t *root, model_config *c, const char *path, cha
          json_int_key(root, "linear_num_key_heads", 1, 16, &c->lin_hk, path, err) ||
          json_int_key(root, "linear_num_value_heads", 1, 32, &c->lin_hv, path, err)))
         return -1;
+    /* LFM2's short conv: conv_L_cache is its kernel; Lfm2Config's tie_embedding wins over
+     * tie_word_embeddings */
+    if (sc) {
+        int bias;
+        if (json_int_key(root, "conv_L_cache", 1, 3, &c->lin_conv, path, err) ||
+            json_bool_key(root, "conv_bias", 0, &bias, path, err))
+            return -1;
+        if (bias) return errf(err, "%s: unsupported 'conv_bias': true", path);
+    }
+    if ((d->keys & KEY_FF_ADJUST) && json_ff_adjust(root, c, path, err)) return -1;
+    if (sc && get(root, "tie_embedding"))
+        return json_bool_key(root, "tie_embedding", d->tied, &c->tied_embeddings, path, err);
     return json_bool_key(root, "tie_word_embeddings", d->tied, &c->tied_embeddings, path, err);
 }
 
@@ -400,7 +439,7 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
     int use_sw = 1, window = 0;
     config_layer_spec ls = {.max_window_layers = 28, .pattern = 6, .no_rope_interval = 4};
     uint8_t slides[CONFIG_MAX_LAYERS], no_rope[CONFIG_MAX_LAYERS], linear[CONFIG_MAX_LAYERS];
-    int lin = (a->keys & KEY_LINEAR_ATTN) != 0;
+    int lin = (a->keys & KEY_LINEAR_ATTN) != 0, sc = (a->keys & KEY_SHORT_CONV) != 0;
     if ((a->keys & KEY_USE_SW) && json_bool_key(root, "use_sliding_window", 0, &use_sw, path, err)) return -1;
     const json_t *sw = json_object_get(root, "sliding_window");
     if (sw && !json_is_null(sw)) {
@@ -426,18 +465,27 @@ static int json_layers(const json_t *root, model_config *c, const char *path, ch
             return errf(err, "%s: key 'no_rope_layers' entry %d must be 0 or 1", path, l);
         no_rope[l] = !(json_is_integer(v) ? json_integer_value(v) != 0 : json_is_true(v));
     }
+    const char *other = lin ? "linear_attention" : sc ? "conv" : "sliding_attention";
     for (int l = 0; types && l < c->n_layers; l++) {
         const json_t *v = json_array_get(types, (size_t)l);
         const char *t = json_is_string(v) ? json_string_value(v) : "";
-        if (lin ? strcmp(t, "full_attention") && strcmp(t, "linear_attention")
-                : strcmp(t, "full_attention") && strcmp(t, "sliding_attention"))
-            return errf(err, "%s: key 'layer_types' entry %d must be full_attention or %s", path, l,
-                        lin ? "linear_attention" : "sliding_attention");
+        if (strcmp(t, "full_attention") && strcmp(t, other))
+            return errf(err, "%s: key 'layer_types' entry %d must be full_attention or %s", path, l, other);
         slides[l] = !strcmp(t, "sliding_attention");
-        linear[l] = !strcmp(t, "linear_attention");
+        linear[l] = (lin || sc) && !strcmp(t, other);
     }
-    ls.slides = types && !lin ? slides : NULL;
-    ls.linear = types && lin ? linear : NULL;
+    /* LFM2 without layer_types: the layers not in full_attn_idxs are conv (no list: none) */
+    const json_t *idxs = sc && !types ? get(root, "full_attn_idxs") : NULL;
+    if (idxs && !json_is_array(idxs)) return errf(err, "%s: key 'full_attn_idxs' must be a list of layers", path);
+    for (int l = 0; idxs && l < c->n_layers; l++) linear[l] = 1;
+    for (size_t i = 0; idxs && i < json_array_size(idxs); i++) {
+        const json_t *v = json_array_get(idxs, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= c->n_layers)
+            return errf(err, "%s: key 'full_attn_idxs' entry %zu is not a layer index below %d", path, i, c->n_layers);
+        linear[json_integer_value(v)] = 0;
+    }
+    ls.slides = types && !lin && !sc ? slides : NULL;
+    ls.linear = (types && (lin || sc)) || idxs ? linear : NULL;
     ls.no_rope = norope ? no_rope : NULL;
     config_set_layers(c, &ls);
     return 0;

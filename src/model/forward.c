@@ -32,6 +32,7 @@
 #include "deltanet.h"
 #include "moe.h"
 #include "ops.h"
+#include "shortconv.h"
 #include "base/util.h"
 
 /* Fast mode: some matrix takes the int8-activation kernels. */
@@ -162,10 +163,10 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
     s->scores = malloc(att * s->score_ld * sizeof(float));
     s->att_rows = malloc(att * 3 * c->head_dim * sizeof(float));
-    int gated = (c->flags & ARCH_ATTN_GATE) != 0, vd = c->lin_hv * c->lin_dv;
+    int gated = (c->flags & ARCH_ATTN_GATE) != 0, vd = config_lin_out(c);
     if (gated) s->q_gate = malloc(ch * 2 * qd * sizeof(float));
     if (c->n_linear) {
-        s->lin_ld = config_lin_channels(c) + vd + 2 * c->lin_hv;
+        s->lin_ld = config_lin_in(c);
         s->lin_in = malloc(ch * s->lin_ld * sizeof(float));
         s->lin_out = malloc(ch * vd * sizeof(float));
     }
@@ -894,9 +895,9 @@ static void stage_attention(fwd_call *f, int l) {
     pool_run_n(f->m->pool, attention_task, &j, j.nth);
 }
 
-/* A Gated DeltaNet layer's input projections: lin_in = xb @ [in_proj_qkv; in_proj_z; in_proj_b;
- * in_proj_a]^T, one pass. */
-static void stage_deltanet_in(fwd_call *f, int l) {
+/* A LAYER_LINEAR layer's input projections, one pass: a Gated DeltaNet's lin_in = xb @ [in_proj_qkv;
+ * in_proj_z; in_proj_b; in_proj_a]^T, a short conv's lin_in = xb @ in_proj^T (the plan's one matrix). */
+static void stage_linear_in(fwd_call *f, int l) {
     const model_config *c = &f->m->cfg;
     const layer_weights *L = &f->m->layers[l];
     fwd_state *s = f->s;
@@ -942,12 +943,53 @@ static void stage_deltanet(fwd_call *f, int l) {
                       .d = {c->lin_conv, c->lin_dk, c->lin_dv, c->lin_hk, c->lin_hv, config_lin_channels(c),
                             c->lin_tiled, c->rms_eps},
                       .w = {L->lin_conv, L->lin_dt_bias, L->lin_decay, L->lin_norm}};
-    size_t floats = (size_t)(c->lin_conv - 1) * config_lin_channels(c) + (size_t)c->lin_hv * c->lin_dk * c->lin_dv;
+    size_t floats = config_lin_floats(c);
     for (int i = 0; i < f->nseg; i++)
         if (f->segs[i].pos == 0) memset(kv_lin_conv(&f->segs[i].kv->kv, l), 0, floats * sizeof(float));
     double work = (double)f->n * c->lin_hv * c->lin_dk * c->lin_dv * 4.0 * sizeof(float);
     int nth = plan_threads(&f->m->plan, work);
     pool_run_n(f->m->pool, deltanet_task, &j, nth < j.tasks ? nth : j.tasks);
+}
+
+#define SHORTCONV_CHANNELS 64 /* channels per task of a short conv */
+
+typedef struct {
+    const fwd_call *f;
+    int layer, blocks, tasks;
+    const float *taps;
+} shortconv_job;
+
+/* Tasks (sequence, block of channels), dealt round-robin: each runs its sequence's tokens in order
+ * (shortconv_rows), so a token's bits do not depend on the split, the batch or the chunk. */
+static void shortconv_task(void *ctx, int ith, int nth) {
+    const shortconv_job *j = ctx;
+    const fwd_call *f = j->f;
+    fwd_state *s = f->s;
+    int dim = f->m->cfg.dim, k = f->m->cfg.lin_conv;
+    for (int task = ith; task < j->tasks; task += nth) {
+        int si = task / j->blocks, c0 = task % j->blocks * SHORTCONV_CHANNELS, base = 0;
+        int c1 = c0 + SHORTCONV_CHANNELS < dim ? c0 + SHORTCONV_CHANNELS : dim;
+        for (int i = 0; i < si; i++) base += f->segs[i].n;
+        const fwd_seg *sg = &f->segs[si];
+        shortconv_rows(k, dim, j->taps, s->lin_in + (size_t)base * s->lin_ld, (size_t)s->lin_ld, sg->n,
+                       kv_lin_conv(&sg->kv->kv, j->layer), s->lin_out + (size_t)base * dim, (size_t)dim, c0, c1);
+    }
+}
+
+/* lin_out = the short conv over each sequence's tokens, from the inputs its earlier positions left
+ * (zero at position 0). */
+static void stage_shortconv(fwd_call *f, int l) {
+    const model_config *c = &f->m->cfg;
+    int blocks = (c->dim + SHORTCONV_CHANNELS - 1) / SHORTCONV_CHANNELS;
+    shortconv_job j = {.f = f, .layer = l, .blocks = blocks, .tasks = f->nseg * blocks,
+                       .taps = f->m->layers[l].lin_conv};
+    for (int i = 0; i < f->nseg; i++)
+        if (f->segs[i].pos == 0) memset(kv_lin_conv(&f->segs[i].kv->kv, l), 0, config_lin_floats(c) * sizeof(float));
+    double work = (double)f->n * c->dim * 4.0 * sizeof(float) * c->lin_conv;
+    int nth = plan_threads(&f->m->plan, work);
+    if (nth > j.tasks) nth = j.tasks;
+    if (nth <= 1) shortconv_task(&j, 0, 1);
+    else pool_run_n(f->m->pool, shortconv_task, &j, nth);
 }
 
 /* xb = att_out @ Wo^T; x += xb unless a post-attention norm comes first. */
@@ -963,7 +1005,7 @@ static void stage_o(fwd_call *f, int l) {
     mm_out o[] = {{L->wo, s->xb, c->dim}};
     int linear = c->layer_flags[l] & LAYER_LINEAR;
     matmul_job j = {.m = f->m, .s = s, .out = o, .n_out = 1, .pass = pp, .x = linear ? s->lin_out : s->att_out,
-                    .ldx = linear ? c->lin_hv * c->lin_dv : c->n_heads * c->head_dim, .nt = f->n,
+                    .ldx = linear ? config_lin_out(c) : c->n_heads * c->head_dim, .nt = f->n,
                     .post = L->post_attn_norm ? NULL : post_residual,
                     .then = fu.ffn_norm_in_o ? &nf : NULL, .bias = L->o_bias};
     run_matmuls(&j, fu.o_input_in_attention ? &f->xq_o : NULL);
@@ -1289,8 +1331,9 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
     for (int l = 0; l < m->cfg.n_layers; l++) {
         stage_attn_norm(&f, l);
         if (m->cfg.layer_flags[l] & LAYER_LINEAR) {
-            stage_deltanet_in(&f, l);
-            stage_deltanet(&f, l);
+            stage_linear_in(&f, l);
+            if (m->cfg.flags & ARCH_SHORT_CONV) stage_shortconv(&f, l);
+            else stage_deltanet(&f, l);
         } else {
             stage_qkv(&f, l);
             stage_attention(&f, l);

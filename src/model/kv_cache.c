@@ -29,7 +29,7 @@ int kv_cache_init(kv_cache *kv, const model_config *c, int ctx, dtype type) {
     kv->layers = malloc((size_t)c->n_layers * sizeof *kv->layers);
     if (!kv->layers) return -1;
     size_t k_elems = 0, v_elems = 0, lin = 0;
-    size_t lin_layer = (size_t)(c->lin_conv - 1) * config_lin_channels(c) + (size_t)c->lin_hv * c->lin_dk * c->lin_dv;
+    size_t lin_layer = config_lin_floats(c);
     for (int l = 0; l < c->n_layers; l++) {
         int r = c->layer_flags[l] & LAYER_SLIDING ? kv->ring : 0, cap = r ? r : ctx;
         kv->layers[l] = (kv_layer){r, k_elems, v_elems, lin};
@@ -127,8 +127,7 @@ size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int 
     size_t at = 0;
     for (int l = 0; l < c->n_layers; l++) {
         if (c->layer_flags[l] & LAYER_LINEAR) {
-            size_t nb = ((size_t)(c->lin_conv - 1) * config_lin_channels(c) +
-                         (size_t)c->lin_hv * c->lin_dk * c->lin_dv) * sizeof(float);
+            size_t nb = config_lin_floats(c) * sizeof(float);
             if (buf) {
                 char *b = (char *)buf + at;
                 if (save) memcpy(b, kv_lin_conv(kv, l), nb);

@@ -135,6 +135,7 @@ static int64_t slot_dim(const model_config *c, slot_size s) {
     case SZ_LIN_DV: return c->lin_dv;
     case SZ_LIN_TAPS: return (int64_t)config_lin_channels(c) * c->lin_conv;
     case SZ_HEADS: return c->n_heads;
+    case SZ_DIM3: return 3 * (int64_t)c->dim;
     }
     return 0;
 }
@@ -487,6 +488,7 @@ static int load_layer(model *m, int l, char *err) {
         const layer_slot *sl = &LAYER_SLOTS[i];
         if (!slot_used(c, l, sl) || ((c->layer_flags[l] & LAYER_MOE) && slot_is_dense_ffn(sl))) continue;
         snprintf(name, sizeof name, m->gguf ? sl->gguf : sl->hf, l);
+        arch_tensor_name(c->family, m->gguf != NULL, name, sizeof name);
         void *field = (char *)L + sl->field;
         int64_t rows = slot_dim(c, sl->rows);
         if (sl->cols < 0) {
@@ -526,7 +528,10 @@ static int load_weights(model *m, char *err) {
     if (get_matrix(m, g ? "token_embd.weight" : "model.embed_tokens.weight", c->vocab_size, c->dim, &m->tok_embd,
                    err))
         return -1;
-    if (get_vector(m, g ? "output_norm.weight" : "model.norm.weight", c->dim, 0, &m->out_norm, err)) return -1;
+    char norm[64];
+    snprintf(norm, sizeof norm, "%s", g ? "output_norm.weight" : "model.norm.weight");
+    arch_tensor_name(c->family, g, norm, sizeof norm);
+    if (get_vector(m, norm, c->dim, 0, &m->out_norm, err)) return -1;
     norm_plus_one(m, m->out_norm, c->dim);
     if (c->tied_embeddings) {
         m->lm_head = m->tok_embd;

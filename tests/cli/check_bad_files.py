@@ -133,6 +133,7 @@ def drop_key(key):
 
 MOE_FIXTURE = os.path.join("tests", "fixtures", "tiny-qwen3moe-f32")
 HYBRID = os.path.join("tests", "fixtures", "tiny-qwen35-gdn-f32")
+LFM2 = os.path.join("tests", "fixtures", "tiny-lfm2-f32")
 MOE_EXPERT = "model.layers.1.mlp.experts.3.up_proj.weight"
 
 
@@ -179,6 +180,11 @@ def gguf_set_dim(data, tensor, dim, value):
     k = gguf_str(tensor)
     i = data.index(k) + len(k) + 4 + 8 * dim
     return data[:i] + struct.pack("<Q", value) + data[i + 8:]
+def gguf_set_arr_u32(data, key, i, value):
+    """The GGUF bytes with entry i of the 32-bit integer array of metadata key `key` replaced."""
+    k = gguf_str(key) + struct.pack("<I", 9)
+    at = data.index(k) + len(k) + 4 + 8 + 4 * i  # the element type, the count, then the elements
+    return data[:at] + struct.pack("<I", value) + data[at + 4:]
 
 
 def set_arch(cfg):
@@ -279,6 +285,17 @@ def main():
         dir_case("hybrid-conv-kernel-0", "config.json", edit_config=set_key("linear_conv_kernel_dim", 0), **hyb)
         dir_case("hybrid-conv-kernel-3", "model.layers.0.linear_attn.conv1d.weight", True,
                  edit_config=set_key("linear_conv_kernel_dim", 3), **hyb)
+        # LFM2 (short convolutions in layers 0, 2, 3): a conv layer without its conv weight, a kernel the
+        # weight does not have, and a GGUF whose per-layer kv-head counts disagree
+        lfm = dict(fixture=LFM2)
+        dir_case("lfm2-missing-conv", "model.layers.2.conv.conv.weight", True,
+                 edit_header=drop_tensor("model.layers.2.conv.conv.weight"), **lfm)
+        dir_case("lfm2-conv-kernel-4", "model.layers.0.conv.conv.weight", True,
+                 edit_config=set_key("conv_L_cache", 4), **lfm)
+        with open(os.path.join(LFM2, "model.f32.gguf"), "rb") as f:
+            lfm_gguf = f.read()
+        gguf_case("lfm2-gguf-kv-heads-disagree", gguf_set_arr_u32(lfm_gguf, "lfm2.attention.head_count_kv", 4, 1))
+        cases[-1] = cases[-1][:2] + ("lfm2.attention.head_count_kv",)
         # expert layers (tests/fixtures/tiny-qwen3moe-f32: 6 experts, 2 used per token)
         dir_case("moe-expert-tensor-missing", MOE_EXPERT, True, edit_header=drop_expert, fixture=MOE_FIXTURE)
         dir_case("moe-expert-wrong-shape", "model.layers.2.mlp.experts.0.down_proj.weight", True, edit_header=transpose_expert,

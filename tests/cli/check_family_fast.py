@@ -6,7 +6,7 @@ For every family reference of tests/refs (made by tests/gen/make_family_refs.py)
 reference's prompt and 32 greedy steps:
 
 1. Q8_0 file, fast vs --exact: max over steps (up to and including the first step where the two runs'
-   ids differ) of max_i |fast_i - exact_i| / max_i |exact_i| <= MAX_REL_Q8 (int8 activations: a few
+   ids differ) of max_i |fast_i - exact_i| / max_i |exact_i| <= MAX_REL_Q8 (LFM2: SHORT_CONV_TYPES) (int8 activations: a few
    percent of the largest logit on these random weights; a wrong scale, a wrong row order or a stage the
    fast path forgets moves the logits by tens of percent). Thread-count independence: the --dump-logits
    bytes are identical at -t 1, 2 and 3, in fast and in exact mode.
@@ -54,6 +54,12 @@ MAX_REL_F32 = 1e-4
 # max rel diff before them 1.2e-2 to 4.4e-2.
 MOE_TYPES = ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "gpt_oss")
 MOE_MIN_SAME = 4
+# LFM2's short conv multiplies three int8-rounded activations (y = C * conv(B * x), the in_proj's rows)
+# before out_proj rounds y again: measured on tiny-lfm2-f32's Q8_0 (3 cases x 12 steps, AVX-512 VNNI,
+# 2 threads, 2026-12-02) fast vs exact median 3.5e-2, max 8.4e-2 at one step (the next largest 7.4e-2).
+# Its bound is 0.12, 1.4x that worst step; a wrong scale or row order moves the logits by tens of percent.
+SHORT_CONV_TYPES = ("lfm2", "lfm2_moe")
+MAX_REL_Q8_SHORT_CONV = 0.12
 
 
 def run(model, prompt, steps, vocab, threads, exact, tmp):
@@ -112,10 +118,11 @@ def check(name, ref, tmp):
         ok = False
     stable = all(run(q8, prompt, steps, vocab, t, ex, tmp)[2] == (e_raw if ex else f_raw)
                  for t in (1, 3) for ex in (False, True))
-    good = rel <= MAX_REL_Q8 and stable
+    bound = MAX_REL_Q8_SHORT_CONV if ref["source"].get("model_type") in SHORT_CONV_TYPES else MAX_REL_Q8
+    good = rel <= bound and stable
     ok &= good
     print("%s  %-34s %s fast vs exact: max rel logit diff %.2e (bound %.2f), ids equal for %d of %d steps; "
-          "bit-identical at -t 1 / 2 / 3: %s" % ("ok  " if good else "FAIL", name, kind, rel, MAX_REL_Q8, same, steps,
+          "bit-identical at -t 1 / 2 / 3: %s" % ("ok  " if good else "FAIL", name, kind, rel, bound, same, steps,
                                                  "yes" if stable else "NO"))
     if kind != "Q8_0":
         return ok

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Hybrid models' per-sequence states (Gated DeltaNet layers): the same bytes however a run is cut up
-(run by `make test`).
+"""Hybrid models' per-sequence states (Gated DeltaNet layers, LFM2's short convolutions): the same bytes
+however a run is cut up (run by `make test`).
 
-Usage: check_hybrid.py
+Usage: check_hybrid.py [NAME...]     (NAME filters the fixtures)
 
-On tests/refs/tiny-qwen35-gdn-f32's longest case (300 prompt ids, 32 greedy ids; check_refs.py compares
-them with HF's), in --exact on the f32 directory and in fast mode on its 8-bit MLX copy (llmgen quantize):
+On the longest case (300 prompt ids, 32 greedy ids; check_refs.py compares them with HF's) of
+tests/refs/tiny-qwen35-gdn-f32 and tests/refs/tiny-lfm2-f32, in --exact on the f32 directory and in fast
+mode on its 8-bit MLX copy (llmgen quantize):
 
   threads       -t 1 and -t 2 give the same ids and logits bytes (--dump-logits)
   prompt cache  caches saved after 100 and 260 prompt tokens (the conv and recurrent states saved with
@@ -38,7 +39,7 @@ from check_ring import batch_prefix_reuse  # noqa: E402  (the --batch prefix-cac
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LLMGEN = os.environ.get("LLMGEN", os.path.join(REPO, "llmgen"))
 REFS = os.path.join(REPO, "tests", "refs")
-NAME = "tiny-qwen35-gdn-f32"
+NAMES = ("tiny-qwen35-gdn-f32", "tiny-lfm2-f32")
 MAX_REL_Q8 = 0.15  # int8 activations through a recurrent state (the docstring has the measurements)
 failures = 0
 
@@ -106,7 +107,7 @@ def check_model(label, model, prompt, want_ids, mode, tmp):
                        "prefix reuse from the last multi-token pass on")
 
 
-def fast_vs_exact(model, prompt, n, vocab, tmp):
+def fast_vs_exact(name, model, prompt, n, vocab, tmp):
     """Fast mode's divergence on the 8-bit copy, gated like check_family_fast.py's Q8_0 files: max over
     the steps up to the first differing id of max |fast - exact| / max |exact| <= MAX_REL_Q8."""
     ids_e, raw_e, _, _ = gen(model, prompt, n, ["--exact"], tmp)
@@ -121,27 +122,31 @@ def fast_vs_exact(model, prompt, n, vocab, tmp):
         worst = max(worst, max(abs(a - b) for a, b in zip(re_, rf)) / max(abs(a) for a in re_))
     same = sum(a == b for a, b in zip(ids_e, ids_f))
     check(worst <= MAX_REL_Q8, "%s q8: fast vs --exact: max rel logit diff %.2e (bound %g) over %d steps, %d of %d "
-          "ids equal" % (NAME, worst, MAX_REL_Q8, upto, same, n))
+          "ids equal" % (name, worst, MAX_REL_Q8, upto, same, n))
 
 
 def main():
     if not os.access(LLMGEN, os.X_OK):
         print("check_hybrid: %s is not built (make llmgen)" % LLMGEN)
         return 1
-    with open(os.path.join(REFS, NAME + ".json")) as f:
-        ref = json.load(f)
-    case = ref["cases"][-1]
-    model = os.path.join(REPO, ref["model"]["repo"])
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            check_model(NAME, model, case["prompt_ids"], case["ids"], ["--exact"], tmp)
-            q8 = os.path.join(tmp, "q8")
-            rc, _, err = run(["quantize", model, q8, "--bits", "8", "--group-size", "32"])
-            check(rc == 0, "%s: llmgen quantize --bits 8: exit %d %s" % (NAME, rc, err.strip()))
-            check_model(NAME + " q8 fast", q8, case["prompt_ids"], None, [], tmp)
-            fast_vs_exact(q8, case["prompt_ids"], len(case["ids"]), ref["vocab_size"], tmp)
-        except (RuntimeError, ValueError, OSError, KeyError) as e:
-            check(False, "%s: %s" % (NAME, e))
+    only = set(sys.argv[1:])
+    for name in NAMES:
+        if only and name not in only:
+            continue
+        with open(os.path.join(REFS, name + ".json")) as f:
+            ref = json.load(f)
+        case = ref["cases"][-1]
+        model = os.path.join(REPO, ref["model"]["repo"])
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                check_model(name, model, case["prompt_ids"], case["ids"], ["--exact"], tmp)
+                q8 = os.path.join(tmp, "q8")
+                rc, _, err = run(["quantize", model, q8, "--bits", "8", "--group-size", "32"])
+                check(rc == 0, "%s: llmgen quantize --bits 8: exit %d %s" % (name, rc, err.strip()))
+                check_model(name + " q8 fast", q8, case["prompt_ids"], None, [], tmp)
+                fast_vs_exact(name, q8, case["prompt_ids"], len(case["ids"]), ref["vocab_size"], tmp)
+            except (RuntimeError, ValueError, OSError, KeyError) as e:
+                check(False, "%s: %s" % (name, e))
     print("check_hybrid: %s" % ("all passed" if not failures else "%d FAILED" % failures))
     return 1 if failures else 0
 

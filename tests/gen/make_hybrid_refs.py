@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tiny random hybrid checkpoints (Gated DeltaNet layers beside gated full-attention layers) and their HF
-transformers references (make hybrid-refs; never run by CI).
+"""Tiny random hybrid checkpoints (Gated DeltaNet layers beside gated full-attention layers; LFM2's short
+convolutions beside attention) and their HF transformers references (make hybrid-refs; never run by CI).
 
 Usage: make_hybrid_refs.py CACHE [NAME...]     (the venv of requirements-ref.txt; NAME filters fixtures)
 
@@ -72,6 +72,16 @@ FIXTURES = [
      "the multimodal wrapper as the published Qwen3.5 checkpoints are (Qwen3_5ForConditionalGeneration, "
      "model_type qwen3_5 with text_config; text weights under model.language_model., a vision tower under "
      "model.visual. that text-only use skips), text-only input"),
+    ("tiny-lfm2-f32", "lfm2",
+     dict(vocab_size=256, hidden_size=64, intermediate_size=152, num_hidden_layers=5, num_attention_heads=4,
+          num_key_value_heads=2, conv_L_cache=3, block_multiple_of=32, block_ffn_dim_multiplier=1.0,
+          block_auto_adjust_ff_dim=True, layer_types=["conv", "full_attention", "conv", "conv", "full_attention"],
+          tie_word_embeddings=True, norm_eps=1e-5, max_position_embeddings=512,
+          rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+     "LFM2: short gated convolutions (kernel 3, no activation, a state of the last 2 inputs) in layers 0, 2, "
+     "3 beside attention layers 1, 4 (q/k layernorms, GQA 4/2, head_dim 16, NeoX RoPE theta 1e6); FFN width "
+     "adjusted 152 -> 101 -> 128 (multiple of 32); embedding_norm as the final norm; plain norms with "
+     "non-constant weights; tied"),
 ]
 
 # The wrapper fixtures' vision tower: as small as the class allows (text-only input never runs it).
@@ -79,17 +89,22 @@ VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hi
               num_position_embeddings=16)
 
 
-def init_weights(model, seed):
+def init_weights(model, seed, plain_norms=False):
     """O(1) activations and well separated logits: matrices N(0, 1/in) (out_proj, o_proj, down_proj gain 3,
     lm_head gain 4), zero-centred norms w = 0.1 N(0, 1) (they compute x * (1 + w)), the gated norm of the
     DeltaNet 1 + 0.1 N(0, 1) (a plain weight), conv taps N(0, 1/4), dt_bias 0.5 N(0, 1), and
     A_log = log U(0.05, 2): a slower decay than HF's U(0.01, 16) init, so that the state carries tokens
-    far back and a wrong state shows in the logits."""
+    far back and a wrong state shows in the logits. plain_norms (LFM2, whose norms compute x * w): every norm
+    weight 1 + 0.2 N(0, 1), and the short convolutions' taps N(0, 1/4)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             r = torch.randn(p.shape, generator=g)
-            if "visual" in name:
+            if plain_norms and (name.endswith("norm.weight") or name.endswith("layernorm.weight")):
+                p.copy_(1.0 + 0.2 * r)
+            elif plain_norms and name.endswith("conv.conv.weight"):
+                p.copy_(0.5 * r)
+            elif "visual" in name:
                 p.copy_(0.1 * r if p.dim() == 1 else r / math.sqrt(p.shape[1]))
             elif name.endswith("linear_attn.norm.weight"):
                 p.copy_(1.0 + 0.1 * r)
@@ -105,7 +120,7 @@ def init_weights(model, seed):
                 p.copy_(r)
             elif name == "lm_head.weight":
                 p.copy_(r * (4.0 / math.sqrt(p.shape[1])))
-            elif "o_proj" in name or "down_proj" in name or "out_proj" in name:
+            elif "o_proj" in name or "down_proj" in name or "out_proj" in name or name.endswith(".w2.weight"):
                 p.copy_(r * (3.0 / math.sqrt(p.shape[1])))
             else:
                 p.copy_(r / math.sqrt(p.shape[1]))
@@ -149,7 +164,7 @@ def build(idx, entry, vers, llama_cpp):
         cfg = AutoConfig.for_model(mtype, bos_token_id=1, eos_token_id=2, pad_token_id=None, **kw)
         model = AutoModelForCausalLM.from_config(cfg)
         vocab = cfg.vocab_size
-    init_weights(model, 8100 + idx)
+    init_weights(model, 8100 + idx, plain_norms=mtype.startswith("lfm2"))
     d = os.path.join(FIXT, name)
     shutil.rmtree(d, ignore_errors=True)
     model.to(torch.float32).save_pretrained(d)
@@ -208,7 +223,9 @@ def build(idx, entry, vers, llama_cpp):
     R.write_json(os.path.join(REFS, name + ".json"), ref)
     keys = ("layer_types", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
             "linear_num_key_heads", "linear_num_value_heads", "rope_parameters", "head_dim",
-            "num_attention_heads", "num_key_value_heads", "tie_word_embeddings", "rms_norm_eps")
+            "num_attention_heads", "num_key_value_heads", "tie_word_embeddings", "rms_norm_eps", "norm_eps",
+            "conv_L_cache", "intermediate_size", "block_multiple_of", "block_ffn_dim_multiplier",
+            "block_auto_adjust_ff_dim")
     return dict(family=mtype, exercises=what, files=files, gguf=ggufs,
                 hf_config_as_loaded={k: loaded.get(k) for k in keys if k in loaded})
 

@@ -389,6 +389,37 @@ Test(config_json, qwen35_hybrid) {
                "\"full_attention\"]}", "must be full_attention or linear_attention");
 }
 
+/* LFM2: conv layers from layer_types or full_attn_idxs (neither: all attention), the MLP width
+ * adjusted as Lfm2MLP does (int(2 I / 3), times the multiplier, up to a multiple), block_ff_dim and
+ * tie_embedding as aliases that win, norm_eps, conv_L_cache. */
+Test(config_json, lfm2_short_conv) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+    cr_assert_eq(parse("{\"model_type\": \"lfm2\", " SIZES ", \"layer_types\": [\"conv\", \"full_attention\", "
+                       "\"conv\", \"conv\", \"full_attention\", \"conv\"], \"norm_eps\": 1e-4, \"conv_L_cache\": 4, "
+                       "\"block_multiple_of\": 32}", &c, err, &t), 0, "%s", err);
+    cr_expect_str_eq(c.arch, "lfm2");
+    cr_expect(c.n_linear == 4 && (c.layer_flags[0] & LAYER_LINEAR) && !(c.layer_flags[1] & LAYER_LINEAR));
+    cr_expect_eq(c.hidden_dim, 96); /* int(2 * 128 / 3) = 85, up to 96 */
+    cr_expect(c.lin_conv == 4 && c.rms_eps == 1e-4f && c.tied_embeddings && c.rope_theta == 1e6f);
+    drop(&t);
+    cr_assert_eq(parse("{\"model_type\": \"lfm2\", " SIZES ", \"full_attn_idxs\": [2, 5], \"block_ff_dim\": 12288, "
+                       "\"tie_embedding\": false, \"tie_word_embeddings\": true}", &c, err, &t), 0, "%s", err);
+    cr_expect(c.n_linear == 4 && !(c.layer_flags[2] & LAYER_LINEAR) && (c.layer_flags[3] & LAYER_LINEAR));
+    cr_expect_eq(c.hidden_dim, 8192); /* LFM2-2.6B's */
+    cr_expect(!c.tied_embeddings && c.lin_conv == 3);
+    drop(&t);
+    cr_assert_eq(parse("{\"model_type\": \"lfm2\", " SIZES ", \"block_ffn_dim_multiplier\": null}", &c, err, &t), 0,
+                 "%s", err);
+    cr_expect(c.n_linear == 0 && c.hidden_dim == 85); /* no multiplier: no rounding (transformers) */
+    drop(&t);
+    expect_bad("{\"model_type\": \"lfm2\", " SIZES ", \"conv_bias\": true}", "unsupported 'conv_bias'");
+    expect_bad("{\"model_type\": \"lfm2\", " SIZES ", \"layer_types\": [\"linear_attention\", \"conv\", \"conv\", "
+               "\"conv\", \"conv\", \"conv\"]}", "must be full_attention or conv");
+    expect_bad("{\"model_type\": \"lfm2\", " SIZES ", \"full_attn_idxs\": [6]}", "'full_attn_idxs' entry 0");
+}
+
 /* Every row of the architecture table carries every fact: names, a valid activation and
  * slide rule, config class defaults in range, and names no other row has. A row that
  * leaves a field out does not compile; this catches one whose values are wrong. */
@@ -412,7 +443,8 @@ Test(arch_table, every_row_is_complete) {
         cr_expect(a->sw_default >= 0, "%s: default window", n);
         cr_expect(a->slide != SLIDE_NO_ROPE || (a->keys & KEY_NO_ROPE), "%s: slides by no-RoPE without it", n);
         cr_expect(a->slide != SLIDE_NONE || a->sw_default == 0, "%s: a default window that never applies", n);
-        cr_expect(!(a->keys & ~(((KEY_LINEAR_ATTN << 1) - 1) | KEY_YARN_DEFAULT)), "%s: unknown key flags", n);
+        cr_expect(!(a->keys & ~(((KEY_LINEAR_ATTN << 1) - 1) | KEY_YARN_DEFAULT | KEY_SHORT_CONV | KEY_FF_ADJUST)),
+                  "%s: unknown key flags", n);
         cr_expect_eq(arch_by_gguf(a->name, strlen(a->name)), a, "%s: GGUF name not unique", n);
         cr_expect_eq(arch_by_model_type(a->hf_model_type), a, "%s: model_type not unique", n);
         cr_expect_eq(arch_by_class(a->hf_class), a, "%s: class not unique", n);
