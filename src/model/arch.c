@@ -20,7 +20,9 @@
  *   lfm2     LFM2 / LFM2.5 dense: gated short convolutions (conv layers) beside attention
  *            layers with q/k norms; plain norms, eps 1e-5; the final norm is named
  *            embedding_norm (GGUF token_embd_norm); the MLP's width adjusted from
- *            intermediate_size; tied; most tensors named apart from llama's (HF_RENAMES)
+ *            intermediate_size; tied; most tensors named apart from llama's (RENAMES)
+ *   lfm2moe  LFM2-MoE: lfm2's layers, the MLP width as given; experts after the first
+ *            num_dense_layers, chosen on sigmoid scores plus an expert bias
  * and the families with expert layers (their MoE rows below):
  *   qwen3moe   qwen3's attention (head_dim hidden / heads by default); experts
  *   qwen2moe   qwen2's attention; experts plus a shared expert behind a sigmoid gate
@@ -77,6 +79,8 @@ static const arch_info ARCHES[] = {
      KEY_LAYER_TYPES | KEY_GGUF_WINDOW | KEY_GGUF_PATTERN | KEY_YARN_DEFAULT},
     {"lfm2", "lfm2", "Lfm2ForCausalLM", ARCH_QK_NORM | ARCH_SHORT_CONV, ACT_SILU, 1, 128000, 1, 2, 0, 1e6, 1e-5, 0,
      SLIDE_NONE, 0, KEY_LAYER_TYPES | KEY_SHORT_CONV | KEY_FF_ADJUST},
+    {"lfm2moe", "lfm2_moe", "Lfm2MoeForCausalLM", ARCH_QK_NORM | ARCH_SHORT_CONV, ACT_SILU, 1, 128000, 1, 2, 0, 1e6,
+     1e-5, 0, SLIDE_NONE, 0, KEY_LAYER_TYPES | KEY_SHORT_CONV},
 };
 #define N_ARCHES (int)(sizeof ARCHES / sizeof ARCHES[0])
 
@@ -118,26 +122,31 @@ void arch_list(char *buf, size_t n) {
  * over all then a renormalization of the k, in exact arithmetic (llama.cpp's way). */
 #define HFM "model.layers.%d.mlp."
 #define HFB "model.layers.%d.block_sparse_moe."
+#define HFF "model.layers.%d.feed_forward."
 static const moe_info MOES[] = {
     {"qwen3moe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 1, 128, 8, 768, 0, 1, HFM "gate.weight",
      HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
     {"qwen2moe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 0, 60, 4, 1408, 5632, 1, HFM "gate.weight",
      HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
     {"mixtral", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, HFB "gate.weight",
      HFB "experts.%d.w1.weight", HFB "experts.%d.w3.weight", HFB "experts.%d.w2.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
-    {"llama", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
+    {"llama", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     {"olmoe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 0, 64, 8, 0, 0, 0, HFM "gate.weight",
      HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
     /* transformers 5.23 saves Granite MoE's stacks under their legacy names */
     {"granitemoe", MOE_TOPK_SOFTMAX, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, HFB "router.layer.weight", NULL, NULL,
-     NULL, HFB "input_linear.weight", HFB "output_linear.weight"},
+     NULL, HFB "input_linear.weight", HFB "output_linear.weight", NULL},
     /* the k largest of the biased logits, softmax over them (GptOssTopKRouter); stacks transposed */
     {"gpt-oss", MOE_TOPK_SOFTMAX, MOE_RENORM_ALWAYS, 1, 1, 128, 4, 0, 0, 0, HFM "router.weight", NULL, NULL, NULL,
-     HFM "experts.gate_up_proj", HFM "experts.down_proj"},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
+    /* transformers' Lfm2MoeSparseMoeBlock: experts after the first num_dense_layers (2) */
+    {"lfm2moe", MOE_SIGMOID_BIAS, MOE_RENORM_CONFIG, 1, 1, 32, 4, 1792, 0, 2, HFF "gate.weight",
+     HFF "experts.%d.w1.weight", HFF "experts.%d.w3.weight", HFF "experts.%d.w2.weight",
+     HFF "experts.gate_up_proj", HFF "experts.down_proj", HFF "expert_bias"},
 };
 #define N_MOES (int)(sizeof MOES / sizeof MOES[0])
 
@@ -148,16 +157,15 @@ static const struct {
     int gguf;                  /* 1: a GGUF name, 0: an HF one */
     const char *from, *to;
 } RENAMES[] = {
-    {"lfm2", 0, "input_layernorm", "operator_norm"},
-    {"lfm2", 0, "post_attention_layernorm", "ffn_norm"},
-    {"lfm2", 0, "self_attn.o_proj", "self_attn.out_proj"},
-    {"lfm2", 0, "self_attn.q_norm", "self_attn.q_layernorm"},
-    {"lfm2", 0, "self_attn.k_norm", "self_attn.k_layernorm"},
-    {"lfm2", 0, "mlp.gate_proj", "feed_forward.w1"},
-    {"lfm2", 0, "mlp.up_proj", "feed_forward.w3"},
-    {"lfm2", 0, "mlp.down_proj", "feed_forward.w2"},
-    {"lfm2", 0, "model.norm.", "model.embedding_norm."},
-    {"lfm2", 1, "output_norm.", "token_embd_norm."},
+#define LFM2_NAMES(f)                                                                                          \
+    {f, 0, "input_layernorm", "operator_norm"}, {f, 0, "post_attention_layernorm", "ffn_norm"},             \
+    {f, 0, "self_attn.o_proj", "self_attn.out_proj"}, {f, 0, "self_attn.q_norm", "self_attn.q_layernorm"},   \
+    {f, 0, "self_attn.k_norm", "self_attn.k_layernorm"}, {f, 0, "mlp.gate_proj", "feed_forward.w1"},         \
+    {f, 0, "mlp.up_proj", "feed_forward.w3"}, {f, 0, "mlp.down_proj", "feed_forward.w2"},                    \
+    {f, 0, "model.norm.", "model.embedding_norm."}, {f, 1, "output_norm.", "token_embd_norm."}
+    LFM2_NAMES("lfm2"),
+    LFM2_NAMES("lfm2moe"),
+#undef LFM2_NAMES
 };
 
 void arch_tensor_name(const arch_info *a, int gguf, char *name, size_t n) {

@@ -137,6 +137,9 @@ typedef enum {
     MOE_SOFTMAX_TOPK, /* softmax over all experts (f32), then the k largest probabilities
                          (Qwen2/3-MoE, Mixtral, OLMoE) */
     MOE_TOPK_SOFTMAX, /* the k largest logits, then softmax over those k (Granite MoE) */
+    MOE_SIGMOID_BIAS, /* p = sigmoid(z); the k largest of p + the layer's expert bias (it chooses, it does
+                         not weigh), weighted by their p [/ (sum + 1e-6)] times routed_scaling_factor
+                         (LFM2-MoE) */
 } moe_router;
 
 typedef enum {
@@ -156,11 +159,13 @@ typedef struct {
     int experts, used;          /* num_experts / num_experts_per_tok class defaults */
     int expert_dim;             /* moe_intermediate_size class default; 0: the width is intermediate_size */
     int shared_dim;             /* shared_expert_intermediate_size class default; 0: no shared expert */
-    int sparse_keys;            /* reads decoder_sparse_step and mlp_only_layers (dense layers) */
+    int sparse_keys;            /* which layers stay dense: 1 reads decoder_sparse_step and mlp_only_layers,
+                                   2 the first num_dense_layers (class default 2); 0: none */
     const char *hf_router;      /* (E, dim) */
     const char *hf_gate, *hf_up, *hf_down; /* one expert: (I, dim), (I, dim), (dim, I) */
     const char *hf_gate_up3;    /* stacked: (E, 2I, dim), gate rows first */
     const char *hf_down3;       /* stacked: (E, dim, I) */
+    const char *hf_bias;        /* MOE_SIGMOID_BIAS: the (E) expert bias (GGUF exp_probs_b.bias), else NULL */
 } moe_info;
 
 #define MOE_MAX_USED 64 /* most experts a token may take (num_experts_per_tok) */
@@ -238,6 +243,8 @@ typedef struct expert_block {
     float *gate_bias;        /* (n_experts, expert_dim) f32 */
     float *up_bias;          /* (n_experts, expert_dim) f32 */
     float *down_bias;        /* (n_experts, dim) f32 */
+    float *choice_bias;      /* (n_experts) f32 MOE_SIGMOID_BIAS's expert bias: it chooses, it does not
+                                weigh; NULL: none (zeros) */
 } expert_block;
 
 /* A layer's weight matrices, in one order for every loop that visits them all (wv NULL on a

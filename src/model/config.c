@@ -31,6 +31,7 @@ void config_defaults(model_config *c) {
     c->swiglu_limit = 7.0f;
     c->residual_mult = 1.0f;
     c->logit_div = 1.0f;
+    c->moe_scale = 1.0f;
     c->bos_id = -1;
 }
 

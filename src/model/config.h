@@ -93,6 +93,9 @@ typedef struct {
     int shared_dim;       /* the shared expert's width (Qwen2-MoE), 0: none */
     int moe_renorm;       /* the k routing weights divided by their sum (norm_topk_prob) */
     float swiglu_alpha, swiglu_limit; /* ACT_SWIGLU_CLAMP: swiglu_alpha, swiglu_limit (GGUF: 1.702, 7) */
+    float moe_scale;      /* MOE_SIGMOID_BIAS: the weights times routed_scaling_factor (GGUF
+                             expert_weights_scale); 1 otherwise */
+    int moe_bias;         /* MOE_SIGMOID_BIAS: the expert layers carry an expert bias (use_expert_bias) */
     int lin_tiled;        /* 1: the value heads in tiled order instead (the Qwen3.5 converter's GGUF):
                              value head h reads key head h % lin_hk */
 } model_config;

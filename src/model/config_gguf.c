@@ -119,7 +119,8 @@ static int gguf_kv_heads(const gguf_file *g, model_config *c, char *err) {
     gguf_type et;
     uint64_t n = 0;
     const uint8_t *v = NULL;
-    if (!(c->family->keys & KEY_SHORT_CONV) || gguf_get_arr(g, AK("attention.head_count_kv"), &et, &n, (const void **)&v))
+    if (!(c->family->keys & KEY_SHORT_CONV) ||
+        gguf_get_arr(g, AK("attention.head_count_kv"), &et, &n, (const void **)&v))
         return gguf_pos_int(g, AK("attention.head_count_kv"), c->n_heads, &c->n_kv_heads, err);
     if ((et != GGUF_INT32 && et != GGUF_UINT32) || n != (uint64_t)c->n_layers)
         return errf(err, "%s: key '%s' must be an integer or %d 32-bit integers", gguf_path(g), kb, c->n_layers);
@@ -310,7 +311,20 @@ static int gguf_experts(const gguf_file *g, model_config *c, char *err) {
     if (mo->shared_dim && gguf_pos_int(g, AK("expert_shared_feed_forward_length"), 0, &c->shared_dim, err))
         return -1;
     c->moe_renorm = mo->router == MOE_TOPK_SOFTMAX ? 0 : mo->gguf_norm;
-    config_set_experts(c, 1, NULL, 0);
+    /* the first leading_dense_block_count layers stay dense (LFM2-MoE) */
+    int lead = 0, only[CONFIG_MAX_LAYERS];
+    if (gguf_has_key(g, AK("leading_dense_block_count")) &&
+        (gguf_get_int(g, kb, &v) || v < 0 || v > c->n_layers))
+        return errf(err, "%s: key '%s' must be a layer count up to %d", gguf_path(g), kb, c->n_layers);
+    if (gguf_has_key(g, kb)) lead = (int)v;
+    for (int l = 0; l < lead; l++) only[l] = l;
+    if (mo->router == MOE_SIGMOID_BIAS) {
+        c->moe_bias = 1; /* llama.cpp requires exp_probs_b */
+        if (gguf_float_key(g, AK("expert_weights_scale"), 0, 1.0, &c->moe_scale, err)) return -1;
+        if (!(c->moe_scale > 0 && isfinite(c->moe_scale)))
+            return errf(err, "%s: key '%s' must be positive", gguf_path(g), kb);
+    }
+    config_set_experts(c, 1, only, lead);
     return 0;
 }
 

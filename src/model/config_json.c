@@ -513,7 +513,22 @@ static int json_experts(const json_t *root, model_config *c, const char *path, c
         json_bool_key(root, "norm_topk_prob", mo->norm_default, &c->moe_renorm, path, err))
         return -1;
     if (mo->router == MOE_TOPK_SOFTMAX) c->moe_renorm = 0; /* the softmax over the k is the weighting */
-    if (mo->sparse_keys) {
+    if (mo->router == MOE_SIGMOID_BIAS) {
+        double sf;
+        int use_bias;
+        if (json_num_key(root, "routed_scaling_factor", 0, 1.0, &sf, "", path, err) ||
+            json_bool_key(root, "use_expert_bias", 1, &use_bias, path, err))
+            return -1;
+        if (!(sf > 0 && isfinite(sf))) return errf(err, "%s: key 'routed_scaling_factor' must be positive", path);
+        c->moe_scale = (float)sf;
+        c->moe_bias = use_bias;
+    }
+    if (mo->sparse_keys == 2) { /* the first num_dense_layers stay dense */
+        int n_dense;
+        if (json_int_key(root, "num_dense_layers", 0, 2, &n_dense, path, err)) return -1;
+        for (int l = 0; l < n_dense && l < c->n_layers; l++) only[n_only++] = l;
+    }
+    if (mo->sparse_keys == 1) {
         const json_t *ml = get(root, "mlp_only_layers");
         if (json_int_key(root, "decoder_sparse_step", 1, 1, &step, path, err)) return -1;
         if (ml && !json_is_array(ml)) return errf(err, "%s: key 'mlp_only_layers' must be a list of layers", path);

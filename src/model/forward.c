@@ -1201,8 +1201,12 @@ static void stage_experts(fwd_call *f, int l) {
     /* each token's route, then its slots grouped by expert (a counting sort: token order kept) */
     memset(x->count, 0, (size_t)E * sizeof(int));
     for (int t = 0; t < n; t++) {
-        moe_route(c->moe->router, c->moe_renorm, x->z + (size_t)t * ldz, E, K, x->ids + (size_t)t * K,
-                  x->w + (size_t)t * K, x->p, x->pairs);
+        if (c->moe->router == MOE_SIGMOID_BIAS)
+            moe_route_sigmoid(c->moe_renorm, c->moe_scale, b->choice_bias, x->z + (size_t)t * ldz, E, K,
+                              x->ids + (size_t)t * K, x->w + (size_t)t * K, x->p, x->pairs);
+        else
+            moe_route(c->moe->router, c->moe_renorm, x->z + (size_t)t * ldz, E, K, x->ids + (size_t)t * K,
+                      x->w + (size_t)t * K, x->p, x->pairs);
         for (int k = 0; k < K; k++) x->count[x->ids[(size_t)t * K + k]]++;
     }
     int ng = 0, start = 0;

@@ -448,6 +448,11 @@ static int load_experts(model *m, int l, int k, char *err) {
                 return -1;
         }
     }
+    if (c->moe_bias) {
+        if (m->gguf) snprintf(name, sizeof name, "blk.%d.exp_probs_b.bias", l);
+        else snprintf(name, sizeof name, mo->hf_bias, l);
+        if (get_vector(m, name, E, 0, &b->choice_bias, err)) return -1;
+    }
     if (c->shared_dim) {
         int64_t S = c->shared_dim;
         const char *g = m->gguf ? "blk.%d.ffn_gate_shexp.weight" : HF_LAYER "mlp.shared_expert.gate_proj.weight";
@@ -936,7 +941,7 @@ void model_free(model *m) {
     free(m->views);
     for (int l = 0; m->experts && l < m->cfg.n_layers; l++) {
         expert_block *b = &m->experts[l];
-        free(b->router_bias), free(b->gate_bias), free(b->up_bias), free(b->down_bias);
+        free(b->router_bias), free(b->gate_bias), free(b->up_bias), free(b->down_bias), free(b->choice_bias);
         if (m->expert_copies) free(m->expert_copies[l]);
     }
     free(m->expert_copies);

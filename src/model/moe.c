@@ -202,6 +202,18 @@ static void softmax(float *p, const float *z, int n) {
     for (int i = 0; i < n; i++) p[i] *= inv;
 }
 
+void moe_route_sigmoid(int renorm, float scale, const float *bias, const float *z, int n, int k, int *ids, float *w,
+                       float *p, moe_pair *scratch) {
+    for (int i = 0; i < n; i++) p[i] = 1.0f / (1.0f + expf(-z[i])) + (bias ? bias[i] : 0.0f); /* torch.sigmoid, f32 */
+    moe_topk(p, n, k, ids, scratch);
+    float sum = 0.0f;
+    for (int i = 0; i < k; i++) sum += w[i] = 1.0f / (1.0f + expf(-z[ids[i]]));
+    for (int i = 0; i < k; i++) {
+        if (renorm) w[i] /= sum + 1e-6f;
+        w[i] *= scale;
+    }
+}
+
 void moe_route(moe_router router, int renorm, const float *z, int n, int k, int *ids, float *w, float *p,
                moe_pair *scratch) {
     if (router == MOE_TOPK_SOFTMAX) {

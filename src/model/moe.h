@@ -23,4 +23,10 @@ void moe_topk(const float *v, int n, int k, int *idx, moe_pair *scratch);
 void moe_route(moe_router router, int renorm, const float *z, int n, int k, int *ids, float *w, float *pscratch,
                moe_pair *scratch);
 
+/* MOE_SIGMOID_BIAS's route (transformers' Lfm2MoeTopKRouter): p = sigmoid(z); ids the top k of
+ * p + bias (bias NULL: of p); w their p, divided by (their sum + 1e-6) when renorm, times scale.
+ * scratch: n floats, n pairs. */
+void moe_route_sigmoid(int renorm, float scale, const float *bias, const float *z, int n, int k, int *ids, float *w,
+                       float *pscratch, moe_pair *scratch);
+
 #endif

@@ -286,7 +286,8 @@ def main():
         dir_case("hybrid-conv-kernel-3", "model.layers.0.linear_attn.conv1d.weight", True,
                  edit_config=set_key("linear_conv_kernel_dim", 3), **hyb)
         # LFM2 (short convolutions in layers 0, 2, 3): a conv layer without its conv weight, a kernel the
-        # weight does not have, and a GGUF whose per-layer kv-head counts disagree
+        # weight does not have, a GGUF whose per-layer kv-head counts disagree; LFM2-MoE without an
+        # expert layer's routing bias
         lfm = dict(fixture=LFM2)
         dir_case("lfm2-missing-conv", "model.layers.2.conv.conv.weight", True,
                  edit_header=drop_tensor("model.layers.2.conv.conv.weight"), **lfm)
@@ -296,6 +297,9 @@ def main():
             lfm_gguf = f.read()
         gguf_case("lfm2-gguf-kv-heads-disagree", gguf_set_arr_u32(lfm_gguf, "lfm2.attention.head_count_kv", 4, 1))
         cases[-1] = cases[-1][:2] + ("lfm2.attention.head_count_kv",)
+        dir_case("lfm2moe-missing-expert-bias", "model.layers.2.feed_forward.expert_bias", True,
+                 edit_header=drop_tensor("model.layers.2.feed_forward.expert_bias"),
+                 fixture=os.path.join("tests", "fixtures", "tiny-lfm2moe-f32"))
         # expert layers (tests/fixtures/tiny-qwen3moe-f32: 6 experts, 2 used per token)
         dir_case("moe-expert-tensor-missing", MOE_EXPERT, True, edit_header=drop_expert, fixture=MOE_FIXTURE)
         dir_case("moe-expert-wrong-shape", "model.layers.2.mlp.experts.0.down_proj.weight", True, edit_header=transpose_expert,

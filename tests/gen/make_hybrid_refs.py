@@ -82,6 +82,18 @@ FIXTURES = [
      "3 beside attention layers 1, 4 (q/k layernorms, GQA 4/2, head_dim 16, NeoX RoPE theta 1e6); FFN width "
      "adjusted 152 -> 101 -> 128 (multiple of 32); embedding_norm as the final norm; plain norms with "
      "non-constant weights; tied"),
+    ("tiny-lfm2moe-f32", "lfm2_moe",
+     dict(vocab_size=256, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4,
+          num_attention_heads=4, num_key_value_heads=2, conv_L_cache=3, num_dense_layers=1, num_experts=6,
+          num_experts_per_tok=2, norm_topk_prob=True, use_expert_bias=True, routed_scaling_factor=1.0,
+          layer_types=["conv", "full_attention", "conv", "full_attention"], tie_word_embeddings=True,
+          norm_eps=1e-5, max_position_embeddings=512,
+          rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+     "LFM2-MoE: LFM2's short convs (layers 0, 2) and attention (1, 3); layer 0's MLP dense (num_dense_layers "
+     "1, width 96), layers 1-3 expert layers (6 experts of 32, 2 per token): sigmoid router, experts chosen "
+     "on sigmoid + expert_bias (non-zero here), weights renormalized (+1e-6) and scaled by "
+     "routed_scaling_factor (1.0, the published value: the converter writes no such key, so a GGUF file "
+     "means 1.0); plain non-constant norms; tied"),
 ]
 
 # The wrapper fixtures' vision tower: as small as the class allows (text-only input never runs it).
@@ -94,10 +106,14 @@ def init_weights(model, seed, plain_norms=False):
     lm_head gain 4), zero-centred norms w = 0.1 N(0, 1) (they compute x * (1 + w)), the gated norm of the
     DeltaNet 1 + 0.1 N(0, 1) (a plain weight), conv taps N(0, 1/4), dt_bias 0.5 N(0, 1), and
     A_log = log U(0.05, 2): a slower decay than HF's U(0.01, 16) init, so that the state carries tokens
-    far back and a wrong state shows in the logits. plain_norms (LFM2, whose norms compute x * w): every norm
-    weight 1 + 0.2 N(0, 1), and the short convolutions' taps N(0, 1/4)."""
+    far back and a wrong state shows in the logits. plain_norms (LFM2, whose norms compute x * w): every
+    norm weight 1 + 0.2 N(0, 1), the short convolutions' taps N(0, 1/4); LFM2-MoE's expert_bias buffers
+    0.3 N(0, 1), its stacked experts N(0, 1/in) with down gain 4.5 (3 locked the greedy ids onto one token)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
+        for name, b in sorted(model.named_buffers()):
+            if name.endswith("expert_bias"):  # LFM2-MoE's routing bias (zero by default: selection = weights)
+                b.copy_(0.3 * torch.randn(b.shape, generator=g))
         for name, p in sorted(model.named_parameters()):
             r = torch.randn(p.shape, generator=g)
             if plain_norms and (name.endswith("norm.weight") or name.endswith("layernorm.weight")):
@@ -120,6 +136,8 @@ def init_weights(model, seed, plain_norms=False):
                 p.copy_(r)
             elif name == "lm_head.weight":
                 p.copy_(r * (4.0 / math.sqrt(p.shape[1])))
+            elif ".experts." in name and p.dim() == 3:  # LFM2-MoE's stacks (E, out, in): down gain 4.5
+                p.copy_(r * ((4.5 if "down" in name else 1.0) / math.sqrt(p.shape[-1])))
             elif "o_proj" in name or "down_proj" in name or "out_proj" in name or name.endswith(".w2.weight"):
                 p.copy_(r * (3.0 / math.sqrt(p.shape[1])))
             else:
@@ -172,6 +190,8 @@ def build(idx, entry, vers, llama_cpp):
     load = Qwen3_5ForConditionalGeneration if wrapper else AutoModelForCausalLM
     m = load.from_pretrained(d, dtype=torch.float32).eval()
     m64 = load.from_pretrained(d, dtype=torch.float64).eval()
+    if hasattr(m64, "set_experts_implementation") and getattr(m64.config, "_experts_implementation", None):
+        m64.set_experts_implementation("eager")  # torch's grouped_mm takes no float64: the noise check only
     rng = np.random.Generator(np.random.PCG64(8200 + idx))
     cases = []
     for cname, n in PROMPTS:
@@ -225,7 +245,8 @@ def build(idx, entry, vers, llama_cpp):
             "linear_num_key_heads", "linear_num_value_heads", "rope_parameters", "head_dim",
             "num_attention_heads", "num_key_value_heads", "tie_word_embeddings", "rms_norm_eps", "norm_eps",
             "conv_L_cache", "intermediate_size", "block_multiple_of", "block_ffn_dim_multiplier",
-            "block_auto_adjust_ff_dim")
+            "block_auto_adjust_ff_dim", "moe_intermediate_size", "num_dense_layers", "num_experts",
+            "num_experts_per_tok", "norm_topk_prob", "use_expert_bias", "routed_scaling_factor")
     return dict(family=mtype, exercises=what, files=files, gguf=ggufs,
                 hf_config_as_loaded={k: loaded.get(k) for k in keys if k in loaded})
 

@@ -191,3 +191,10 @@ Test(batch, hybrid_same_logits_bytes_alone_and_batched) {
     for (int threads = 1; threads <= 2; threads++)
         for (int exact = 0; exact <= 1; exact++) check_model("tests/fixtures/tiny-qwen35-gdn-f32", exact, threads);
 }
+
+/* LFM2: each sequence's short conv states are its own in a batch. */
+Test(batch, short_conv_same_logits_bytes_alone_and_batched) {
+    for (int threads = 1; threads <= 2; threads++)
+        for (int exact = 0; exact <= 1; exact++)
+            check_model("tests/fixtures/tiny-lfm2-f32/model.q8_0.gguf", exact, threads);
+}

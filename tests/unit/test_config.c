@@ -418,6 +418,14 @@ Test(config_json, lfm2_short_conv) {
     expect_bad("{\"model_type\": \"lfm2\", " SIZES ", \"layer_types\": [\"linear_attention\", \"conv\", \"conv\", "
                "\"conv\", \"conv\", \"conv\"]}", "must be full_attention or conv");
     expect_bad("{\"model_type\": \"lfm2\", " SIZES ", \"full_attn_idxs\": [6]}", "'full_attn_idxs' entry 0");
+    /* LFM2-MoE: the MLP width as given, experts after the first num_dense_layers, the routing's scale */
+    cr_assert_eq(parse("{\"model_type\": \"lfm2_moe\", " SIZES ", \"layer_types\": [\"conv\", \"full_attention\", "
+                       "\"conv\", \"conv\", \"full_attention\", \"conv\"], \"num_experts\": 8, \"num_dense_layers\": 3, "
+                       "\"routed_scaling_factor\": 2.5}", &c, err, &t), 0, "%s", err);
+    cr_expect_str_eq(c.arch, "lfm2moe");
+    cr_expect(c.hidden_dim == 128 && c.expert_dim == 1792 && c.n_experts_used == 4 && c.moe_renorm && c.moe_bias);
+    cr_expect(!(c.layer_flags[2] & LAYER_MOE) && (c.layer_flags[3] & LAYER_MOE) && c.moe_scale == 2.5f);
+    drop(&t);
 }
 
 /* Every row of the architecture table carries every fact: names, a valid activation and

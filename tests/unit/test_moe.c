@@ -83,3 +83,19 @@ Test(moe_route, the_three_rules) {
     cr_expect(ids[0] == 1 && ids[1] == 2);
     cr_expect_float_eq(w[0], 1.0 / (1.0 + exp(-1.0)), 1e-6);
 }
+
+/* LFM2-MoE: the bias chooses (expert 0 over expert 3, whose sigmoid is larger), the sigmoid weighs,
+ * renormalized by sum + 1e-6, times the scale. */
+Test(moe_route, sigmoid_with_expert_bias) {
+    float z[4] = {0.0f, 1.0f, -1.0f, 2.0f}, bias[4] = {0.5f, 0.0f, 0.0f, -1.0f}, p[4], w[2];
+    int ids[2];
+    moe_pair q[4];
+    double s0 = 0.5, s1 = 1.0 / (1.0 + exp(-1.0));
+    moe_route_sigmoid(1, 1.5f, bias, z, 4, 2, ids, w, p, q);
+    cr_expect(ids[0] == 0 && ids[1] == 1, "ids %d %d", ids[0], ids[1]);
+    cr_expect_float_eq(w[0], 1.5 * s0 / (s0 + s1 + 1e-6), 1e-6);
+    cr_expect_float_eq(w[1], 1.5 * s1 / (s0 + s1 + 1e-6), 1e-6);
+    moe_route_sigmoid(0, 1.0f, NULL, z, 4, 2, ids, w, p, q);
+    cr_expect(ids[0] == 3 && ids[1] == 1, "ids %d %d", ids[0], ids[1]);
+    cr_expect_float_eq(w[0], 1.0 / (1.0 + exp(-2.0)), 1e-6);
+}

@@ -181,6 +181,8 @@ Test(contract, experts_gptoss_mxfp4) { contract_all("tests/fixtures/tiny-gptoss-
 Test(contract, experts_gptoss_f32) { contract_all("tests/fixtures/tiny-gptoss-f32", 400, 0, 0); }
 Test(contract, longrope_cut) { contract_all("tests/fixtures/tiny-phi3-longrope-f32", 60, 1, 0); }
 Test(contract, hybrid_qwen35) { contract_all("tests/fixtures/tiny-qwen35-gdn-f32", 300, 0, 1); }
+Test(contract, short_conv_lfm2_q8) { contract_all("tests/fixtures/tiny-lfm2-f32/model.q8_0.gguf", 300, 0, 1); }
+Test(contract, experts_lfm2moe_q8) { contract_all("tests/fixtures/tiny-lfm2moe-f32/model.q8_0.gguf", 180, 0, 1); }
 
 /* ---- generation with drafts ------------------------------------------------------------ */
 
