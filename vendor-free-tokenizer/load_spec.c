@@ -42,13 +42,15 @@ static int setup_bytelevel_pre(tokenizer *t, tok_str pre, const char *source, ch
     const char *split = NULL;
     if (!pre.len || str_is(pre, "default") || str_is(pre, "gpt2") || str_is(pre, "smollm"))
         split = NULL; /* ByteLevel's own GPT-2 regex */
-    else if (str_is(pre, "llama-bpe") || str_is(pre, "llama3") || str_is(pre, "llama-v3")) split = TOK_RE_LLAMA3;
+    /* llama.cpp reads "lfm2" (the converter's name for LFM2 / LFM2.5's vocabularies) as llama3's */
+    else if (str_is(pre, "llama-bpe") || str_is(pre, "llama3") || str_is(pre, "llama-v3") || str_is(pre, "lfm2"))
+        split = TOK_RE_LLAMA3;
     else if (str_is(pre, "qwen2")) split = TOK_RE_QWEN2;
     else if (str_is(pre, "qwen35")) split = TOK_RE_QWEN35;
     else {
         tok_errf(err,
                  "%s: tokenizer.ggml.pre \"%.*s\" is not a supported pre-tokenizer "
-                 "(supported: default, gpt2, smollm, llama-bpe, qwen2, qwen35)",
+                 "(supported: default, gpt2, smollm, llama-bpe, lfm2, qwen2, qwen35)",
                  source, (int)pre.len, pre.ptr);
         return -1;
     }

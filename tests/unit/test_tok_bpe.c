@@ -46,10 +46,11 @@ Test(tok_bpe, gpt2_regex_splits_contractions_digits_spaces)
     tok_free(t);
 }
 
-Test(tok_bpe, llama3_regex_digit_triples_and_case_insensitive_contractions)
+/* also GGUF pre-tokenizer "lfm2", which llama.cpp reads as llama3's */
+static void llama3_split(const char *pre)
 {
     char err[TOK_ERR_LEN] = "";
-    tokenizer *t = tt_bytelevel("llama-bpe", NULL, 0, NULL, 0, NULL, 0, err);
+    tokenizer *t = tt_bytelevel(pre, NULL, 0, NULL, 0, NULL, 0, err);
     cr_assert_not_null(t, "%s", err);
     tok_buf arena = {0};
     tok_ids spans = {0}, tmp = {0};
@@ -61,12 +62,18 @@ Test(tok_bpe, llama3_regex_digit_triples_and_case_insensitive_contractions)
     for (size_t i = 0; i < 8; i++)
         cr_expect(spans.p[2 * i + 1] == (int32_t)strlen(want[i]) &&
                       !memcmp(arena.p + spans.p[2 * i], want[i], strlen(want[i])),
-                  "piece %zu", i);
+                  "%s: piece %zu", pre, i);
     tok_match_data_free(md);
     tok_buf_free(&arena);
     free(spans.p);
     free(tmp.p);
     tok_free(t);
+}
+
+Test(tok_bpe, llama3_regex_digit_triples_and_case_insensitive_contractions)
+{
+    llama3_split("llama-bpe");
+    llama3_split("lfm2");
 }
 
 Test(tok_bpe, unsupported_pre_tokenizer_is_an_error)
