@@ -185,6 +185,12 @@ def config_seeds():
          "intermediate_size": 96, "vocab_size": 320, "head_dim": 32, "full_attention_interval": 3,
          "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
          "linear_value_head_dim": 24, "linear_conv_kernel_dim": 4}))
+    # LFM2 (short convs): the conv layers by full_attn_idxs, the MLP width by its aliases and adjustment
+    put("fuzz_config", "lfm2_idxs.json", json.dumps(
+        {"model_type": "lfm2", "hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "block_ff_dim": 272, "vocab_size": 256, "full_attn_idxs": [1, 4],
+         "conv_L_cache": 3, "block_multiple_of": 32, "block_ffn_dim_multiplier": 1.0, "tie_embedding": True,
+         "norm_eps": 1e-5}))
 
 
 # ---- tokenizer.json ---------------------------------------------------------------
