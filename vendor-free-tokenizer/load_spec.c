@@ -47,10 +47,11 @@ static int setup_bytelevel_pre(tokenizer *t, tok_str pre, const char *source, ch
         split = TOK_RE_LLAMA3;
     else if (str_is(pre, "qwen2")) split = TOK_RE_QWEN2;
     else if (str_is(pre, "qwen35")) split = TOK_RE_QWEN35;
+    else if (str_is(pre, "gpt-4o")) split = TOK_RE_O200K; /* the converter's name for o200k (gpt-oss) */
     else {
         tok_errf(err,
                  "%s: tokenizer.ggml.pre \"%.*s\" is not a supported pre-tokenizer "
-                 "(supported: default, gpt2, smollm, llama-bpe, lfm2, qwen2, qwen35)",
+                 "(supported: default, gpt2, smollm, llama-bpe, lfm2, qwen2, qwen35, gpt-4o)",
                  source, (int)pre.len, pre.ptr);
         return -1;
     }

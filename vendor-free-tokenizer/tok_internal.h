@@ -218,6 +218,7 @@ extern const char TOK_RE_GPT2[];
 extern const char TOK_RE_LLAMA3[];
 extern const char TOK_RE_QWEN2[];
 extern const char TOK_RE_QWEN35[];
+extern const char TOK_RE_O200K[];
 int tok_pre_compile(tok_pre *p, const char *pattern, size_t len, char *err);
 void tok_pre_free(tok_pre *p);
 /* Split one segment into pre-tokens. The segment is copied into `arena`

@@ -5,7 +5,8 @@ For every tokenizer in tests/refs/tokenizer/manifest.json (and SmolLM2's GGUF
 metadata when the default model is in .cache/models), runs build/tok_driver on
 the stored corpus and requires 100% identical ids, decode text equal to the
 reference decode, and the streaming decoder's output equal to it too; likewise Qwen3.5's
-tokenizer against tiktoken's ids (tests/refs/tokenizer/qwen35-tiktoken.*). Then
+and gpt-oss's o200k-harmony tokenizers against tiktoken's ids (tests/refs/tokenizer/*-tiktoken.*;
+o200k-harmony also as the GGUF vocabulary the pinned converter writes, with --require-cached). Then
 renders the stored chat-template cases. If the `tokenizers` package is
 importable, also compares a fresh random corpus live.
 
@@ -436,26 +437,57 @@ def tokenizer_args(tmp, name, info):
     return ["--json", os.path.join(d, "tokenizer.json"), "--config", os.path.join(REPO, info["config"])]
 
 
+# tiktoken's references: (name, fixture dir, special corpus, tokenizer_config.json); tests/gen/gen_tiktoken_refs.py.
+TIKTOKEN_SETS = [("qwen35-tiktoken", "qwen35", "corpus-special"),
+                 ("o200k-harmony-tiktoken", "o200k-harmony", "corpus-special-o200k")]
+# Strings of corpus.bin.gz checked for o200k-harmony when its tokenizer was built but --require-cached
+# is not given (make test builds it: make o200k-tokenizer); the full 23,121 in make regress-families.
+O200K_CHEAP = 2000
+
+
 def check_tiktoken(tmp, sets, verbose):
-    """Qwen3.5 / 3.6's tokenizer.json (built from Qwen's tiktoken ranks, in CACHE/tokenizers: make
-    family-tokenizers) against tiktoken's own ids and decodes (tests/gen/gen_tiktoken_refs.py)."""
-    with open(os.path.join(REFS, "qwen35-tiktoken.json")) as f:
-        info = json.load(f)
-    info = dict(info, config="tests/fixtures/tokenizers/qwen35/tokenizer_config.json")
-    if tokenizer_gz(info) is None:
-        if "--require-cached" in sys.argv:
-            print("FAIL qwen35-tiktoken: %s not in %s/tokenizers (make family-tokenizers)" % (info["tokenizer_json_gz"], CACHE))
-            return 1
-        print("not checked here: qwen35-tiktoken (its tokenizer is in the cache: make family-tokenizers; "
-              "make regress-families checks it)")
-        return 0
-    args, fails = tokenizer_args(tmp, "qwen35", info), 0
-    for suffix, kind, extra in (("", "corpus", []), (".special", "corpus-special", []),
-                                (".nospecial", "corpus-special", ["--no-special"])):
-        path, strings = sets[kind]
-        ids = read_ids(gzip.open(os.path.join(REFS, "qwen35-tiktoken" + suffix + ".ids.bin.gz")).read())
-        dec = read_decodes(gzip.open(os.path.join(REFS, "qwen35-tiktoken" + suffix + ".decode.bin.gz")).read(), strings)
-        fails += compare("qwen35-tiktoken" + suffix, strings, ids, dec, run_driver(args + extra, path), verbose)
+    """Qwen3.5 / 3.6's and gpt-oss's tokenizer.json (built from the ranks of Qwen's and OpenAI's
+    encodings, in CACHE/tokenizers: make family-tokenizers, make o200k-tokenizer) against tiktoken's
+    own ids and decodes (tests/gen/gen_tiktoken_refs.py)."""
+    fails = 0
+    for ref, fixture, special in TIKTOKEN_SETS:
+        with open(os.path.join(REFS, ref + ".json")) as f:
+            info = json.load(f)
+        info = dict(info, config="tests/fixtures/tokenizers/%s/tokenizer_config.json" % fixture)
+        if tokenizer_gz(info) is None:
+            if "--require-cached" in sys.argv:
+                print("FAIL %s: %s not in %s/tokenizers (make family-tokenizers)" % (ref, info["tokenizer_json_gz"], CACHE))
+                fails += 1
+                continue
+            print("not checked here: %s (its tokenizer is in the cache: make family-tokenizers; "
+                  "make regress-families checks it)" % ref)
+            continue
+        if special not in sets:
+            raw = gzip.open(os.path.join(REFS, special + ".bin.gz")).read()
+            path = os.path.join(tmp, special + ".bin")
+            with open(path, "wb") as f:
+                f.write(raw)
+            sets[special] = (path, read_strings(raw))
+        runs = [(ref, tokenizer_args(tmp, fixture, info))]
+        vocab = os.path.join(CACHE, "tokenizers", fixture, "vocab.gguf")
+        if fixture == "o200k-harmony" and "--require-cached" in sys.argv:
+            # what the pinned sdist's converter writes for gpt-oss (tokenizer.ggml.pre "gpt-4o"): make o200k-gguf
+            if not os.path.exists(vocab):
+                print("FAIL %s: %s is missing (make o200k-gguf)" % (ref, vocab))
+                fails += 1
+            else:
+                runs.append((ref + " (converter GGUF)", ["--gguf", vocab]))
+        for (label, args), (suffix, kind, extra) in ((r, c) for r in runs for c in (
+                ("", "corpus", []), (".special", special, []), (".nospecial", special, ["--no-special"]))):
+            path, strings = sets[kind]
+            ids = read_ids(gzip.open(os.path.join(REFS, ref + suffix + ".ids.bin.gz")).read())
+            dec = read_decodes(gzip.open(os.path.join(REFS, ref + suffix + ".decode.bin.gz")).read(), strings)
+            if fixture == "o200k-harmony" and kind == "corpus" and "--require-cached" not in sys.argv:
+                path = os.path.join(tmp, "corpus-cheap.bin")
+                strings, ids, dec = strings[:O200K_CHEAP], ids[:O200K_CHEAP], dec[:O200K_CHEAP]
+                with open(path, "wb") as f:
+                    f.write(b"".join(struct.pack("<I", len(x)) + x for x in strings))
+            fails += compare(label + suffix, strings, ids, dec, run_driver(args + extra, path), verbose)
     return fails
 
 
