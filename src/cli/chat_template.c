@@ -87,7 +87,8 @@ int chat_template_parse(int argc, char **argv, chat_template_args *a, char *err)
 }
 
 /* MESSAGES.json: a JSON array of {"role": "...", "content": "..."} objects. The
- * messages point into *root (json_decref it). */
+ * messages point into *root (json_decref it). A message's other members (gpt-oss's "thinking",
+ * "tool_calls", ...) reach the template as apply_chat_template passes them: see with_messages. */
 static llmgen_status read_messages(const char *path, json_t **root, llmgen_message **msgs, size_t *n, char *err) {
     json_error_t je;
     FILE *f = fopen(path, "rb");
@@ -113,6 +114,57 @@ static llmgen_status read_messages(const char *path, json_t **root, llmgen_messa
     return LLMGEN_OK;
 }
 
+/* A message's reasoning as transformers 5.23 passes it (chat_template_utils._alias_reasoning_fields):
+ * the first non-null of reasoning_content, thinking, reasoning is also given as "thinking" (first
+ * member, gpt-oss's templates read it) and "reasoning_content" (last unless present). New reference. */
+static json_t *alias_reasoning(json_t *m) {
+    static const char *names[] = {"reasoning_content", "thinking", "reasoning"};
+    json_t *r = NULL;
+    for (int k = 0; k < 3 && !r; k++) {
+        json_t *v = json_object_get(m, names[k]);
+        if (v && !json_is_null(v)) r = v;
+    }
+    if (!r) return json_incref(m);
+    json_t *o = json_object();
+    const char *key;
+    json_t *v;
+    if (!o || json_object_set(o, "thinking", r)) return json_decref(o), NULL;
+    json_object_foreach(m, key, v) if (json_object_set(o, key, v)) return json_decref(o), NULL;
+    if (json_object_set(o, "reasoning_content", r)) return json_decref(o), NULL;
+    return o;
+}
+
+/* When a message has members beyond role and content, the template's "messages" variable is the
+ * whole array (the variables of --chat-template-kwargs win over it, as they win over every other):
+ * *vars (free it) is the JSON object of both; NULL when the messages are role and content only. */
+static llmgen_status with_messages(json_t *root, const char *kwargs, char **vars, char *err) {
+    int extra = 0;
+    *vars = NULL;
+    for (size_t i = 0; i < json_array_size(root); i++) extra |= json_object_size(json_array_get(root, i)) > 2;
+    if (!extra) return LLMGEN_OK;
+    json_t *msgs = json_array();
+    for (size_t i = 0; msgs && i < json_array_size(root); i++)
+        if (json_array_append_new(msgs, alias_reasoning(json_array_get(root, i)))) json_decref(msgs), msgs = NULL;
+    if (!msgs) return fail(LLMGEN_E_NOMEM, err, "--messages: out of memory");
+    json_error_t je;
+    json_t *kw = kwargs ? json_loads(kwargs, JSON_REJECT_DUPLICATES, &je) : json_object();
+    if (!json_is_object(kw)) {
+        json_decref(kw);
+        json_decref(msgs);
+        return fail(LLMGEN_E_USAGE, err, "--chat-template-kwargs: expected a JSON object");
+    }
+    json_t *v = json_object();
+    if (!v || json_object_set_new(v, "messages", msgs) || json_object_update(v, kw) ||
+        !(*vars = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
+        json_decref(v);
+        json_decref(kw);
+        return fail(LLMGEN_E_NOMEM, err, "--messages: out of memory");
+    }
+    json_decref(v);
+    json_decref(kw);
+    return LLMGEN_OK;
+}
+
 llmgen_status chat_template_render(const chat_template_args *a, char **out, char *err) {
     char *text = NULL, e[ERR_LEN];
     json_t *root = NULL;
@@ -122,7 +174,9 @@ llmgen_status chat_template_render(const chat_template_args *a, char **out, char
     *out = NULL;
     llmgen_status st = a->template_file ? cli_read_file(a->template_file, "--template-file", &text, err)
                                         : LLMGEN_OK;
+    char *vars = NULL;
     if (!st) st = read_messages(a->messages_file, &root, &msgs, &n, err);
+    if (!st) st = with_messages(root, a->co.vars_json, &vars, err);
     if (!st && a->model) {
         /* exact mode: nothing is repacked, only the tokenizer is needed */
         llmgen_model_options mo = {.n_threads = 1, .exact = 1};
@@ -131,11 +185,13 @@ llmgen_status chat_template_render(const chat_template_args *a, char **out, char
     if (!st) {
         llmgen_chat_options co = a->co;
         co.template_text = text;
+        if (vars) co.vars_json = vars;
         if ((st = llmgen_chat_render_messages(m, msgs, n, a->add_generation_prompt, &co, out, e, sizeof e)))
             fail(st, err, "chat-template: %s", e);
     }
     llmgen_model_free(m);
     free(msgs);
+    free(vars);
     json_decref(root);
     free(text);
     return st;

@@ -245,12 +245,14 @@ def main():
                 for p in problems[:3]:
                     print("FAIL  " + p)
         tried = len(refs["templates"])
-        thinking = sum(any("vars" in r for r in e["results"]) for e in refs["templates"].values())
-        print("%s  %d/%d templates rendered exactly as transformers %s (%d cases each, and each case with "
-              "enable_thinking false and true for the %d that read it; %d more that transformers "
+        thinking = sum(any("enable_thinking" in r.get("vars", {}) for r in e["results"]) for e in refs["templates"].values())
+        effort = sum(any("reasoning_effort" in r.get("vars", {}) for r in e["results"]) for e in refs["templates"].values())
+        print("%s  %d/%d templates rendered exactly as transformers %s (its cases, each with enable_thinking false "
+              "and true for the %d that read it, and reasoning_effort low and high with developer messages and "
+              "thinking fields for the %d that read that; %d more that transformers "
               "cannot render without tools fail in llmgen too)" % (
                   "ok  " if exact == tried and len(bad_templates) == tried - exact else "FAIL", exact, tried,
-                  refs["transformers_version"], len(refs["cases"]), thinking, len(refs["not_rendered"])))
+                  refs["transformers_version"], thinking, effort, len(refs["not_rendered"])))
         if bad_templates:
             print("      differ: " + ", ".join(bad_templates))
             fails += 1

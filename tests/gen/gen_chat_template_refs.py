@@ -18,7 +18,10 @@ Fixed inputs: bos_token "<s>" and eos_token "</s>" for template files (llmgen ge
 date_string = DATE and a clock frozen at DATE 00:00:00 local time for strftime_now (llmgen gets
 --date DATE). tools and documents are None (transformers' defaults). A template that reads
 enable_thinking is also rendered with it False and True ("vars" of a result; llmgen gets
---chat-template-kwargs).
+--chat-template-kwargs). A template that reads reasoning_effort (gpt-oss's harmony, ...) is also rendered
+with it "low" and "high", and with the REASONING_CASES (a developer message, a system message beside
+a developer one, past and final assistant turns with a "thinking" field, model_identity) with
+reasoning_effort unset, "low" and "high".
 
 A template is "tried" when transformers renders at least one case; one that transformers cannot
 render at all without tools is listed under "not_rendered" with transformers' error.
@@ -80,10 +83,38 @@ def freeze_clock(module):
 THINKING = [{"enable_thinking": False}, {"enable_thinking": True}]
 
 
+# Cases for templates that read reasoning_effort (gpt-oss: developer messages, thinking fields).
+EFFORT = [{"reasoning_effort": "low"}, {"reasoning_effort": "high"}]
+DEV = {"role": "developer", "content": "Answer in French."}
+REASONING_CASES = [
+    ("developer+user", [DEV, {"role": "user", "content": "What is the capital of France?"}], True),
+    ("developer+three-turn", [DEV, {"role": "user", "content": "Hi there"},
+                              {"role": "assistant", "content": "Bonjour !"},
+                              {"role": "user", "content": "Tell me a joke."}], True),
+    ("system+developer+user", [SYS, DEV, {"role": "user", "content": "Hello!"}], True),
+    ("thinking-past-turn", [{"role": "user", "content": "What is 2+2?"},
+                            {"role": "assistant", "content": "4", "thinking": "Two plus two is four."},
+                            {"role": "user", "content": "And 3+3?"}], True),
+    ("thinking-final-turn", [DEV, {"role": "user", "content": "What is 2+2?"},
+                             {"role": "assistant", "content": "4", "thinking": "Two plus two is four.\nSo: 4."}], False),
+    ("thinking-multiline", [{"role": "user", "content": "Écris 🌊"},
+                            {"role": "assistant", "content": "Vagues", "thinking": "  L'utilisateur veut un mot.\n\n"},
+                            {"role": "user", "content": "Encore"}], True),
+]
+IDENTITY = [{"model_identity": "You are a small test model."},
+            {"model_identity": "You are a small test model.", "reasoning_effort": "high"}]
+
+
 def render_all(render, template, bos, eos):
     results = []
     variants = [None] + (THINKING if "enable_thinking" in template else [])
-    for (name, msgs, gen), vars_ in ((c, v) for v in variants for c in CASES):
+    cases = [(c, v) for v in variants for c in CASES]
+    if "reasoning_effort" in template:
+        cases += [(c, v) for v in EFFORT for c in CASES]
+        cases += [(c, v) for v in [None] + EFFORT for c in REASONING_CASES]
+        if "model_identity" in template:
+            cases += [(c, v) for v in IDENTITY for c in REASONING_CASES[:2]]
+    for (name, msgs, gen), vars_ in cases:
         kw = dict(vars_ or {}, date_string=DATE)
         if bos is not None:
             kw["bos_token"] = bos
@@ -140,7 +171,7 @@ def main():
            "jinja2_version": jinja2.__version__, "function": "transformers.utils.chat_template_utils.render_jinja_template",
            "llama_cpp_sdist": "llama_cpp_python-0.3.36.tar.gz (vendor/llama.cpp/models/templates)",
            "date": DATE, "bos_token": BOS, "eos_token": EOS,
-           "cases": [{"name": n, "messages": m, "add_generation_prompt": g} for n, m, g in CASES],
+           "cases": [{"name": n, "messages": m, "add_generation_prompt": g} for n, m, g in CASES + REASONING_CASES],
            "templates": {}, "not_rendered": {}}
     for name, template, bos, eos, where in sources:
         results = render_all(render, template, bos, eos)
