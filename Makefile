@@ -454,7 +454,7 @@ $(BUILD)/fuzz/src/kernels/inplace_avx512.o: CFLAGS += $(ISA_AVX512)
 $(BUILD)/fuzz/libllmgen.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(BUILD)/fuzz/libllmgen.a
-	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $(filter-out %.a,$^) $(filter %.a,$^) $(LDLIBS)
 # fuzz_openai reads the server's request bodies: the server's JSON mapping and tool calls come with it.
 $(BUILD)/fuzz/fuzz_openai: $(BUILD)/fuzz/src/serve/openai.o $(BUILD)/fuzz/src/serve/tools.o
 $(BUILD)/replay/fuzz_openai: $(BUILD)/san/src/serve/openai.o $(BUILD)/san/src/serve/tools.o
@@ -474,7 +474,7 @@ $(SAN_ARCHIVE): $(SAN_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/replay/fuzz_%: $(BUILD)/san/tests/fuzz/fuzz_%.o $(BUILD)/san/tests/fuzz/replay_main.o $(SAN_ARCHIVE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ $(filter-out %.a,$^) $(filter %.a,$^) $(LDLIBS)
 fuzz-replay: $(FUZZ_TARGETS:%=$(BUILD)/replay/%)  ## replay fuzz seeds and kept crashes under ASan + UBSan
 	@for t in $(FUZZ_TARGETS); do \
 	  $(BUILD)/replay/$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; \

@@ -543,6 +543,51 @@ llmgen_status llmgen_chat_turn(llmgen_chat *c, const char *user, const llmgen_ge
                                llmgen_result *r, char *err, size_t errlen);
 void llmgen_chat_free(llmgen_chat *c); /* NULL is fine; the session stays the caller's */
 
+/* ---- reasoning: thinking output kept apart from the answer ------------------------- */
+
+/* The output formats of the families that think: "<think>R</think>A" (Qwen3, Qwen3.5,
+ * DeepSeek-R1 distills; a prompt ending in "<think>" and white space, as Qwen3.5's and
+ * DeepSeek-R1's generation prompts do, starts the output inside the block) and gpt-oss's
+ * harmony channels ("<|channel|>analysis<|message|>R<|end|><|start|>assistant<|channel|>
+ * final<|message|>A"). Any other output is all answer, byte for byte; the answer after
+ * </think> has its leading white space dropped. Fed piece by piece (a stream) or whole, the
+ * splitter gives the same bytes; text is held back only while it may start a marker. */
+typedef struct llmgen_reasoning llmgen_reasoning;
+
+/* Offsets in the whole output: the reasoning is [reasoning_begin, reasoning_end) (from the
+ * first to the last reasoning byte: several harmony analysis messages keep their headers in
+ * between), the answer [answer_begin, end). has_reasoning 0: no thinking block (all answer). */
+typedef struct {
+    size_t reasoning_begin, reasoning_end, answer_begin;
+    int has_reasoning;
+} llmgen_reasoning_span;
+
+/* What one feed made final: reasoning and answer bytes (NUL-terminated), valid until the next
+ * feed or free. */
+typedef struct {
+    const char *reasoning;
+    size_t reasoning_len;
+    const char *text;
+    size_t text_len;
+} llmgen_reasoning_piece;
+
+/* prompt: the rendered prompt text (for a block the template opens), or NULL. *out: free with
+ * llmgen_reasoning_free. LLMGEN_E_NOMEM only. */
+llmgen_status llmgen_reasoning_new(const char *prompt, llmgen_reasoning **out);
+/* Feed s[0..n) of the output; final: it ended (all held text is given out). LLMGEN_E_NOMEM only. */
+llmgen_status llmgen_reasoning_feed(llmgen_reasoning *t, const char *s, size_t n, int final,
+                                    llmgen_reasoning_piece *out);
+/* 1 while the output is inside a thinking block (so far). */
+int llmgen_reasoning_thinking(const llmgen_reasoning *t);
+/* The text that closes the current block as the template expects ("</think>\n\n", or harmony's
+ * "<|end|><|start|>assistant<|channel|>final<|message|>"): what --reasoning-budget appends. */
+const char *llmgen_reasoning_close(const llmgen_reasoning *t);
+/* Where things are in what was fed so far. */
+llmgen_reasoning_span llmgen_reasoning_where(const llmgen_reasoning *t);
+void llmgen_reasoning_free(llmgen_reasoning *t); /* NULL is fine */
+/* The whole output at once: where its reasoning is and where the answer starts. */
+llmgen_status llmgen_reasoning_split(const char *prompt, const char *text, size_t len, llmgen_reasoning_span *out);
+
 /* ---- conversion ------------------------------------------------------------------ */
 
 /* Write an MLX affine checkpoint (what `mlx_lm.convert -q` makes) from the bf16 / f16 /

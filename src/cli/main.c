@@ -114,13 +114,82 @@ typedef struct {
     int text, ids, n;    /* stream text / ids; ids printed so far (commas) */
     FILE *dump;
     int dump_err;
+    llmgen_reasoning *think; /* --chat: where the thinking block is */
+    int show;                /* --reasoning show: stream the output as generated (else the answer only) */
+    int budget, n_thought;   /* --reasoning-budget (-1: none); tokens generated inside the block */
+    int over;                /* the budget stopped the generation */
 } stream;
+
+/* Feed text to the splitter; print the answer bytes (all of the text with --reasoning show or
+ * without a splitter). final: the output ended. */
+static int emit_answer(stream *S, const char *text, size_t len, int final) {
+    if (!S->think) return emit(S->out, text, len);
+    llmgen_reasoning_piece p;
+    if (llmgen_reasoning_feed(S->think, text, len, final, &p)) return 1;
+    if (S->show || !S->text) return S->text && len ? emit(S->out, text, len) : 0;
+    return p.text_len ? emit(S->out, p.text, p.text_len) : 0;
+}
 
 static int on_piece(void *user, int32_t id, const char *text, size_t len) {
     stream *S = user;
     if (S->ids && id >= 0 && emit_ids(S->out, &id, 1, S->n++ > 0)) return 1;
-    if (S->text && emit(S->out, text, len)) return 1;
+    if ((S->text || S->think) && emit_answer(S, text, len, 0)) return 1;
+    if (S->think && S->budget >= 0 && llmgen_reasoning_thinking(S->think) && ++S->n_thought >= S->budget)
+        return S->over = 1;
     return interrupted;
+}
+
+/* --reasoning-budget ran out: close the block as the template expects (its text streamed as
+ * generated), then go on from prompt + what was generated + the close; r becomes the whole. */
+static llmgen_status continue_after_budget(llmgen_model *m, llmgen_session *ses, stream *S, const int32_t *prompt, int n, llmgen_generate_params *p,
+                                           int max_tokens, llmgen_result *r, char *err) {
+    const char *close = llmgen_reasoning_close(S->think);
+    int32_t *cids = NULL, *all = NULL;
+    size_t nc = 0;
+    llmgen_result r2 = {0};
+    llmgen_status st = llmgen_tokenize(m, close, strlen(close), 0, 1, &cids, &nc, err, ERRLEN);
+    if (st) return st;
+    S->over = 0;
+    S->budget = -1;
+    emit_answer(S, close, strlen(close), 0);
+    size_t total = (size_t)n + (size_t)r->n_ids + nc;
+    char *text = NULL;
+    if (!(all = malloc(total * sizeof *all))) st = LLMGEN_E_NOMEM;
+    if (!st) {
+        memcpy(all, prompt, (size_t)n * sizeof *all);
+        memcpy(all + n, r->ids, (size_t)r->n_ids * sizeof *all);
+        memcpy(all + n + r->n_ids, cids, nc * sizeof *all);
+        p->reuse_prefix = 1;
+        if (max_tokens > 0) p->max_tokens = max_tokens - r->n_ids > 1 ? max_tokens - r->n_ids : 1;
+        st = llmgen_generate(ses, all, (int)total, p, &r2, err, ERRLEN);
+    }
+    int32_t *ids = st ? NULL : malloc(((size_t)r->n_ids + nc + (size_t)r2.n_ids) * sizeof *ids);
+    size_t tl = (r->text ? r->text_len : 0) + strlen(close) + (r2.text ? r2.text_len : 0);
+    if (!st && (!ids || !(text = malloc(tl + 1)))) st = LLMGEN_E_NOMEM;
+    if (!st) { /* r: the first part's ids and text, the close, then the rest's */
+        memcpy(ids, r->ids, (size_t)r->n_ids * sizeof *ids);
+        memcpy(ids + r->n_ids, cids, nc * sizeof *ids);
+        memcpy(ids + r->n_ids + nc, r2.ids, (size_t)r2.n_ids * sizeof *ids);
+        size_t o = 0;
+        if (r->text) memcpy(text, r->text, r->text_len), o = r->text_len;
+        memcpy(text + o, close, strlen(close));
+        o += strlen(close);
+        if (r2.text) memcpy(text + o, r2.text, r2.text_len);
+        text[tl] = '\0';
+        llmgen_free(r->ids);
+        llmgen_free(r->text);
+        r->ids = ids, ids = NULL;
+        r->n_ids += (int)nc + r2.n_ids;
+        r->text = text, r->text_len = tl, text = NULL;
+        r->stop_reason = r2.stop_reason;
+        r->decode_s += r2.prefill_s + r2.decode_s;
+    }
+    free(ids);
+    free(text);
+    free(all);
+    llmgen_free(cids);
+    llmgen_result_free(&r2);
+    return st;
 }
 
 static int on_logits(void *user, const float *logits, int n_vocab) {
@@ -257,8 +326,15 @@ static int run_single(app *A, request *q) {
     stream S = {.out = &A->out, .text = !o->ids_only && !o->json, .ids = o->ids_only && !o->json};
     llmgen_status st;
     if (rc) goto out;
-    if ((st = request_prompt(A->m, q, &prompt, &n, o->echo && !q->ids ? &rendered : NULL, err))) {
+    int chat = (q->chat || q->messages) && !q->ids;
+    if ((st = request_prompt(A->m, q, &prompt, &n, (o->echo || chat) && !q->ids ? &rendered : NULL, err))) {
         rc = die(exit_code(st), "%s", err);
+        goto out;
+    }
+    S.show = o->reasoning_show;
+    S.budget = o->reasoning_budget;
+    if (chat && (S.text || o->json || S.budget >= 0) && llmgen_reasoning_new(rendered, &S.think)) {
+        rc = die(EXIT_NOMEM, "out of memory");
         goto out;
     }
     if (n > llmgen_session_ctx(A->s)) {
@@ -273,7 +349,7 @@ static int run_single(app *A, request *q) {
     }
     if (o->echo && !o->json) {
         if (o->ids_only) S.n = n, emit_ids(&A->out, prompt, n, 0);
-        else if (rendered) emit(&A->out, rendered, strlen(rendered));
+        else if (rendered && o->echo) emit(&A->out, rendered, strlen(rendered));
         else if (!llmgen_detokenize(A->m, prompt, (size_t)n, &rendered, &(size_t){0}, err, sizeof err))
             emit(&A->out, rendered, strlen(rendered));
     }
@@ -296,6 +372,7 @@ static int run_single(app *A, request *q) {
         p.reuse_prefix = !st;
     }
     st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err);
+    if (!st && S.over) st = continue_after_budget(A->m, A->s, &S, prompt, n, &p, q->max_tokens, &r, err);
     if (!st && o->prompt_cache) st = llmgen_session_save(A->s, o->prompt_cache, err, sizeof err);
     if (S.dump && fclose(S.dump) && !S.dump_err) S.dump_err = errno ? errno : EIO;
     S.dump = NULL;
@@ -306,8 +383,10 @@ static int run_single(app *A, request *q) {
         rc = die(exit_code(st), "%s", err);
         goto out;
     }
+    if (S.think) emit_answer(&S, "", 0, 1); /* what was held back at the end */
     if (o->json) {
         json_t *j = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q->sp.seed);
+        if (chat) result_reasoning(j, rendered, &r);
         json_object_set_new(json_object_get(j, "timings"), "load_s", json_real(A->t_load));
         json_object_set_new(j, "threads", cli_threads_json(&A->caps));
         emit_json(&A->out, j);
@@ -326,6 +405,7 @@ static int run_single(app *A, request *q) {
         }
 out:
     if (S.dump) fclose(S.dump);
+    llmgen_reasoning_free(S.think);
     free(rendered);
     free(owned);
     free(prompt);
@@ -336,7 +416,7 @@ out:
 
 /* One --batch line: a result or an error object. *code: the line's exit code. */
 static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *src, int *code) {
-    char err[ERRLEN];
+    char err[ERRLEN], *rendered = NULL;
     request q;
     int32_t *prompt = NULL;
     int n = 0;
@@ -366,13 +446,14 @@ static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *s
         snprintf(err, sizeof err, "this model has no tokenizer: use \"prompt_ids\"");
         goto out;
     }
-    if ((st = request_prompt(A->m, &q, &prompt, &n, NULL, err))) goto out;
+    if ((st = request_prompt(A->m, &q, &prompt, &n, &rendered, err))) goto out;
     draw_seed(&q);
     llmgen_generate_params p;
     request_params(&q, &p);
     p.draft_session = A->ds;
     if (!(st = llmgen_generate(s, prompt, n, &p, &r, err, sizeof err))) {
         res = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q.sp.seed);
+        if (q.chat || q.messages) result_reasoning(res, rendered, &r);
         *code = r.stop_reason == LLMGEN_STOP_CONTEXT && q.max_tokens != -1 ? EXIT_CONTEXT : 0;
         if (*code) { /* what was generated stays; the line says it is cut short, as the exit code does */
             char h[96];
@@ -386,6 +467,7 @@ out:
     if (st) *code = exit_code(st);
     if (!res) res = error_json(json_object_get(root, "id"), 0, err, *code);
     else if (json_object_get(root, "id")) json_object_set(res, "id", json_object_get(root, "id"));
+    free(rendered);
     free(prompt);
     request_free(&q);
     llmgen_result_free(&r);

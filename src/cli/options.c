@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "options.h"
 
 static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -94,7 +96,8 @@ enum {
     O_STOP, O_ECHO, O_JSON, O_STATS, O_BATCH, O_TOKENIZE, O_DETOKENIZE, O_TOKENIZER, O_LOGPROBS, O_PARALLEL,
     O_ORDERED, O_RESUME, O_NO_PREFIX, O_PROMPT_CACHE, O_DRAFT_LOOKUP, O_DRAFT_NGRAM, O_DRAFT_MAX, O_DRAFT_MODEL,
     O_CHAT_TEMPLATE, O_NO_ESCAPE, O_KEEP_NEWLINE, O_SHOW_PIECES, O_GRAMMAR, O_GRAMMAR_FILE, O_JSON_SCHEMA, O_JSON_OBJECT,
-    O_NO_CLOSE, O_STRICT_SCHEMA, O_PRESENCE, O_FREQUENCY,
+    O_NO_CLOSE, O_STRICT_SCHEMA, O_PRESENCE, O_FREQUENCY, O_REASONING, O_REASONING_FORMAT, O_REASONING_BUDGET,
+    O_KWARGS,
 };
 
 /* Every option of the main command, in the order --help lists them. */
@@ -119,6 +122,14 @@ static const cli_opt table[] = {
     {O_TEMPLATE_FILE, 0, "chat-template-file", "FILE",
      "render --chat / -i with this Jinja template instead of the model's"},
     {O_DATE, 0, "date", "\"DD Mon YYYY\"", "the date Llama 3.1+ templates print (default: as transformers)"},
+    {O_KWARGS, 0, "chat-template-kwargs", "JSON", "more template variables for --chat, a JSON object\n"
+                                                  "('{\"enable_thinking\": false}', '{\"reasoning_effort\": \"high\"}')"},
+    {O_REASONING, 0, "reasoning", "hide|show", "--chat: print the thinking block (<think>, gpt-oss's analysis\n"
+                                               "channel) too, as generated (default hide: the answer only)"},
+    {O_REASONING_FORMAT, 0, "reasoning-format", "FORMAT", "llama.cpp's name: none = --reasoning show; deepseek, auto =\n"
+                                                          "hide (--json: \"reasoning\" apart from \"text\" in every case)"},
+    {O_REASONING_BUDGET, 0, "reasoning-budget", "N", "at most N thinking tokens, then the block is closed as the\n"
+                                                     "template expects (-1: no limit, the default)"},
     {O_TOKENIZE, 0, "tokenize", NULL, "print the prompt's token ids (as generation would see them), no weights run"},
     {O_SHOW_PIECES, 0, "show-pieces", NULL, "with --tokenize: one line per token, its id, a tab and its text"},
     {O_DETOKENIZE, 0, "detokenize", NULL, "read comma-separated ids, print their text exactly (no newline added)"},
@@ -193,6 +204,7 @@ int options_parse(int argc, char **argv, options *o, char *err) {
     memset(o, 0, sizeof *o);
     request *b = &o->base;
     b->max_tokens = 128;
+    o->reasoning_budget = -1;
     b->sys_source = "--system";
     llmgen_sampler_defaults(&b->sp);
     cli_args args;
@@ -264,6 +276,25 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         case O_TEMPLATE: b->template_name = optarg, templates++; break;
         case O_TEMPLATE_FILE: o->template_file = optarg, templates++; break;
         case O_DATE: b->date = optarg; break;
+        case O_KWARGS: b->template_vars = optarg; break;
+        case O_REASONING:
+        case O_REASONING_FORMAT: {
+            static const char *const hide[] = {"hide", "deepseek", "auto", "deepseek-legacy"};
+            int k = -1;
+            for (int i = 0; i < 4; i++)
+                if (!strcmp(optarg, hide[i]) && (i == 0) == (c == O_REASONING)) k = 0;
+            if (!strcmp(optarg, c == O_REASONING ? "show" : "none")) k = 1;
+            if (k < 0)
+                return fail(err, c == O_REASONING ? "--reasoning: expected hide or show, got '%s'"
+                                                   : "--reasoning-format: expected none, deepseek or auto, got '%s'",
+                            optarg);
+            o->reasoning_show = k;
+            break;
+        }
+        case O_REASONING_BUDGET:
+            if (cli_value("--reasoning-budget", optarg, -1, REQUEST_MAX_TOKENS, 1, &v, err)) return -1;
+            o->reasoning_budget = (int)v;
+            break;
         case O_STOP:
             if (unescape(optarg)) return fail(err, "--stop: \\x00 is a NUL byte, which a stop string cannot hold");
             if (!*optarg) return fail(err, "--stop: the stop string is empty");
@@ -330,10 +361,17 @@ int options_parse(int argc, char **argv, options *o, char *err) {
         return fail(err, "give only one of --prompt, --file, --prompt-ids, --batch");
     if (b->date && !cli_valid_date(b->date))
         return fail(err, "--date: expected \"DD Mon YYYY\" (e.g. \"02 Jan 2025\"), got '%s'", b->date);
-    if ((b->template_name || b->template_text || o->template_file || b->date || b->system) && !o->chat && !o->batch &&
-        !o->interactive)
+    if (b->template_vars) {
+        json_t *j = json_loads(b->template_vars, JSON_REJECT_DUPLICATES, NULL);
+        int ok = json_is_object(j);
+        json_decref(j);
+        if (!ok) return fail(err, "--chat-template-kwargs: expected a JSON object, got '%.80s'", b->template_vars);
+    }
+    if ((b->template_name || b->template_text || o->template_file || b->date || b->system || b->template_vars) &&
+        !o->chat && !o->batch && !o->interactive)
         return fail(err, "--%s needs --chat or -i",
-                    o->chat_template    ? "chat-template"
+                    b->template_vars    ? "chat-template-kwargs"
+                    : o->chat_template  ? "chat-template"
                     : b->template_name  ? "template"
                     : o->template_file  ? "chat-template-file"
                     : b->date           ? "date"

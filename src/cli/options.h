@@ -16,6 +16,8 @@ typedef struct {
     const char *template_file;                      /* --chat-template-file (options_read_files: base.template_text) */
     int version;                                    /* --version (common.help: --help): print and exit, nothing else */
     int chat, interactive, tokenize, detokenize, ids_only, echo, json, stats;
+    int reasoning_show;                             /* --reasoning show / --reasoning-format none */
+    int reasoning_budget;                           /* --reasoning-budget N (-1: no limit) */
     int parallel, ordered;                          /* --parallel N (0: not given), --ordered */
     const char *resume;                             /* --resume OUT.jsonl */
     int no_prefix_cache;                            /* --no-prefix-cache */

@@ -188,6 +188,14 @@ static json_t *logprobs_json(const llmgen_model *m, const llmgen_result *r) {
     return a;
 }
 
+void result_reasoning(json_t *res, const char *rendered, const llmgen_result *r) {
+    llmgen_reasoning_span sp;
+    if (!r->text || llmgen_reasoning_split(rendered, r->text, r->text_len, &sp) || !sp.has_reasoning) return;
+    json_object_set_new(res, "reasoning", json_text(r->text + sp.reasoning_begin, sp.reasoning_end - sp.reasoning_begin));
+    json_object_set_new(res, "text", json_text(r->text + sp.answer_begin, r->text_len - sp.answer_begin));
+    json_object_set_new(res, "answer_offset", json_integer((json_int_t)sp.answer_begin));
+}
+
 json_t *result_json(const int32_t *prompt, int n_prompt, const llmgen_result *r, const llmgen_model *text_model,
                     uint64_t seed) {
     int has_text = text_model != NULL;
@@ -459,7 +467,7 @@ static llmgen_status render_messages(llmgen_model *m, const request *q, char **o
     if (sys) all[0] = (llmgen_message){"system", q->system};
     memcpy(all + sys, q->messages, q->n_messages * sizeof *all);
     llmgen_chat_options co = {.template_name = q->template_name, .date = q->date, .template_text = q->template_text,
-                              .tools_json = tools, .messages_json = msgs};
+                              .tools_json = tools, .messages_json = msgs, .vars_json = q->template_vars};
     llmgen_status st = llmgen_chat_render_messages(m, all, msgs ? 0 : q->n_messages + (size_t)sys, 1, &co, out, e,
                                                    sizeof e);
     free(all);
@@ -507,9 +515,10 @@ llmgen_status request_prompt(llmgen_model *m, const request *q, int32_t **ids, i
         return seterr(err, "%s: invalid UTF-8 at byte %zu of the system message", q->sys_source, bad), LLMGEN_E_USAGE;
     const char *text = q->text;
     size_t len = q->text_len, k;
-    if (q->chat && q->template_text) {
+    if (q->chat && (q->template_text || q->template_vars)) {
         llmgen_message msgs[2] = {{"system", q->system}, {"user", q->text}};
-        llmgen_chat_options co = {.date = q->date, .template_text = q->template_text};
+        llmgen_chat_options co = {.template_name = q->template_text ? NULL : q->template_name, .date = q->date,
+                                  .template_text = q->template_text, .vars_json = q->template_vars};
         if ((st = llmgen_chat_render_messages(m, q->system ? msgs : msgs + 1, q->system ? 2 : 1, 1, &co, &chat, e,
                                               sizeof e)))
             return seterr(err, "--chat: %s", e), st;

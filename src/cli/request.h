@@ -33,6 +33,8 @@ typedef struct {
     const char *template_name; /* NULL: the model's own template */
     const char *template_text; /* --chat-template-file's Jinja text, or NULL */
     const char *date;          /* NULL: the template's default */
+    const char *template_vars; /* more template variables, a JSON object (--chat-template-kwargs,
+                                  "chat_template_kwargs"; e.g. {"enable_thinking": false}), or NULL */
     int max_tokens;            /* >= 1, or -1 */
     int ignore_eos;
     const char *stops[REQUEST_MAX_STOPS];
@@ -49,6 +51,11 @@ typedef struct {
                                   not refused (--batch) */
     int strict_schema;         /* --strict-schema, "strict_schema": unenforceable schema keywords are errors */
 } request;
+
+/* A chat result's thinking apart (llmgen_reasoning_split on the rendered prompt): when the output
+ * has a thinking block, res's "text" becomes the answer, "reasoning" the thinking text and
+ * "answer_offset" the answer's byte offset in the whole output; else res is left as it is. */
+void result_reasoning(json_t *res, const char *rendered, const llmgen_result *r);
 
 /* Generation params of q (stops point into q: q must outlive p). */
 void request_params(const request *q, llmgen_generate_params *p);

@@ -438,78 +438,17 @@ static json_t *completion_logprobs(const llmgen_model *m, const llmgen_result *r
     return o;
 }
 
-static int grow(char **b, size_t *n, size_t *cap, const char *s, size_t k) {
-    if (*n + k + 1 > *cap) {
-        size_t c = *cap ? *cap : 64;
-        while (c < *n + k + 1) c *= 2;
-        char *p = realloc(*b, c);
-        if (!p) return -1;
-        *b = p;
-        *cap = c;
-    }
-    if (k) memcpy(*b + *n, s, k);
-    *n += k;
+int openai_think_feed(openai_think *t, const char *s, size_t n, int final) {
+    llmgen_reasoning_piece p;
+    if (!t->s && llmgen_reasoning_new(NULL, &t->s)) return -1;
+    if (llmgen_reasoning_feed(t->s, s, n, final, &p)) return -1;
+    t->r = p.reasoning, t->n_r = p.reasoning_len, t->c = p.text, t->n_c = p.text_len;
+    t->thought = llmgen_reasoning_where(t->s).has_reasoning;
     return 0;
 }
 
-static void drop(openai_think *t, size_t k) {
-    memmove(t->hold, t->hold + k, t->n_hold - k);
-    t->n_hold -= k;
-}
-
-#define WS " \t\r\n"
-
-int openai_think_feed(openai_think *t, const char *s, size_t n, int final) {
-    t->n_r = t->n_c = 0;
-    if (grow(&t->hold, &t->n_hold, &t->cap_hold, s, n) || grow(&t->r, &t->n_r, &t->cap_r, "", 0) ||
-        grow(&t->c, &t->n_c, &t->cap_c, "", 0))
-        return -1;
-    for (;;) {
-        if (t->state == 0) {
-            size_t ws = 0;
-            while (ws < t->n_hold && strchr(WS, t->hold[ws]) && t->hold[ws]) ws++;
-            if (t->n_hold - ws < 7 && !final) return 0;
-            if (t->n_hold - ws >= 7 && !memcmp(t->hold + ws, "<think>", 7)) {
-                drop(t, ws + 7);
-                t->state = 1;
-                t->thought = 1;
-            } else {
-                t->state = 2;
-            }
-        } else if (t->state == 1) {
-            char *e = t->n_hold ? memmem(t->hold, t->n_hold, "</think>", 8) : NULL;
-            if (e) {
-                size_t k = (size_t)(e - t->hold);
-                if (grow(&t->r, &t->n_r, &t->cap_r, t->hold, k)) return -1;
-                drop(t, k + 8);
-                t->state = 2;
-                t->strip = 1;
-                continue;
-            }
-            size_t cut = final || t->n_hold < 7 ? (final ? t->n_hold : 0) : t->n_hold - 7; /* a tag may be cut */
-            while (cut > 0 && cut < t->n_hold && ((unsigned char)t->hold[cut] & 0xC0) == 0x80) cut--;
-            if (grow(&t->r, &t->n_r, &t->cap_r, t->hold, cut)) return -1;
-            drop(t, cut);
-            return 0;
-        } else {
-            if (t->strip) {
-                size_t ws = 0;
-                while (ws < t->n_hold && strchr(WS, t->hold[ws]) && t->hold[ws]) ws++;
-                drop(t, ws);
-                if (!t->n_hold) return 0;
-                t->strip = 0;
-            }
-            if (grow(&t->c, &t->n_c, &t->cap_c, t->hold, t->n_hold)) return -1;
-            t->n_hold = 0;
-            return 0;
-        }
-    }
-}
-
 void openai_think_free(openai_think *t) {
-    free(t->hold);
-    free(t->r);
-    free(t->c);
+    llmgen_reasoning_free(t->s);
     memset(t, 0, sizeof *t);
 }
 

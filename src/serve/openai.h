@@ -80,19 +80,17 @@ json_t *openai_envelope(openai_kind kind, int chunk, const char *id, long create
 json_t *openai_chunk_choice(openai_kind kind, int index, const char *text, size_t len, int role,
                             const char *finish_reason);
 
-/* Thinking output kept apart from the answer (chat): an output that starts (after white space) with
- * "<think>" has the text up to "</think>" as its reasoning_content, the rest (its leading white
- * space dropped) as content; any other output is all content, byte for byte. Fed piece by piece
- * (a stream) or whole, it gives the same bytes. */
+/* Thinking output kept apart from the answer (chat): the splitter of llmgen.h (llmgen_reasoning_*:
+ * <think> blocks and gpt-oss's analysis channel) behind the streamed and whole answers. Zeroed
+ * to start; fed piece by piece (a stream) or whole, it gives the same bytes. */
 typedef struct {
-    int state;              /* 0: not known yet, 1: inside <think>, 2: the answer */
-    int strip;              /* drop the answer's leading white space (after </think>) */
-    int thought;            /* a <think> block was seen */
-    char *hold, *r, *c;     /* held back; this call's reasoning and content */
-    size_t n_hold, cap_hold, n_r, cap_r, n_c, cap_c;
+    llmgen_reasoning *s;    /* made by the first feed */
+    int thought;            /* a thinking block was seen */
+    const char *r, *c;      /* this call's reasoning and content (n_r, n_c bytes) */
+    size_t n_r, n_c;
 } openai_think;
-/* Feed s[0..n) (final: the output ended); *r / *c (n_r, n_c bytes) are what became final, valid until
- * the next call. -1: out of memory. */
+/* Feed s[0..n) (final: the output ended); r / c are what became final, valid until the next call.
+ * -1: out of memory. */
 int openai_think_feed(openai_think *t, const char *s, size_t n, int final);
 void openai_think_free(openai_think *t);
 /* A streamed chat choice carrying reasoning_content. */
