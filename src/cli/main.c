@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "batch_run.h"
 #include "chat_template.h"
+#include "think.h"
 #include "cli.h"
 #include "progress.h"
 #include "llmgen.h"
@@ -114,96 +114,27 @@ typedef struct {
     int text, ids, n;    /* stream text / ids; ids printed so far (commas) */
     FILE *dump;
     int dump_err;
-    llmgen_reasoning *think; /* --chat: where the thinking block is */
-    int show;                /* --reasoning show: stream the output as generated (else the answer only) */
-    int budget, n_thought;   /* --reasoning-budget (-1: none); tokens generated inside the block */
-    int over;                /* the budget stopped the generation */
+    think_filter *th;    /* --chat: the thinking block apart (think.h), or NULL */
 } stream;
 
-/* Feed text to the splitter; print the answer bytes (all of the text with --reasoning show or
- * without a splitter). final: the output ended. */
+/* What to print of generated text: the answer only under --chat (think.h). final: the end. */
 static int emit_answer(stream *S, const char *text, size_t len, int final) {
-    if (!S->think) return emit(S->out, text, len);
-    llmgen_reasoning_piece p;
-    if (llmgen_reasoning_feed(S->think, text, len, final, &p)) return 1;
-    if (S->show || !S->text) return S->text && len ? emit(S->out, text, len) : 0;
-    return p.text_len ? emit(S->out, p.text, p.text_len) : 0;
+    if (S->th && think_filter_feed(S->th, text, len, final, &text, &len)) return 1;
+    return S->text && len ? emit(S->out, text, len) : 0;
 }
 
 static int on_piece(void *user, int32_t id, const char *text, size_t len) {
     stream *S = user;
     if (S->ids && id >= 0 && emit_ids(S->out, &id, 1, S->n++ > 0)) return 1;
-    if ((S->text || S->think) && emit_answer(S, text, len, 0)) return 1;
-    if (S->think && S->budget >= 0 && llmgen_reasoning_thinking(S->think) && ++S->n_thought >= S->budget)
-        return S->over = 1;
-    return interrupted;
+    if ((S->text || S->th) && emit_answer(S, text, len, 0)) return 1;
+    return (S->th && S->th->over) || interrupted;
 }
 
-/* --reasoning-budget ran out: close the block as the template expects (its text streamed as
- * generated), then go on from prompt + what was generated + the close; r becomes the whole. */
-static llmgen_status continue_after_budget(llmgen_model *m, llmgen_session *ses, stream *S, const int32_t *prompt, int n, llmgen_generate_params *p,
-                                           int max_tokens, llmgen_result *r, char *err) {
-    const char *close = llmgen_reasoning_close(S->think);
-    int32_t *cids = NULL, *all = NULL;
-    size_t nc = 0;
-    llmgen_result r2 = {0};
-    llmgen_status st = llmgen_tokenize(m, close, strlen(close), 0, 1, &cids, &nc, err, ERRLEN);
-    if (st) return st;
-    S->over = 0;
-    S->budget = -1;
-    emit_answer(S, close, strlen(close), 0);
-    size_t total = (size_t)n + (size_t)r->n_ids + nc;
-    char *text = NULL;
-    if (!(all = malloc(total * sizeof *all))) st = LLMGEN_E_NOMEM;
-    if (!st) {
-        memcpy(all, prompt, (size_t)n * sizeof *all);
-        memcpy(all + n, r->ids, (size_t)r->n_ids * sizeof *all);
-        memcpy(all + n + r->n_ids, cids, nc * sizeof *all);
-        p->reuse_prefix = 1;
-        if (max_tokens > 0) p->max_tokens = max_tokens - r->n_ids > 1 ? max_tokens - r->n_ids : 1;
-        st = llmgen_generate(ses, all, (int)total, p, &r2, err, ERRLEN);
-    }
-    int32_t *ids = st ? NULL : malloc(((size_t)r->n_ids + nc + (size_t)r2.n_ids) * sizeof *ids);
-    size_t tl = (r->text ? r->text_len : 0) + strlen(close) + (r2.text ? r2.text_len : 0);
-    if (!st && (!ids || !(text = malloc(tl + 1)))) st = LLMGEN_E_NOMEM;
-    if (!st) { /* r: the first part's ids and text, the close, then the rest's */
-        memcpy(ids, r->ids, (size_t)r->n_ids * sizeof *ids);
-        memcpy(ids + r->n_ids, cids, nc * sizeof *ids);
-        memcpy(ids + r->n_ids + nc, r2.ids, (size_t)r2.n_ids * sizeof *ids);
-        size_t o = 0;
-        if (r->text) memcpy(text, r->text, r->text_len), o = r->text_len;
-        memcpy(text + o, close, strlen(close));
-        o += strlen(close);
-        if (r2.text) memcpy(text + o, r2.text, r2.text_len);
-        text[tl] = '\0';
-        llmgen_free(r->ids);
-        llmgen_free(r->text);
-        r->ids = ids, ids = NULL;
-        r->n_ids += (int)nc + r2.n_ids;
-        r->text = text, r->text_len = tl, text = NULL;
-        r->stop_reason = r2.stop_reason;
-        r->decode_s += r2.prefill_s + r2.decode_s;
-    }
-    free(ids);
-    free(text);
-    free(all);
-    llmgen_free(cids);
-    llmgen_result_free(&r2);
-    return st;
-}
 
 static int on_logits(void *user, const float *logits, int n_vocab) {
     stream *S = user;
     if (S->dump && fwrite(logits, sizeof(float), (size_t)n_vocab, S->dump) != (size_t)n_vocab) S->dump_err = errno;
     return S->dump_err || interrupted;
-}
-
-/* A seed for a sampled run without --seed: from the kernel's random source. */
-static void draw_seed(request *q) {
-    if (q->seed_given || q->sp.temperature <= 0) return;
-    if (getrandom(&q->sp.seed, sizeof q->sp.seed, 0) != (ssize_t)sizeof q->sp.seed)
-        q->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    q->sp.seed &= (1ull << 53) - 1; /* below 2^53: a JSON number every reader keeps exactly (doubles too) */
 }
 
 typedef struct {
@@ -271,25 +202,14 @@ static int tokens_of(app *A, const request *q, int32_t **ids, int *n, char **tex
 /* --show-pieces: "id<TAB>text" per token, the text's control bytes, backslash and
  * invalid UTF-8 as C escapes (\n, \\, \xHH) so that each token is one line. */
 static int emit_pieces(app *A, const int32_t *ids, int n) {
-    char err[ERRLEN], *t = NULL, b[16];
+    char err[ERRLEN], *t = NULL;
     for (int i = 0; i < n && !A->out.failed; i++) {
         size_t len = 0;
         if (llmgen_detokenize(A->m, &ids[i], 1, &t, &len, err, sizeof err)) return die(EXIT_USAGE, "%s", err);
-        emit(&A->out, b, (size_t)snprintf(b, sizeof b, "%d\t", ids[i]));
-        for (size_t k = 0; k < len; k++) {
-            unsigned char c = (unsigned char)t[k];
-            size_t cl = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            if (c >= 0xc0 && cl <= len - k && utf8_invalid_at(t + k, cl) == cl) { /* a whole character as it is */
-                emit(&A->out, t + k, cl);
-                k += cl - 1;
-            } else if (c < 0x20 || c == 0x7f || c == '\\' || c >= 0x80) {
-                emit(&A->out, b, (size_t)snprintf(b, sizeof b, c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
-                                                 : c == '\\' ? "\\\\" : "\\x%02x", c));
-            } else {
-                emit(&A->out, t + k, 1);
-            }
-        }
-        emit(&A->out, "\n", 1);
+        char *line = piece_line(ids[i], t, len, &len);
+        if (!line) return llmgen_free(t), die(EXIT_NOMEM, "out of memory");
+        emit(&A->out, line, len);
+        free(line);
         llmgen_free(t);
         t = NULL;
     }
@@ -331,9 +251,8 @@ static int run_single(app *A, request *q) {
         rc = die(exit_code(st), "%s", err);
         goto out;
     }
-    S.show = o->reasoning_show;
-    S.budget = o->reasoning_budget;
-    if (chat && (S.text || o->json || S.budget >= 0) && llmgen_reasoning_new(rendered, &S.think)) {
+    think_filter th = {0};
+    if (chat && (S.th = &th, think_filter_open(&th, rendered, o->reasoning_show, o->reasoning_budget))) {
         rc = die(EXIT_NOMEM, "out of memory");
         goto out;
     }
@@ -353,7 +272,7 @@ static int run_single(app *A, request *q) {
         else if (!llmgen_detokenize(A->m, prompt, (size_t)n, &rendered, &(size_t){0}, err, sizeof err))
             emit(&A->out, rendered, strlen(rendered));
     }
-    draw_seed(q);
+    request_draw_seed(q);
     llmgen_generate_params p;
     request_params(q, &p);
     p.draft_session = A->ds;
@@ -372,7 +291,7 @@ static int run_single(app *A, request *q) {
         p.reuse_prefix = !st;
     }
     st = llmgen_generate(A->s, prompt, n, &p, &r, err, sizeof err);
-    if (!st && S.over) st = continue_after_budget(A->m, A->s, &S, prompt, n, &p, q->max_tokens, &r, err);
+    if (!st && S.th && S.th->over) st = think_continue(A->m, A->s, S.th, prompt, n, &p, q->max_tokens, &r, err, sizeof err);
     if (!st && o->prompt_cache) st = llmgen_session_save(A->s, o->prompt_cache, err, sizeof err);
     if (S.dump && fclose(S.dump) && !S.dump_err) S.dump_err = errno ? errno : EIO;
     S.dump = NULL;
@@ -383,7 +302,7 @@ static int run_single(app *A, request *q) {
         rc = die(exit_code(st), "%s", err);
         goto out;
     }
-    if (S.think) emit_answer(&S, "", 0, 1); /* what was held back at the end */
+    if (S.th) emit_answer(&S, "", 0, 1); /* what was held back at the end */
     if (o->json) {
         json_t *j = result_json(prompt, n, &r, A->caps.has_tokenizer ? A->m : NULL, q->sp.seed);
         if (chat) result_reasoning(j, rendered, &r);
@@ -405,7 +324,7 @@ static int run_single(app *A, request *q) {
         }
 out:
     if (S.dump) fclose(S.dump);
-    llmgen_reasoning_free(S.think);
+    think_filter_close(S.th);
     free(rendered);
     free(owned);
     free(prompt);
@@ -447,7 +366,7 @@ static json_t *batch_line(app *A, llmgen_session *s, json_t *root, const char *s
         goto out;
     }
     if ((st = request_prompt(A->m, &q, &prompt, &n, &rendered, err))) goto out;
-    draw_seed(&q);
+    request_draw_seed(&q);
     llmgen_generate_params p;
     request_params(&q, &p);
     p.draft_session = A->ds;
@@ -564,7 +483,7 @@ static int run_interactive(app *A) {
         }
         stream S = {.out = &A->out, .text = !o->ids_only, .ids = o->ids_only};
         llmgen_result r;
-        draw_seed(&q);
+        request_draw_seed(&q);
         llmgen_generate_params p;
         request_params(&q, &p);
         p.draft_session = A->ds;

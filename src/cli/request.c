@@ -12,6 +12,10 @@
 
 #include "request.h"
 
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
 #define SEPS ", \t\r\n" /* between ids in a list */
 
 static int seterr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -186,6 +190,34 @@ static json_t *logprobs_json(const llmgen_model *m, const llmgen_result *r) {
         json_array_append_new(a, o);
     }
     return a;
+}
+
+char *piece_line(int32_t id, const char *t, size_t len, size_t *n) {
+    char *out = malloc(16 + 4 * len + 2), *o = out;
+    if (!out) return NULL;
+    o += sprintf(o, "%d\t", id);
+    for (size_t k = 0; k < len; k++) {
+        unsigned char c = (unsigned char)t[k];
+        size_t cl = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        if (c >= 0xc0 && cl <= len - k && utf8_invalid_at(t + k, cl) == cl) { /* a whole character as it is */
+            memcpy(o, t + k, cl), o += cl;
+            k += cl - 1;
+        } else if (c < 0x20 || c == 0x7f || c == '\\' || c >= 0x80) {
+            o += sprintf(o, c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\\' ? "\\\\" : "\\x%02x", c);
+        } else {
+            *o++ = (char)c;
+        }
+    }
+    *o++ = '\n';
+    *n = (size_t)(o - out);
+    return out;
+}
+
+void request_draw_seed(request *q) {
+    if (q->seed_given || q->sp.temperature <= 0) return;
+    if (getrandom(&q->sp.seed, sizeof q->sp.seed, 0) != (ssize_t)sizeof q->sp.seed)
+        q->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    q->sp.seed &= (1ull << 53) - 1; /* below 2^53: a JSON number every reader keeps exactly (doubles too) */
 }
 
 void result_reasoning(json_t *res, const char *rendered, const llmgen_result *r) {

@@ -52,6 +52,13 @@ typedef struct {
     int strict_schema;         /* --strict-schema, "strict_schema": unenforceable schema keywords are errors */
 } request;
 
+/* --show-pieces' line of one token: "id<TAB>text\n", the text's control bytes, backslash and
+ * bytes that are not whole UTF-8 characters escaped (\n \t \r \\ \xHH). Malloc'd (*n bytes), NULL: out of memory. */
+char *piece_line(int32_t id, const char *t, size_t len, size_t *n);
+
+/* A seed for a sampled run without a seed given: from the kernel's random source (below 2^53). */
+void request_draw_seed(request *q);
+
 /* A chat result's thinking apart (llmgen_reasoning_split on the rendered prompt): when the output
  * has a thinking block, res's "text" becomes the answer, "reasoning" the thinking text and
  * "answer_offset" the answer's byte offset in the whole output; else res is left as it is. */
