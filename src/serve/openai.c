@@ -520,7 +520,16 @@ int openai_toolhold_feed(openai_toolhold *h, tools_format f, const char *s, size
                          size_t *n_out) {
     *out = "";
     *n_out = 0;
-    if (grow(&h->buf, &h->n, &h->cap, s, n)) return -1;
+    if (h->n + n + 1 > h->cap) {
+        size_t c = h->cap ? h->cap : 64;
+        while (c < h->n + n + 1) c *= 2;
+        char *p = realloc(h->buf, c);
+        if (!p) return -1;
+        h->buf = p;
+        h->cap = c;
+    }
+    if (n) memcpy(h->buf + h->n, s, n);
+    h->n += n;
     size_t upto = final ? h->n : tools_hold_from(f, h->buf, h->n), before;
     while (!final && upto && (h->buf[upto - 1] == ' ' || h->buf[upto - 1] == '\t' || h->buf[upto - 1] == '\r' ||
                               h->buf[upto - 1] == '\n'))
