@@ -558,7 +558,9 @@ typedef struct llmgen_reasoning llmgen_reasoning;
  * first to the last reasoning byte: several harmony analysis messages keep their headers in
  * between), the answer [answer_begin, end). has_reasoning 0: no thinking block (all answer). */
 typedef struct {
-    size_t reasoning_begin, reasoning_end, answer_begin;
+    size_t reasoning_begin;
+    size_t reasoning_end;
+    size_t answer_begin;
     int has_reasoning;
 } llmgen_reasoning_span;
 

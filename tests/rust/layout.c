@@ -84,6 +84,18 @@ int main(void) {
     FIELD(llmgen_generate_params, draft_fn);
     FIELD(llmgen_generate_params, draft_user);
 
+    SIZE(llmgen_reasoning_span);
+    FIELD(llmgen_reasoning_span, reasoning_begin);
+    FIELD(llmgen_reasoning_span, reasoning_end);
+    FIELD(llmgen_reasoning_span, answer_begin);
+    FIELD(llmgen_reasoning_span, has_reasoning);
+
+    SIZE(llmgen_reasoning_piece);
+    FIELD(llmgen_reasoning_piece, reasoning);
+    FIELD(llmgen_reasoning_piece, reasoning_len);
+    FIELD(llmgen_reasoning_piece, text);
+    FIELD(llmgen_reasoning_piece, text_len);
+
     SIZE(llmgen_logprob);
     FIELD(llmgen_logprob, id);
     FIELD(llmgen_logprob, logprob);

@@ -35,7 +35,7 @@ macro_rules! opaque {
         }
     )*};
 }
-opaque!(llmgen_model, llmgen_session, llmgen_detok, llmgen_batch, llmgen_sampler, llmgen_chat);
+opaque!(llmgen_model, llmgen_session, llmgen_detok, llmgen_batch, llmgen_sampler, llmgen_chat, llmgen_reasoning);
 
 pub const LLMGEN_MAX_THREADS: c_int = 256;
 pub const LLMGEN_DEFAULT_CONTEXT: c_int = 4096;
@@ -144,6 +144,24 @@ pub struct llmgen_generate_params {
     pub draft_max: c_int,
     pub draft_fn: llmgen_draft_fn,
     pub draft_user: *mut c_void,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct llmgen_reasoning_span {
+    pub reasoning_begin: usize,
+    pub reasoning_end: usize,
+    pub answer_begin: usize,
+    pub has_reasoning: c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct llmgen_reasoning_piece {
+    pub reasoning: *const c_char,
+    pub reasoning_len: usize,
+    pub text: *const c_char,
+    pub text_len: usize,
 }
 
 #[repr(C)]
@@ -411,5 +429,25 @@ extern "C" {
         group_size: c_int,
         err: *mut c_char,
         errlen: usize,
+    ) -> llmgen_status;
+
+    // ---- reasoning
+    pub fn llmgen_reasoning_new(prompt: *const c_char, out: *mut *mut llmgen_reasoning) -> llmgen_status;
+    pub fn llmgen_reasoning_feed(
+        t: *mut llmgen_reasoning,
+        s: *const c_char,
+        n: usize,
+        final_: c_int,
+        out: *mut llmgen_reasoning_piece,
+    ) -> llmgen_status;
+    pub fn llmgen_reasoning_thinking(t: *const llmgen_reasoning) -> c_int;
+    pub fn llmgen_reasoning_close(t: *const llmgen_reasoning) -> *const c_char;
+    pub fn llmgen_reasoning_where(t: *const llmgen_reasoning) -> llmgen_reasoning_span;
+    pub fn llmgen_reasoning_free(t: *mut llmgen_reasoning);
+    pub fn llmgen_reasoning_split(
+        prompt: *const c_char,
+        text: *const c_char,
+        len: usize,
+        out: *mut llmgen_reasoning_span,
     ) -> llmgen_status;
 }

@@ -80,6 +80,8 @@ fn declared() -> Declared {
             draft_max,
             draft_fn, draft_user,
         }
+        llmgen_reasoning_span { reasoning_begin, reasoning_end, answer_begin, has_reasoning }
+        llmgen_reasoning_piece { reasoning, reasoning_len, text, text_len }
         llmgen_logprob { id, logprob }
         llmgen_result {
             ids, n_ids, text, text_len, stop_reason, n_closed, logprobs, top_logprobs, n_prompt, n_cached,
@@ -389,6 +391,7 @@ fn every_declaration_of_the_header_is_bound() {
             ("llmgen_chat", size_of::<ffi::llmgen_chat>()),
             ("llmgen_detok", size_of::<ffi::llmgen_detok>()),
             ("llmgen_model", size_of::<ffi::llmgen_model>()),
+            ("llmgen_reasoning", size_of::<ffi::llmgen_reasoning>()),
             ("llmgen_sampler", size_of::<ffi::llmgen_sampler>()),
             ("llmgen_session", size_of::<ffi::llmgen_session>()),
         ];
