@@ -23,6 +23,10 @@
  *            intermediate_size; tied; most tensors named apart from llama's (RENAMES)
  *   lfm2moe  LFM2-MoE: lfm2's layers, the MLP width as given; experts after the first
  *            num_dense_layers, chosen on sigmoid scores plus an expert bias
+ *   gemma4   Gemma 4 text (gemma4_text): gemma3's layout with plain norms, attention scale 1,
+ *            weightless value norms, per-layer head sizes and kv heads, "proportional" RoPE on
+ *            full layers, per-layer embeddings, a scalar per layer, last layers reading an
+ *            earlier layer's keys and values, a final logit soft-cap
  * and the families with expert layers (their MoE rows below):
  *   qwen3moe   qwen3's attention (head_dim hidden / heads by default); experts
  *   qwen2moe   qwen2's attention; experts plus a shared expert behind a sigmoid gate
@@ -63,6 +67,11 @@ static const arch_info ARCHES[] = {
     {"qwen35", "qwen3_5_text", "Qwen3_5ForCausalLM",
      ARCH_QK_NORM | ARCH_NORM_PLUS_ONE | ARCH_GATED_DELTANET | ARCH_ATTN_GATE | ARCH_GGUF_TILED_HEADS, ACT_SILU, 0, 32768, -1, -1, 256, 1e4,
      1e-6, 0, SLIDE_NONE, 0, KEY_LAYER_TYPES | KEY_PARTIAL_ROTARY | KEY_LINEAR_ATTN},
+    {"gemma4", "gemma4_text", "Gemma4ForCausalLM",
+     ARCH_QK_NORM | ARCH_EMBED_SCALE | ARCH_POST_NORMS | ARCH_V_NORM | ARCH_UNIT_SCALE | ARCH_LAYER_SCALAR,
+     ACT_GELU_TANH, 1, 131072, 2,
+     1, 256, 1e6, 1e-6, 0, SLIDE_PATTERN, 512,
+     KEY_LAYER_TYPES | KEY_GGUF_WINDOW | KEY_GGUF_PATTERN | KEY_SWA_ROPE_BASE | KEY_PER_LAYER},
     {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM", ARCH_QK_NORM, ACT_SILU, 0, 32768, -1, -1, 0, 1e4, 1e-6, 0,
      SLIDE_ALL, 4096, KEY_USE_SW},
     {"qwen2moe", "qwen2_moe", "Qwen2MoeForCausalLM", ARCH_QKV_BIAS, ACT_SILU, 0, 32768, -1, -1, 0, 1e4, 1e-6, 0,
@@ -200,16 +209,18 @@ const layer_slot LAYER_SLOTS[] = {
     {"blk.%d.attn_q.weight", HF "self_attn.q_proj.weight", F(wq), SZ_Q, SZ_DIM, 0,
      ARCH_FUSED_QKV | ARCH_ATTN_GATE | SLOT_LINEAR, 0},
     {"blk.%d.attn_q.weight", HF "self_attn.q_proj.weight", F(wq), SZ_Q2, SZ_DIM, ARCH_ATTN_GATE, SLOT_LINEAR, 0},
-    {"blk.%d.attn_k.weight", HF "self_attn.k_proj.weight", F(wk), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV | SLOT_LINEAR, 0},
-    {"blk.%d.attn_v.weight", HF "self_attn.v_proj.weight", F(wv), SZ_KV, SZ_DIM, 0, ARCH_FUSED_QKV | SLOT_LINEAR, 0},
+    {"blk.%d.attn_k.weight", HF "self_attn.k_proj.weight", F(wk), SZ_KV, SZ_DIM, 0,
+     ARCH_FUSED_QKV | SLOT_LINEAR | SLOT_KV_SHARED, 0},
+    {"blk.%d.attn_v.weight", HF "self_attn.v_proj.weight", F(wv), SZ_KV, SZ_DIM, 0,
+     ARCH_FUSED_QKV | SLOT_LINEAR | SLOT_KV_SHARED | SLOT_K_EQ_V, 0},
     {"blk.%d.attn_qkv.weight", HF "self_attn.qkv_proj.weight", F(w_qkv), SZ_QKV, SZ_DIM, ARCH_FUSED_QKV, 0, 0},
     {"blk.%d.attn_q.bias", HF "self_attn.q_proj.bias", F(q_bias), SZ_Q, VEC, ARCH_QKV_BIAS, 0, 0},
     {"blk.%d.attn_k.bias", HF "self_attn.k_proj.bias", F(k_bias), SZ_KV, VEC, ARCH_QKV_BIAS, 0, 0},
     {"blk.%d.attn_v.bias", HF "self_attn.v_proj.bias", F(v_bias), SZ_KV, VEC, ARCH_QKV_BIAS, 0, 0},
     {"blk.%d.attn_q_norm.weight", HF "self_attn.q_norm.weight", F(q_norm), SZ_HEAD, VEC, ARCH_QK_NORM, SLOT_LINEAR,
      1},
-    {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm), SZ_HEAD, VEC, ARCH_QK_NORM, SLOT_LINEAR,
-     1},
+    {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm), SZ_HEAD, VEC, ARCH_QK_NORM,
+     SLOT_LINEAR | SLOT_KV_SHARED, 1},
     {"blk.%d.attn_q_norm.weight", HF "self_attn.q_norm.weight", F(q_norm_full), SZ_Q, VEC, ARCH_QK_NORM_FULL, 0, 1},
     {"blk.%d.attn_k_norm.weight", HF "self_attn.k_norm.weight", F(k_norm_full), SZ_KV, VEC, ARCH_QK_NORM_FULL, 0, 1},
     {"blk.%d.attn_output.weight", HF "self_attn.o_proj.weight", F(wo), SZ_DIM, SZ_Q, 0, SLOT_LINEAR, 0},
@@ -259,6 +270,12 @@ const layer_slot LAYER_SLOTS[] = {
     {"blk.%d.ffn_down.weight", HF "mlp.down_proj.weight", F(w_down), SZ_DIM, SZ_FF, 0, 0, 0},
     {"blk.%d.post_ffw_norm.weight", HF "post_feedforward_layernorm.weight", F(post_ffn_norm), SZ_DIM, VEC,
      ARCH_POST_NORMS, 0, 1},
+    {"blk.%d.inp_gate.weight", HF "per_layer_input_gate.weight", F(pl_gate), SZ_PLE, SZ_DIM, ARCH_PER_LAYER_INPUT,
+     0, 0},
+    {"blk.%d.proj.weight", HF "per_layer_projection.weight", F(pl_proj), SZ_DIM, SZ_PLE, ARCH_PER_LAYER_INPUT, 0, 0},
+    {"blk.%d.post_norm.weight", HF "post_per_layer_input_norm.weight", F(pl_norm), SZ_DIM, VEC,
+     ARCH_PER_LAYER_INPUT, 0, 1},
+    {"blk.%d.layer_output_scale.weight", HF "layer_scalar", F(out_scale), SZ_ONE, VEC, ARCH_LAYER_SCALAR, 0, 0},
 };
 const int N_LAYER_SLOTS = (int)(sizeof LAYER_SLOTS / sizeof LAYER_SLOTS[0]);
 

@@ -48,11 +48,23 @@ enum {
                                      MXFP4 *_blocks / *_scales (gpt-oss) */
     ARCH_SHORT_CONV = 1 << 20,    /* the config's conv layers (LAYER_LINEAR) mix with a gated short
                                      convolution (forward.c, stage_shortconv; LFM2) instead of attention */
+    ARCH_V_NORM = 1 << 11,        /* values get a weightless RMSNorm over each head (Gemma 4) */
+    ARCH_UNIT_SCALE = 1 << 12,    /* attention scale 1: no head_dim^-0.5 (Gemma 4) */
+    ARCH_PER_LAYER_INPUT = 1 << 13,/* set by the config readers, never in a row: the model has per-layer
+                                     embeddings (hidden_size_per_layer_input > 0, Gemma 4), added after
+                                     each layer's feed-forward (forward.c, stage_per_layer_input) */
+    ARCH_LAYER_SCALAR = 1 << 14,  /* each layer ends with the residual stream times a stored scalar
+                                     (layer_scalar; Gemma 4) */
 };
 
 /* In a layer_slot's need / without: the slot belongs to (need) or is absent from (without)
  * the LAYER_LINEAR layers of an ARCH_GATED_DELTANET or ARCH_SHORT_CONV family. Never a family flag. */
 #define SLOT_LINEAR (1u << 31)
+/* Likewise for a layer that reads another layer's keys and values (LAYER_KV_SHARED: no k / v
+ * projections or norms of its own), and a full layer whose values are its keys' projection
+ * (LAYER_K_EQ_V: no v_proj). */
+#define SLOT_KV_SHARED (1u << 30)
+#define SLOT_K_EQ_V (1u << 29)
 
 typedef enum {
     ACT_SILU = 0,
@@ -99,6 +111,12 @@ enum {
     KEY_FF_ADJUST = 1 << 22,     /* the MLP's width from intermediate_size (alias block_ff_dim) as LFM2's
                                     block_auto_adjust_ff_dim, block_ffn_dim_multiplier, block_multiple_of
                                     make it (GGUF files carry the result) */
+    KEY_PER_LAYER = 1 << 10,     /* Gemma 4's layer shapes: per_layer_config (else global_head_dim,
+                                    default 512, and num_global_key_value_heads on full layers),
+                                    attention_k_eq_v, num_kv_shared_layers, use_double_wide_mlp,
+                                    hidden_size_per_layer_input, "proportional" RoPE on full layers;
+                                    GGUF *_swa lengths, per-layer head_count_kv / feed_forward_length,
+                                    attention.shared_kv_layers, embedding_length_per_layer_input */
 };
 
 /* One family. Rows are positional, so a row that leaves a field out does not compile
@@ -228,6 +246,12 @@ typedef struct {
     float *o_bias;           /* (dim) f32, ARCH_O_BIAS only */
     float *sinks;            /* (n_heads) f32 attention sink logits, ARCH_ATTN_SINKS only */
     struct expert_block *moe;/* an expert layer's experts (w_gate, w_up, w_down NULL), or NULL */
+    /* ARCH_PER_LAYER_INPUT (P = ple_dim): x += rmsnorm(pl_proj . (gelu(pl_gate . x) * input_l)) */
+    const tensor *pl_gate;   /* (P, dim) per_layer_input_gate */
+    const tensor *pl_proj;   /* (dim, P) per_layer_projection */
+    float *pl_norm;          /* (dim) post_per_layer_input_norm */
+    float *out_scale;        /* (1) layer_scalar: the whole residual stream times it after the layer
+                                (KEY_PER_LAYER families), or NULL */
 } layer_weights;
 
 /* The experts of one layer (moe_info), views into the file: nothing copied. */
@@ -267,6 +291,8 @@ typedef enum {
     SZ_LIN_TAPS, /* C * K: the conv weight, any shape holding that many (HF (C, 1, K), GGUF {K, C}) */
     SZ_HEADS,    /* n_heads (attention sinks) */
     SZ_DIM3,     /* 3 * dim: a short conv's in_proj (B, C and x) */
+    SZ_PLE,      /* ple_dim: a per-layer input's width */
+    SZ_ONE,      /* 1 */
 } slot_size;
 
 /* What the loader does to a vector slot's values (layer_slot.norm). */

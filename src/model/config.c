@@ -107,6 +107,41 @@ void config_set_yarn(model_config *c, double factor, double beta_fast, double be
     c->rope_attn_factor = (float)attn;
 }
 
+/* ---- per-layer shapes (KEY_PER_LAYER) --------------------------------------------------- */
+
+const model_config *config_layer_view(const model_config *c, int l, model_config *buf) {
+    if (!c->per_layer) return c;
+    *buf = *c;
+    buf->head_dim = c->layer_head_dim[l];
+    buf->n_kv_heads = c->layer_kv_heads[l];
+    buf->hidden_dim = c->layer_hidden[l];
+    buf->rot_dim = c->layer_flags[l] & LAYER_SLIDING ? c->head_dim_swa : c->rot_dim;
+    return buf;
+}
+
+int config_set_kv_sharing(model_config *c, const char *source, char *err) {
+    int first = c->n_layers - c->n_kv_shared;
+    if (c->n_kv_shared < 0 || first < 1)
+        return errf(err, "%s: %d kv-shared layers of %d, expected fewer than the layer count", source, c->n_kv_shared,
+                    c->n_layers);
+    for (int l = 0; l < c->n_layers; l++) {
+        c->kv_source[l] = (int16_t)l;
+        if (l < first) continue;
+        int slide = c->layer_flags[l] & LAYER_SLIDING, p = first - 1;
+        while (p >= 0 && (c->layer_flags[p] & LAYER_SLIDING) != slide) p--;
+        if (p < 0)
+            return errf(err, "%s: kv-shared layer %d (%s attention) has no earlier %s layer to read its keys and "
+                        "values from", source, l, slide ? "sliding" : "full", slide ? "sliding" : "full");
+        if (c->per_layer && (c->layer_head_dim[p] != c->layer_head_dim[l] || c->layer_kv_heads[p] != c->layer_kv_heads[l]))
+            return errf(err, "%s: kv-shared layer %d (head_dim %d, %d kv heads) differs from the layer %d it reads "
+                        "(head_dim %d, %d kv heads)", source, l, c->layer_head_dim[l], c->layer_kv_heads[l], p,
+                        c->layer_head_dim[p], c->layer_kv_heads[p]);
+        c->kv_source[l] = (int16_t)p;
+        c->layer_flags[l] = (uint8_t)((c->layer_flags[l] | LAYER_KV_SHARED) & ~LAYER_K_EQ_V);
+    }
+    return 0;
+}
+
 /* ---- validation ------------------------------------------------------------------ */
 
 static int in_range(int v, int hi) { return v >= 1 && v <= hi; }
@@ -160,6 +195,17 @@ int config_validate(const model_config *c, const char *source, char *err) {
                     "high_freq_factor and original_max_position_embeddings > 0", source);
     if (c->n_linear && (c->flags & ARCH_SHORT_CONV) && !in_range(c->lin_conv, 64))
         return errf(err, "%s: short conv kernel %d out of range, expected 1..64", source, c->lin_conv);
+    for (int l = 0; c->per_layer && l < c->n_layers; l++) {
+        int hd = c->layer_head_dim[l], kvh = c->layer_kv_heads[l], ff = c->layer_hidden[l];
+        if (!in_range(hd, MAX_HEAD_DIM) || hd % 2 || !in_range(kvh, MAX_HEADS) || c->n_heads % kvh ||
+            !in_range(ff, MAX_HIDDEN))
+            return errf(err, "%s: layer %d: head_dim %d, %d kv heads or intermediate size %d out of range (an even "
+                        "head_dim, kv heads dividing %d heads)", source, l, hd, kvh, ff, c->n_heads);
+    }
+    if (c->per_layer && (c->rope_pairs < 0 || c->rope_pairs > c->rot_dim / 2 || c->head_dim_swa < 2 ||
+                         c->head_dim_swa > c->rot_dim))
+        return errf(err, "%s: %d rotated pairs of %d, or sliding head_dim %d above the full layers' %d", source,
+                    c->rope_pairs, c->rot_dim / 2, c->head_dim_swa, c->rot_dim);
     if (c->n_linear && !(c->flags & ARCH_SHORT_CONV)) {
         const struct {
             const char *name;

@@ -31,6 +31,9 @@ enum {
     LAYER_LINEAR = 4,   /* a Gated DeltaNet layer (ARCH_GATED_DELTANET) or a short conv (ARCH_SHORT_CONV):
                            no attention, no KV cache; a conv state (and the DeltaNet's recurrent state)
                            per sequence instead (kv_cache.h) */
+    LAYER_KV_SHARED = 8,/* reads the keys and values of layer kv_source[l] (of its own type, earlier): no k / v
+                           projections, no cache of its own (Gemma 4's last num_kv_shared_layers) */
+    LAYER_K_EQ_V = 16,  /* the values are the key projection's raw output (attention_k_eq_v): no v_proj */
     LAYER_MOE = 1 << 7, /* the feed-forward is an expert block (model_config.moe), not the dense MLP */
 };
 
@@ -98,10 +101,35 @@ typedef struct {
     int moe_bias;         /* MOE_SIGMOID_BIAS: the expert layers carry an expert bias (use_expert_bias) */
     int lin_tiled;        /* 1: the value heads in tiled order instead (the Qwen3.5 converter's GGUF):
                              value head h reads key head h % lin_hk */
+    /* KEY_PER_LAYER (Gemma 4): each layer's own shapes, resolved by the readers for every layer
+     * (config_layer_view gives a layer's config with them in head_dim, n_kv_heads, hidden_dim and
+     * rot_dim); the fields above then hold the full-attention layers' head_dim and rot_dim, and the
+     * largest kv head count and width. Zero in the other families. */
+    uint16_t layer_head_dim[CONFIG_MAX_LAYERS];
+    uint16_t layer_kv_heads[CONFIG_MAX_LAYERS];
+    int layer_hidden[CONFIG_MAX_LAYERS];
+    int16_t kv_source[CONFIG_MAX_LAYERS]; /* LAYER_KV_SHARED: the layer whose cache it reads; else itself */
+    int per_layer;        /* 1: the arrays above hold every layer's shapes */
+    int head_dim_swa;     /* the sliding layers' head_dim (their RoPE rotates all of it) */
+    int rope_pairs;       /* full layers' "proportional" RoPE: the first rope_pairs of the rot_dim / 2
+                             frequencies rotate, the others are 0 (pairs (i, i + hd/2)); 0: all */
+    int n_kv_shared;      /* num_kv_shared_layers */
+    int ple_dim;          /* hidden_size_per_layer_input P (ARCH_PER_LAYER_INPUT), 0: none */
+    int ple_vocab;        /* vocab_size_per_layer_input: rows of the per-layer embedding table */
 } model_config;
 
 /* The conv channels of a LAYER_LINEAR layer: a DeltaNet's q and k of every key head, then v of
  * every value head; a short conv's dim. */
+/* Layer l's config: c itself, or (c->per_layer) a copy in *buf with the layer's head_dim,
+ * n_kv_heads, hidden_dim and rot_dim. */
+const model_config *config_layer_view(const model_config *c, int l, model_config *buf);
+
+/* KEY_PER_LAYER: the producers of the last n_kv_shared layers (the last earlier layer of the same
+ * type, as transformers picks it), LAYER_KV_SHARED and kv_source; -1 with a message naming source
+ * when a consumer's type has no producer or its shapes differ from it. */
+int config_set_kv_sharing(model_config *c, const char *source, char *err);
+
+/* The conv channels of a DeltaNet layer: q and k of every key head, then v of every value head. */
 static inline int config_lin_channels(const model_config *c) {
     return c->flags & ARCH_SHORT_CONV ? c->dim : 2 * c->lin_hk * c->lin_dk + c->lin_hv * c->lin_dv;
 }

@@ -328,15 +328,116 @@ static int gguf_experts(const gguf_file *g, model_config *c, char *err) {
     return 0;
 }
 
+/* An integer key that may also be one value per layer (GGUF_[U]INT32 / [U]INT64 array of n_layers):
+ * out[l] for every layer. 0 when the key is absent (out untouched). */
+static int gguf_layer_ints(const gguf_file *g, const char *key, const model_config *c, int *out, char *err) {
+    gguf_type et;
+    uint64_t n = 0;
+    const void *data = NULL;
+    int64_t v;
+    if (!gguf_has_key(g, key)) return 0;
+    if (!gguf_get_int(g, key, &v)) {
+        if (v < 1 || v > INT32_MAX) return errf(err, "%s: key '%s' must be a positive integer", gguf_path(g), key);
+        for (int l = 0; l < c->n_layers; l++) out[l] = (int)v;
+        return 0;
+    }
+    int wide = 0;
+    if (gguf_get_arr(g, key, &et, &n, &data) || n != (uint64_t)c->n_layers ||
+        !(et == GGUF_UINT32 || et == GGUF_INT32 || (wide = et == GGUF_UINT64 || et == GGUF_INT64)))
+        return errf(err, "%s: key '%s' must be a positive integer or %d of them, one per layer", gguf_path(g), key,
+                    c->n_layers);
+    for (int l = 0; l < c->n_layers; l++) {
+        if (wide) {
+            memcpy(&v, (const char *)data + 8 * l, 8);
+        } else {
+            int32_t x;
+            memcpy(&x, (const char *)data + 4 * l, 4);
+            v = et == GGUF_UINT32 ? (int64_t)(uint32_t)x : x;
+        }
+        if (v < 1 || v > INT32_MAX)
+            return errf(err, "%s: key '%s' entry %d must be a positive integer", gguf_path(g), key, l);
+        out[l] = (int)v;
+    }
+    return 0;
+}
+
+/* KEY_PER_LAYER (Gemma 4) as llama.cpp's converter writes it: attention.key_length for the full layers,
+ * key_length_swa for the sliding ones, head_count_kv and feed_forward_length a number or one per layer,
+ * attention.shared_kv_layers (the producers chosen as transformers does, not llama.cpp's fixed rule),
+ * embedding_length_per_layer_input; attention_k_eq_v is a full layer without attn_v; the proportional
+ * RoPE's unrotated pairs are those rope_freqs.weight divides by 1e30 (loader.c). */
+static int gguf_per_layer(const gguf_file *g, model_config *c, char *err) {
+    char kb[96];
+    int kvh[CONFIG_MAX_LAYERS], ff[CONFIG_MAX_LAYERS];
+    int hd_swa = c->head_dim, ple = 0, shared = 0;
+    for (int l = 0; l < c->n_layers; l++) kvh[l] = c->n_kv_heads, ff[l] = c->hidden_dim;
+    if (gguf_layer_ints(g, AK("attention.head_count_kv"), c, kvh, err) ||
+        gguf_layer_ints(g, AK("feed_forward_length"), c, ff, err) ||
+        gguf_pos_int(g, AK("attention.key_length_swa"), c->head_dim, &hd_swa, err))
+        return -1;
+    int64_t v;
+    if (gguf_has_key(g, AK("attention.shared_kv_layers"))) {
+        if (gguf_get_int(g, kb, &v) || v < 0 || v >= c->n_layers)
+            return errf(err, "%s: key '%s' must be below the layer count %d", gguf_path(g), kb, c->n_layers);
+        shared = (int)v;
+    }
+    if (gguf_has_key(g, AK("embedding_length_per_layer_input"))) {
+        if (gguf_get_int(g, kb, &v) || v < 0 || v > 65535)
+            return errf(err, "%s: key '%s' must be a non-negative integer", gguf_path(g), kb);
+        ple = (int)v;
+    }
+    c->n_kv_shared = shared;
+    c->ple_dim = ple;
+    c->n_kv_heads = 1;
+    c->hidden_dim = 1;
+    c->layer_flags[c->n_layers - 1] &= (uint8_t)~LAYER_SLIDING;
+    for (int l = 0; l < c->n_layers; l++) {
+        int slide = c->layer_flags[l] & LAYER_SLIDING;
+        if (kvh[l] > 65535) return errf(err, "%s: %s.attention.head_count_kv %d out of range", gguf_path(g), c->arch, kvh[l]);
+        c->layer_head_dim[l] = (uint16_t)(slide ? hd_swa : c->head_dim);
+        c->layer_kv_heads[l] = (uint16_t)kvh[l];
+        c->layer_hidden[l] = ff[l];
+        if (kvh[l] > c->n_kv_heads) c->n_kv_heads = kvh[l];
+        if (ff[l] > c->hidden_dim) c->hidden_dim = ff[l];
+    }
+    c->per_layer = 1;
+    c->head_dim_swa = hd_swa;
+    if (config_set_kv_sharing(c, gguf_path(g), err)) return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        snprintf(kb, sizeof kb, "blk.%d.attn_v.weight", l);
+        if (!(c->layer_flags[l] & (LAYER_SLIDING | LAYER_KV_SHARED)) && !gguf_find_tensor(g, kb))
+            c->layer_flags[l] |= LAYER_K_EQ_V;
+    }
+    if (ple) {
+        const tensor *t = gguf_find_tensor(g, "per_layer_token_embd.weight");
+        if (!t || t->ndim != 2 || t->shape[1] != (int64_t)ple * c->n_layers || t->shape[0] > INT32_MAX)
+            return errf(err, "%s: tensor per_layer_token_embd.weight must be a (vocab, %d) table: %d layers times "
+                        "%s.embedding_length_per_layer_input %d", gguf_path(g), ple * c->n_layers, c->n_layers,
+                        c->arch, ple);
+        c->ple_vocab = (int)t->shape[0];
+        c->flags |= ARCH_PER_LAYER_INPUT;
+    }
+    /* rope_freqs.weight: 1 for the rotated pairs, then 1e30 (llama.cpp's way to stop the others) */
+    const tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
+    if (rf && rf->type == DT_F32 && tensor_numel(rf) == c->rot_dim / 2) {
+        int pairs = 0;
+        for (float x; pairs < c->rot_dim / 2 && (memcpy(&x, (const float *)rf->data + pairs, 4), x < 1e29f);) pairs++;
+        c->rope_pairs = pairs == c->rot_dim / 2 ? 0 : pairs;
+    }
+    return 0;
+}
+
 int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
     char kb[96];
     config_defaults(c);
     if (gguf_check_arch(g, c, err)) return -1;
+    int per_layer = (c->family->keys & KEY_PER_LAYER) != 0; /* these two may be one value per layer */
+    if (per_layer) c->n_kv_heads = c->hidden_dim = 1;
     if (gguf_pos_int(g, AK("embedding_length"), 0, &c->dim, err) ||
         gguf_pos_int(g, AK("block_count"), 0, &c->n_layers, err) ||
         gguf_pos_int(g, AK("attention.head_count"), 0, &c->n_heads, err) ||
-        gguf_kv_heads(g, c, err) ||
-        gguf_pos_int(g, AK("feed_forward_length"), 0, &c->hidden_dim, err) ||
+        (!per_layer && gguf_kv_heads(g, c, err)) ||
+        (!per_layer && gguf_pos_int(g, AK("feed_forward_length"), 0, &c->hidden_dim, err)) ||
         gguf_pos_int(g, AK("context_length"), 0, &c->max_pos, err) ||
         gguf_float_key(g, AK("attention.layer_norm_rms_epsilon"), 1, 0, &c->rms_eps, err) ||
         gguf_float_key(g, AK("rope.freq_base"), 0, 10000.0, &c->rope_theta, err) ||
@@ -351,6 +452,13 @@ int config_from_gguf(const gguf_file *g, model_config *c, char *err) {
     if (gguf_head_dim(g, c, err) || gguf_vocab(g, c, err) || gguf_token_ids(g, c, err) ||
         gguf_layers(g, c, err) || gguf_experts(g, c, err) || gguf_rope_scaling(g, c, err))
         return -1;
+    if (per_layer) {
+        if (!gguf_has_key(g, AK("attention.head_count_kv"))) c->n_kv_heads = c->n_heads;
+        if (!gguf_has_key(g, AK("feed_forward_length")))
+            return errf(err, "%s: missing required key '%s'", gguf_path(g), kb);
+        if (gguf_per_layer(g, c, err)) return -1;
+    }
+    if (c->flags & ARCH_UNIT_SCALE) c->attn_scale = 1.0f;
     /* The attention scale as llama.cpp sets it for Gemma 3 (the files have no
      * query_pre_attn_scalar): head_dim, except hidden / heads in the 62-layer 27B */
     if (c->family->keys & KEY_QUERY_SCALE)

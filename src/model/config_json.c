@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "llmgen.h" /* LLMGEN_MAX_CONTEXT */
@@ -323,6 +324,10 @@ static int json_rope(const json_t *root, model_config *c, const char *path, char
     if (json_num_key(rp, "rope_theta", 0, theta, &theta, where, path, err)) return -1;
     c->rope_theta = (float)theta;
     c->rope_theta_swa = (float)theta_swa;
+    if (d->keys & KEY_PER_LAYER) { /* the full layers' RoPE needs their head size: json_per_layer */
+        c->rot_dim = c->head_dim;
+        return 0;
+    }
     double prf;
     /* Qwen3_5TextConfig sets 0.25 when the config leaves it out */
     if (json_num_key(root, "partial_rotary_factor", 0, d->keys & KEY_LINEAR_ATTN ? 0.25 : 1.0, &prf, "", path, err) ||
@@ -546,6 +551,103 @@ static int json_experts(const json_t *root, model_config *c, const char *path, c
     return 0;
 }
 
+/* An optional integer key whose null means 0 (transformers' None disables the feature). */
+static int json_int_or_null(const json_t *root, const char *key, int dflt, int *out, const char *path, char *err) {
+    const json_t *v = json_object_get(root, key);
+    if (v && json_is_null(v)) {
+        *out = 0;
+        return 0;
+    }
+    return json_int_key(root, key, 0, dflt, out, path, err);
+}
+
+/* KEY_PER_LAYER (Gemma 4, Gemma4TextConfig's defaults): each layer's head_dim and kv heads from
+ * per_layer_config, else global_head_dim (512) and, with attention_k_eq_v, num_global_key_value_heads on
+ * the full layers; the last layer full whatever layer_types says (as transformers forces it); the
+ * kv-shared layers and their producers; double-wide MLPs on those; the per-layer inputs; the full
+ * layers' "proportional" RoPE (rope_parameters.full_attention). */
+static int json_per_layer(const json_t *root, model_config *c, const char *path, char *err) {
+    if (!(c->family->keys & KEY_PER_LAYER)) return 0;
+    int ghd, gkv, keqv, wide, moe;
+    if (json_int_key(root, "global_head_dim", 1, 512, &ghd, path, err) ||
+        json_int_or_null(root, "num_global_key_value_heads", 0, &gkv, path, err) ||
+        json_bool_key(root, "attention_k_eq_v", 0, &keqv, path, err) ||
+        json_bool_key(root, "use_double_wide_mlp", 0, &wide, path, err) ||
+        json_bool_key(root, "enable_moe_block", 0, &moe, path, err) ||
+        json_int_or_null(root, "num_kv_shared_layers", 0, &c->n_kv_shared, path, err) ||
+        json_int_or_null(root, "hidden_size_per_layer_input", 256, &c->ple_dim, path, err) ||
+        json_int_key(root, "vocab_size_per_layer_input", 1, 262144, &c->ple_vocab, path, err))
+        return -1;
+    if (moe) return errf(err, "%s: unsupported 'enable_moe_block': true (Gemma 4's expert block)", path);
+    const json_t *bi = get(root, "use_bidirectional_attention");
+    if (bi) return errf(err, "%s: unsupported 'use_bidirectional_attention' (non-causal attention)", path);
+    int L = c->n_layers;
+    c->layer_flags[L - 1] &= (uint8_t)~LAYER_SLIDING;
+    const json_t *plc = get(root, "per_layer_config");
+    if (plc && !json_is_object(plc)) return errf(err, "%s: key 'per_layer_config' must be an object", path);
+    for (int l = 0; l < L; l++) {
+        int full = !(c->layer_flags[l] & LAYER_SLIDING);
+        c->layer_head_dim[l] = (uint16_t)(!plc && full ? ghd : c->head_dim);
+        c->layer_kv_heads[l] = (uint16_t)(!plc && full && keqv && gkv ? gkv : c->n_kv_heads);
+        c->layer_hidden[l] = c->hidden_dim;
+        if (full && keqv) c->layer_flags[l] |= LAYER_K_EQ_V;
+    }
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)plc, key, v) {
+        char *end;
+        long l = strtol(key, &end, 10);
+        if (*end || end == key || l < 0 || l >= L || !json_is_object(v))
+            return errf(err, "%s: key 'per_layer_config.%s' must be a layer index below %d holding an object", path,
+                        key, L);
+        const char *attr;
+        const json_t *av;
+        json_object_foreach((json_t *)v, attr, av) {
+            int x;
+            if (strcmp(attr, "head_dim") && strcmp(attr, "num_key_value_heads"))
+                return errf(err, "%s: unsupported per_layer_config.%s.%s (head_dim and num_key_value_heads are read)",
+                            path, key, attr);
+            if (json_int_key(v, attr, 1, 0, &x, path, err)) return -1;
+            if (x > 65535) return errf(err, "%s: per_layer_config.%s.%s %d out of range", path, key, attr, x);
+            if (!strcmp(attr, "head_dim")) c->layer_head_dim[l] = (uint16_t)x;
+            else c->layer_kv_heads[l] = (uint16_t)x;
+        }
+    }
+    c->per_layer = 1;
+    if (config_set_kv_sharing(c, path, err)) return -1;
+    int hd_full = 0, hd_swa = 0;
+    for (int l = 0; l < L; l++) {
+        int slide = c->layer_flags[l] & LAYER_SLIDING, *hd = slide ? &hd_swa : &hd_full;
+        if (*hd && *hd != c->layer_head_dim[l])
+            return errf(err, "%s: layer %d's head_dim %d differs from another %s layer's %d (one RoPE table per "
+                        "type)", path, l, c->layer_head_dim[l], slide ? "sliding" : "full", *hd);
+        *hd = c->layer_head_dim[l];
+        if (wide && (c->layer_flags[l] & LAYER_KV_SHARED)) c->layer_hidden[l] = 2 * c->hidden_dim;
+        if (c->layer_kv_heads[l] > c->n_kv_heads) c->n_kv_heads = c->layer_kv_heads[l];
+        if (c->layer_hidden[l] > c->hidden_dim) c->hidden_dim = c->layer_hidden[l];
+    }
+    c->head_dim_swa = hd_swa ? hd_swa : c->head_dim;
+    c->head_dim = c->rot_dim = hd_full;
+    if (c->ple_dim) c->flags |= ARCH_PER_LAYER_INPUT;
+    /* rope_parameters.full_attention: proportional (rotated pairs int(p * hd // 2)) or default */
+    const json_t *rp = get(get(root, "rope_parameters"), "full_attention");
+    const json_t *type = get(rp, "rope_type");
+    const char *t = json_is_string(type) ? json_string_value(type) : rp ? "default" : "proportional";
+    double prf, factor;
+    if (json_num_key(rp, "partial_rotary_factor", 0, rp ? 1.0 : 0.25, &prf, "rope_parameters.full_attention.", path, err) ||
+        json_num_key(rp, "factor", 0, 1.0, &factor, "rope_parameters.full_attention.", path, err))
+        return -1;
+    if (strcmp(t, "proportional") && (strcmp(t, "default") || prf != 1.0))
+        return errf(err, "%s: unsupported rope_parameters.full_attention.rope_type '%s' (proportional and default "
+                    "are supported)", path, t);
+    if (factor != 1.0 || !(prf > 0 && prf <= 1))
+        return errf(err, "%s: unsupported rope_parameters.full_attention factor %g / partial_rotary_factor %g", path,
+                    factor, prf);
+    c->rope_pairs = (int)floor(prf * hd_full / 2);
+    if (c->rope_pairs == hd_full / 2) c->rope_pairs = 0;
+    return 0;
+}
+
 /* One MLX quantization setting ({"group_size", "bits", optional "mode"}); `where` names
  * it in messages. Only affine 4- and 8-bit with groups of 32, 64 or 128 are read. */
 static int json_quant_entry(const json_t *q, const char *where, int *bits, int *group,
@@ -623,11 +725,13 @@ int config_from_json(const char *path, model_config *c, char *err) {
         rc = errf(err, "%s: %d layers, at most %d are supported", path, c->n_layers, CONFIG_MAX_LAYERS);
     if (!rc) rc = json_rope(root, c, path, err);
     if (!rc) rc = json_layers(root, c, path, err);
+    if (!rc) rc = json_per_layer(root, c, path, err);
     if (!rc) rc = json_experts(root, c, path, err);
     if (!rc) rc = json_token_ids(root, c, path, err);
     if (!rc) rc = json_quantization(root, c, path, err);
     if (!rc && root != top && get(top, "tie_word_embeddings"))
         rc = json_bool_key(top, "tie_word_embeddings", 0, &c->tied_embeddings, path, err);
+    if (c->flags & ARCH_UNIT_SCALE) c->attn_scale = 1.0f;
     json_decref(top);
     return rc;
 }

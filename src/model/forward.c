@@ -145,6 +145,13 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->chunk = chunk;
     s->max_seqs = max_seqs;
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim, ch = (size_t)s->chunk;
+    int group = c->n_heads / c->n_kv_heads;
+    for (int l = 0; c->per_layer && l < c->n_layers; l++) { /* per-layer shapes: the largest of each */
+        const model_config *lc = model_layer_cfg(m, l);
+        if ((size_t)lc->n_heads * lc->head_dim > qd) qd = (size_t)lc->n_heads * lc->head_dim;
+        if ((size_t)lc->n_kv_heads * lc->head_dim > kvd) kvd = (size_t)lc->n_kv_heads * lc->head_dim;
+        if (lc->n_heads / lc->n_kv_heads > group) group = lc->n_heads / lc->n_kv_heads;
+    }
     s->fast = weights_packed(m);
     int kv_ok = kv_cache_init(&s->kv, c, ctx, s->fast ? DT_BF16 : DT_F32) == 0;
     s->x = malloc(ch * c->dim * sizeof(float));
@@ -160,7 +167,7 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
     s->hb2 = s->shared;
     s->rope_cs = malloc(2 * ch * c->rot_dim * sizeof(float));
     s->hb = malloc(ch * c->hidden_dim * sizeof(float));
-    size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * (c->n_heads / c->n_kv_heads);
+    size_t att = (size_t)pool_size(m->pool) * ATT_TOKENS * group;
     s->scores = malloc(att * s->score_ld * sizeof(float));
     s->att_rows = malloc(att * 3 * c->head_dim * sizeof(float));
     int gated = (c->flags & ARCH_ATTN_GATE) != 0, vd = config_lin_out(c);
@@ -170,7 +177,12 @@ int fwd_state_init_batch(fwd_state *s, const model *m, int ctx, int chunk, int m
         s->lin_in = malloc(ch * s->lin_ld * sizeof(float));
         s->lin_out = malloc(ch * vd * sizeof(float));
     }
-    int lin_ok = (!gated || s->q_gate) && (!c->n_linear || (s->lin_in && s->lin_out));
+    if (c->flags & ARCH_PER_LAYER_INPUT) {
+        s->pli = malloc(ch * c->n_layers * c->ple_dim * sizeof(float));
+        s->pl_h = malloc((ch > (size_t)c->n_layers ? ch : (size_t)c->n_layers) * c->ple_dim * sizeof(float));
+    }
+    int lin_ok = (!gated || s->q_gate) && (!c->n_linear || (s->lin_in && s->lin_out)) &&
+                 (!(c->flags & ARCH_PER_LAYER_INPUT) || (s->pli && s->pl_h));
     s->logits = malloc((size_t)c->vocab_size * sizeof(float));
     s->seq_logits = max_seqs ? malloc((size_t)max_seqs * c->vocab_size * sizeof(float)) : NULL;
     s->tok_seg = malloc((size_t)s->chunk * sizeof(int));
@@ -196,6 +208,8 @@ void fwd_state_free(fwd_state *s) {
     free(s->q_gate);
     free(s->lin_in);
     free(s->lin_out);
+    free(s->pli);
+    free(s->pl_h);
     free(s->rope_cs);
     free(s->hb);
     free(s->scores);
@@ -391,7 +405,7 @@ static void post_residual(const matmul_job *j, int r0, int r1) {
  * row of s->xq_down with the bytes one quantization of the full row would give
  * (no pass over hb of its own, and one pool_run less, in prefill too). */
 static void post_swiglu(const matmul_job *j, int r0, int r1) {
-    int hid = j->m->cfg.hidden_dim;
+    int hid = model_layer_cfg(j->m, j->layer)->hidden_dim;
     fwd_state *s = j->s;
     int gelu = j->m->cfg.act == ACT_GELU_TANH;
     swiglu_fn swiglu = s->fast ? (gelu ? j->m->kern->geglu_fast : j->m->kern->swiglu_fast)
@@ -425,13 +439,13 @@ static void head_in(float *v, const float *bias, const float *norm, const float 
  * rows still in this core's cache, and no serial stage between the matmul and
  * attention. */
 static void post_qkv(const matmul_job *j, int r0, int r1) {
-    const model_config *c = &j->m->cfg;
+    const model_config *c = model_layer_cfg(j->m, j->layer);
     const layer_weights *L = &j->m->layers[j->layer];
     fwd_state *s = j->s;
     int hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd, gated = s->q_gate != NULL;
     int q_end = q_rows(c);
     for (int t = 0; t < j->nt; t++) {
-        const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * c->rot_dim : NULL;
+        const float *cs = j->rope_cs ? j->rope_cs + (size_t)t * j->m->cfg.rot_dim : NULL; /* the tables' stride */
         const fwd_state *kv = j->segs[s->tok_seg[t]].kv;
         int slot = kv_slot(&kv->kv, j->layer, s->tok_pos[t]);
         for (int r = r0; r < r1 && r < q_end; r += hd) {
@@ -446,6 +460,11 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
         for (int r = r0 > q_end ? r0 : q_end; r < r1 && r < q_end + kvd; r += hd) {
             int h = (r - q_end) / hd;
             float *k = s->k_new + (size_t)t * kvd + (size_t)h * hd;
+            if (!L->wv) { /* attention_k_eq_v: the values are the keys' raw projection, normed */
+                float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
+                ops_rmsnorm(v, k, NULL, hd, c->rms_eps);
+                kv_value_put(s->kv.type, kv_value_head(&kv->kv, c, j->layer, h), slot, v, hd);
+            }
             head_in(k, L->k_bias ? L->k_bias + (r - q_end) : NULL, L->k_norm, cs, c);
             kv_key_put(s->kv.type, kv_key_head(&kv->kv, c, j->layer, h), slot, k, hd);
         }
@@ -454,6 +473,7 @@ static void post_qkv(const matmul_job *j, int r0, int r1) {
             int h = (r - q_end - kvd) / hd;
             float *v = s->v_new + (size_t)t * kvd + (size_t)h * hd;
             if (L->v_bias) head_in(v, L->v_bias + (r - q_end - kvd), NULL, NULL, c);
+            if (c->flags & ARCH_V_NORM) ops_rmsnorm(v, v, NULL, hd, c->rms_eps);
             kv_value_put(s->kv.type, kv_value_head(&kv->kv, c, j->layer, h), slot, v, hd);
         }
     }
@@ -482,7 +502,7 @@ struct attn_job {
  * handed out before a thread leaves the matmul for attention, and a thread with rows
  * finishes them before it waits, so the wait ends. */
 static void qkv_rows_done(const matmul_job *j, int r0, int r1) {
-    const model_config *c = &j->m->cfg;
+    const model_config *c = model_layer_cfg(j->m, j->layer);
     int hd = c->head_dim, qd = q_rows(c), kvd = c->n_kv_heads * hd, qg = qd / c->n_kv_heads;
     int g = -1, rows = 0;
     for (int r = r0; r < r1; r += hd) { /* whole heads: the split's alignment */
@@ -495,8 +515,11 @@ static void qkv_rows_done(const matmul_job *j, int r0, int r1) {
 }
 
 static void wait_kv_head(const attn_job *j, int kvh) {
-    const model_config *c = &j->m->cfg;
-    if (j->ready) pool_wait_at_least(j->m->pool, &j->ready[kvh], q_rows(c) / c->n_kv_heads + 2 * c->head_dim);
+    const model_config *c = model_layer_cfg(j->m, j->layer);
+    const layer_weights *L = &j->m->layers[j->layer];
+    /* a layer reading another's cache has no key or value rows; attention_k_eq_v no value rows */
+    int kv_rows = (L->wk ? c->head_dim : 0) + (L->wv ? c->head_dim : 0);
+    if (j->ready) pool_wait_at_least(j->m->pool, &j->ready[kvh], q_rows(c) / c->n_kv_heads + kv_rows);
 }
 
 /* ARCH_ATTN_GATE: attention's output of token row t, heads h0 .. h0 + nh - 1, times
@@ -516,7 +539,7 @@ static void output_gate(const fwd_state *s, const model_config *c, int t, int h0
  * head it touches, over that kv head's queries in the range. Splitting by kv head
  * instead would give one of 2 threads twice the other's work for 3 kv heads. */
 static void attention_decode(const attn_job *j, int ith, int nth, float *sc, float *wrap) {
-    const model_config *c = &j->m->cfg;
+    const model_config *c = model_layer_cfg(j->m, j->layer);
     const fwd_state *s = j->s, *kv = j->segs[0].kv;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
     int h0, h1;
@@ -536,7 +559,7 @@ static void attention_decode(const attn_job *j, int ith, int nth, float *sc, flo
 /* The attention tasks of sequence si (see attention_rows): its blocks of ATT_TOKENS
  * tokens times the kv heads. */
 static int seg_tasks(const attn_job *j, int si) {
-    return (j->segs[si].n + ATT_TOKENS - 1) / ATT_TOKENS * j->m->cfg.n_kv_heads;
+    return (j->segs[si].n + ATT_TOKENS - 1) / ATT_TOKENS * model_layer_cfg(j->m, j->layer)->n_kv_heads;
 }
 
 /* The keys and values one token of segs[si] reads at kv head kvh, on their way to L2:
@@ -548,7 +571,7 @@ static int seg_tasks(const attn_job *j, int si) {
  * line saved less (the requests wait for fill buffers), and also prefetching the
  * thread's first task nothing. */
 static void attention_prefetch(const attn_job *j, int si, int kvh) {
-    const model_config *c = &j->m->cfg;
+    const model_config *c = model_layer_cfg(j->m, j->layer);
     const fwd_seg *g = &j->segs[si];
     if (g->n != 1 || j->win || g->kv->kv.layers[j->layer].ring) return;
     int len = g->pos + 1, blocks = (len + ATT_KBLOCK - 1) / ATT_KBLOCK;
@@ -565,7 +588,7 @@ static void attention_prefetch(const attn_job *j, int si, int kvh) {
  * down projection's, before the next layer): cold, they are a visible part of post_qkv
  * at --parallel 8 (perf record on make bench-parallel). Plain caches only. */
 static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
-    const model_config *c = &j->m->cfg;
+    const model_config *c = model_layer_cfg(j->m, j->layer);
     size_t es = dtype_row_bytes(j->s->kv.type, 1), vrow = dtype_row_bytes(j->s->kv.type, c->head_dim);
     for (int si = 0, task = 0; si < j->nseg; si++)
         for (int bk = 0; bk < seg_tasks(j, si); bk++, task++) {
@@ -590,7 +613,7 @@ static void attention_prefetch_all(const attn_job *j, int ith, int nth) {
  * (see ops_attend_block): a sequence's results are the same bits alone or in a
  * batch. */
 static void attention_rows(const attn_job *j, int ith, int nth) {
-    const model_config *c = &j->m->cfg;
+    const model_config *c = model_layer_cfg(j->m, j->layer);
     const fwd_state *s = j->s;
     int hd = c->head_dim, qd = c->n_heads * hd;
     int group = c->n_heads / c->n_kv_heads, rows = ATT_TOKENS * group;
@@ -637,7 +660,7 @@ static void attention_task(void *ctx, int ith, int nth) {
     attn_job *j = ctx;
     attention_rows(j, ith, nth);
     if (j->xq && atomic_fetch_add_explicit(&j->finished, 1, memory_order_acq_rel) + 1 == nth) {
-        const model_config *c = &j->m->cfg;
+        const model_config *c = model_layer_cfg(j->m, j->layer);
         int n = 0;
         for (int i = 0; i < j->nseg; i++) n += j->segs[i].n;
         quantizer(j->m)(j->s->att_out, c->n_heads * c->head_dim, 0, n, j->xq);
@@ -733,7 +756,8 @@ static void rope_tables(const model *m, fwd_state *s, const fwd_seg *segs, int n
         if (c->rope_scaling == ROPE_SCALING_LONGROPE || c->rope_scaling == ROPE_SCALING_YARN)
             for (int i = 0; i < rd; i++) cs[i] *= c->rope_attn_factor;
         if (m->rope_inv_freq_swa)
-            ops_rope_angles(s->rope_cs + (size_t)(s->chunk + t) * rd, rd, m->rope_inv_freq_swa, s->tok_pos[t]);
+            ops_rope_angles(s->rope_cs + (size_t)(s->chunk + t) * rd, c->per_layer ? c->head_dim_swa : rd,
+                            m->rope_inv_freq_swa, s->tok_pos[t]);
     }
 }
 
@@ -787,7 +811,8 @@ static fwd_fusions fusions_of(const fwd_call *f, int l) {
         .ffn_norm_in_o = f->fold && !L->post_attn_norm,
         .o_input_in_attention = f->fold && !linear && plan_layer(&f->m->plan, l, PASS_O)->int8,
         .attn_norm_in_down = f->fold && !L->post_ffn_norm && !last,
-        .kv_ahead_in_down = f->fold && !last && !(lf[l + 1 < f->m->cfg.n_layers ? l + 1 : l] & LAYER_LINEAR),
+        .kv_ahead_in_down = f->fold && !last &&
+                            !(lf[l + 1 < f->m->cfg.n_layers ? l + 1 : l] & (LAYER_LINEAR | LAYER_KV_SHARED)),
     };
 }
 
@@ -797,7 +822,7 @@ static const plan_pass *pass_of(const fwd_call *f, int l, int pass) { return pla
 
 /* The RoPE angles layer l uses (rope_tables), or NULL for a layer without RoPE. */
 static const float *layer_rope(const fwd_call *f, int l) {
-    const model_config *c = &f->m->cfg;
+    const model_config *c = &f->m->cfg; /* the tables' stride: the model's rot_dim */
     int lf = c->layer_flags[l];
     if (lf & LAYER_NO_ROPE) return NULL;
     if (lf & LAYER_SLIDING && f->m->rope_inv_freq_swa) return f->s->rope_cs + (size_t)f->s->chunk * c->rot_dim;
@@ -817,8 +842,8 @@ static void stage_attn_norm(fwd_call *f, int l) {
 /* The threads attention pays for: the keys and values each token reads (plan_threads),
  * no more than its tasks (a decode step's query heads, or the blocks of tokens times kv
  * heads, attention_rows). */
-static int attention_threads(const fwd_call *f) {
-    const model_config *c = &f->m->cfg;
+static int attention_threads(const fwd_call *f, int l) {
+    const model_config *c = model_layer_cfg(f->m, l);
     double kv_row = 2.0 * (double)dtype_row_bytes(f->s->kv.type, (int64_t)c->n_kv_heads * c->head_dim), work = 0;
     int tasks = 0;
     for (int i = 0; i < f->nseg; i++) {
@@ -834,7 +859,7 @@ static int attention_threads(const fwd_call *f) {
 /* The attention job of layer l (stage_attention), with f->xq_o shaped for the o projection
  * when attention quantizes its input. */
 static void attention_job(fwd_call *f, int l, attn_job *j) {
-    const model_config *c = &f->m->cfg;
+    const model_config *c = model_layer_cfg(f->m, l);
     fwd_state *s = f->s;
     int hd = c->head_dim, slide = c->layer_flags[l] & LAYER_SLIDING;
     *j = (attn_job){.m = f->m, .s = s, .segs = f->segs, .nseg = f->nseg, .layer = l,
@@ -846,19 +871,19 @@ static void attention_job(fwd_call *f, int l, attn_job *j) {
         j->xq = &f->xq_o;
     }
     atomic_init(&j->finished, 0);
-    j->nth = attention_threads(f);
+    j->nth = attention_threads(f, l);
 }
 
 /* q, k, v = xb @ W^T [+ bias] -> [q/k head norm] -> RoPE; keys and values into the cache;
  * [attention]. */
 static void stage_qkv(fwd_call *f, int l) {
-    const model_config *c = &f->m->cfg;
+    const model_config *c = model_layer_cfg(f->m, l);
     const layer_weights *L = &f->m->layers[l];
     fwd_state *s = f->s;
     int kvd = c->n_kv_heads * c->head_dim;
     const plan_pass *pp = pass_of(f, l, PASS_QKV);
     mm_out qkv[] = {{L->wq, s->q_gate ? s->q_gate : s->q, q_rows(c)}, {L->wk, s->k_new, kvd}, {L->wv, s->v_new, kvd}};
-    matmul_job j = {.m = f->m, .s = s, .out = qkv, .n_out = 3, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
+    matmul_job j = {.m = f->m, .s = s, .out = qkv, .n_out = pp->n, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
                     .post = post_qkv, .layer = l, .segs = f->segs, .rope_cs = layer_rope(f, l)};
     attn_job a;
     if (L->q_norm_full) { /* OLMoE: the norms need whole rows first, then the heads as usual */
@@ -994,7 +1019,7 @@ static void stage_shortconv(fwd_call *f, int l) {
 
 /* xb = att_out @ Wo^T; x += xb unless a post-attention norm comes first. */
 static void stage_o(fwd_call *f, int l) {
-    const model_config *c = &f->m->cfg;
+    const model_config *c = model_layer_cfg(f->m, l);
     const layer_weights *L = &f->m->layers[l];
     fwd_state *s = f->s;
     fwd_fusions fu = fusions_of(f, l);
@@ -1027,20 +1052,20 @@ static void stage_ffn_norm(fwd_call *f, int l) {
 
 /* hb = act(xb @ Wgate^T) * (xb @ Wup^T), SiLU or GELU-tanh, and its int8 form for down. */
 static void stage_gate_up(fwd_call *f, int l) {
-    const model_config *c = &f->m->cfg;
+    const model_config *c = model_layer_cfg(f->m, l);
     const layer_weights *L = &f->m->layers[l];
     fwd_state *s = f->s;
     const plan_pass *pp = pass_of(f, l, PASS_GATE_UP), *down = pass_of(f, l, PASS_DOWN);
     if (down->int8) q8_act_shape(&s->xq_down, f->n, c->hidden_dim, down->act_group);
     mm_out gu[] = {{L->w_gate, s->hb, c->hidden_dim}, {L->w_up, s->hb2, c->hidden_dim}};
     matmul_job j = {.m = f->m, .s = s, .out = gu, .n_out = 2, .pass = pp, .x = s->xb, .ldx = c->dim, .nt = f->n,
-                    .post = post_swiglu, .quantize_down = down->int8};
+                    .post = post_swiglu, .layer = l, .quantize_down = down->int8};
     run_matmuls(&j, pp->int8 ? &s->xq : NULL);
 }
 
 /* xb = hb @ Wdown^T; x += xb unless a post-feedforward norm comes first. */
 static void stage_down(fwd_call *f, int l) {
-    const model_config *c = &f->m->cfg;
+    const model_config *c = model_layer_cfg(f->m, l);
     const layer_weights *L = &f->m->layers[l];
     fwd_state *s = f->s;
     fwd_fusions fu = fusions_of(f, l);
@@ -1273,6 +1298,81 @@ static void stage_post_ffn_norm(fwd_call *f, int l) {
     if (w) run_rmsnorm(f->m, f->s, w, f->n, 1);
 }
 
+/* ---- per-layer inputs (ARCH_PER_LAYER_INPUT) and the layer scalar ------------------------ */
+
+/* y (nt, ldy) = x (nt, ldx) @ w^T with f32 activations on the file layout whatever the mode: matrices
+ * the plan does not carry (the per-layer inputs' projections, a few percent of a layer's bytes), split
+ * by rows over the threads their bytes pay for. */
+typedef struct {
+    const model *m;
+    const tensor *w;
+    const float *x;
+    int ldx, nt, ldy;
+    float *y;
+} f32_job;
+
+static void matmul_f32_task(void *ctx, int ith, int nth) {
+    const f32_job *j = ctx;
+    const kernels *k = j->m->kern, *ref = kernels_scalar();
+    int rows = (int)j->w->shape[0], cols = (int)j->w->shape[1], r0, r1;
+    pool_split(rows, 16, ith, nth, &r0, &r1);
+    matmul_fn fn = k->matmul[j->w->type] ? k->matmul[j->w->type] : ref->matmul[j->w->type];
+    if (r0 < r1) fn(j->w->data, dtype_row_bytes(j->w->type, cols), cols, r0, r1, j->x, j->ldx, j->nt, j->y, j->ldy);
+}
+
+static void matmul_f32(const fwd_call *f, const tensor *w, const float *x, int ldx, int nt, float *y, int ldy) {
+    f32_job j = {f->m, w, x, ldx, nt, ldy, y};
+    int nth = plan_threads(&f->m->plan, (double)w->nbytes * nt);
+    if (nth <= 1) matmul_f32_task(&j, 0, 1);
+    else pool_run_n(f->m->pool, matmul_f32_task, &j, nth);
+}
+
+/* Each token's inputs to every layer (transformers' get_per_layer_inputs and project_per_layer_inputs),
+ * from its scaled embedding x0 (s->x): pli = (rmsnorm(x0 @ Wplmp^T * dim^-0.5, per layer) +
+ * E_pl[id] * sqrt(P)) * 2^-0.5, every product rounded to f32 as there. The table row of a token is
+ * read from the mapping, nothing else of the table. */
+static void stage_per_layer_inputs(fwd_call *f) {
+    const model *m = f->m;
+    const model_config *c = &m->cfg;
+    fwd_state *s = f->s;
+    int P = c->ple_dim, LP = c->n_layers * P;
+    float proj_scale = (float)pow((double)c->dim, -0.5), tok_scale = (float)sqrt((double)P);
+    float half = (float)pow(2.0, -0.5);
+    float *row = s->pl_h; /* (LP) scratch: the layers' use of pl_h comes later */
+    matmul_f32(f, m->ple_proj, s->x, c->dim, f->n, s->pli, LP);
+    for (int i = 0, t = 0; i < f->nseg; i++)
+        for (int k = 0; k < f->segs[i].n; k++, t++) {
+            float *p = s->pli + (size_t)t * LP;
+            int id = f->segs[i].ids[k];
+            tensor_row_f32(m->ple_embd, id < c->ple_vocab ? id : 0, row);
+            for (int l = 0; l < c->n_layers; l++) {
+                float *pl = p + (size_t)l * P;
+                for (int d = 0; d < P; d++) pl[d] *= proj_scale;
+                ops_rmsnorm(pl, pl, m->ple_norm, P, c->rms_eps);
+                for (int d = 0; d < P; d++) pl[d] = (pl[d] + row[(size_t)l * P + d] * tok_scale) * half;
+            }
+        }
+}
+
+/* Layer l's per-layer input: x += rmsnorm(pl_proj . (gelu_tanh(pl_gate . x) * pli_l)) [* w]; then, with a
+ * layer scalar, the whole stream times it. */
+static void stage_per_layer_input(fwd_call *f, int l) {
+    const model *m = f->m;
+    const model_config *c = &m->cfg;
+    const layer_weights *L = &m->layers[l];
+    fwd_state *s = f->s;
+    int P = c->ple_dim, dim = c->dim;
+    if (L->pl_gate) {
+        matmul_f32(f, L->pl_gate, s->x, dim, f->n, s->pl_h, P);
+        for (int t = 0; t < f->n; t++)
+            ops_gelu_tanh_mul(s->pl_h + (size_t)t * P, s->pli + (size_t)t * c->n_layers * P + (size_t)l * P, P);
+        matmul_f32(f, L->pl_proj, s->pl_h, P, f->n, s->xb, dim);
+        run_rmsnorm(m, s, L->pl_norm, f->n, 1);
+    }
+    if (L->out_scale)
+        for (size_t i = 0; i < (size_t)f->n * dim; i++) s->x[i] *= L->out_scale[0];
+}
+
 /* ---- the ends of the pass -------------------------------------------------------------- */
 
 /* x = the embedding rows of every sequence's tokens [* sqrt(dim)], one after the other;
@@ -1292,6 +1392,7 @@ static void stage_embed(fwd_call *f) {
         }
     f->n = n;
     rope_tables(m, s, f->segs, n);
+    if (m->cfg.flags & ARCH_PER_LAYER_INPUT) stage_per_layer_inputs(f);
     for (int i = 0; i < f->nseg; i++) {
         kv_cache *kv = &f->segs[i].kv->kv;
         if (kv->lin && (f->segs[i].n > 1 || f->segs[i].pos == 0)) kv_lin_snapshot(kv, f->segs[i].pos);
@@ -1352,6 +1453,7 @@ void forward_batch(const model *m, fwd_state *s, const fwd_seg *segs, int nseg) 
             stage_down(&f, l);
         }
         stage_post_ffn_norm(&f, l);
+        stage_per_layer_input(&f, l);
     }
     if (!s->no_logits) stage_logits(&f);
 }

@@ -66,6 +66,8 @@ typedef struct {
     q8_act xq_down;   /* fast mode: the down projection's input (chunk, hidden_dim),
                          quantized by the gate/up threads while others still read xq */
     struct fwd_moe *moe; /* an expert layer's scratch (forward.c, stage_experts), or NULL */
+    float *pli;       /* ARCH_PER_LAYER_INPUT: (chunk, n_layers * P) each token's per-layer inputs; else NULL */
+    float *pl_h;      /* (chunk, P) a layer's gate over them */
 } fwd_state;
 
 int fwd_state_init(fwd_state *s, const model *m, int ctx, char *err);

@@ -19,7 +19,6 @@ int kv_ring_size(const model_config *c) {
 
 int kv_cache_init(kv_cache *kv, const model_config *c, int ctx, dtype type) {
     memset(kv, 0, sizeof *kv);
-    size_t kvd = (size_t)c->n_kv_heads * c->head_dim;
     /* sliding-window layers keep a ring of their window (plus a chunk) once the
      * context is longer: Gemma 3's 5 of 6 layers at window 512 hold 704 positions */
     int ring = kv_ring_size(c);
@@ -32,7 +31,14 @@ int kv_cache_init(kv_cache *kv, const model_config *c, int ctx, dtype type) {
     size_t lin_layer = config_lin_floats(c);
     for (int l = 0; l < c->n_layers; l++) {
         int r = c->layer_flags[l] & LAYER_SLIDING ? kv->ring : 0, cap = r ? r : ctx;
-        kv->layers[l] = (kv_layer){r, k_elems, v_elems, lin};
+        int hd = c->per_layer ? c->layer_head_dim[l] : c->head_dim;
+        int heads = c->per_layer ? c->layer_kv_heads[l] : c->n_kv_heads;
+        size_t kvd = (size_t)heads * hd;
+        kv->layers[l] = (kv_layer){r, k_elems, v_elems, lin, hd, heads};
+        if (c->layer_flags[l] & LAYER_KV_SHARED) { /* an earlier layer's (config_set_kv_sharing) */
+            kv->layers[l] = kv->layers[c->kv_source[l]];
+            continue;
+        }
         if (c->layer_flags[l] & LAYER_LINEAR) {
             lin += lin_layer;
             continue;
@@ -87,12 +93,14 @@ static int layer_cap(const kv_cache *kv, int l) { return kv->layers[l].ring ? kv
 static int layer_blocks(const kv_cache *kv, int l) { return (layer_cap(kv, l) + ATT_KBLOCK - 1) / ATT_KBLOCK; }
 
 void *kv_key_head(const kv_cache *kv, const model_config *c, int l, int h) {
-    int64_t per_head = (int64_t)layer_blocks(kv, l) * c->head_dim * ATT_KBLOCK;
+    (void)c;
+    int64_t per_head = (int64_t)layer_blocks(kv, l) * kv->layers[l].hd * ATT_KBLOCK;
     return (char *)kv->k + dtype_row_bytes(kv->type, (int64_t)kv->layers[l].k_off + h * per_head);
 }
 
 void *kv_value_head(const kv_cache *kv, const model_config *c, int l, int h) {
-    int64_t per_head = (int64_t)kv_value_cap(kv->type, layer_cap(kv, l)) * c->head_dim;
+    (void)c;
+    int64_t per_head = (int64_t)kv_value_cap(kv->type, layer_cap(kv, l)) * kv->layers[l].hd;
     return (char *)kv->v + dtype_row_bytes(kv->type, (int64_t)kv->layers[l].v_off + h * per_head);
 }
 
@@ -136,12 +144,13 @@ size_t kv_cache_io(kv_cache *kv, const model_config *c, int pos, void *buf, int 
             at += nb;
             continue;
         }
+        if (c->layer_flags[l] & LAYER_KV_SHARED) continue; /* its producer's cache */
         /* a ring past its length holds its every slot; before, as a plain cache, [0, pos) */
         int held = kv->layers[l].ring && pos > kv->layers[l].ring ? kv->layers[l].ring : pos;
-        int kb = (held + ATT_KBLOCK - 1) / ATT_KBLOCK;
-        size_t kbytes = dtype_row_bytes(kv->type, (int64_t)kb * c->head_dim * ATT_KBLOCK);
-        size_t vbytes = dtype_row_bytes(kv->type, (int64_t)kv_value_cap(kv->type, held) * c->head_dim);
-        for (int h = 0; h < c->n_kv_heads; h++) {
+        int kb = (held + ATT_KBLOCK - 1) / ATT_KBLOCK, hd = kv->layers[l].hd;
+        size_t kbytes = dtype_row_bytes(kv->type, (int64_t)kb * hd * ATT_KBLOCK);
+        size_t vbytes = dtype_row_bytes(kv->type, (int64_t)kv_value_cap(kv->type, held) * hd);
+        for (int h = 0; h < kv->layers[l].heads; h++) {
             void *k = kv_key_head(kv, c, l, h), *v = kv_value_head(kv, c, l, h);
             if (buf) {
                 char *b = (char *)buf + at;

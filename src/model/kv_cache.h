@@ -24,6 +24,7 @@ typedef struct {
     size_t k_off;     /* elements of k before this layer's keys */
     size_t v_off;     /* elements of v before this layer's values */
     size_t lin_off;   /* a LAYER_LINEAR layer (no keys, no values): floats of lin before its states */
+    int hd, heads;    /* its head_dim and kv heads (the layer's own with per-layer shapes) */
 } kv_layer;
 
 typedef struct {
@@ -45,7 +46,8 @@ typedef struct {
                          over dims, and one kv head's values are one contiguous stream */
     int ring;         /* positions a sliding-window layer keeps (kv_ring_size), 0 when every
                          layer keeps ctx (no sliding layers, or a context no longer than that) */
-    kv_layer *layers; /* (n_layers) each layer's place in k and v */
+    kv_layer *layers; /* (n_layers) each layer's place in k and v; a LAYER_KV_SHARED layer's is its
+                         kv_source's (it owns no cache: nothing allocated for it) */
     float *lin;       /* the LAYER_LINEAR layers' states, f32 in every mode (kv_lin_conv, kv_lin_state);
                          NULL without such layers. They hold what the sequence's positions [0, written)
                          left, so the sequence can go back only to 0 (kv_cache_can_rewind) */

@@ -136,6 +136,8 @@ static int64_t slot_dim(const model_config *c, slot_size s) {
     case SZ_LIN_TAPS: return (int64_t)config_lin_channels(c) * c->lin_conv;
     case SZ_HEADS: return c->n_heads;
     case SZ_DIM3: return 3 * (int64_t)c->dim;
+    case SZ_PLE: return c->ple_dim;
+    case SZ_ONE: return 1;
     }
     return 0;
 }
@@ -143,7 +145,9 @@ static int64_t slot_dim(const model_config *c, slot_size s) {
 /* Layer l of c has this slot: its family has it (two slots may fill one field, in different
  * families), and SLOT_LINEAR matches the layer's kind. */
 static int slot_used(const model_config *c, int l, const layer_slot *sl) {
-    unsigned f = c->flags | (c->layer_flags[l] & LAYER_LINEAR ? SLOT_LINEAR : 0);
+    unsigned f = c->flags | (c->layer_flags[l] & LAYER_LINEAR ? SLOT_LINEAR : 0) |
+                 (c->layer_flags[l] & LAYER_KV_SHARED ? SLOT_KV_SHARED : 0) |
+                 (c->layer_flags[l] & LAYER_K_EQ_V ? SLOT_K_EQ_V : 0);
     return (f & sl->need) == sl->need && !(f & sl->without);
 }
 
@@ -486,7 +490,7 @@ static int load_experts(model *m, int l, int k, char *err) {
 /* Layer l's tensors, slot by slot (arch.h's LAYER_SLOTS: the one list of them),
  * then the views of its fused tensors. */
 static int load_layer(model *m, int l, char *err) {
-    const model_config *c = &m->cfg;
+    const model_config *c = model_layer_cfg(m, l);
     layer_weights *L = &m->layers[l];
     char name[128];
     for (int i = 0; i < N_LAYER_SLOTS; i++) {
@@ -555,6 +559,22 @@ static int load_weights(model *m, char *err) {
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     m->views = calloc((size_t)c->n_layers * 6, sizeof *m->views);
     if (!m->layers || !m->views) return errf(err, "%s: out of memory", m->path);
+    if (c->per_layer) {
+        if (!(m->layer_cfg = malloc((size_t)c->n_layers * sizeof *m->layer_cfg)))
+            return errf(err, "%s: out of memory", m->path);
+        for (int l = 0; l < c->n_layers; l++) config_layer_view(c, l, &m->layer_cfg[l]);
+    }
+    /* the per-layer inputs' tables: the embedding stays in the mapping, a token reads one row */
+    if (c->flags & ARCH_PER_LAYER_INPUT) {
+        int64_t lp = (int64_t)c->n_layers * c->ple_dim;
+        if (get_matrix(m, g ? "per_layer_token_embd.weight" : "model.embed_tokens_per_layer.weight", c->ple_vocab, lp,
+                       &m->ple_embd, err) ||
+            get_matrix(m, g ? "per_layer_model_proj.weight" : "model.per_layer_model_projection.weight", lp, c->dim,
+                       &m->ple_proj, err) ||
+            get_vector(m, g ? "per_layer_proj_norm.weight" : "model.per_layer_projection_norm.weight", c->ple_dim, 0,
+                       &m->ple_norm, err))
+            return -1;
+    }
     int n_moe = 0;
     for (int l = 0; l < c->n_layers; l++) n_moe += (c->layer_flags[l] & LAYER_MOE) != 0;
     if (n_moe) {
@@ -590,9 +610,9 @@ static int load_weights(model *m, char *err) {
 
 /* inv_freq[i] = 1 / (factor_i * theta^(2i/d)) over the d = rot_dim rotated dimensions,
  * in f32 as transformers computes it (factor 1 but for LongRoPE). */
-static void rope_base(float *f, const model_config *c, float theta, const float *factors) {
-    for (int i = 0; i < c->rot_dim / 2; i++) {
-        float e = (float)(2 * i) / (float)c->rot_dim;
+static void rope_base(float *f, int rot_dim, float theta, const float *factors) {
+    for (int i = 0; i < rot_dim / 2; i++) {
+        float e = (float)(2 * i) / (float)rot_dim;
         f[i] = 1.0f / (factors ? factors[i] * powf(theta, e) : powf(theta, e));
     }
 }
@@ -667,9 +687,11 @@ static int rope_frequencies(model *m, char *err) {
     float fsv[CONFIG_MAX_ROT_PAIRS], flv[CONFIG_MAX_ROT_PAIRS];
     if (fs) memcpy(fsv, fs->data, (size_t)half * 4);
     if (fl) memcpy(flv, fl->data, (size_t)half * 4);
-    rope_base(f, c, c->rope_theta, longrope ? (fs ? fsv : c->rope_short) : NULL);
-    if (longrope) rope_base(m->rope_inv_freq_long, c, c->rope_theta, fl ? flv : c->rope_long);
-    if (m->rope_inv_freq_swa) rope_base(m->rope_inv_freq_swa, c, c->rope_theta_swa, NULL);
+    rope_base(f, c->rot_dim, c->rope_theta, longrope ? (fs ? fsv : c->rope_short) : NULL);
+    if (longrope) rope_base(m->rope_inv_freq_long, c->rot_dim, c->rope_theta, fl ? flv : c->rope_long);
+    /* per-layer shapes: the sliding layers rotate their whole (smaller) head */
+    if (m->rope_inv_freq_swa)
+        rope_base(m->rope_inv_freq_swa, c->per_layer ? c->head_dim_swa : c->rot_dim, c->rope_theta_swa, NULL);
     if (c->rope_scaling == ROPE_SCALING_LLAMA3) rope_llama3(f, c);
     if (c->rope_scaling == ROPE_SCALING_YARN) rope_yarn(f, c);
     if (c->rope_scaling == ROPE_SCALING_LINEAR)
@@ -679,6 +701,9 @@ static int rope_frequencies(model *m, char *err) {
         memcpy(&v, (const uint8_t *)rf->data + 4 * i, 4);
         f[i] /= v;
     }
+    /* "proportional" RoPE (Gemma 4's full layers): the pairs past rope_pairs do not turn (frequency 0,
+     * as transformers' table holds them; GGUF's 1e30 divisors mean the same) */
+    for (int i = c->rope_pairs; c->rope_pairs && i < half; i++) f[i] = 0.0f;
     return 0;
 }
 
@@ -864,7 +889,10 @@ int model_open(const char *path, const model_options *opt, model **out, int *io_
         errf(err, "cannot start %d threads", opt->n_threads);
         goto fail;
     }
-    if (plan_build(&m->plan, m->layers, m->cfg.n_layers, m->lm_head, m->cfg.head_dim, m->kern, pool_size(m->pool),
+    int head_align = m->cfg.head_dim; /* whole heads of every layer: the largest (powers of two) */
+    for (int l = 0; m->cfg.per_layer && l < m->cfg.n_layers; l++)
+        if (m->cfg.layer_head_dim[l] > head_align) head_align = m->cfg.layer_head_dim[l];
+    if (plan_build(&m->plan, m->layers, m->cfg.n_layers, m->lm_head, head_align, m->kern, pool_size(m->pool),
                    opt->exact, opt->split_all)) {
         errf(err, "out of memory planning the matmuls");
         goto fail;
@@ -945,6 +973,8 @@ void model_free(model *m) {
         if (m->expert_copies) free(m->expert_copies[l]);
     }
     free(m->expert_copies);
+    free(m->layer_cfg);
+    free(m->ple_norm);
     free(m->experts);
     free(m->expert_ptrs);
     free(m->expert_views);

@@ -33,6 +33,12 @@ typedef struct model {
                                 (Gemma 3), or NULL */
     float *rope_inv_freq_long;/* (rot_dim / 2) LongRoPE's long factors, or NULL */
     float embed_scale;       /* ARCH_EMBED_SCALE: sqrt(dim) rounded to f32; else 1 */
+    model_config *layer_cfg; /* (n_layers) each layer's view of cfg (config_layer_view) when its shapes are
+                                per layer (cfg.per_layer), else NULL: model_layer_cfg */
+    const tensor *ple_embd;  /* ARCH_PER_LAYER_INPUT: (ple_vocab, n_layers * P) the per-layer embedding table,
+                                a view of the mapping (a token reads its one row) */
+    const tensor *ple_proj;  /* (n_layers * P, dim) per_layer_model_projection */
+    float *ple_norm;         /* (P) per_layer_projection_norm */
     expert_block *experts;   /* (n_layers) the expert layers' blocks (layer_weights.moe points here), or NULL */
     const tensor **expert_ptrs; /* (expert layers, 3, n_experts) the blocks' gate / up / down lists */
     tensor *expert_views;    /* (expert layers, 3, n_experts) the experts cut out of stacked 3-D tensors */
@@ -51,5 +57,10 @@ typedef struct model {
     size_t arena_bytes;
     packed_part *part_table; /* the tensors' packed_part runs, all in one allocation */
 } model;
+
+/* Layer l's config: its own shapes (model.layer_cfg) or the model's. */
+static inline const model_config *model_layer_cfg(const model *m, int l) {
+    return m->layer_cfg ? &m->layer_cfg[l] : &m->cfg;
+}
 
 #endif

@@ -27,6 +27,10 @@ void ops_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     float ss = sum_squares(x, n);
     float r = 1.0f / sqrtf(ss / (float)n + eps);
     int i = 0;
+    if (!w) { /* a weightless norm (Gemma 4's values) */
+        for (; i < n; i++) out[i] = x[i] * r;
+        return;
+    }
     /* 16 at a time through a local copy: out may be x (in place), and the compiler vectorizes
      * only what needs no aliasing check; the same operations per element either way */
     for (; i + 16 <= n; i += 16) {

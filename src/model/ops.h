@@ -6,7 +6,7 @@
 
 #include "kernels/kernels.h"
 
-/* out[i] = w[i] * (x[i] / sqrt(mean(x^2) + eps))   (LlamaRMSNorm) */
+/* out[i] = w[i] * (x[i] / sqrt(mean(x^2) + eps))   (LlamaRMSNorm); w NULL: no weight */
 void ops_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 
 /* Rotate one head vector v (hd values) for position pos. interleaved = 0: pairs

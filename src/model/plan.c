@@ -137,9 +137,13 @@ int plan_build(plan *p, const layer_weights *layers, int n_layers, const tensor 
         const layer_weights *L = &layers[l];
         plan_pass *ps = &p->layers[(size_t)l * PLAN_LAYER_PASSES];
         /* q, k and v split in whole heads (the rope and cache write after each piece) */
-        ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->wv}, .n = 3, .align = lcm16(head_dim)};
-        if (!L->wv) /* a Gated DeltaNet layer: in_proj_qkv, in_proj_z, b, a; a short conv's in_proj (arch.h) */
-            ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->lin_b, L->lin_a}, .n = L->wk ? 4 : 1, .align = MM_ALIGN};
+        /* (a layer reading another's keys and values has only q; attention_k_eq_v, q and k) */
+        ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->wv}, .n = L->wv ? 3 : L->wk ? 2 : 1,
+                                   .align = lcm16(head_dim)};
+        if (L->lin_b) /* a Gated DeltaNet layer: in_proj_qkv, in_proj_z, b, a (arch.h) */
+            ps[PASS_QKV] = (plan_pass){.w = {L->wq, L->wk, L->lin_b, L->lin_a}, .n = 4, .align = MM_ALIGN};
+        else if (L->lin_conv) /* a short conv: its in_proj (B, C and x) */
+            ps[PASS_QKV] = (plan_pass){.w = {L->wq}, .n = 1, .align = MM_ALIGN};
         ps[PASS_O] = (plan_pass){.w = {L->wo}, .n = 1, .align = MM_ALIGN};
         /* an expert layer's experts run in passes of their own (forward.c, stage_experts) */
         ps[PASS_GATE_UP] = (plan_pass){.w = {L->w_gate, L->w_up}, .n = L->moe ? 0 : 2, .side_by_side = 1};

@@ -426,6 +426,49 @@ Test(config_json, lfm2_short_conv) {
     cr_expect(c.hidden_dim == 128 && c.expert_dim == 1792 && c.n_experts_used == 4 && c.moe_renorm && c.moe_bias);
     cr_expect(!(c.layer_flags[2] & LAYER_MOE) && (c.layer_flags[3] & LAYER_MOE) && c.moe_scale == 2.5f);
     drop(&t);
+/* Gemma 4: per_layer_config or global_head_dim (512 by default) on the full layers, the last layer full, the
+ * kv-shared layers' producers the last earlier layer of their type (not llama.cpp's fixed rule),
+ * attention_k_eq_v with num_global_key_value_heads, double-wide MLPs on the shared layers, proportional RoPE. */
+Test(config_json, gemma4_per_layer) {
+    cfgfile_t t;
+    model_config c;
+    char err[ERR_LEN];
+#define G4 "\"model_type\": \"gemma4_text\", " SIZES ", \"head_dim\": 16, \"num_key_value_heads\": 2, "
+#define G4_TYPES "\"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"full_attention\", " \
+                 "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\"]"
+    cr_assert_eq(parse("{" G4 G4_TYPES ", \"num_kv_shared_layers\": 2, \"per_layer_config\": {\"2\": "
+                       "{\"head_dim\": 32}, \"5\": {\"head_dim\": 32}}, \"hidden_size_per_layer_input\": 8}",
+                       &c, err, &t), 0, "%s", err);
+    cr_expect_str_eq(c.arch, "gemma4");
+    cr_expect(c.per_layer && c.head_dim == 32 && c.head_dim_swa == 16 && c.rot_dim == 32, "%d %d", c.head_dim,
+              c.head_dim_swa);
+    cr_expect_eq(c.rope_pairs, 4); /* int(0.25 * 32 // 2) */
+    cr_expect_eq(c.attn_scale, 1.0f);
+    cr_expect(c.flags & ARCH_PER_LAYER_INPUT && c.ple_dim == 8 && c.ple_vocab == 262144);
+    cr_expect_eq(c.layer_flags[5] & LAYER_SLIDING, 0); /* the last layer is full */
+    cr_expect(c.layer_flags[4] & LAYER_KV_SHARED && c.layer_flags[5] & LAYER_KV_SHARED &&
+              !(c.layer_flags[3] & LAYER_KV_SHARED));
+    cr_expect(c.kv_source[4] == 3 && c.kv_source[5] == 2 && c.kv_source[3] == 3, "%d %d", c.kv_source[4], c.kv_source[5]);
+    cr_expect(c.layer_head_dim[5] == 32 && c.layer_head_dim[4] == 16);
+    drop(&t);
+    cr_assert_eq(parse("{" G4 G4_TYPES ", \"attention_k_eq_v\": true, \"num_global_key_value_heads\": 1, "
+                       "\"global_head_dim\": 64, \"use_double_wide_mlp\": true, \"num_kv_shared_layers\": 1, "
+                       "\"hidden_size_per_layer_input\": null}", &c, err, &t), 0, "%s", err);
+    cr_expect(c.layer_kv_heads[2] == 1 && c.layer_kv_heads[0] == 2 && c.layer_head_dim[2] == 64);
+    cr_expect(c.layer_flags[2] & LAYER_K_EQ_V && !(c.layer_flags[0] & LAYER_K_EQ_V));
+    cr_expect(!(c.layer_flags[5] & LAYER_K_EQ_V) && c.kv_source[5] == 2); /* shared: no projections at all */
+    cr_expect(c.layer_hidden[5] == 256 && c.layer_hidden[4] == 128 && c.hidden_dim == 256);
+    cr_expect(!(c.flags & ARCH_PER_LAYER_INPUT) && c.ple_dim == 0);
+    drop(&t);
+    expect_bad("{" G4 "\"layer_types\": [\"full_attention\", \"full_attention\", \"full_attention\", "
+               "\"sliding_attention\", \"sliding_attention\", \"full_attention\"], \"num_kv_shared_layers\": 3}",
+               "has no earlier sliding layer");
+    expect_bad("{" G4 G4_TYPES ", \"per_layer_config\": {\"9\": {\"head_dim\": 32}}}", "per_layer_config.9");
+    expect_bad("{" G4 G4_TYPES ", \"per_layer_config\": {\"2\": {\"sliding_window\": 32}}}",
+               "unsupported per_layer_config.2.sliding_window");
+    expect_bad("{" G4 G4_TYPES ", \"enable_moe_block\": true}", "enable_moe_block");
+#undef G4
+#undef G4_TYPES
 }
 
 /* Every row of the architecture table carries every fact: names, a valid activation and
@@ -453,6 +496,8 @@ Test(arch_table, every_row_is_complete) {
         cr_expect(a->slide != SLIDE_NONE || a->sw_default == 0, "%s: a default window that never applies", n);
         cr_expect(!(a->keys & ~(((KEY_LINEAR_ATTN << 1) - 1) | KEY_YARN_DEFAULT | KEY_SHORT_CONV | KEY_FF_ADJUST)),
                   "%s: unknown key flags", n);
+        cr_expect(!(a->keys & ~((KEY_PER_LAYER << 1) - 1)), "%s: unknown key flags", n);
+        cr_expect(!(a->flags & ARCH_PER_LAYER_INPUT), "%s: a flag only the readers set", n);
         cr_expect_eq(arch_by_gguf(a->name, strlen(a->name)), a, "%s: GGUF name not unique", n);
         cr_expect_eq(arch_by_model_type(a->hf_model_type), a, "%s: model_type not unique", n);
         cr_expect_eq(arch_by_class(a->hf_class), a, "%s: class not unique", n);
@@ -474,11 +519,12 @@ Test(arch_table, defaults_come_from_the_row) {
         cr_assert_eq(parse(json, &c, err, &t), 0, "%s: %s", a->name, err);
         cr_expect_str_eq(c.arch, a->name);
         cr_expect_eq(c.family, a);
-        cr_expect_eq(c.flags, a->flags, "%s", a->name);
+        cr_expect_eq(c.flags & ~ARCH_PER_LAYER_INPUT, a->flags, "%s", a->name);
         cr_expect_eq(c.max_pos, a->max_pos, "%s", a->name);
         cr_expect_eq(c.rms_eps, (float)a->eps, "%s", a->name);
         cr_expect_eq(c.rope_theta, (float)a->theta, "%s", a->name);
-        cr_expect_eq(c.head_dim, a->head_dim ? a->head_dim : 16, "%s", a->name);
+        /* per-layer shapes: the sliding layers' head_dim is the row's (c.head_dim the full layers') */
+        cr_expect_eq(c.per_layer ? c.head_dim_swa : c.head_dim, a->head_dim ? a->head_dim : 16, "%s", a->name);
         cr_expect_eq(c.tied_embeddings, a->tied, "%s", a->name);
         cr_expect_eq(c.bos_id, a->bos, "%s", a->name);
         cr_expect_eq(c.n_eos ? c.eos_ids[0] : -1, a->eos, "%s", a->name);
