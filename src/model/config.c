@@ -119,10 +119,10 @@ const model_config *config_layer_view(const model_config *c, int l, model_config
     return buf;
 }
 
-int config_set_kv_sharing(model_config *c, const char *source, char *err) {
+int config_set_kv_sharing(model_config *c, const char *source, const char *key, char *err) {
     int first = c->n_layers - c->n_kv_shared;
     if (c->n_kv_shared < 0 || first < 1)
-        return errf(err, "%s: %d kv-shared layers of %d, expected fewer than the layer count", source, c->n_kv_shared,
+        return errf(err, "%s: %s %d of %d layers, expected fewer than the layer count", source, key, c->n_kv_shared,
                     c->n_layers);
     for (int l = 0; l < c->n_layers; l++) {
         c->kv_source[l] = (int16_t)l;
@@ -130,8 +130,9 @@ int config_set_kv_sharing(model_config *c, const char *source, char *err) {
         int slide = c->layer_flags[l] & LAYER_SLIDING, p = first - 1;
         while (p >= 0 && (c->layer_flags[p] & LAYER_SLIDING) != slide) p--;
         if (p < 0)
-            return errf(err, "%s: kv-shared layer %d (%s attention) has no earlier %s layer to read its keys and "
-                        "values from", source, l, slide ? "sliding" : "full", slide ? "sliding" : "full");
+            return errf(err, "%s: kv-shared layer %d (%s %d; %s attention) has no earlier %s layer to read its keys "
+                        "and values from", source, l, key, c->n_kv_shared, slide ? "sliding" : "full",
+                        slide ? "sliding" : "full");
         if (c->per_layer && (c->layer_head_dim[p] != c->layer_head_dim[l] || c->layer_kv_heads[p] != c->layer_kv_heads[l]))
             return errf(err, "%s: kv-shared layer %d (head_dim %d, %d kv heads) differs from the layer %d it reads "
                         "(head_dim %d, %d kv heads)", source, l, c->layer_head_dim[l], c->layer_kv_heads[l], p,

@@ -125,9 +125,9 @@ typedef struct {
 const model_config *config_layer_view(const model_config *c, int l, model_config *buf);
 
 /* KEY_PER_LAYER: the producers of the last n_kv_shared layers (the last earlier layer of the same
- * type, as transformers picks it), LAYER_KV_SHARED and kv_source; -1 with a message naming source
- * when a consumer's type has no producer or its shapes differ from it. */
-int config_set_kv_sharing(model_config *c, const char *source, char *err);
+ * type, as transformers picks it), LAYER_KV_SHARED and kv_source; -1 with a message naming source and
+ * the file's key for n_kv_shared when a consumer's type has no producer or its shapes differ from it. */
+int config_set_kv_sharing(model_config *c, const char *source, const char *key, char *err);
 
 /* The conv channels of a DeltaNet layer: q and k of every key head, then v of every value head. */
 static inline int config_lin_channels(const model_config *c) {

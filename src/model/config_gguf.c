@@ -402,7 +402,7 @@ static int gguf_per_layer(const gguf_file *g, model_config *c, char *err) {
     }
     c->per_layer = 1;
     c->head_dim_swa = hd_swa;
-    if (config_set_kv_sharing(c, gguf_path(g), err)) return -1;
+    if (config_set_kv_sharing(c, gguf_path(g), AK("attention.shared_kv_layers"), err)) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         snprintf(kb, sizeof kb, "blk.%d.attn_v.weight", l);
         if (!(c->layer_flags[l] & (LAYER_SLIDING | LAYER_KV_SHARED)) && !gguf_find_tensor(g, kb))

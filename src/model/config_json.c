@@ -614,15 +614,15 @@ static int json_per_layer(const json_t *root, model_config *c, const char *path,
         }
     }
     c->per_layer = 1;
-    if (config_set_kv_sharing(c, path, err)) return -1;
-    int hd_full = 0, hd_swa = 0;
+    if (config_set_kv_sharing(c, path, "num_kv_shared_layers", err)) return -1;
+    int hd_full = 0, hd_swa = 0, ff = c->hidden_dim;
     for (int l = 0; l < L; l++) {
         int slide = c->layer_flags[l] & LAYER_SLIDING, *hd = slide ? &hd_swa : &hd_full;
         if (*hd && *hd != c->layer_head_dim[l])
             return errf(err, "%s: layer %d's head_dim %d differs from another %s layer's %d (one RoPE table per "
                         "type)", path, l, c->layer_head_dim[l], slide ? "sliding" : "full", *hd);
         *hd = c->layer_head_dim[l];
-        if (wide && (c->layer_flags[l] & LAYER_KV_SHARED)) c->layer_hidden[l] = 2 * c->hidden_dim;
+        if (wide && (c->layer_flags[l] & LAYER_KV_SHARED)) c->layer_hidden[l] = 2 * ff;
         if (c->layer_kv_heads[l] > c->n_kv_heads) c->n_kv_heads = c->layer_kv_heads[l];
         if (c->layer_hidden[l] > c->hidden_dim) c->hidden_dim = c->layer_hidden[l];
     }
