@@ -266,6 +266,12 @@ family-refs: $(REF_VENV)/.ok $(MLX_VENV)/.ok  ## regenerate the model-family fix
 hybrid-refs: $(REF_VENV)/.ok  ## regenerate the hybrid fixtures and their HF references
 	$(REF_VENV)/bin/python tests/gen/make_hybrid_refs.py $(CACHE)
 
+# Gemma 4 text (tests/fixtures/tiny-gemma4-*, tests/refs/tiny-gemma4-*, tests/refs/gemma4-fixtures.json): tiny random
+# checkpoints saved by transformers, their HF references (3 prompts x 32 greedy ids) and converter GGUFs; never run by CI.
+.PHONY: gemma4-refs
+gemma4-refs: $(REF_VENV)/.ok  ## regenerate the Gemma 4 fixtures, their HF references and GGUF conversions
+	$(REF_VENV)/bin/python tests/gen/make_gemma4_refs.py $(CACHE)
+
 # Mixture-of-experts families (qwen3_moe qwen2_moe mixtral olmoe granitemoe): tiny random checkpoints saved by
 # transformers, their HF references (3 prompts x 32 greedy ids each), their GGUF conversions (f32, q8_0) where the
 # file means the same model, and torch.topk's tie order (tests/fixtures/tiny-*moe*, tiny-mixtral-*,

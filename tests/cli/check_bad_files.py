@@ -135,6 +135,7 @@ MOE_FIXTURE = os.path.join("tests", "fixtures", "tiny-qwen3moe-f32")
 HYBRID = os.path.join("tests", "fixtures", "tiny-qwen35-gdn-f32")
 LFM2 = os.path.join("tests", "fixtures", "tiny-lfm2-f32")
 MOE_EXPERT = "model.layers.1.mlp.experts.3.up_proj.weight"
+GEMMA4 = os.path.join("tests", "fixtures", "tiny-gemma4-f32")
 
 
 def drop_expert(h):
@@ -334,6 +335,23 @@ def main():
         cases[-1] = cases[-1][:2] + ("blk.1.attn_sinks.weight",)
         gguf_case("gptoss-gguf-expert-bias-shape", gguf_set_dim(go_gguf, "blk.2.ffn_down_exps.bias", 1, 3))
         cases[-1] = cases[-1][:2] + ("blk.2.ffn_down_exps.bias",)
+        # Gemma 4 (tests/fixtures/tiny-gemma4-f32: layers s s f s s f, the last two kv-shared, per-layer inputs
+        # of 16): a shared layer whose type no earlier layer has, per-layer shapes the tensors do not have, a
+        # per-layer table of another width; in config.json and in the converter's GGUF
+        g4 = dict(fixture=GEMMA4)
+        dir_case("gemma4-shared-without-producer", "config.json", edit_config=set_key(
+            "layer_types", ["full_attention"] * 4 + ["sliding_attention", "full_attention"]), **g4)
+        dir_case("gemma4-head-dim-disagrees", "model.layers.2.self_attn.q_proj.weight", True,
+                 edit_config=set_key("per_layer_config", {"2": {"head_dim": 48}, "5": {"head_dim": 48}}), **g4)
+        dir_case("gemma4-per-layer-table-size", "model.embed_tokens_per_layer.weight", True,
+                 edit_config=set_key("hidden_size_per_layer_input", 8), **g4)
+        with open(os.path.join(GEMMA4, "model.f32.gguf"), "rb") as f:
+            g4f = f.read()
+        gguf_case("gemma4-gguf-shared-without-producer", gguf_set_u32(g4f, "gemma4.attention.shared_kv_layers", 4))
+        gguf_case("gemma4-gguf-head-dim-disagrees", gguf_set_u32(g4f, "gemma4.attention.key_length_swa", 16))
+        cases[-1] = cases[-1][:2] + ("blk.0.attn_q.weight",)
+        gguf_case("gemma4-gguf-per-layer-table-size", gguf_set_u32(g4f, "gemma4.embedding_length_per_layer_input", 8))
+        cases[-1] = cases[-1][:2] + ("per_layer_token_embd.weight",)
         d = model_dir(tmp, "st-truncated")
         st = os.path.join(d, "model.safetensors")
         size = os.path.getsize(st)

@@ -380,6 +380,14 @@ def check_config(exe, path):
             "tied_embeddings": int(bool(j.get("tie_word_embeddings", False))),
             "rope_scaling": scaling,
             "bos_id": j.get("bos_token_id", 1), "eos_ids": ",".join(map(str, eos))}
+    if j.get("model_type") == "gemma4_text":  # per-layer shapes: the full layers' head_dim, the largest width
+        full = [str(i) for i, t in enumerate(j["layer_types"]) if t == "full_attention"]
+        plc = j.get("per_layer_config") or {}
+        want["head_dim"] = plc.get(full[0], {}).get("head_dim", j.get("global_head_dim", 512))
+        kvs = [want["n_kv_heads"]] + [plc.get(f, {}).get("num_key_value_heads", 0) for f in full]
+        want["n_kv_heads"] = max(kvs)
+        if j.get("use_double_wide_mlp") and j.get("num_kv_shared_layers"):
+            want["hidden_dim"] *= 2
     bad = [(k, c.get(k), str(v)) for k, v in want.items() if c.get(k) != str(v)]
     if abs(float(c.get("rope_theta", "nan")) - theta) > 1e-6 * theta:
         bad.append(("rope_theta", c.get("rope_theta"), theta))
