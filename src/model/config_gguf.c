@@ -48,7 +48,7 @@ static int gguf_check_arch(const gguf_file *g, model_config *c, char *err) {
         return errf(err, "%s: missing required key 'general.architecture'", gguf_path(g));
     const arch_info *ai = arch_by_gguf(a.ptr, a.len);
     if (!ai) {
-        char names[160];
+        char names[320];
         arch_list(names, sizeof names);
         int n = a.len > 64 ? 64 : (int)a.len;
         return errf(err, "%s: unsupported architecture '%.*s'; supported: %s", gguf_path(g), n, a.ptr, names);

@@ -79,7 +79,7 @@ static int json_bool_key(const json_t *root, const char *key, int dflt, int *out
 }
 /* model_type first (transformers' own choice), else an architectures entry. */
 static int check_arch(const json_t *root, model_config *c, const char *path, char *err) {
-    char names[160];
+    char names[320];
     arch_list(names, sizeof names);
     const json_t *mt = get(root, "model_type");
     if (mt) {
