@@ -368,7 +368,7 @@ def check_config(exe, path):
     if "full_attention" in rp:  # Gemma 3 (transformers 5): one dict per layer type; the global layers' here
         rp = rp["full_attention"]
     theta = rp.get("rope_theta", j.get("rope_theta", 10000.0))
-    scaling = {"llama3": 1, "linear": 2, "longrope": 3, "su": 3}.get(rp.get("rope_type", rp.get("type")), 0)
+    scaling = {"llama3": 1, "linear": 2, "longrope": 3, "su": 3, "yarn": 4}.get(rp.get("rope_type", rp.get("type")), 0)
     eos = j.get("eos_token_id", 2)
     eos = eos if isinstance(eos, list) else [eos]
     want = {"dim": j["hidden_size"], "n_layers": j["num_hidden_layers"],
@@ -388,11 +388,21 @@ def check_config(exe, path):
         want["n_kv_heads"] = max(kvs)
         if j.get("use_double_wide_mlp") and j.get("num_kv_shared_layers"):
             want["hidden_dim"] *= 2
+    if j.get("model_type") == "lfm2":  # Lfm2MLP's width: block_ff_dim wins, 2/3 of it, rounded up when scaled
+        ff = j.get("block_ff_dim") or j["intermediate_size"]
+        if j.get("block_auto_adjust_ff_dim", True):
+            ff = int(2 * ff / 3)
+            if j.get("block_ffn_dim_multiplier", 1.0) is not None:
+                ff = int(j.get("block_ffn_dim_multiplier", 1.0) * ff)
+                mo = j.get("block_multiple_of", 256)
+                ff = mo * ((ff + mo - 1) // mo)
+        want["hidden_dim"] = ff
     bad = [(k, c.get(k), str(v)) for k, v in want.items() if c.get(k) != str(v)]
     if abs(float(c.get("rope_theta", "nan")) - theta) > 1e-6 * theta:
         bad.append(("rope_theta", c.get("rope_theta"), theta))
-    if abs(float(c.get("rms_eps", "nan")) - j.get("rms_norm_eps", 1e-6)) > 1e-12:
-        bad.append(("rms_eps", c.get("rms_eps"), j.get("rms_norm_eps")))
+    eps = j.get("rms_norm_eps", j.get("norm_eps", 1e-6))  # norm_eps: LFM2's name
+    if abs(float(c.get("rms_eps", "nan")) - eps) > 1e-12:
+        bad.append(("rms_eps", c.get("rms_eps"), eps))
     if want["rope_scaling"] == 1:
         if float(c["rope_factor"]) != rp["factor"]:
             bad.append(("rope_factor", c["rope_factor"], rp["factor"]))
