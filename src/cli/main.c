@@ -44,8 +44,9 @@ static int usage(FILE *f) {
               "       llmgen verify REFS.jsonl [-m MODEL] [--tolerance GAP] [options]   check against references\n"
               "       llmgen perplexity -m MODEL (-f FILE | --ids-file FILE) [-c CTX] [--chunks N] [options]\n"
               "       llmgen serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N]   OpenAI HTTP API\n"
-              "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, gemma3, phi3,\n"
-              "smollm3, granite. Without a prompt, or with -p - / -f -, the prompt is read from stdin.\n\n",
+              "Generate text on the CPU with a model of a family llama, mistral, qwen2, qwen3, qwen3.5, gemma3,\n"
+              "gemma4, phi3, smollm3, granite, lfm2, gpt-oss, or the experts' qwen3-moe, qwen2-moe, mixtral,\n"
+              "olmoe, granite-moe, lfm2-moe. Without a prompt, or with -p - / -f -, it is read from stdin.\n\n",
               f) == EOF ||
         options_print_help(f))
         return -1;
