@@ -132,30 +132,31 @@ void arch_list(char *buf, size_t n) {
 #define HFM "model.layers.%d.mlp."
 #define HFB "model.layers.%d.block_sparse_moe."
 #define HFF "model.layers.%d.feed_forward."
+#define SW "switch_mlp.%s.weight"
 static const moe_info MOES[] = {
     {"qwen3moe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 1, 128, 8, 768, 0, 1, HFM "gate.weight",
      HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL, HFM SW},
     {"qwen2moe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 0, 60, 4, 1408, 5632, 1, HFM "gate.weight",
      HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL, HFM SW},
     {"mixtral", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, HFB "gate.weight",
      HFB "experts.%d.w1.weight", HFB "experts.%d.w3.weight", HFB "experts.%d.w2.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
-    {"llama", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL, HFB SW},
+    {"llama", MOE_SOFTMAX_TOPK, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     {"olmoe", MOE_SOFTMAX_TOPK, MOE_RENORM_CONFIG, 0, 0, 64, 8, 0, 0, 0, HFM "gate.weight",
      HFM "experts.%d.gate_proj.weight", HFM "experts.%d.up_proj.weight", HFM "experts.%d.down_proj.weight",
-     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL, HFM SW},
     /* transformers 5.23 saves Granite MoE's stacks under their legacy names */
     {"granitemoe", MOE_TOPK_SOFTMAX, MOE_RENORM_ALWAYS, 1, 1, 8, 2, 0, 0, 0, HFB "router.layer.weight", NULL, NULL,
-     NULL, HFB "input_linear.weight", HFB "output_linear.weight", NULL},
+     NULL, HFB "input_linear.weight", HFB "output_linear.weight", NULL, HFB SW},
     /* the k largest of the biased logits, softmax over them (GptOssTopKRouter); stacks transposed */
     {"gpt-oss", MOE_TOPK_SOFTMAX, MOE_RENORM_ALWAYS, 1, 1, 128, 4, 0, 0, 0, HFM "router.weight", NULL, NULL, NULL,
-     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL},
+     HFM "experts.gate_up_proj", HFM "experts.down_proj", NULL, NULL},
     /* transformers' Lfm2MoeSparseMoeBlock: experts after the first num_dense_layers (2) */
     {"lfm2moe", MOE_SIGMOID_BIAS, MOE_RENORM_CONFIG, 1, 1, 32, 4, 1792, 0, 2, HFF "gate.weight",
      HFF "experts.%d.w1.weight", HFF "experts.%d.w3.weight", HFF "experts.%d.w2.weight",
-     HFF "experts.gate_up_proj", HFF "experts.down_proj", HFF "expert_bias"},
+     HFF "experts.gate_up_proj", HFF "experts.down_proj", HFF "expert_bias", HFF SW},
 };
 #define N_MOES (int)(sizeof MOES / sizeof MOES[0])
 

@@ -184,6 +184,8 @@ typedef struct {
     const char *hf_gate_up3;    /* stacked: (E, 2I, dim), gate rows first */
     const char *hf_down3;       /* stacked: (E, dim, I) */
     const char *hf_bias;        /* MOE_SIGMOID_BIAS: the (E) expert bias (GGUF exp_probs_b.bias), else NULL */
+    const char *mlx_switch;     /* mlx-lm's stacks (E, rows, cols), one per projection, plain or affine-quantized:
+                                   %d the layer, %s gate_proj / up_proj / down_proj; NULL: none */
 } moe_info;
 
 #define MOE_MAX_USED 64 /* most experts a token may take (num_experts_per_tok) */

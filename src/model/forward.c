@@ -258,7 +258,7 @@ struct matmul_job {
     const plan_pass *pass; /* the outputs' matrices, their split and route (plan.h) */
     const float *x;      /* (nt, ldx) f32 input */
     int ldx, nt;
-    const q8_act *xq;    /* x quantized to int8 (fast mode), or NULL when no weight is packed */
+    const q8_act *xq;    /* x quantized to int8 (fast mode), or NULL: every weight takes the f32 kernels */
     mm_post_fn post;     /* or NULL */
     int layer;           /* for post functions that write the cache */
     const fwd_seg *segs; /* post_qkv: the sequences whose caches the rows' tokens go to (s->tok_seg,
@@ -283,7 +283,7 @@ static void matmul_rows(const matmul_job *j, const mm_out *o, int r0, int r1) {
     const tensor *w = o->w;
     const kernels *k = j->m->kern, *ref = kernels_scalar();
     int rows = (int)w->shape[0], cols = (int)w->shape[1];
-    const void *q8w = plan_q8_weights(w);
+    const void *q8w = j->xq ? plan_q8_weights(w) : NULL; /* no int8 activations: an f32 pass (the router) */
     if (q8w) {
         matmul_q8_fn fn = k->matmul_q8[w->type] ? k->matmul_q8[w->type] : ref->matmul_q8[w->type];
         /* each run of rows stored apart (the weight arena) is a matrix of its own to the kernel */

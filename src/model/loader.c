@@ -222,6 +222,44 @@ static void name_with(char *buf, size_t n, const char *name, const char *suffix)
     snprintf(buf, n, "%.*s%s", (int)len, name, suffix);
 }
 
+/* mlx-lm's stack `name` (n_experts, rows, cols) of one projection: plain (a weight type, viewed as
+ * get_stack does) or affine-quantized (U32 words with its .scales and .biases, each (n_experts, rows, x)),
+ * expert e's matrix as out[e]; nothing copied. */
+static int get_mlx_stack(model *m, const char *name, int64_t rows, int64_t cols, tensor *views, const tensor **out,
+                         char *err) {
+    const model_config *c = &m->cfg;
+    const tensor *t = find_tensor(m, name);
+    if (!t || t->type != DT_U32) return get_stack(m, name, rows, 0, rows, cols, views, out, err);
+    if (!c->quant_bits)
+        return errf(err, "%s: tensor %s is U32 (MLX packed) but config.json has no 'quantization'", m->path, name);
+    char sn[200], bn[200];
+    name_with(sn, sizeof sn, name, ".scales");
+    name_with(bn, sizeof bn, name, ".biases");
+    const tensor *parts[3] = {t, find_tensor(m, sn), find_tensor(m, bn)};
+    tensor flat[3];
+    for (int i = 0; i < 3; i++) {
+        const tensor *p = parts[i];
+        if (!p) return errf(err, "%s: tensor %s is packed (U32) but its %s are missing", m->path, name,
+                            i == 1 ? "scales" : "biases");
+        if (p->ndim != 3 || p->shape[0] != c->n_experts || p->shape[1] != rows) {
+            char shape[96];
+            shape_str(p, shape, sizeof shape);
+            return errf(err, "%s: tensor %s has shape %s, expected (%d, %lld, ...) from the config", m->path,
+                        p->name, shape, c->n_experts, (long long)rows);
+        }
+        flat[i] = *p; /* the stack as one (n_experts * rows, x) matrix */
+        flat[i].ndim = 2;
+        flat[i].shape[0] = (int64_t)c->n_experts * rows;
+        flat[i].shape[1] = p->shape[2];
+    }
+    const tensor *whole;
+    if (affine_assemble(&m->affine, &flat[0], &flat[1], &flat[2], flat[0].shape[0], cols, &whole, m->path, err))
+        return -1;
+    for (int e = 0; e < c->n_experts; e++)
+        if (affine_split(&m->affine, whole, (int64_t)e * rows, rows, &out[e], m->path, err)) return -1;
+    return 0;
+}
+
 /* A (E, r, c) tensor's view as E matrices of one dtype: expert e of out. */
 static void expert_view(tensor *v, const tensor *src, dtype type, int64_t rows, int64_t cols, const void *data) {
     *v = *src;
@@ -424,12 +462,24 @@ static int load_experts(model *m, int l, int k, char *err) {
     } else {
         snprintf(name, sizeof name, mo->hf_router, l);
         if (get_matrix(m, name, E, D, &b->router, err)) return -1;
-        int per_expert = 0;
+        int per_expert = 0, mlx = 0;
         if (mo->hf_gate) {
             snprintf(name, sizeof name, mo->hf_gate, l, 0);
             per_expert = find_tensor(m, name) != NULL;
         }
-        if (per_expert) {
+        if (!per_expert && mo->mlx_switch) {
+            snprintf(name, sizeof name, mo->mlx_switch, l, "gate_proj");
+            mlx = find_tensor(m, name) != NULL;
+        }
+        if (mlx) {
+            static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+            for (int i = 0; i < 3; i++) {
+                snprintf(name, sizeof name, mo->mlx_switch, l, proj[i]);
+                if (get_mlx_stack(m, name, i == 2 ? D : I, i == 2 ? I : D, views + (size_t)i * E,
+                                  (i == 0 ? b->gate : i == 1 ? b->up : b->down), err))
+                    return -1;
+            }
+        } else if (per_expert) {
             for (int e = 0; e < E; e++) {
                 snprintf(name, sizeof name, mo->hf_gate, l, e);
                 if (get_matrix(m, name, I, D, &b->gate[e], err)) return -1;
