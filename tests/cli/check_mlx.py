@@ -228,6 +228,53 @@ def check_quantize_errors():
             print("ok    llmgen quantize: %d bad uses give their exit code and a one-line message" % len(cases))
 
 
+def write_st(path, tensors):
+    """A safetensors file of name -> (dtype, shape, bytes), in name order."""
+    hdr, off, blobs = {}, 0, []
+    for k in sorted(tensors):
+        dt, shape, data = tensors[k]
+        hdr[k] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(data)]}
+        off += len(data)
+        blobs.append(data)
+    head = json.dumps(hdr).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+def check_damaged_stacks():
+    """mlx-lm's stacked experts (switch_mlp), damaged: one line naming the tensor, exit 2."""
+    src = os.path.join(REPO, "tests", "fixtures", "tiny-mlx-qwen3moe-q4g32")
+    good = st_tensors(os.path.join(src, "model.safetensors"))
+    sw = "model.layers.1.mlp.switch_mlp."
+
+    def drop(name):
+        return lambda t: t.pop(name)
+
+    def reshape(name, shape):
+        return lambda t: t.__setitem__(name, (t[name][0], shape, t[name][2]))
+
+    cases = [  # edit, what stderr must name
+        (drop(sw + "up_proj.biases"), sw + "up_proj.weight is packed (U32) but its biases are missing"),
+        (reshape(sw + "gate_proj.scales", [6, 16, 4]), sw + "gate_proj.scales has shape (6, 16, 4)"),
+        (reshape(sw + "down_proj.weight", [3, 128, 4]), sw + "down_proj.weight has shape (3, 128, 4)"),
+    ]
+    n0 = len(failures)
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(os.path.join(src, "config.json"), tmp)
+        for edit, needle in cases:
+            t = dict(good)
+            edit(t)
+            write_st(os.path.join(tmp, "model.safetensors"), t)
+            p = subprocess.run([LLMGEN, "-m", tmp, "--prompt-ids", "1,2", "-n", "1"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=TIMEOUT)
+            err = p.stderr.decode()
+            if p.returncode != 2 or needle not in err or err.count("\n") != 1:
+                fail("damaged switch_mlp stack: exit %d, stderr %r; expected exit 2 and one line with %r"
+                     % (p.returncode, err, needle))
+    if len(failures) == n0:
+        print("ok    damaged switch_mlp stacks: %d cases, exit 2 and one line naming the tensor" % len(cases))
+
+
 def peak_rss_of(cmd):
     """Peak RSS (bytes) of a child: ru_maxrss of RUSAGE_CHILDREN, measured in a fresh helper process
     so that no earlier child counts."""
@@ -274,7 +321,8 @@ def main():
     kernels = kernel_sets()
     if "scalar" not in kernels:
         fail("llmgen does not run tests/fixtures/tiny-mlx-mha-q4g64 with --kernels scalar")
-    for step in (lambda: check_mlx_converted(kernels), check_llmgen_quantize, check_quantize_errors, check_memory):
+    for step in (lambda: check_mlx_converted(kernels), check_llmgen_quantize, check_quantize_errors, check_damaged_stacks,
+                 check_memory):
         try:
             step()
         except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:

@@ -57,6 +57,15 @@ CASES = [
     ("tiny-mlx-smollm3-q4g32", "tiny-smollm3-nope4-f32", 4, 32, "SmolLM3: layer 3 without RoPE, tied"),
     ("tiny-mlx-phi3-longrope-q8g32", "tiny-phi3-longrope-f32", 8, 32,
      "Phi-3: fused qkv_proj / gate_up_proj quantized, LongRoPE long factors (original 8 < prompt), partial 0.75"),
+    # mixture-of-experts fixtures (make_moe_refs.py): mlx-lm stacks each projection's experts in one
+    # (E, rows, cols) tensor (switch_mlp); a matrix whose input width the group does not divide stays f32
+    ("tiny-mlx-qwen3moe-q4g32", "tiny-qwen3moe-f32", 4, 32,
+     "Qwen3-MoE: switch_mlp stacks 4-bit, the router 8-bit g64 (mlx-lm's quant_predicate), renormalized top-2"),
+    ("tiny-mlx-qwen2moe-q8g32", "tiny-qwen2moe-f32", 8, 32,
+     "Qwen2-MoE: 8-bit stacks, a shared expert (its down_proj, input 48, stays f32) and its quantized sigmoid gate"),
+    ("tiny-mlx-mixtral-q4g64", "tiny-mixtral-f32", 4, 64,
+     "Mixtral: block_sparse_moe.switch_mlp, gate / up 4-bit g64 beside an f32 down stack (input 48)"),
+    ("tiny-mlx-olmoe-q4g32", "tiny-olmoe-f32", 4, 32, "OLMoE: q/k norms over the whole projection, top-3 unnormalized"),
 ]
 
 # `llmgen quantize` of a family fixture must write mlx_lm.convert's bytes (name, fixture, bits, group, twin)
@@ -86,6 +95,8 @@ def mlx_source(fixture, tmp):
         if rp.get("rope_type", "default") == "longrope":
             cfg["rope_scaling"] = {"type": "longrope", "short_factor": rp["short_factor"],
                                    "long_factor": rp["long_factor"]}
+    if cfg.get("model_type") == "qwen3_moe" and "num_experts" not in cfg:  # transformers 5's name for it
+        cfg["num_experts"] = cfg["num_local_experts"]
     with open(path, "w") as f:
         json.dump(cfg, f, indent=2)
     return d
