@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Thinking output kept apart from the answer (llmgen_reasoning_*), on the default model with the real templates of
-three thinking families and outputs forced by a grammar (no thinking model needed: the split is on the text).
+four thinking families and outputs forced by a grammar (no thinking model needed: the split is on the text).
 
-  - Qwen3 (its template: the model writes "<think>R</think>"), a DeepSeek-R1 distill (its template opens
+  - Qwen3 (its template: the model writes "<think>R</think>"), LFM2.5 (the same, no blank line), a DeepSeek-R1 distill (its template opens
     "<think>\\n" itself: the output starts inside the block) and gpt-oss (harmony: "<|channel|>analysis<|message|>R
     <|end|><|start|>assistant<|channel|>final<|message|>A", reasoning_effort through --chat-template-kwargs):
     --chat prints only the answer; --reasoning show and --reasoning-format none print the output as generated;
@@ -29,6 +29,7 @@ R, A = "Let me think: é, 2+2.\nSo 4.", "It is 4."
 CASES = [  # (name, template, forced output, kwargs)
     ("qwen3", "Qwen-Qwen3-0.6B.jinja", "<think>%s</think>\n\n%s" % (R, A), None),
     ("deepseek-r1-distill", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "%s</think>\n\n%s" % (R, A), None),
+    ("lfm2.5", "LFM2.5-8B-A1B.jinja", "<think>%s</think>%s" % (R, A), None),
     ("gpt-oss", "openai-gpt-oss-120b.jinja",
      "<|channel|>analysis<|message|>%s<|end|><|start|>assistant<|channel|>final<|message|>%s" % (R, A),
      {"reasoning_effort": "high"}),
