@@ -70,7 +70,7 @@ SLOW_OBJ := $(sort $(filter %avx512.o,$(SAN_LIB_OBJ) $(LIB_OBJ))) \
 .PHONY: all help deps demo test unit unit-san neon-test regress model fixtures refs bench clean distclean \
         lib install fuzz fuzz-replay bench-models peer bench-tokenizer chat-templates chat-refs \
         quality quality-refs regress-quality bench-parallel rust-build rust-test rust-client bench-spec bench-contention bench-ab \
-        grammars grammar-refs grammar-bench big-model bench-big bench-threads \
+        grammars grammar-refs grammar-bench big-model bench-big moe-models bench-moe bench-threads \
         regress-grammar regress-full schema-suite-refs schema-corpus regress-schemas schema-corpus-refs
 
 all: llmgen  ## build ./llmgen
@@ -537,6 +537,7 @@ bench: peer model bench-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/mem
 	$(PYTHON) tests/bench/bench.py  # runs tests/bench/bench_tokenizer.py too (its hook)
 	$(PYTHON) tests/bench/bench_spec.py $(CACHE)
 	$(if $(filter 0,$(BENCH_BIG)),,$(MAKE) --no-print-directory bench-big)  # the 8B-config file (BENCH_BIG=0 skips it)
+	$(if $(filter 0,$(BENCH_MOE)),,$(MAKE) --no-print-directory bench-moe)  # the MoE-config files (BENCH_MOE=0 skips them)
 
 # The Llama-3.1-8B config as a Q4_K_M download holds it (random valid blocks, 4.9 GB, no tokenizer): its
 # load time, time to first token, peak RSS, prefill and decode against llama.cpp, page cache warm.
@@ -546,6 +547,18 @@ big-model: $(TOOLS_OK)  ## write the 8B-config Q4_K_M GGUF (random blocks, 4.9 G
 bench-big: peer big-model llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw  ## 8B-config Q4_K_M vs llama.cpp: first token, peak RSS, prefill, decode (.cache/bench/big.json)
 	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
 	$(PYTHON) tests/bench/bench_big.py $(BENCH_BIG_ARGS)
+
+# Two expert models as their Q4_K_M downloads hold them (random valid blocks and routers, no tokenizer):
+# Qwen3-30B-A3B (17.5 GB: the page cache holds it once on a 24 GiB machine, so the files are benched one
+# after the other) and OLMoE-1B-7B (4.2 GB).
+MOE_BENCH_CONFIGS := olmoe-1b-7b qwen3-30b-a3b
+moe-models: $(TOOLS_OK)  ## write the Qwen3-30B-A3B and OLMoE-1B-7B config Q4_K_M GGUFs (random blocks) to .cache/bench
+	for c in $(MOE_BENCH_CONFIGS); do nice -n 10 $(TOOLS_VENV)/bin/python tests/bench/make_big_model.py $(CACHE) $$c || exit 1; done
+
+bench-moe: peer moe-models llmgen $(BENCH_BIN)/llmgen_bench $(BENCH_BIN)/membw  ## the MoE-config files vs llama.cpp (.cache/bench/big-<file>.json)
+	$(MAKE) --no-print-directory $(BENCH_BIN)/peer_run
+	$(PYTHON) tests/bench/bench_big.py --model $(CACHE)/bench/olmoe-1b-7b-random.Q4_K_M.gguf $(BENCH_BIG_ARGS)
+	$(PYTHON) tests/bench/bench_big.py --model $(CACHE)/bench/qwen3-30b-a3b-random.Q4_K_M.gguf $(BENCH_BIG_ARGS)
 
 bench-spec: peer model llmgen  ## teacher-forced verify and speculative decoding against plain decoding (.cache/bench/spec.json)
 	$(PYTHON) tests/bench/bench_spec.py $(CACHE)

@@ -232,7 +232,8 @@ def model_costs(path):
     """Weight bytes streamed per decoded token, ops per prompt token (512-token prefill), file bytes.
 
     Bytes come from the file's tensors: everything except the embedding table when the model has its
-    own lm_head (a lookup reads one row), the embedding once as the lm_head when tied. Quantized
+    own lm_head (a lookup reads one row), the embedding once as the lm_head when tied; of an expert
+    layer's stacks, the k of E experts a token chose (k / E of their bytes; a decode step of one token). Quantized
     matrices count with their scales (MLX: weight + scales + biases). Ops come from the shapes."""
     if os.path.isdir(path) or path.endswith(".safetensors"):
         tensors = st_tensors(path)
@@ -243,6 +244,7 @@ def model_costs(path):
         kv, inter, vocab = cfg.get("num_key_value_heads", heads), cfg["intermediate_size"], cfg["vocab_size"]
         head_dim = cfg.get("head_dim") or hidden // heads
         emb, head = "model.embed_tokens.", "lm_head."
+        experts = used = 0
     else:
         meta, tensors = gguf_read(path)
         a = meta.get("general.architecture", "llama") + "."  # the key prefix: llama. qwen3. gemma3. ...
@@ -253,17 +255,24 @@ def model_costs(path):
         head_dim = meta.get(a + "attention.key_length") or hidden // heads
         vocab = meta.get(a + "vocab_size") or next(s[0] for n, s, _ in tensors if n == "token_embd.weight")
         emb, head = "token_embd.", "output."
+        experts, used = meta.get(a + "expert_count", 0), meta.get(a + "expert_used_count", 0)
+        inter = meta.get(a + "expert_feed_forward_length", inter) if experts else inter
     tied = not any(n.startswith(head) for n, _, _ in tensors)
     emb_bytes = sum(nb for n, _, nb in tensors if n.startswith(emb))
     total = sum(nb for _, _, nb in tensors)
     per_token = total if tied else total - emb_bytes
-    lin = layers * (hidden * heads * head_dim + 2 * hidden * kv * head_dim + heads * head_dim * hidden
-                    + 3 * hidden * inter)
+    # an expert layer: a token reads the k experts it chose of each stack (ffn_*_exps), not all of them
+    exp_bytes = sum(nb for n, _, nb in tensors if "_exps." in n)
+    if experts and used:
+        per_token -= exp_bytes * (1 - used / experts)
+    ffn = 3 * hidden * inter * (used if experts else 1)
+    lin = layers * (hidden * heads * head_dim + 2 * hidden * kv * head_dim + heads * head_dim * hidden + ffn)
     n = max(PP_SIZES)
     attn_ops = 2 * 2 * layers * heads * head_dim * (n + 1) / 2  # QK^T and PV, causal mean per token
     ops = 2 * lin + attn_ops + 2 * vocab * hidden / n          # lm_head for the last position only
     kv_bytes = 2 * layers * kv * head_dim * 2  # K and V per position, bf16 in the default (fast) mode (forward.h)
     return {"file_bytes": total, "bytes_per_token": per_token, "linear_params": lin, "kv_bytes_per_pos": kv_bytes,
+            "experts": experts, "experts_used": used, "expert_bytes": exp_bytes, "hidden": hidden,
             "lm_head_params": vocab * hidden, "tied": tied, "ops_per_prompt_token": ops}
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""make bench-big: the 8B-config Q4_K_M file (make big-model) against llama.cpp, page cache warm.
+"""make bench-big / bench-moe: a big Q4_K_M file (make big-model: the 8B config; make moe-models: the
+Qwen3-30B-A3B and OLMoE configs) against llama.cpp, page cache warm.
 
 Usage: python3 tests/bench/bench_big.py [--rounds N] [--threads T] [--pp N] [--tg N] [--model PATH]
        (from the repository root; stdlib only; needs make peer, build/bench/{llmgen_bench,peer_run,membw})
@@ -17,9 +18,11 @@ Each round runs both engines one after the other (the order alternates between r
   prefill / decode     build/bench/llmgen_bench (-p PP -n TG, 16-id warm-up) and llama-bench
                        (-p 16,PP -n TG -r 1 --no-warmup; pp16 is its warm-up), tokens/s
 and build/bench/membw before each round: the decode floor of the round is that bandwidth over the
-bytes a decode step streams (every 2-D weight once but the embedding table, bench.py's model_costs).
-The file is read once before the first round so the page cache is warm (it must fit: 4.9 GB here).
-Prints one table (medians over the rounds) and writes everything to .cache/bench/big.json.
+bytes a decode step streams (every 2-D weight once but the embedding table, and of an expert layer the k
+experts a token chose: bench.py's model_costs). The file is read once before the first round so the page
+cache is warm (it must fit: 4.9 GB for the 8B config, 17.5 GB for Qwen3-30B-A3B's on a 24 GiB machine).
+Prints one table (medians over the rounds) and writes everything to .cache/bench/big.json (the 8B file)
+or .cache/bench/big-<file name>.json.
 """
 import argparse
 import json
@@ -106,7 +109,7 @@ def main():
         sys.exit("bench-big: %s is missing (make big-model writes it)" % a.model)
     costs = B.model_costs(a.model)
     file_mb = os.path.getsize(a.model) / 2**20
-    ids = B.ids_csv(4, 128000, 4)
+    ids = B.ids_csv(4, min(128000, costs["lm_head_params"] // costs["hidden"]), 4)
     res = {"model": a.model, "file_mb": file_mb, "costs": costs, "threads": a.threads, "pp": a.pp, "tg": a.tg,
            "machine": B.machine_info(), "loadavg_before": os.getloadavg(), "rounds": []}
     res["warm_read_s"] = warm(a.model)
@@ -149,7 +152,8 @@ def main():
     ]
     res["summary"] = {"bandwidth_gbs": bw, "decode_floor_tps": floor, "rss_bound_mb": (file_mb + kv) * 1.1,
                       "rows": rows}
-    print("8B-config Q4_K_M, %d threads, page cache warm, medians of %d interleaved rounds" % (a.threads, a.rounds))
+    print("%s, %d threads, page cache warm, medians of %d interleaved rounds" % (os.path.basename(a.model), a.threads,
+                                                                                 a.rounds))
     print("| | llmgen | llama.cpp | llmgen / llama.cpp |")
     print("|---|---|---|---|")
     for name, x, y, _ in rows:
@@ -162,7 +166,8 @@ def main():
           % (file_mb, kv, res["summary"]["rss_bound_mb"]))
     print("load average before %s, after %s" % (" ".join("%.2f" % x for x in res["loadavg_before"]),
                                                  " ".join("%.2f" % x for x in res["loadavg_after"])))
-    with open(os.path.join(B.OUT_DIR, "big.json"), "w") as f:
+    out = "big.json" if a.model == MODEL else "big-%s.json" % os.path.basename(a.model)[:-5]
+    with open(os.path.join(B.OUT_DIR, out), "w") as f:
         json.dump(res, f, indent=1)
     errors = [x["error"] for r in R for x in r.values() if isinstance(x, dict) and "error" in x]
     if errors:

@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
-"""Write the Llama-3.1-8B-config Q4_K_M GGUF of random valid blocks, for load-time and speed benchmarks.
+"""Write a Q4_K_M GGUF of random valid blocks in a published config, for load-time and speed benchmarks.
 
-Usage: make_big_model.py CACHE        (run by `make big-model` in the tools venv: numpy, gguf)
+Usage: make_big_model.py CACHE [CONFIG]   (run by `make big-model` / `make moe-models` in the tools venv:
+                                            numpy, gguf; CONFIG one of CONFIGS below, default llama-8b)
 
-Writes  CACHE/bench/llama-8b-random.Q4_K_M.gguf (about 4.9 GB, like the real download) and a .stamp beside
-it (this script's sha256 and the file size): a second run with the file in place takes a moment.
+Writes  CACHE/bench/<file of CONFIG> and a .stamp beside it (this script's sha256 and the file size): a
+second run with the file in place takes a moment. The configs:
+  llama-8b        llama-8b-random.Q4_K_M.gguf, Llama-3.1-8B (about 4.9 GB, like the real download)
+  qwen3-30b-a3b   qwen3-30b-a3b-random.Q4_K_M.gguf, Qwen3-30B-A3B (about 17.5 GB): 48 layers of 128
+                  experts (8 per token, width 768), GQA 32/4, head_dim 128, q/k norms
+  olmoe-1b-7b     olmoe-1b-7b-random.Q4_K_M.gguf, OLMoE-1B-7B-0924 (about 4.0 GB): 16 layers of 64
+                  experts (8 per token, width 1024), q/k norms over the whole projections
+The expert files follow llama-quantize's Q4_K_M for them as for the dense one: the ffn_*_exps stacks Q4_K,
+ffn_down_exps Q6_K in the "use_more_bits" layers, the router (ffn_gate_inp) and the norms F32.
 
 The file has what llama-quantize's Q4_K_M puts in a converted Llama-3.1-8B (llama.cpp's llama-quant.cpp,
 in the pinned sdist of `make peer`): Q4_K for every matrix, token_embd included, except output.weight and
@@ -38,13 +46,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from make_bench_models import llama3_rope_factors, write_metadata  # noqa: E402
 
-NAME = "llama-8b-random.Q4_K_M.gguf"
-CONFIG = {  # meta-llama/Llama-3.1-8B config.json (the fields the GGUF carries)
-    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-    "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 131072,
-    "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "bos_token_id": 128000, "eos_token_id": 128001,
-    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                     "original_max_position_embeddings": 8192},
+CONFIGS = {  # the published config.json fields the GGUF carries; arch: the GGUF architecture
+    "llama-8b": {  # meta-llama/Llama-3.1-8B
+        "file": "llama-8b-random.Q4_K_M.gguf", "arch": "llama", "title": "Llama-3.1-8B",
+        "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 131072,
+        "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "bos_token_id": 128000, "eos_token_id": 128001,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192},
+    },
+    "qwen3-30b-a3b": {  # Qwen/Qwen3-30B-A3B
+        "file": "qwen3-30b-a3b-random.Q4_K_M.gguf", "arch": "qwen3moe", "title": "Qwen3-30B-A3B",
+        "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+        "head_dim": 128, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+        "num_experts_per_tok": 8, "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "bos_token_id": 151643, "eos_token_id": 151645, "qk_norm": "head",
+    },
+    "olmoe-1b-7b": {  # allenai/OLMoE-1B-7B-0924 (the converter writes its expert width as feed_forward_length)
+        "file": "olmoe-1b-7b-random.Q4_K_M.gguf", "arch": "olmoe", "title": "OLMoE-1B-7B",
+        "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16,
+        "intermediate_size": 1024, "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 50304,
+        "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "eos_token_id": 50279,
+        "qk_norm": "full",
+    },
 }
 Q4_K, Q6_K = gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K
 # Super-block scales: Q4_K w = d*sc*q - dmin*m (sc, m, q uniform: dmin = 7.5 d centres it), std about
@@ -60,19 +84,34 @@ def use_more_bits(i, n):
 def tensor_plan(cfg):
     """[(name, shape (rows, cols) or (n,), type)] in the converter's order."""
     h, f, L = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
-    hd = h // cfg["num_attention_heads"]
-    kv = cfg["num_key_value_heads"] * hd
-    plan = [("token_embd.weight", (cfg["vocab_size"], h), Q4_K), ("rope_freqs.weight", (hd // 2,), None)]
+    hd = cfg.get("head_dim") or h // cfg["num_attention_heads"]
+    q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
+    E, fe = cfg.get("num_experts", 0), cfg.get("moe_intermediate_size") or f
+    plan = [("token_embd.weight", (cfg["vocab_size"], h), Q4_K)]
+    if "rope_scaling" in cfg:
+        plan.append(("rope_freqs.weight", (hd // 2,), None))
     for i in range(L):
         more = Q6_K if use_more_bits(i, L) else Q4_K
         b = "blk.%d." % i
-        plan += [(b + "attn_norm.weight", (h,), None), (b + "attn_q.weight", (h, h), Q4_K),
+        plan += [(b + "attn_norm.weight", (h,), None), (b + "attn_q.weight", (q, h), Q4_K),
                  (b + "attn_k.weight", (kv, h), Q4_K), (b + "attn_v.weight", (kv, h), more),
-                 (b + "attn_output.weight", (h, h), Q4_K), (b + "ffn_norm.weight", (h,), None),
-                 (b + "ffn_gate.weight", (f, h), Q4_K), (b + "ffn_up.weight", (f, h), Q4_K),
-                 (b + "ffn_down.weight", (h, f), more)]
+                 (b + "attn_output.weight", (h, q), Q4_K)]
+        if cfg.get("qk_norm"):
+            qn, kn = (hd, hd) if cfg["qk_norm"] == "head" else (q, kv)
+            plan += [(b + "attn_q_norm.weight", (qn,), None), (b + "attn_k_norm.weight", (kn,), None)]
+        plan.append((b + "ffn_norm.weight", (h,), None))
+        if E:
+            plan += [(b + "ffn_gate_inp.weight", (E, h), None), (b + "ffn_gate_exps.weight", (E, fe, h), Q4_K),
+                     (b + "ffn_up_exps.weight", (E, fe, h), Q4_K), (b + "ffn_down_exps.weight", (E, h, fe), more)]
+        else:
+            plan += [(b + "ffn_gate.weight", (f, h), Q4_K), (b + "ffn_up.weight", (f, h), Q4_K),
+                     (b + "ffn_down.weight", (h, f), more)]
     plan += [("output_norm.weight", (h,), None), ("output.weight", (cfg["vocab_size"], h), Q6_K)]
     return plan
+
+
+def numel(shape):
+    return math.prod(shape)
 
 
 def random_blocks(rng, rows, cols, qtype):
@@ -91,15 +130,16 @@ def random_blocks(rng, rows, cols, qtype):
 
 
 def expected_bytes(plan):
-    return sum(4 * s[0] if t is None else s[0] * s[1] // gguf.GGML_QUANT_SIZES[t][0] * gguf.GGML_QUANT_SIZES[t][1]
+    return sum(4 * numel(s) if t is None else numel(s) // gguf.GGML_QUANT_SIZES[t][0] * gguf.GGML_QUANT_SIZES[t][1]
                for _, s, t in plan)
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: make_big_model.py CACHE")
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in CONFIGS):
+        sys.exit("usage: make_big_model.py CACHE [%s]" % "|".join(CONFIGS))
+    cfg = CONFIGS[sys.argv[2] if len(sys.argv) == 3 else "llama-8b"]
     out_dir = os.path.join(sys.argv[1], "bench")
-    path = os.path.join(out_dir, NAME)
+    path = os.path.join(out_dir, cfg["file"])
     with open(os.path.abspath(__file__), "rb") as f:
         me = hashlib.sha256(f.read()).hexdigest()
     try:
@@ -112,31 +152,40 @@ def main():
         pass
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.time()
-    cfg = CONFIG
     plan = tensor_plan(cfg)
     rope = llama3_rope_factors(cfg)
-    w = gguf.GGUFWriter(path + ".tmp", "llama")
-    write_metadata(w, cfg, gguf.LlamaFileType.MOSTLY_Q4_K_M, "Llama-3.1-8B-shaped random weights (llmgen bench)")
+    w = gguf.GGUFWriter(path + ".tmp", cfg["arch"])
+    write_metadata(w, cfg, gguf.LlamaFileType.MOSTLY_Q4_K_M, "%s-shaped random weights (llmgen bench)" % cfg["title"])
+    if cfg.get("num_experts"):
+        w.add_expert_count(cfg["num_experts"])
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        if cfg.get("moe_intermediate_size"):
+            w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     for name, shape, qt in plan:
         if qt is None:
-            w.add_tensor_info(name, shape, np.float32, 4 * shape[0])
+            w.add_tensor_info(name, shape, np.float32, 4 * numel(shape))
         else:
             bs, ts = gguf.GGML_QUANT_SIZES[qt]
-            w.add_tensor_info(name, (shape[0], shape[1] // bs * ts), np.uint8, shape[0] * shape[1] // bs * ts,
-                              raw_dtype=qt)
+            bshape = tuple(shape[:-1]) + (shape[-1] // bs * ts,)
+            w.add_tensor_info(name, bshape, np.uint8, numel(bshape), raw_dtype=qt)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     for k, (name, shape, qt) in enumerate(plan):
         if name == "rope_freqs.weight":
             w.write_tensor_data(rope)
+        elif qt is None and name.endswith("ffn_gate_inp.weight"):  # a random router: no ties between experts
+            rng = np.random.default_rng(1000 + k)
+            w.write_tensor_data((rng.standard_normal(shape) / math.sqrt(shape[1])).astype(np.float32))
         elif qt is None:
             w.write_tensor_data(np.ones(shape, dtype=np.float32))
         else:
             rng = np.random.default_rng(1000 + k)
-            parts = [random_blocks(rng, min(ROWS_PER_CHUNK, shape[0] - r), shape[1], qt)
-                     for r in range(0, shape[0], ROWS_PER_CHUNK)]
-            w.write_tensor_data(np.concatenate(parts) if len(parts) > 1 else parts[0])
+            rows = numel(shape[:-1])  # a stack of experts: its matrices' rows end to end
+            parts = [random_blocks(rng, min(ROWS_PER_CHUNK, rows - r), shape[-1], qt)
+                     for r in range(0, rows, ROWS_PER_CHUNK)]
+            data = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            w.write_tensor_data(data.reshape(tuple(shape[:-1]) + (data.shape[-1],)))
     w.close()
     size = os.path.getsize(path + ".tmp")
     if size < expected_bytes(plan):
