@@ -275,12 +275,12 @@ static void expert_view(tensor *v, const tensor *src, dtype type, int64_t rows, 
 }
 
 /* HF's plain stack t (E, in, out_all) of F32 / F16 / BF16, its columns col0, col0 + step, ... (rows of
- * expert e's (rows, in) matrix): transposed into dst, expert after expert. */
-static void transpose_stack(const tensor *t, int64_t rows, int col0, int step, uint8_t *dst) {
+ * expert e's (rows, in) matrix): transposed into dst, expert after expert; experts [e0, e1). */
+static void transpose_stack(const tensor *t, int64_t rows, int col0, int step, uint8_t *dst, int64_t e0, int64_t e1) {
     size_t es = dtype_row_bytes(t->type, 1);
-    int64_t E = t->shape[0], in = t->shape[1], all = t->shape[2];
+    int64_t in = t->shape[1], all = t->shape[2];
     const uint8_t *src = t->data;
-    for (int64_t e = 0; e < E; e++)
+    for (int64_t e = e0; e < e1; e++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t i = 0; i < in; i++)
                 memcpy(dst + ((e * rows + r) * in + i) * es, src + ((e * in + i) * all + col0 + r * step) * es, es);
@@ -289,11 +289,13 @@ static void transpose_stack(const tensor *t, int64_t rows, int col0, int step, u
 /* HF's MXFP4 rows (E, rows_all, in / 32, 16) with scales (E, rows_all, in / 32): rows row0, row0 + step, ...
  * of each expert as GGUF MXFP4 blocks (the scale byte, then element j's code in the low nibble of qs[j] and
  * element j + 16's in the high one; HF pairs elements 2k, 2k + 1 in byte k), expert after expert. The codes
- * and the exponent mean the same values in both layouts (FACTS-MOE 4.3): nothing is requantized. */
-static void mxfp4_rows(const tensor *bl, const tensor *sc, int64_t rows, int row0, int step, uint8_t *dst) {
-    int64_t E = bl->shape[0], all = bl->shape[1], nb = bl->shape[2];
+ * and the exponent mean the same values in both layouts (FACTS-MOE 4.3): nothing is requantized. Experts
+ * [e0, e1). */
+static void mxfp4_rows(const tensor *bl, const tensor *sc, int64_t rows, int row0, int step, uint8_t *dst, int64_t e0,
+                       int64_t e1) {
+    int64_t all = bl->shape[1], nb = bl->shape[2];
     const uint8_t *b = bl->data, *s = sc->data;
-    for (int64_t e = 0; e < E; e++)
+    for (int64_t e = e0; e < e1; e++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t k = 0; k < nb; k++) {
                 size_t src = ((size_t)e * all + row0 + r * step) * nb + k;
@@ -305,6 +307,24 @@ static void mxfp4_rows(const tensor *bl, const tensor *sc, int64_t rows, int row
                     o[2 + 2 * m] = (uint8_t)(q[m] >> 4 | (q[8 + m] & 0xF0));
                 }
             }
+}
+
+/* A layer's three rewrites of HF stacks (gate, up, down), each thread taking its share of the experts
+ * of each: the load of a 20B-class checkpoint moves gigabytes this way. */
+typedef struct {
+    const tensor *t[3], *sc[3]; /* sc[i]: MXFP4 scales, or NULL (a plain stack, transposed) */
+    int64_t rows[3];
+    int row0[3], step[3];
+    uint8_t *dst[3];
+} stack_job;
+
+static void stack_task(void *ctx, int ith, int nth) {
+    const stack_job *j = ctx;
+    for (int i = 0; i < 3; i++) {
+        int64_t E = j->t[i]->shape[0], e0 = E * ith / nth, e1 = E * (ith + 1) / nth;
+        if (j->sc[i]) mxfp4_rows(j->t[i], j->sc[i], j->rows[i], j->row0[i], j->step[i], j->dst[i], e0, e1);
+        else transpose_stack(j->t[i], j->rows[i], j->row0[i], j->step[i], j->dst[i], e0, e1);
+    }
 }
 
 /* Drop the file pages wholly inside t (read once, rewritten): the copy replaces them in memory. */
@@ -365,9 +385,9 @@ static int load_hf_expert_stacks(model *m, int l, expert_block *b, tensor *views
         if (!buf) return errf(err, "%s: out of memory", m->path);
         m->expert_copies[l] = buf;
         size_t mat = (size_t)I * D * es;
-        transpose_stack(tg, I, 0, 2, buf);
-        transpose_stack(tg, I, 1, 2, buf + (size_t)E * mat);
-        transpose_stack(td, D, 0, 1, buf + (size_t)2 * E * mat);
+        stack_job j = {{tg, tg, td}, {NULL, NULL, NULL}, {I, I, D}, {0, 1, 0}, {2, 2, 1},
+                       {buf, buf + (size_t)E * mat, buf + (size_t)2 * E * mat}};
+        pool_run(m->pool, stack_task, &j);
         for (int e = 0; e < E; e++) {
             expert_view(&views[e], tg, tg->type, I, D, buf + (size_t)e * mat);
             expert_view(&views[E + e], tg, tg->type, I, D, buf + (size_t)(E + e) * mat);
@@ -395,9 +415,9 @@ static int load_hf_expert_stacks(model *m, int l, expert_block *b, tensor *views
         buf = malloc((size_t)E * (2 * mat + dmat));
         if (!buf) return errf(err, "%s: out of memory", m->path);
         m->expert_copies[l] = buf;
-        mxfp4_rows(bg, sg, I, 0, 2, buf);
-        mxfp4_rows(bg, sg, I, 1, 2, buf + (size_t)E * mat);
-        mxfp4_rows(bd, sd, D, 0, 1, buf + (size_t)2 * E * mat);
+        stack_job j = {{bg, bg, bd}, {sg, sg, sd}, {I, I, D}, {0, 1, 0}, {2, 2, 1},
+                       {buf, buf + (size_t)E * mat, buf + (size_t)2 * E * mat}};
+        pool_run(m->pool, stack_task, &j);
         for (int e = 0; e < E; e++) {
             expert_view(&views[e], bg, DT_MXFP4, I, D, buf + (size_t)e * mat);
             expert_view(&views[E + e], bg, DT_MXFP4, I, D, buf + (size_t)(E + e) * mat);
@@ -927,16 +947,16 @@ int model_open(const char *path, const model_options *opt, model **out, int *io_
         if (config_validate(&m->cfg, path, err)) goto fail;
         if (!opt->no_tokenizer && load_gguf_tokenizer(m, err)) goto fail;
     }
+    m->pool = pool_new(opt->n_threads); /* before the weights: a load may rewrite some (HF expert stacks) */
+    if (!m->pool) {
+        errf(err, "cannot start %d threads", opt->n_threads);
+        goto fail;
+    }
     if (load_weights(m, err)) goto fail;
     if (rope_frequencies(m, err)) goto fail;
     m->kern = kernels_select(opt->kernels);
     if (!m->kern) {
         errf(err, "--kernels %s: not available on this CPU or in this build", opt->kernels);
-        goto fail;
-    }
-    m->pool = pool_new(opt->n_threads);
-    if (!m->pool) {
-        errf(err, "cannot start %d threads", opt->n_threads);
         goto fail;
     }
     int head_align = m->cfg.head_dim; /* whole heads of every layer: the largest (powers of two) */
